@@ -1,0 +1,193 @@
+/* nexttok: hidden state -> vocabulary scores -> grammar mask -> next token.
+ *
+ * The stable C ABI. Every operation takes a parameter struct of tensor views,
+ * runs on the backend that owns the tensors (CPU, CUDA or OpenCL), checks every
+ * argument before it launches anything, and returns a status code. On failure
+ * nt_last_error() gives a message for the calling thread that names the argument.
+ *
+ * The semantics of each operation are fixed by docs/SEMANTICS.md.
+ */
+#ifndef NEXTTOK_NEXTTOK_H
+#define NEXTTOK_NEXTTOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  if defined(NEXTTOK_BUILDING)
+#    define NT_API __declspec(dllexport)
+#  else
+#    define NT_API
+#  endif
+#else
+#  define NT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NT_VERSION_MAJOR 0
+#define NT_VERSION_MINOR 1
+#define NT_VERSION_PATCH 0
+
+/* ---- status codes ------------------------------------------------------ */
+typedef enum nt_status {
+  NT_OK = 0,
+  NT_ERROR_INVALID_ARGUMENT = 1,  /* shape, dtype, stride, range: names the argument */
+  NT_ERROR_UNSUPPORTED = 2,       /* valid request this backend does not implement */
+  NT_ERROR_BACKEND_UNAVAILABLE = 3, /* backend not compiled in or no device/platform */
+  NT_ERROR_WORKSPACE = 4,         /* workspace missing or too small */
+  NT_ERROR_BACKEND = 5,           /* the CUDA / OpenCL runtime reported an error */
+  NT_ERROR_INTERNAL = 6
+} nt_status;
+
+/* ---- tensors ------------------------------------------------------------- */
+typedef enum nt_dtype {
+  NT_F32 = 0,
+  NT_F16 = 1,
+  NT_BF16 = 2,
+  NT_I8 = 3,
+  NT_I32 = 4,
+  NT_I64 = 5,
+  NT_U64 = 6,
+  NT_BOOL = 7 /* one byte, 0 or 1 */
+} nt_dtype;
+
+/* Values follow DLPack's DLDeviceType where one exists. */
+typedef enum nt_device_type {
+  NT_DEVICE_CPU = 1,
+  NT_DEVICE_CUDA = 2,
+  NT_DEVICE_OPENCL = 4
+} nt_device_type;
+
+/* A view of a 1-D or 2-D tensor. The last dimension is contiguous; rows may be
+ * strided (row_stride in elements, >= shape[1]). For 1-D tensors shape[1] and
+ * row_stride are ignored. data == NULL marks an absent optional tensor.
+ * On OpenCL, data is a cl_mem and byte_offset is the view's offset in it; on CPU
+ * and CUDA byte_offset must be 0 (point data at the first element instead). */
+typedef struct nt_tensor {
+  void* data;
+  int64_t byte_offset;
+  nt_dtype dtype;
+  int32_t ndim;
+  int64_t shape[2];
+  int64_t row_stride;
+  nt_device_type device;
+  int32_t device_id;
+} nt_tensor;
+
+/* A sampling parameter: one scalar for every row, or a contiguous length-B array
+ * resident on the logits' device (CUDA-graph friendly: the values are read at
+ * run time). per_row == NULL means "use scalar". On OpenCL per_row is a cl_mem. */
+typedef struct nt_param_f32 { const void* per_row; float scalar; } nt_param_f32;
+typedef struct nt_param_i32 { const void* per_row; int32_t scalar; } nt_param_i32;
+typedef struct nt_param_u64 { const void* per_row; uint64_t scalar; } nt_param_u64;
+
+/* ---- grammar mask ---------------------------------------------------------- */
+typedef struct nt_apply_token_bitmask_args {
+  nt_tensor logits;   /* f32 | f16 | bf16 [B, V], modified in place */
+  nt_tensor bitmask;  /* i32 [B', W'], bit j of word w = token 32w+j, 1 = allowed */
+  nt_tensor indices;  /* optional i32 | i64 [N]: rows to mask; NULL = all rows */
+} nt_apply_token_bitmask_args;
+
+NT_API nt_status nt_apply_token_bitmask(const nt_apply_token_bitmask_args* args, void* stream);
+
+typedef struct nt_bitmask_from_allowed_args {
+  nt_tensor allowed;  /* bool [B, V] */
+  nt_tensor bitmask;  /* i32 [B, ceil(V/32)], written; padding bits 0 */
+} nt_bitmask_from_allowed_args;
+
+NT_API nt_status nt_bitmask_from_allowed(const nt_bitmask_from_allowed_args* args, void* stream);
+
+/* ---- sampling ------------------------------------------------------------ */
+enum {
+  NT_SAMPLE_TOP_P_JOINT = 1 /* top-p mass measured on the full distribution */
+};
+
+typedef struct nt_sample_args {
+  nt_tensor logits;          /* f32 | f16 | bf16 [B, V] */
+  nt_param_f32 temperature;  /* <= 0 or NaN: greedy */
+  nt_param_i32 top_k;        /* <= 0 or >= V: off; 1: greedy */
+  nt_param_f32 top_p;        /* >= 1 or NaN: off; <= 0: keep the top token */
+  nt_param_f32 min_p;        /* <= 0 or NaN: off */
+  nt_param_u64 seed;         /* per-row seeds make draws batch-position free */
+  nt_param_u64 offset;       /* Philox counter offset: advance it every step */
+  nt_tensor uniform;         /* optional f32 [B]: explicit inverse-CDF draw */
+  uint32_t flags;            /* NT_SAMPLE_* */
+  nt_tensor tokens;          /* i64 | i32 [B], written; -1 for an empty keep-set */
+} nt_sample_args;
+
+/* Bytes of workspace nt_sample needs for these shapes (may be 0). The workspace
+ * lives on the logits' device; nothing is allocated by the call itself. */
+NT_API nt_status nt_sample_workspace_size(const nt_sample_args* args, size_t* bytes);
+NT_API nt_status nt_sample(const nt_sample_args* args, void* workspace,
+                           size_t workspace_bytes, void* stream);
+
+/* ---- LM head with exact top-k ------------------------------------------- */
+typedef struct nt_lm_head_dense_args {
+  nt_tensor hidden;   /* f32 | f16 | bf16 [M, H] */
+  nt_tensor weight;   /* same dtype as hidden, [V, H] */
+  nt_tensor bias;     /* optional f32 | f16 | bf16 [V] */
+  int32_t k;          /* 1 <= k <= min(2048, V) */
+  nt_tensor values;   /* f32 [M, k], written, sorted descending */
+  nt_tensor indices;  /* i64 [M, k], written; ties to the lower index */
+} nt_lm_head_dense_args;
+
+NT_API nt_status nt_lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args* args,
+                                                      size_t* bytes);
+NT_API nt_status nt_lm_head_topk_dense(const nt_lm_head_dense_args* args, void* workspace,
+                                       size_t workspace_bytes, void* stream);
+
+typedef struct nt_lm_head_binary_args {
+  nt_tensor act_q;      /* i8 [M, H] */
+  nt_tensor act_scale;  /* f32 [M] */
+  nt_tensor wq;         /* i32 [V, H/32], bit j of word w: sign of column 32w+j is + */
+  nt_tensor wscale;     /* f16 [V, H/G] */
+  nt_tensor bias;       /* optional f32 | f16 | bf16 [V] */
+  int32_t group_size;   /* G in {32, 64, 128, 256}, H % G == 0 */
+  int32_t k;
+  nt_tensor values;     /* f32 [M, k] */
+  nt_tensor indices;    /* i64 [M, k] */
+} nt_lm_head_binary_args;
+
+NT_API nt_status nt_lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args* args,
+                                                       size_t* bytes);
+NT_API nt_status nt_lm_head_topk_binary(const nt_lm_head_binary_args* args, void* workspace,
+                                        size_t workspace_bytes, void* stream);
+
+typedef struct nt_pack_weights_args {
+  nt_tensor signs;  /* i8 [V, H], every entry -1 or +1, H % 32 == 0 */
+  nt_tensor wq;     /* i32 [V, H/32], written */
+} nt_pack_weights_args;
+
+NT_API nt_status nt_pack_weights(const nt_pack_weights_args* args, void* stream);
+
+typedef struct nt_quantize_activations_args {
+  nt_tensor x;          /* f32 | f16 | bf16 [M, H] */
+  nt_tensor act_q;      /* i8 [M, H], written */
+  nt_tensor act_scale;  /* f32 [M], written */
+} nt_quantize_activations_args;
+
+NT_API nt_status nt_quantize_activations(const nt_quantize_activations_args* args, void* stream);
+
+/* ---- library ------------------------------------------------------------- */
+/* The message of the last failed call on this thread ("" after a success). */
+NT_API const char* nt_last_error(void);
+NT_API const char* nt_status_string(nt_status status);
+NT_API const char* nt_version_string(void);
+
+/* Whether a backend is compiled in and has a usable device. */
+NT_API int nt_backend_available(nt_device_type device);
+
+/* CPU backend threads (0 = hardware concurrency). Not thread-safe with running ops. */
+NT_API nt_status nt_cpu_set_num_threads(int32_t n);
+NT_API int32_t nt_cpu_num_threads(void);
+
+/* OpenCL: every call takes a cl_command_queue as its stream. */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* NEXTTOK_NEXTTOK_H */

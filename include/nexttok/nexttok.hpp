@@ -1,0 +1,180 @@
+// Thin C++ layer over nexttok.h: views built from pointers and shapes, errors
+// as exceptions, and host workspaces owned by RAII. Header-only; it adds no
+// semantics of its own.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "nexttok/nexttok.h"
+
+namespace nexttok {
+
+class Error : public std::runtime_error {
+ public:
+  Error(nt_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  nt_status status() const noexcept { return status_; }
+
+ private:
+  nt_status status_;
+};
+
+inline void check(nt_status status) {
+  if (status != NT_OK) throw Error(status, nt_last_error());
+}
+
+struct Device {
+  nt_device_type type = NT_DEVICE_CPU;
+  int32_t id = 0;
+  static Device cpu() { return {NT_DEVICE_CPU, 0}; }
+  static Device cuda(int32_t id = 0) { return {NT_DEVICE_CUDA, id}; }
+};
+
+template <class T> struct dtype_of;
+template <> struct dtype_of<float> { static constexpr nt_dtype value = NT_F32; };
+template <> struct dtype_of<int8_t> { static constexpr nt_dtype value = NT_I8; };
+template <> struct dtype_of<int32_t> { static constexpr nt_dtype value = NT_I32; };
+template <> struct dtype_of<int64_t> { static constexpr nt_dtype value = NT_I64; };
+template <> struct dtype_of<uint64_t> { static constexpr nt_dtype value = NT_U64; };
+template <> struct dtype_of<bool> { static constexpr nt_dtype value = NT_BOOL; };
+
+// A [rows, cols] view; row_stride < 0 means contiguous. f16/bf16 data, which C++17
+// has no type for, takes the dtype explicitly.
+inline nt_tensor matrix(const void* data, nt_dtype dtype, int64_t rows, int64_t cols,
+                        int64_t row_stride = -1, Device device = Device::cpu()) {
+  nt_tensor t{};
+  t.data = const_cast<void*>(data);
+  t.dtype = dtype;
+  t.ndim = 2;
+  t.shape[0] = rows;
+  t.shape[1] = cols;
+  t.row_stride = row_stride < 0 ? cols : row_stride;
+  t.device = device.type;
+  t.device_id = device.id;
+  return t;
+}
+
+template <class T>
+nt_tensor matrix(const T* data, int64_t rows, int64_t cols, int64_t row_stride = -1,
+                 Device device = Device::cpu()) {
+  return matrix(data, dtype_of<T>::value, rows, cols, row_stride, device);
+}
+
+inline nt_tensor vector(const void* data, nt_dtype dtype, int64_t n,
+                        Device device = Device::cpu()) {
+  nt_tensor t{};
+  t.data = const_cast<void*>(data);
+  t.dtype = dtype;
+  t.ndim = 1;
+  t.shape[0] = n;
+  t.row_stride = n;
+  t.device = device.type;
+  t.device_id = device.id;
+  return t;
+}
+
+template <class T>
+nt_tensor vector(const T* data, int64_t n, Device device = Device::cpu()) {
+  return vector(data, dtype_of<T>::value, n, device);
+}
+
+inline nt_tensor none() { return nt_tensor{}; }
+
+// Parameters of one sampling call; every field a scalar unless its per_row is set.
+struct SampleParams {
+  nt_param_f32 temperature{nullptr, 1.0f};
+  nt_param_i32 top_k{nullptr, 0};
+  nt_param_f32 top_p{nullptr, 1.0f};
+  nt_param_f32 min_p{nullptr, 0.0f};
+  nt_param_u64 seed{nullptr, 0};
+  nt_param_u64 offset{nullptr, 0};
+  nt_tensor uniform{};
+  uint32_t flags = 0;
+};
+
+inline nt_sample_args sample_args(const nt_tensor& logits, const nt_tensor& tokens,
+                                  const SampleParams& p) {
+  nt_sample_args a{};
+  a.logits = logits;
+  a.temperature = p.temperature;
+  a.top_k = p.top_k;
+  a.top_p = p.top_p;
+  a.min_p = p.min_p;
+  a.seed = p.seed;
+  a.offset = p.offset;
+  a.uniform = p.uniform;
+  a.flags = p.flags;
+  a.tokens = tokens;
+  return a;
+}
+
+inline void apply_token_bitmask(const nt_tensor& logits, const nt_tensor& bitmask,
+                                const nt_tensor& indices = none(), void* stream = nullptr) {
+  nt_apply_token_bitmask_args a{logits, bitmask, indices};
+  check(nt_apply_token_bitmask(&a, stream));
+}
+
+inline void bitmask_from_allowed(const nt_tensor& allowed, const nt_tensor& bitmask,
+                                 void* stream = nullptr) {
+  nt_bitmask_from_allowed_args a{allowed, bitmask};
+  check(nt_bitmask_from_allowed(&a, stream));
+}
+
+// Device workspaces are the caller's (they come from its allocator); for CPU
+// tensors these overloads keep a host workspace alive for the call.
+inline size_t sample_workspace_size(const nt_sample_args& a) {
+  size_t bytes = 0;
+  check(nt_sample_workspace_size(&a, &bytes));
+  return bytes;
+}
+
+inline void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes,
+                   void* stream = nullptr) {
+  check(nt_sample(&a, workspace, workspace_bytes, stream));
+}
+
+inline void sample(const nt_tensor& logits, const nt_tensor& tokens, const SampleParams& p) {
+  nt_sample_args a = sample_args(logits, tokens, p);
+  std::vector<unsigned char> ws(sample_workspace_size(a));
+  sample(a, ws.data(), ws.size());
+}
+
+inline void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
+                               size_t workspace_bytes, void* stream = nullptr) {
+  check(nt_lm_head_topk_dense(&a, workspace, workspace_bytes, stream));
+}
+
+inline void lm_head_topk_dense(const nt_lm_head_dense_args& a) {
+  size_t bytes = 0;
+  check(nt_lm_head_topk_dense_workspace_size(&a, &bytes));
+  std::vector<unsigned char> ws(bytes);
+  lm_head_topk_dense(a, ws.data(), ws.size());
+}
+
+inline void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                                size_t workspace_bytes, void* stream = nullptr) {
+  check(nt_lm_head_topk_binary(&a, workspace, workspace_bytes, stream));
+}
+
+inline void lm_head_topk_binary(const nt_lm_head_binary_args& a) {
+  size_t bytes = 0;
+  check(nt_lm_head_topk_binary_workspace_size(&a, &bytes));
+  std::vector<unsigned char> ws(bytes);
+  lm_head_topk_binary(a, ws.data(), ws.size());
+}
+
+inline void pack_weights(const nt_tensor& signs, const nt_tensor& wq, void* stream = nullptr) {
+  nt_pack_weights_args a{signs, wq};
+  check(nt_pack_weights(&a, stream));
+}
+
+inline void quantize_activations(const nt_tensor& x, const nt_tensor& act_q,
+                                 const nt_tensor& act_scale, void* stream = nullptr) {
+  nt_quantize_activations_args a{x, act_q, act_scale};
+  check(nt_quantize_activations(&a, stream));
+}
+
+}  // namespace nexttok

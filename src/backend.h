@@ -1,0 +1,60 @@
+// The one interface every backend implements. Arguments arrive already checked
+// (core/check.h); a backend only adds checks of its own limits, and throws
+// nt::Error on failure. Default methods report the op as unsupported, so a
+// backend can grow op by op.
+#pragma once
+
+#include <cstddef>
+
+#include "core/error.h"
+#include "nexttok/nexttok.h"
+
+namespace nt {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  // Compiled in and has a usable device.
+  virtual bool available() const = 0;
+
+  virtual void apply_token_bitmask(const nt_apply_token_bitmask_args&, void* stream) {
+    (void)stream; unsupported("apply_token_bitmask");
+  }
+  virtual void bitmask_from_allowed(const nt_bitmask_from_allowed_args&, void* stream) {
+    (void)stream; unsupported("bitmask_from_allowed");
+  }
+  virtual size_t sample_workspace_size(const nt_sample_args&) { return 0; }
+  virtual void sample(const nt_sample_args&, void* workspace, size_t workspace_bytes,
+                      void* stream) {
+    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("sample");
+  }
+  virtual size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args&) { return 0; }
+  virtual void lm_head_topk_dense(const nt_lm_head_dense_args&, void* workspace,
+                                  size_t workspace_bytes, void* stream) {
+    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("lm_head_topk_dense");
+  }
+  virtual size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args&) { return 0; }
+  virtual void lm_head_topk_binary(const nt_lm_head_binary_args&, void* workspace,
+                                   size_t workspace_bytes, void* stream) {
+    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("lm_head_topk_binary");
+  }
+  virtual void pack_weights(const nt_pack_weights_args&, void* stream) {
+    (void)stream; unsupported("pack_weights");
+  }
+  virtual void quantize_activations(const nt_quantize_activations_args&, void* stream) {
+    (void)stream; unsupported("quantize_activations");
+  }
+
+ protected:
+  [[noreturn]] void unsupported(const char* op) const {
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": not implemented on the " + name() + " backend");
+  }
+};
+
+// Each returns the backend's singleton, or nullptr when it is not compiled in.
+Backend* cpu_backend();
+Backend* cuda_backend();
+Backend* opencl_backend();
+
+}  // namespace nt

@@ -1,0 +1,52 @@
+/* Per-row meaning of the sampling parameters (docs/SEMANTICS.md), shared by every
+ * backend. Parameters read from device arrays cannot be validated without a
+ * host sync, so every value, however odd, gets a defined and safe meaning here. */
+#ifndef NEXTTOK_CORE_SAMPLING_H
+#define NEXTTOK_CORE_SAMPLING_H
+
+#include "philox.h"
+#include "portable_log.h"
+
+typedef struct nt_row_params {
+  int greedy;        /* argmax of the logits, lowest index on ties */
+  float temperature; /* > 0 when !greedy */
+  nt_i32 top_k;      /* in [2, V) when on; 0 = off */
+  float top_p;       /* in [0, 1) when on; 1 = off; 0 = keep the top token */
+  float min_p;       /* in (0, 1] when on; 0 = off */
+} nt_row_params;
+
+NT_FN nt_row_params nt_resolve_row_params(float temperature, nt_i32 top_k, float top_p,
+                                          float min_p, nt_i32 vocab) {
+  nt_row_params r;
+  /* !(t > 0) is true for NaN too: NaN temperature means greedy */
+  r.greedy = !(temperature > 0.0f) || top_k == 1 || vocab == 1;
+  r.temperature = r.greedy ? 1.0f : temperature;
+  r.top_k = (top_k > 0 && top_k < vocab) ? top_k : 0;
+  r.top_p = (top_p < 1.0f) ? (top_p > 0.0f ? top_p : 0.0f) : 1.0f; /* NaN -> off */
+  r.min_p = (min_p > 0.0f) ? (min_p < 1.0f ? min_p : 1.0f) : 0.0f;  /* NaN -> off */
+  return r;
+}
+
+/* s_i = logit_i / T with IEEE division (never a reciprocal multiply), NaN -> -inf. */
+NT_FN float nt_scaled_score(float logit, float temperature) {
+  float s = logit / temperature;
+  return (s != s) ? -INFINITY : s;
+}
+
+/* Philox row tag: the row index for one scalar seed, 0 for per-row seeds, so a
+ * request's draws do not depend on its batch position. */
+NT_FN nt_u32 nt_row_tag(int seeds_per_row, nt_u32 row) { return seeds_per_row ? 0u : row; }
+
+/* Gumbel noise of token i of a row. */
+NT_FN float nt_token_gumbel(nt_u64 seed, nt_u64 offset, nt_u32 row_tag, nt_u32 token) {
+  return nt_gumbel_from_uniform(nt_token_uniform(seed, offset, row_tag, token));
+}
+
+/* Perturbed score compared by Gumbel-max (ties to the lower index). Rows holding
+ * a +inf logit keep only those tokens and draw uniformly among them: their score
+ * counts as 0. */
+NT_FN float nt_perturbed_score(float s, float gumbel, int row_has_pos_inf) {
+  return (row_has_pos_inf ? 0.0f : s) + gumbel;
+}
+
+#endif /* NEXTTOK_CORE_SAMPLING_H */
