@@ -1,0 +1,28 @@
+# ctest driver: install the build tree into a scratch prefix, then configure,
+# build and run tests/package against it with find_package.
+foreach(v BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "TestPackage.cmake needs -D${v}=")
+  endif()
+endforeach()
+file(REMOVE_RECURSE ${WORK_DIR})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "install failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package -B ${WORK_DIR}/build
+                -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "find_package(nexttok) consumer failed to configure")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "consumer failed to build")
+endif()
+foreach(exe consumer_shared consumer_static)
+  execute_process(COMMAND ${WORK_DIR}/build/${exe} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "${exe} failed")
+  endif()
+endforeach()

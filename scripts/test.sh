@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command: installs dependencies, builds everything (every backend
+# whose toolchain is present), runs the whole suite. With CI=true a missing
+# CPU or OpenCL platform fails the run instead of skipping; GPU tests skip
+# cleanly on machines without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh
+BUILD_DIR="${BUILD_DIR:-build}" scripts/build.sh -DNEXTTOK_TESTS=ON
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" --timeout 900
