@@ -1,0 +1,263 @@
+#include "baselines.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <thread>
+
+#include "core/half.h"
+
+namespace baseline {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+bool near(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)); }
+
+}  // namespace
+
+int64_t argmax(const float* row, int64_t vocab) {
+  int64_t best = -1;
+  float best_value = kNegInf;
+  for (int64_t i = 0; i < vocab; ++i) {
+    float x = row[i];
+    if (x > best_value) {  // NaN and -inf never win
+      best_value = x;
+      best = i;
+    }
+  }
+  return best;
+}
+
+int64_t argmax(const void* row, nt_dtype dtype, int64_t vocab) {
+  if (dtype == NT_F32) return argmax(static_cast<const float*>(row), vocab);
+  const uint16_t* r = static_cast<const uint16_t*>(row);
+  int64_t best = -1;
+  float best_value = kNegInf;
+  for (int64_t i = 0; i < vocab; ++i) {
+    float x = dtype == NT_BF16 ? nt_bf16_to_f32(r[i]) : nt_f16_to_f32(r[i]);
+    if (x > best_value) {
+      best_value = x;
+      best = i;
+    }
+  }
+  return best;
+}
+
+void sort_chain(const float* logits, int64_t vocab, const ChainParams& p, Chain& c) {
+  c.order.clear();
+  c.prob.clear();
+  c.degenerate = false;
+  c.pos_inf = false;
+  c.greedy = !(p.temperature > 0.0f) || p.top_k == 1 || vocab == 1;
+  if (c.greedy) {
+    int64_t t = argmax(logits, vocab);
+    if (t >= 0) c.order.emplace_back(logits[t], static_cast<int32_t>(t));
+    c.prob.assign(c.order.size(), 1.0);
+    c.n_k = c.n_p = c.n_m = c.kept = static_cast<int64_t>(c.order.size());
+    return;
+  }
+  for (int64_t i = 0; i < vocab; ++i)
+    if (logits[i] == std::numeric_limits<float>::infinity()) {
+      c.pos_inf = true;
+      c.order.emplace_back(0.0f, static_cast<int32_t>(i));
+    }
+  if (c.pos_inf) {
+    c.prob.assign(c.order.size(), 1.0);
+    c.n_k = c.n_p = c.n_m = c.kept = static_cast<int64_t>(c.order.size());
+    return;
+  }
+  for (int64_t i = 0; i < vocab; ++i) {
+    float s = logits[i] / p.temperature;
+    if (s == s && s != kNegInf) c.order.emplace_back(s, static_cast<int32_t>(i));
+  }
+  // Stable on a descending score comparison keeps equal scores in index order.
+  std::stable_sort(c.order.begin(), c.order.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  int64_t n = static_cast<int64_t>(c.order.size());
+  if (n == 0) {
+    c.n_k = c.n_p = c.n_m = c.kept = 0;
+    return;
+  }
+  c.n_k = (p.top_k > 0 && p.top_k < n) ? p.top_k : n;
+  float s_max = c.order[0].first;
+  c.prob.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) c.prob[i] = std::exp(c.order[i].first - s_max);
+
+  c.n_p = c.n_k;
+  if (p.top_p < 1.0f) {
+    if (!(p.top_p > 0.0f)) {
+      c.n_p = 1;
+    } else {
+      int64_t span = p.joint ? n : c.n_k;
+      double z = 0;
+      for (int64_t i = 0; i < span; ++i) z += c.prob[i];
+      double target = static_cast<double>(p.top_p) * z, cum = 0;
+      int64_t i = 0;
+      while (i < span) {
+        double before = cum;
+        cum += c.prob[i++];
+        if (cum >= target) {
+          c.degenerate |= near(cum, target) || near(before, target);
+          break;
+        }
+      }
+      c.n_p = i;
+    }
+  }
+  c.n_m = n;
+  if (p.min_p > 0.0f) {
+    double threshold = std::min(1.0f, p.min_p);
+    int64_t i = 0;
+    while (i < n && c.prob[i] >= threshold) ++i;
+    c.n_m = std::max<int64_t>(i, 1);
+    if (i < n) c.degenerate |= near(c.prob[i], threshold);
+    if (i > 0) c.degenerate |= near(c.prob[i - 1], threshold);
+  }
+  c.kept = std::min({c.n_k, c.n_p, c.n_m});
+}
+
+int64_t sort_chain_sample(const float* logits, int64_t vocab, const ChainParams& p,
+                          uint64_t& rng_state, Chain& c) {
+  sort_chain(logits, vocab, p, c);
+  if (c.kept == 0) return -1;
+  if (c.greedy) return c.order[0].second;
+  // Exponential race: argmax p_i / E_i with E_i ~ Exp(1) picks i with
+  // probability p_i / sum p, as torch's `probs / q.exponential_()` does.
+  int64_t best = 0;
+  double best_key = -1;
+  for (int64_t i = 0; i < c.kept; ++i) {
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    double u = ((z >> 11) + 0.5) * 0x1.0p-53;
+    double key = c.prob[i] / -std::log(u);
+    if (key > best_key) {
+      best_key = key;
+      best = i;
+    }
+  }
+  return c.order[best].second;
+}
+
+void unpack_bitmask(const int32_t* bitmask, int64_t words, int64_t rows, int64_t vocab,
+                    bool* allowed) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t w = 0; w * 32 < vocab; ++w) {
+      uint32_t word = w < words ? static_cast<uint32_t>(bitmask[r * words + w]) : 0u;
+      unsigned char* out = reinterpret_cast<unsigned char*>(allowed + r * vocab + w * 32);
+      if (vocab - w * 32 >= 32) {
+        for (int j = 0; j < 32; ++j) out[j] = static_cast<unsigned char>((word >> j) & 1u);
+      } else {
+        for (int64_t j = 0; j < vocab - w * 32; ++j) out[j] = static_cast<unsigned char>((word >> j) & 1u);
+      }
+    }
+}
+
+void masked_fill(void* logits, nt_dtype dtype, int64_t rows, int64_t vocab, const bool* allowed) {
+  // Branch-free bit selects, which the compiler vectorizes as torch's
+  // masked_fill_ is vectorized; a branch per token would mispredict on
+  // random masks and make the baseline look worse than it need be.
+  int64_t n = rows * vocab;
+  const unsigned char* keep = reinterpret_cast<const unsigned char*>(allowed);
+  if (dtype == NT_F32) {
+    uint32_t* x = static_cast<uint32_t*>(logits);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t m = 0u - static_cast<uint32_t>(keep[i]);
+      x[i] = (x[i] & m) | (0xFF800000u & ~m);
+    }
+    return;
+  }
+  uint16_t neg_inf = dtype == NT_BF16 ? 0xFF80u : 0xFC00u;
+  uint16_t* x = static_cast<uint16_t*>(logits);
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t m = static_cast<uint16_t>(0u - static_cast<uint32_t>(keep[i]));
+    x[i] = static_cast<uint16_t>((x[i] & m) | (neg_inf & ~m));
+  }
+}
+
+namespace {
+
+inline float load(const float* p, int64_t i) { return p[i]; }
+inline float load(const uint16_t* p, int64_t i) {
+  uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Eight partial sums so the compiler can vectorize without reassociating.
+template <class T>
+inline __attribute__((always_inline)) float dot(const T* a, const T* b, int64_t h) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= h; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += load(a, i + j) * load(b, i + j);
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < h; ++i) s += load(a, i) * load(b, i);
+  return s;
+}
+
+// Each weight row is read once and reused, from L1, for every hidden row.
+template <class T>
+inline __attribute__((always_inline)) void gemm_rows(const T* hidden, const T* weight, int64_t m,
+                                                     int64_t v0, int64_t v1, int64_t v, int64_t h,
+                                                     float* logits) {
+  for (int64_t j = v0; j < v1; ++j)
+    for (int64_t r = 0; r < m; ++r) logits[r * v + j] = dot(hidden + r * h, weight + j * h, h);
+}
+
+__attribute__((target_clones("arch=haswell", "default")))
+void gemm_f32(const float* hidden, const float* weight, int64_t m, int64_t v0, int64_t v1,
+              int64_t v, int64_t h, float* logits) {
+  gemm_rows(hidden, weight, m, v0, v1, v, h, logits);
+}
+
+__attribute__((target_clones("arch=haswell", "default")))
+void gemm_bf16(const uint16_t* hidden, const uint16_t* weight, int64_t m, int64_t v0, int64_t v1,
+               int64_t v, int64_t h, float* logits) {
+  gemm_rows(hidden, weight, m, v0, v1, v, h, logits);
+}
+
+}  // namespace
+
+void dense_logits(const void* hidden, const void* weight, nt_dtype dtype, int64_t m, int64_t v,
+                  int64_t h, float* logits, int threads) {
+  auto part = [&](int64_t v0, int64_t v1) {
+    if (dtype == NT_F32)
+      gemm_f32(static_cast<const float*>(hidden), static_cast<const float*>(weight), m, v0, v1, v,
+               h, logits);
+    else
+      gemm_bf16(static_cast<const uint16_t*>(hidden), static_cast<const uint16_t*>(weight), m, v0,
+                v1, v, h, logits);
+  };
+  threads = std::max(1, threads);
+  std::vector<std::thread> pool;
+  int64_t chunk = (v + threads - 1) / threads;
+  for (int t = 1; t < threads; ++t) {
+    int64_t v0 = std::min(v, t * chunk), v1 = std::min(v, v0 + chunk);
+    if (v0 < v1) pool.emplace_back(part, v0, v1);
+  }
+  part(0, std::min(v, chunk));
+  for (auto& th : pool) th.join();
+}
+
+void topk(const float* row, int64_t vocab, int32_t k, float* values, int64_t* indices,
+          std::vector<int32_t>& idx) {
+  idx.resize(static_cast<size_t>(vocab));
+  std::iota(idx.begin(), idx.end(), 0);
+  auto key = [row](int32_t i) { return row[i] == row[i] ? row[i] : kNegInf; };
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {
+    float ka = key(a), kb = key(b);
+    return ka > kb || (ka == kb && a < b);
+  });
+  for (int32_t i = 0; i < k; ++i) {
+    values[i] = row[idx[i]];
+    indices[i] = idx[i];
+  }
+}
+
+}  // namespace baseline

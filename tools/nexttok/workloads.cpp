@@ -1,0 +1,414 @@
+#include "workloads.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "core/half.h"
+#include "nexttok/nexttok.hpp"
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Distinct random units (rows) are generated up to this many bytes; further
+// copies repeat them. The cache cannot tell, and it keeps setup fast.
+constexpr size_t kDistinctBytes = size_t{48} << 20;
+
+// `copy_bytes` per copy made of units of `unit_bytes`; fill(unit, rng) draws one.
+template <class Fill>
+Rotated make_rotated(const BenchConfig& c, size_t copy_bytes, size_t unit_bytes, Fill&& fill,
+                     int copies = 0) {
+  Rotated r;
+  r.copies = copies > 0 ? copies : copies_for(copy_bytes, c.rotate_bytes, c.max_input_bytes);
+  r.stride = (copy_bytes + 63) / 64 * 64;
+  r.host = std::make_shared<std::vector<unsigned char>>(r.stride * r.copies);
+  Rng rng(copy_bytes * 31 + unit_bytes);
+  size_t units_per_copy = copy_bytes / unit_bytes;
+  size_t distinct = std::max(units_per_copy, kDistinctBytes / unit_bytes);
+  size_t made = 0;
+  for (int i = 0; i < r.copies; ++i)
+    for (size_t u = 0; u < units_per_copy; ++u, ++made) {
+      unsigned char* dst = r.host_copy(i) + u * unit_bytes;
+      if (made < distinct) {
+        fill(dst, rng);
+      } else {
+        size_t src = made % distinct;
+        std::memcpy(dst, r.host->data() + (src / units_per_copy) * r.stride +
+                             (src % units_per_copy) * unit_bytes, unit_bytes);
+      }
+    }
+  r.device = DeviceBuffer(*c.device, r.host->data(), r.host->size());
+  return r;
+}
+
+void require_host(const BenchConfig& c, const char* what) {
+  if (!host_baselines(c))
+    throw std::runtime_error(std::string(what) + ": no device baseline on this backend yet");
+}
+
+template <class T>
+DeviceBuffer upload_vector(Device& dev, std::vector<T>& v) {
+  return DeviceBuffer(dev, v.data(), v.size() * sizeof(T));
+}
+
+}  // namespace
+
+bool host_baselines(const BenchConfig& c) { return c.device->type() != NT_DEVICE_CUDA; }
+
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// ---- sampling ---------------------------------------------------------------
+
+void SampleWorkload::prepare() {
+  Device& dev = *config_.device;
+  size_t row_bytes = static_cast<size_t>(spec_.vocab) * dtype_size(spec_.dtype);
+  std::vector<float> row(static_cast<size_t>(spec_.vocab));
+  logits_ = make_rotated(config_, row_bytes * spec_.batch, row_bytes,
+                         [&](unsigned char* dst, Rng& rng) {
+                           fill_logits(row.data(), spec_.vocab, spec_.kind, rng);
+                           narrow(row.data(), dst, spec_.dtype, row.size());
+                         });
+  nexttok::SampleParams p;
+  const baseline::ChainParams& first = spec_.params.front();
+  p.temperature.scalar = first.temperature;
+  p.top_k.scalar = first.top_k;
+  p.top_p.scalar = first.top_p;
+  p.min_p.scalar = first.min_p;
+  p.seed.scalar = 1234;
+  p.flags = first.joint ? NT_SAMPLE_TOP_P_JOINT : 0;
+  if (spec_.params.size() > 1) {
+    size_t b = static_cast<size_t>(spec_.batch);
+    per_row_host_.assign(5, {});
+    per_row_host_[0].resize(b * 4);
+    per_row_host_[1].resize(b * 4);
+    per_row_host_[2].resize(b * 4);
+    per_row_host_[3].resize(b * 4);
+    per_row_host_[4].resize(b * 8);
+    for (size_t r = 0; r < b; ++r) {
+      const baseline::ChainParams& q = spec_.params[r];
+      uint64_t seed = 1000 + r;
+      std::memcpy(&per_row_host_[0][r * 4], &q.temperature, 4);
+      std::memcpy(&per_row_host_[1][r * 4], &q.top_k, 4);
+      std::memcpy(&per_row_host_[2][r * 4], &q.top_p, 4);
+      std::memcpy(&per_row_host_[3][r * 4], &q.min_p, 4);
+      std::memcpy(&per_row_host_[4][r * 8], &seed, 8);
+    }
+    for (auto& v : per_row_host_) per_row_.push_back(upload_vector(dev, v));
+    p.temperature.per_row = per_row_[0].get();
+    p.top_k.per_row = per_row_[1].get();
+    p.top_p.per_row = per_row_[2].get();
+    p.min_p.per_row = per_row_[3].get();
+    p.seed.per_row = per_row_[4].get();
+  }
+  tokens_host_.assign(static_cast<size_t>(spec_.batch), -2);
+  tokens_ = upload_vector(dev, tokens_host_);
+  args_ = nexttok::sample_args(
+      device_view(dev, logits_.device.get(), 0, spec_.dtype, spec_.batch, spec_.vocab),
+      device_vector(dev, tokens_.get(), 0, NT_I64, spec_.batch), p);
+  workspace_ = std::make_unique<DeviceScratch>(dev, nexttok::sample_workspace_size(args_));
+}
+
+void SampleWorkload::run_ours(int i) {
+  nt_sample_args a = args_;
+  a.logits = device_view(*config_.device, logits_.device.get(), logits_.offset(i), spec_.dtype,
+                         spec_.batch, spec_.vocab);
+  a.offset.scalar = static_cast<uint64_t>(i);  // a new draw every step, as in decoding
+  nexttok::sample(a, workspace_->get(), workspace_->bytes(), config_.device->stream());
+}
+
+void SampleWorkload::run_baseline(int i) {
+  require_host(config_, "sample baseline");
+  size_t row_bytes = static_cast<size_t>(spec_.vocab) * dtype_size(spec_.dtype);
+  for (int64_t r = 0; r < spec_.batch; ++r) {
+    const unsigned char* src = logits_.host_copy(i) + r * row_bytes;
+    const float* row = reinterpret_cast<const float*>(src);
+    if (spec_.dtype != NT_F32) {
+      widened_.resize(static_cast<size_t>(spec_.vocab));
+      for (int64_t t = 0; t < spec_.vocab; ++t) widened_[t] = widen(src, spec_.dtype, t);
+      row = widened_.data();
+    }
+    const baseline::ChainParams& p = spec_.params.size() > 1 ? spec_.params[r] : spec_.params[0];
+    tokens_host_[r] = baseline::sort_chain_sample(row, spec_.vocab, p, rng_state_, chain_);
+  }
+}
+
+// ---- grammar mask -------------------------------------------------------------
+
+void MaskWorkload::prepare() {
+  size_t row_bytes = static_cast<size_t>(spec_.vocab) * dtype_size(spec_.dtype);
+  std::vector<float> row(static_cast<size_t>(spec_.vocab));
+  logits_ = make_rotated(config_, row_bytes * spec_.batch, row_bytes,
+                         [&](unsigned char* dst, Rng& rng) {
+                           fill_logits(row.data(), spec_.vocab, LogitKind::Peaked, rng);
+                           narrow(row.data(), dst, spec_.dtype, row.size());
+                         });
+  size_t words = static_cast<size_t>((spec_.vocab + 31) / 32);
+  mask_ = make_rotated(
+      config_, words * 4 * spec_.batch, words * 4,
+      [&](unsigned char* dst, Rng& rng) {
+        std::vector<int32_t> m = make_bitmask(1, spec_.vocab, spec_.mask, rng);
+        std::memcpy(dst, m.data(), words * 4);
+      },
+      logits_.copies);
+  allowed_.resize(static_cast<size_t>(spec_.batch * spec_.vocab));
+}
+
+void MaskWorkload::run_ours(int i) {
+  Device& dev = *config_.device;
+  int64_t words = (spec_.vocab + 31) / 32;
+  nexttok::apply_token_bitmask(
+      device_view(dev, logits_.device.get(), logits_.offset(i), spec_.dtype, spec_.batch,
+                  spec_.vocab),
+      device_view(dev, mask_.device.get(), mask_.offset(i), NT_I32, spec_.batch, words),
+      nexttok::none(), dev.stream());
+}
+
+void MaskWorkload::run_baseline(int i) {
+  require_host(config_, "mask baseline");
+  int64_t words = (spec_.vocab + 31) / 32;
+  bool* allowed = reinterpret_cast<bool*>(allowed_.data());
+  baseline::unpack_bitmask(reinterpret_cast<const int32_t*>(mask_.host_copy(i)), words,
+                           spec_.batch, spec_.vocab, allowed);
+  baseline::masked_fill(logits_.host_copy(i), spec_.dtype, spec_.batch, spec_.vocab, allowed);
+}
+
+// ---- LM heads -------------------------------------------------------------------
+
+void HeadWorkload::prepare() {
+  Device& dev = *config_.device;
+  const int64_t v = spec_.vocab, h = spec_.hidden, m = spec_.m;
+  nt_dtype hidden_type = binary_ ? NT_F32 : spec_.dtype;
+  size_t hrow = static_cast<size_t>(h) * dtype_size(hidden_type);
+  std::vector<float> row(static_cast<size_t>(h));
+  hidden_ = make_rotated(config_, hrow * m, hrow, [&](unsigned char* dst, Rng& rng) {
+    for (float& x : row) x = rng.normal();
+    narrow(row.data(), dst, hidden_type, row.size());
+  });
+
+  Rng rng(v * 7 + h);
+  float amplitude = 1.0f / std::sqrt(static_cast<float>(h));
+  if (binary_) {
+    int64_t groups = h / spec_.group;
+    wq_host_.resize(static_cast<size_t>(v * h / 32));
+    for (int32_t& w : wq_host_) w = static_cast<int32_t>(rng.next());
+    wscale_host_.resize(static_cast<size_t>(v * groups));
+    for (uint16_t& s : wscale_host_)
+      s = static_cast<uint16_t>(nt_f32_to_f16(amplitude * (0.5f + static_cast<float>(rng.uniform()))));
+    wq_ = upload_vector(dev, wq_host_);
+    wscale_ = upload_vector(dev, wscale_host_);
+    if (host_baselines(config_)) {
+      // The fallback a user runs: the same weights dequantized to a bf16 head.
+      weight_host_.resize(static_cast<size_t>(v * h) * 2);
+      uint16_t* w = reinterpret_cast<uint16_t*>(weight_host_.data());
+      for (int64_t r = 0; r < v; ++r)
+        for (int64_t j = 0; j < h; ++j) {
+          float scale = nt_f16_to_f32(wscale_host_[r * groups + j / spec_.group]);
+          bool plus = (static_cast<uint32_t>(wq_host_[(r * h + j) / 32]) >> (j % 32)) & 1u;
+          w[r * h + j] = static_cast<uint16_t>(nt_f32_to_bf16(plus ? scale : -scale));
+        }
+      hidden_bf16_.resize(static_cast<size_t>(hidden_.copies * m * h) * 2);
+      for (int c = 0; c < hidden_.copies; ++c) {
+        const float* src = reinterpret_cast<const float*>(hidden_.host_copy(c));
+        narrow(src, hidden_bf16_.data() + static_cast<size_t>(c * m * h) * 2, NT_BF16,
+               static_cast<size_t>(m * h));
+      }
+    }
+    act_q_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m * h));
+    act_scale_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m) * 4);
+  } else {
+    weight_host_.resize(static_cast<size_t>(v * h) * dtype_size(spec_.dtype));
+    std::vector<float> wrow(static_cast<size_t>(h));
+    for (int64_t r = 0; r < v; ++r) {
+      for (float& x : wrow) x = amplitude * static_cast<float>(2.0 * rng.uniform() - 1.0);
+      narrow(wrow.data(), weight_host_.data() + static_cast<size_t>(r * h) * dtype_size(spec_.dtype),
+             spec_.dtype, wrow.size());
+    }
+    weight_ = DeviceBuffer(dev, weight_host_.data(), weight_host_.size());
+  }
+  if (host_baselines(config_)) logits_.resize(static_cast<size_t>(m * v));
+  top_values_.resize(static_cast<size_t>(m * spec_.k));
+  top_indices_.resize(static_cast<size_t>(m * spec_.k));
+}
+
+void HeadWorkload::run_head(int i, int32_t k) {
+  Device& dev = *config_.device;
+  const int64_t v = spec_.vocab, h = spec_.hidden, m = spec_.m;
+  if (!values_ || workspace_k_ != k) {
+    values_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m * k) * 4);
+    indices_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m * k) * 8);
+  }
+  nt_tensor values = device_view(dev, values_->get(), 0, NT_F32, m, k);
+  nt_tensor indices = device_view(dev, indices_->get(), 0, NT_I64, m, k);
+  if (binary_) {
+    nt_tensor act_q = device_view(dev, act_q_->get(), 0, NT_I8, m, h);
+    nt_tensor act_scale = device_vector(dev, act_scale_->get(), 0, NT_F32, m);
+    nexttok::quantize_activations(
+        device_view(dev, hidden_.device.get(), hidden_.offset(i), NT_F32, m, h), act_q, act_scale,
+        dev.stream());
+    nt_lm_head_binary_args a{};
+    a.act_q = act_q;
+    a.act_scale = act_scale;
+    a.wq = device_view(dev, wq_.get(), 0, NT_I32, v, h / 32);
+    a.wscale = device_view(dev, wscale_.get(), 0, NT_F16, v, h / spec_.group);
+    a.group_size = spec_.group;
+    a.k = k;
+    a.values = values;
+    a.indices = indices;
+    if (workspace_k_ != k) {
+      size_t bytes = 0;
+      nexttok::check(nt_lm_head_topk_binary_workspace_size(&a, &bytes));
+      workspace_ = std::make_unique<DeviceScratch>(dev, bytes);
+      workspace_k_ = k;
+    }
+    nexttok::lm_head_topk_binary(a, workspace_->get(), workspace_->bytes(), dev.stream());
+  } else {
+    nt_lm_head_dense_args a{};
+    a.hidden = device_view(dev, hidden_.device.get(), hidden_.offset(i), spec_.dtype, m, h);
+    a.weight = device_view(dev, weight_.get(), 0, spec_.dtype, v, h);
+    a.k = k;
+    a.values = values;
+    a.indices = indices;
+    if (workspace_k_ != k) {
+      size_t bytes = 0;
+      nexttok::check(nt_lm_head_topk_dense_workspace_size(&a, &bytes));
+      workspace_ = std::make_unique<DeviceScratch>(dev, bytes);
+      workspace_k_ = k;
+    }
+    nexttok::lm_head_topk_dense(a, workspace_->get(), workspace_->bytes(), dev.stream());
+  }
+}
+
+void HeadWorkload::run_ours(int i) { run_head(i, spec_.k); }
+
+void HeadWorkload::baseline_logits(int i) {
+  require_host(config_, "LM head baseline");
+  const int64_t v = spec_.vocab, h = spec_.hidden, m = spec_.m;
+  if (binary_) {
+    const unsigned char* hidden = hidden_bf16_.data() + static_cast<size_t>((i % hidden_.copies) * m * h) * 2;
+    baseline::dense_logits(hidden, weight_host_.data(), NT_BF16, m, v, h, logits_.data(),
+                           config_.threads);
+  } else {
+    baseline::dense_logits(hidden_.host_copy(i), weight_host_.data(), spec_.dtype, m, v, h,
+                           logits_.data(), config_.threads);
+  }
+}
+
+void HeadWorkload::run_baseline(int i) {
+  baseline_logits(i);
+  for (int64_t r = 0; r < spec_.m; ++r)
+    baseline::topk(logits_.data() + r * spec_.vocab, spec_.vocab, spec_.k,
+                   top_values_.data() + r * spec_.k, top_indices_.data() + r * spec_.k,
+                   topk_scratch_);
+}
+
+// ---- W5: hidden state -> token --------------------------------------------------
+
+void FusedWorkload::prepare() {
+  require_host(config_, "hidden -> token row");
+  HeadWorkload::prepare();
+  Device& dev = *config_.device;
+  const int64_t m = spec_.m;
+  size_t words = static_cast<size_t>((spec_.vocab + 31) / 32);
+  mask_ = make_rotated(
+      config_, words * 4 * m, words * 4,
+      [&](unsigned char* dst, Rng& rng) {
+        std::vector<int32_t> bits = make_bitmask(1, spec_.vocab, MaskKind::Random50, rng);
+        std::memcpy(dst, bits.data(), words * 4);
+      },
+      hidden_.copies);
+  candidates_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m * kCandidates) * 4);
+  tokens_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m) * 8);
+  tokens_host_.resize(static_cast<size_t>(m));
+  allowed_.resize(static_cast<size_t>(m * spec_.vocab));
+  nexttok::SampleParams p;
+  p.top_k.scalar = spec_.k;
+  p.top_p.scalar = 0.9f;
+  nt_sample_args a = nexttok::sample_args(
+      device_view(dev, candidates_->get(), 0, NT_F32, m, kCandidates),
+      device_vector(dev, tokens_->get(), 0, NT_I64, m), p);
+  sample_workspace_ = std::make_unique<DeviceScratch>(dev, nexttok::sample_workspace_size(a));
+}
+
+void FusedWorkload::run_ours(int i) {
+  Device& dev = *config_.device;
+  const int64_t m = spec_.m, words = (spec_.vocab + 31) / 32;
+  run_head(i, kCandidates);
+  const size_t n = static_cast<size_t>(m * kCandidates);
+  const float* values = static_cast<const float*>(values_->get());
+  const int64_t* indices = static_cast<const int64_t*>(indices_->get());
+  float* cand = static_cast<float*>(candidates_->get());
+  if (!dev.host_visible()) {
+    values_host_.resize(n);
+    indices_host_.resize(n);
+    candidates_host_.resize(n);
+    dev.download(values_host_.data(), values_->get(), n * 4);
+    dev.download(indices_host_.data(), indices_->get(), n * 8);
+    values = values_host_.data();
+    indices = indices_host_.data();
+    cand = candidates_host_.data();
+  }
+  const uint32_t* mask = reinterpret_cast<const uint32_t*>(mask_.host_copy(i));
+  int64_t short_rows = 0;
+  for (int64_t r = 0; r < m; ++r) {
+    int allowed = 0;
+    for (int32_t j = 0; j < kCandidates; ++j) {
+      int64_t t = indices[r * kCandidates + j];
+      bool ok = (mask[r * words + (t >> 5)] >> (t & 31)) & 1u;
+      allowed += ok;
+      cand[r * kCandidates + j] = ok ? values[r * kCandidates + j] : kNegInf;
+    }
+    short_rows += allowed < spec_.k;
+  }
+  short_rows_ = std::max(short_rows_, short_rows);
+  if (!dev.host_visible()) dev.upload(candidates_->get(), cand, n * 4);
+  nexttok::SampleParams p;
+  p.top_k.scalar = spec_.k;
+  p.top_p.scalar = 0.9f;
+  p.seed.scalar = 99;
+  p.offset.scalar = static_cast<uint64_t>(i);
+  nt_sample_args a = nexttok::sample_args(
+      device_view(dev, candidates_->get(), 0, NT_F32, m, kCandidates),
+      device_vector(dev, tokens_->get(), 0, NT_I64, m), p);
+  nexttok::sample(a, sample_workspace_->get(), sample_workspace_->bytes(), dev.stream());
+  const int64_t* picked = static_cast<const int64_t*>(tokens_->get());
+  if (!dev.host_visible()) {
+    picked_host_.resize(static_cast<size_t>(m));
+    dev.download(picked_host_.data(), tokens_->get(), static_cast<size_t>(m) * 8);
+    picked = picked_host_.data();
+  }
+  for (int64_t r = 0; r < m; ++r)
+    tokens_host_[r] = picked[r] < 0 ? -1 : indices[r * kCandidates + picked[r]];
+}
+
+void FusedWorkload::run_baseline(int i) {
+  const int64_t m = spec_.m, v = spec_.vocab, words = (v + 31) / 32;
+  baseline_logits(i);
+  bool* allowed = reinterpret_cast<bool*>(allowed_.data());
+  baseline::unpack_bitmask(reinterpret_cast<const int32_t*>(mask_.host_copy(i)), words, m, v,
+                           allowed);
+  baseline::masked_fill(logits_.data(), NT_F32, m, v, allowed);
+  baseline::ChainParams p;
+  p.top_k = spec_.k;
+  p.top_p = 0.9f;
+  for (int64_t r = 0; r < m; ++r)
+    tokens_host_[r] = baseline::sort_chain_sample(logits_.data() + r * v, v, p, rng_state_, chain_);
+}
+
+std::string FusedWorkload::note() const {
+  std::string n = "composed from the API: head top-" + std::to_string(kCandidates) +
+                  ", mask gathered on the host, sample";
+  if (short_rows_ > 0)
+    n += "; INEXACT: " + std::to_string(short_rows_) + " row(s) had < " + std::to_string(spec_.k) +
+         " allowed candidates";
+  return n;
+}

@@ -1,0 +1,188 @@
+// The benchmark rows of BENCH.md (W1-W5).
+//
+// A Row is a label, the bytes the op must move, and a factory for a Workload:
+// prepare() builds the inputs on the backend under test (several copies when
+// they are small, so that rotating over them defeats the cache), run_ours(i)
+// and run_baseline(i) process copy i % copies and return once issued (bench
+// synchronizes the device after each). The "ours" side calls the public API on
+// device tensors and is the same on every backend; the baselines here run on
+// the host copies of the inputs, which is what BENCH.md asks for on the CPU and
+// OpenCL (PoCL). To add CUDA rows with device baselines (cuBLAS + topk, a CUB
+// sort chain, ...), write a cuda_rows() beside host_rows(), subclass these
+// workloads overriding run_baseline, and return it from benchmark_rows().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "baselines.h"
+#include "device.h"
+#include "inputs.h"
+
+struct BenchConfig {
+  Device* device = nullptr;
+  bool full = false;             // BENCH.md's sizes rather than scaled-down CPU ones
+  size_t rotate_bytes = 0;       // rotate input copies until they exceed this
+  size_t max_input_bytes = 0;    // memory cap on the rotated copies
+  int threads = 1;               // host threads for the head baselines
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual void prepare() = 0;
+  virtual void run_ours(int i) = 0;
+  virtual void run_baseline(int i) = 0;
+  // Anything the row should tell the reader (e.g. an inexact composition).
+  virtual std::string note() const { return ""; }
+};
+
+struct Row {
+  std::string workload;        // "W1".."W5"
+  std::string name;            // the table label
+  std::string baseline;        // what the baseline runs
+  double bytes = 0;            // the bytes the op must move: GB/s is against these
+  double baseline_bytes = 0;   // the bytes the baseline path must move
+  double weight_bytes = 0;     // LM heads: ideal time = weight_bytes / bandwidth
+  bool issue = false;          // always run, whatever --workload says
+  std::function<std::unique_ptr<Workload>()> make;
+};
+
+std::vector<Row> benchmark_rows(const BenchConfig& config);  // workload_rows.cpp
+std::vector<Row> host_rows(const BenchConfig& config);
+// The baselines of host_rows run on the host copies of the inputs: what
+// BENCH.md asks for on the CPU and OpenCL (PoCL); CUDA rows need their own.
+bool host_baselines(const BenchConfig& config);
+
+// ---- the workloads: classes, so that device rows can subclass them and ----
+// ---- override run_baseline while keeping the "ours" side and its inputs   ----
+
+struct SampleSpec {
+  int64_t batch = 1, vocab = 0;
+  nt_dtype dtype = NT_F32;
+  LogitKind kind = LogitKind::Peaked;
+  // One entry: scalars for every row. `batch` entries: per-row device arrays.
+  std::vector<baseline::ChainParams> params;
+};
+
+// Rotated copies of one input on the host and, for devices that are not host
+// memory, on the device; copy i sits at i * stride bytes.
+struct Rotated {
+  std::shared_ptr<std::vector<unsigned char>> host;
+  DeviceBuffer device;
+  size_t stride = 0;
+  int copies = 1;
+  unsigned char* host_copy(int i) const { return host->data() + (i % copies) * stride; }
+  size_t offset(int i) const { return (i % copies) * stride; }
+};
+
+class SampleWorkload : public Workload {
+ public:
+  SampleWorkload(const BenchConfig& c, SampleSpec s) : config_(c), spec_(std::move(s)) {}
+  void prepare() override;
+  void run_ours(int i) override;
+  void run_baseline(int i) override;  // host sort chain; argmax loop when greedy
+
+ protected:
+  BenchConfig config_;
+  SampleSpec spec_;
+  Rotated logits_;
+  std::vector<DeviceBuffer> per_row_;
+  std::vector<std::vector<unsigned char>> per_row_host_;
+  nt_sample_args args_{};
+  std::vector<int64_t> tokens_host_;
+  DeviceBuffer tokens_;
+  std::unique_ptr<DeviceScratch> workspace_;
+  baseline::Chain chain_;
+  std::vector<float> widened_;
+  uint64_t rng_state_ = 42;
+};
+
+struct MaskSpec {
+  int64_t batch = 1, vocab = 0;
+  nt_dtype dtype = NT_F32;
+  MaskKind mask = MaskKind::Random50;
+};
+
+class MaskWorkload : public Workload {
+ public:
+  MaskWorkload(const BenchConfig& c, MaskSpec s) : config_(c), spec_(s) {}
+  void prepare() override;
+  void run_ours(int i) override;
+  void run_baseline(int i) override;  // unpack to bool, then masked fill
+
+ protected:
+  BenchConfig config_;
+  MaskSpec spec_;
+  Rotated logits_, mask_;
+  std::vector<unsigned char> allowed_;  // bool scratch of the baseline
+};
+
+struct HeadSpec {
+  int64_t m = 1, vocab = 0, hidden = 0;
+  nt_dtype dtype = NT_F32;  // dense head: hidden and weight dtype
+  int32_t group = 128;      // binary head only
+  int32_t k = 50;
+};
+
+// Both heads' inputs. The binary head's baseline is the user's fallback: a
+// bf16 dense head with the same (sign * scale) weights.
+class HeadWorkload : public Workload {
+ public:
+  HeadWorkload(const BenchConfig& c, HeadSpec s, bool binary)
+      : config_(c), spec_(s), binary_(binary) {}
+  void prepare() override;
+  void run_ours(int i) override;
+  void run_baseline(int i) override;  // full logits by a blocked loop + partial_sort
+
+ protected:
+  void run_head(int i, int32_t k);    // top-k into values_/indices_
+  void baseline_logits(int i);        // full logits into logits_
+
+  BenchConfig config_;
+  HeadSpec spec_;
+  bool binary_;
+  Rotated hidden_;                    // dense: spec dtype; binary: f32
+  std::vector<unsigned char> weight_host_;  // dense weight, or the bf16 fallback
+  DeviceBuffer weight_;
+  std::vector<unsigned char> hidden_bf16_;  // the binary fallback's activations
+  std::vector<int32_t> wq_host_;
+  std::vector<uint16_t> wscale_host_;
+  DeviceBuffer wq_, wscale_;
+  std::unique_ptr<DeviceScratch> act_q_, act_scale_, values_, indices_, workspace_;
+  int32_t workspace_k_ = 0;
+  std::vector<float> logits_, top_values_;
+  std::vector<int64_t> top_indices_;
+  std::vector<int32_t> topk_scratch_;
+};
+
+// W5 from the hidden state: head top-K' -> grammar bitmask on the candidates
+// -> k50 + p0.9 over them. Exact whenever K' candidates hold 50 allowed tokens
+// (counted, and reported in note()). The gather of mask bits runs on the host
+// (off a non-host device, through copies) until the library has a fused op.
+class FusedWorkload : public HeadWorkload {
+ public:
+  FusedWorkload(const BenchConfig& c, HeadSpec s, bool binary) : HeadWorkload(c, s, binary) {}
+  void prepare() override;
+  void run_ours(int i) override;
+  void run_baseline(int i) override;  // full logits + unpack/masked fill + sort chain
+  std::string note() const override;
+
+  static constexpr int32_t kCandidates = 256;
+
+ private:
+  Rotated mask_;
+  std::unique_ptr<DeviceScratch> candidates_, tokens_, sample_workspace_;
+  std::vector<int64_t> tokens_host_, indices_host_, picked_host_;
+  std::vector<float> values_host_, candidates_host_;
+  std::vector<unsigned char> allowed_;
+  baseline::Chain chain_;
+  int64_t short_rows_ = 0;  // rows whose candidates held fewer than 50 allowed tokens
+  uint64_t rng_state_ = 7;
+};
+
+// "128,256"
+std::string with_commas(int64_t n);
