@@ -1,0 +1,88 @@
+// Grammar mask on the CPU: rows (all, or the valid distinct entries of
+// `indices`) are split into vocabulary blocks so that a few long rows still
+// spread over the pool.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cpu/ops.h"
+#include "cpu/row_io.h"
+#include "cpu/row_mask.h"
+#include "cpu/thread_pool.h"
+
+namespace nt::cpu {
+
+void mask_row_portable(void* row, nt_dtype dtype, const uint32_t* mask, int64_t words,
+                       int64_t t0, int64_t t1) {
+  for (int64_t base = t0; base < t1; base += 32) {
+    const int64_t w = base / 32;
+    const int64_t span = std::min<int64_t>(32, t1 - base);
+    uint32_t off = ~(w < words ? mask[w] : 0u);
+    if (span < 32) off &= (1u << span) - 1u;
+    while (off != 0u) {
+      const int64_t t = base + __builtin_ctz(off);
+      off &= off - 1u;
+      if (dtype == NT_F32) {
+        static_cast<float*>(row)[t] = -INFINITY;
+      } else {
+        static_cast<uint16_t*>(row)[t] = dtype == NT_F16 ? kNegInfF16 : kNegInfBF16;
+      }
+    }
+  }
+}
+
+namespace {
+
+MaskRowFn mask_kernel() {
+  static const MaskRowFn fn = [] {
+#if defined(__x86_64__) || defined(__i386__)
+    if (MaskRowFn f = mask_row_avx2(); f != nullptr && __builtin_cpu_supports("avx2")) return f;
+#endif
+    return &mask_row_portable;
+  }();
+  return fn;
+}
+
+// Vocabulary block of one task: large enough to amortise a task, a multiple of
+// 32 so that blocks never share a mask word.
+constexpr int64_t kMaskBlock = 16384;
+
+}  // namespace
+
+void apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
+  const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
+  const int64_t words = a.bitmask.shape[1];
+  if (rows == 0) return;
+
+  // Distinct valid rows: duplicates would otherwise be masked by two tasks at once.
+  std::vector<int64_t> selected;
+  const bool all_rows = a.indices.data == nullptr;
+  if (!all_rows) {
+    const int64_t n = a.indices.shape[0];
+    selected.reserve(size_t(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t r = a.indices.dtype == NT_I64 ? static_cast<const int64_t*>(a.indices.data)[i]
+                                                  : static_cast<const int32_t*>(a.indices.data)[i];
+      if (r >= 0 && r < rows) selected.push_back(r);
+    }
+    std::sort(selected.begin(), selected.end());
+    selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
+  }
+  const int64_t n_rows = all_rows ? rows : int64_t(selected.size());
+  const int64_t blocks = (vocab + kMaskBlock - 1) / kMaskBlock;
+  const MaskRowFn kernel = mask_kernel();
+  // About 64K tokens per task at least, so that small calls stay on the caller.
+  const int64_t min_items = std::max<int64_t>(1, 65536 / std::min(vocab, kMaskBlock));
+
+  parallel_for(n_rows * blocks, min_items, [&](int64_t begin, int64_t end, int) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t r = all_rows ? item / blocks : selected[size_t(item / blocks)];
+      const int64_t t0 = (item % blocks) * kMaskBlock;
+      const int64_t t1 = std::min(vocab, t0 + kMaskBlock);
+      const auto* mask = reinterpret_cast<const uint32_t*>(row_address(a.bitmask, r));
+      kernel(row_address(a.logits, r), a.logits.dtype, mask, words, t0, t1);
+    }
+  });
+}
+
+}  // namespace nt::cpu

@@ -1,0 +1,188 @@
+// CPU sampling entry points: parameters, workspace, and the two ways of
+// running rows (cpu/sample_row.h): one row per thread when there are at least
+// as many rows as threads, otherwise every pass split over (row, chunk) items.
+#include <algorithm>
+#include <cstdint>
+#include <new>
+
+#include "core/error.h"
+#include "core/sampling.h"
+#include "cpu/ops.h"
+#include "cpu/row_io.h"
+#include "cpu/sample_math.h"
+#include "cpu/sample_row.h"
+#include "cpu/thread_pool.h"
+
+namespace nt::cpu {
+namespace {
+
+using namespace sampling;
+
+// ---- parameters --------------------------------------------------------------
+
+float param(const nt_param_f32& q, int64_t r) {
+  return q.per_row ? static_cast<const float*>(q.per_row)[r] : q.scalar;
+}
+int32_t param(const nt_param_i32& q, int64_t r) {
+  return q.per_row ? static_cast<const int32_t*>(q.per_row)[r] : q.scalar;
+}
+uint64_t param(const nt_param_u64& q, int64_t r) {
+  return q.per_row ? static_cast<const uint64_t*>(q.per_row)[r] : q.scalar;
+}
+
+// ---- workspace ---------------------------------------------------------------
+// Per slot (a row in flight): the RowJob, per-chunk results and mass bins, and
+// seven lists of V entries, since a candidate list can reach the whole row
+// (top-k near V, a flat nucleus).
+
+constexpr size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
+
+struct Layout {
+  int64_t n_chunks;
+  size_t list_bytes, slot_bytes;
+  explicit Layout(int64_t vocab)
+      : n_chunks((vocab + kChunk - 1) / kChunk),
+        list_bytes(align64(size_t(vocab) * 4)),
+        slot_bytes(align64(sizeof(RowJob)) + align64(size_t(n_chunks) * sizeof(ChunkOut)) +
+                   align64(size_t(n_chunks) * kMassBins * 8) +
+                   align64(size_t(n_chunks) * kMassBins * 4) + 7 * list_bytes) {}
+};
+
+int64_t slot_count(int64_t rows) { return std::min<int64_t>(rows, num_threads()); }
+
+RowJob* bind_slot(char* base, const Layout& L) {
+  RowJob* job = new (base) RowJob;
+  char* p = base + align64(sizeof(RowJob));
+  job->chunks = reinterpret_cast<ChunkOut*>(p);
+  p += align64(size_t(L.n_chunks) * sizeof(ChunkOut));
+  job->bin_mass = reinterpret_cast<double*>(p);
+  p += align64(size_t(L.n_chunks) * kMassBins * 8);
+  job->bin_count = reinterpret_cast<uint32_t*>(p);
+  p += align64(size_t(L.n_chunks) * kMassBins * 4);
+  job->c_index = reinterpret_cast<int32_t*>(p); p += L.list_bytes;
+  job->c_key = reinterpret_cast<uint32_t*>(p); p += L.list_bytes;
+  job->c_score = reinterpret_cast<float*>(p); p += L.list_bytes;
+  job->c_mass = reinterpret_cast<float*>(p); p += L.list_bytes;
+  job->r_index = reinterpret_cast<int32_t*>(p); p += L.list_bytes;
+  job->r_key = reinterpret_cast<uint32_t*>(p); p += L.list_bytes;
+  job->r_val = reinterpret_cast<float*>(p);
+  return job;
+}
+
+// ---- drivers -----------------------------------------------------------------
+
+void init_job(RowJob& j, const nt_sample_args& a, int64_t r) {
+  j.row = r;
+  j.x = Row{row_address(a.logits, r), a.logits.dtype};
+  j.vocab = a.logits.shape[1];
+  j.n_chunks = (j.vocab + kChunk - 1) / kChunk;
+  j.p = nt_resolve_row_params(param(a.temperature, r), param(a.top_k, r), param(a.top_p, r),
+                              param(a.min_p, r), int32_t(j.vocab));
+  j.joint = (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0;
+  j.seed = param(a.seed, r);
+  j.offset = param(a.offset, r);
+  j.tag = nt_row_tag(a.seed.per_row != nullptr, uint32_t(r));
+  j.has_uniform = a.uniform.data != nullptr;
+  j.uniform = j.has_uniform ? static_cast<const float*>(a.uniform.data)[r] : 0.0f;
+}
+
+void write_token(const nt_sample_args& a, int64_t r, int64_t token) {
+  if (a.tokens.dtype == NT_I32) static_cast<int32_t*>(a.tokens.data)[r] = int32_t(token);
+  else static_cast<int64_t*>(a.tokens.data)[r] = token;
+}
+
+void run_row(RowJob& j) {
+  stage_start(j);
+  for (int64_t c = 0; c < j.n_chunks; ++c) chunk_scan(j, c);
+  stage_after_scan(j);
+  while (j.next == Next::kMass) {  // twice when the binned range was too short
+    for (int64_t c = 0; c < j.n_chunks; ++c) chunk_mass(j, c);
+    stage_after_mass(j);
+  }
+  if (j.next == Next::kCompact) {
+    for (int64_t c = 0; c < j.n_chunks; ++c) chunk_compact(j, c);
+    stage_after_compact(j);
+  }
+  if (j.next == Next::kDraw) {
+    for (int64_t c = 0; c < j.n_chunks; ++c) chunk_draw(j, c);
+    stage_after_draw(j);
+  }
+}
+
+// Rows fewer than threads: every pass runs over all (row, chunk) pairs at once.
+// A task takes several chunks of the cheap passes, which would otherwise cost
+// less than waking a worker.
+void run_split(RowJob** jobs, int64_t rows) {
+  const int64_t n_chunks = jobs[0]->n_chunks;
+  auto each_row = [&](Next pass, void (*stage)(RowJob&)) {
+    parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
+      for (int64_t r = begin; r < end; ++r)
+        if (jobs[r]->next == pass) stage(*jobs[r]);
+    });
+  };
+  auto each_chunk = [&](Next pass, void (*body)(RowJob&, int64_t), int64_t chunks_per_task) {
+    bool any = false;
+    for (int64_t r = 0; r < rows; ++r) any |= jobs[r]->next == pass;
+    if (!any) return false;
+    parallel_for(rows * n_chunks, chunks_per_task, [&](int64_t begin, int64_t end, int) {
+      for (int64_t item = begin; item < end; ++item) {
+        RowJob& j = *jobs[item / n_chunks];
+        if (j.next == pass) body(j, item % n_chunks);
+      }
+    });
+    return true;
+  };
+  for (int64_t r = 0; r < rows; ++r) stage_start(*jobs[r]);
+  each_chunk(Next::kScan, &chunk_scan, 4);
+  each_row(Next::kScan, &stage_after_scan);
+  while (each_chunk(Next::kMass, &chunk_mass, 2)) each_row(Next::kMass, &stage_after_mass);
+  if (each_chunk(Next::kCompact, &chunk_compact, 4)) each_row(Next::kCompact, &stage_after_compact);
+  if (each_chunk(Next::kDraw, &chunk_draw, 2)) each_row(Next::kDraw, &stage_after_draw);
+}
+
+}  // namespace
+
+size_t sample_workspace_size(const nt_sample_args& a) {
+  const int64_t rows = a.logits.shape[0];
+  if (rows == 0) return 0;
+  return size_t(slot_count(rows)) * Layout(a.logits.shape[1]).slot_bytes + 64;
+}
+
+void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes) {
+  const int64_t rows = a.logits.shape[0];
+  if (rows == 0) return;
+  const Layout layout(a.logits.shape[1]);
+  char* base = reinterpret_cast<char*>(align64(reinterpret_cast<uintptr_t>(workspace)));
+  const size_t usable = workspace_bytes - size_t(base - static_cast<char*>(workspace));
+  const int64_t slots = std::min<int64_t>(slot_count(rows), int64_t(usable / layout.slot_bytes));
+  if (workspace == nullptr || slots < 1)
+    fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace' is smaller than sample_workspace_size");
+  auto slot = [&](int64_t s) { return bind_slot(base + size_t(s) * layout.slot_bytes, layout); };
+
+  if (rows < num_threads() && rows <= slots && layout.n_chunks > 1) {
+    RowJob* jobs[256];
+    for (int64_t done = 0; done < rows; done += 256) {
+      const int64_t n = std::min<int64_t>(256, rows - done);
+      for (int64_t r = 0; r < n; ++r) {
+        jobs[r] = slot(r);
+        init_job(*jobs[r], a, done + r);
+      }
+      run_split(jobs, n);
+      for (int64_t r = 0; r < n; ++r) write_token(a, done + r, jobs[r]->token);
+    }
+    return;
+  }
+  // One slot per group of consecutive rows.
+  parallel_for(slots, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t s = begin; s < end; ++s) {
+      RowJob& j = *slot(s);
+      for (int64_t r = rows * s / slots; r < rows * (s + 1) / slots; ++r) {
+        init_job(j, a, r);
+        run_row(j);
+        write_token(a, r, j.token);
+      }
+    }
+  });
+}
+
+}  // namespace nt::cpu

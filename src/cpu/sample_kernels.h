@@ -1,0 +1,93 @@
+// The sampler's passes over a range of one logits row (cpu/sample.cpp drives
+// them). Two implementations with identical results: portable C++ and AVX2+FMA
+// (exact fma and IEEE division, same operation order), chosen at run time.
+//
+// The passes work on ordering keys of the raw logits ("x-keys",
+// nt_order_key(x)): s = x / T is monotone in x for every T > 0 except +inf
+// (where only +inf logits break it, and they are cut off by `hi`), so every
+// threshold on the scores' keys is a threshold on x-keys, found by bisection
+// in cpu/sample.cpp. Full passes then compare keys and divide only for the
+// tokens they keep.
+#pragma once
+
+#include <cstdint>
+
+#include "nexttok/nexttok.h"
+
+namespace nt::cpu::sampling {
+
+// Rows are processed in fixed chunks: the unit of splitting a row over
+// threads, and of every fp64 partial sum, so that sums (and therefore
+// keep-sets in degenerate cases) do not depend on the number of threads.
+constexpr int64_t kChunk = 8192;
+
+struct Row {
+  const void* data;
+  nt_dtype dtype;
+};
+
+struct ScanStats {
+  uint32_t max_key;   // largest x-key
+  int32_t max_index;  // first token holding it
+};
+
+// The tokens of a draw: x-key <= hi and (x-key >= b or (x-key >= a and
+// index <= cut)), a <= b. With pos_inf the scores count as 0.
+struct DrawSet {
+  uint32_t a, b, hi;
+  int32_t cut;
+  bool pos_inf;
+  float temperature;
+  float s_max;
+  uint64_t seed, offset;
+  uint32_t tag;
+};
+
+// Largest perturbed score so far and its token (lowest index on ties);
+// index INT32_MAX marks a bound that no token of this range has matched yet.
+struct Best {
+  float value;
+  int32_t index;
+};
+
+struct Cumulative {
+  double total;
+  int32_t hit;   // first member with prefix + mass so far > target; -1 if none
+  int32_t last;  // last member; -1 if none
+};
+
+struct Kernels {
+  // Stats of [begin, end); writes the indices with lo <= x-key <= hi to out
+  // (nothing when lo > hi) and returns their number.
+  int64_t (*scan)(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int32_t* out,
+                  ScanStats* stats);
+  // For every finite score of [begin, end) (begin a multiple of 8), with
+  // p = exp(s - s_max) and b = mass_bin(s, s_max): if b < n_binned, adds p
+  // and 1 to bin b, in index order (the caller zeroes the bins); otherwise
+  // adds p to the returned "rest" sum, formed in eight lanes (token i in lane
+  // i % 8, lanes combined ((0+4)+(2+6))+((1+5)+(3+7))).
+  double (*mass_histogram)(Row row, int64_t begin, int64_t end, float temperature, float s_max,
+                           int n_binned, double* mass, uint32_t* count);
+  // p[i] = row_exp(s[i] - s_max).
+  void (*exp_list)(const float* s, int64_t n, float s_max, float* p);
+  // Gumbel noise (nt_token_gumbel) of listed tokens.
+  void (*gumbel_list)(const int32_t* index, int64_t n, uint64_t seed, uint64_t offset,
+                      uint32_t tag, float* gumbel);
+  // Gumbel-max over the members of [begin, end) (begin a multiple of 32),
+  // updating *best. Members whose score plus kGumbelMax stays below the best
+  // so far are skipped, which never changes the result.
+  void (*gumbel_scan)(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* best);
+  // Mass p = exp(s - s_max) (1 with pos_inf) of the members, summed in index
+  // order; `hit` compares prefix + the sum so far with target.
+  Cumulative (*cumulative)(Row row, int64_t begin, int64_t end, const DrawSet& set,
+                           double prefix, double target);
+};
+
+const Kernels& portable_kernels();
+const Kernels* avx2_kernels();  // nullptr when not compiled in
+// AVX2 when compiled in and the CPU has AVX2, FMA and F16C, unless forced off.
+const Kernels& kernels();
+// Test hook: run the portable kernels even where AVX2 is available.
+void force_portable_kernels(bool on);
+
+}  // namespace nt::cpu::sampling

@@ -1,0 +1,477 @@
+#include "cpu/sample_row.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "cpu/row_io.h"
+#include "cpu/sample_math.h"
+
+namespace nt::cpu::sampling {
+namespace {
+
+constexpr int64_t kPivotStride = 64;  // the top-k pivot looks at every 64th logit
+// Keep-sets up to this size are drawn from their list; larger ones by a scan
+// of the row, whose Gumbel noise comes 32 tokens per Philox vector.
+constexpr int64_t kListDrawMax = 4096;
+
+// ---- keys ----------------------------------------------------------------------
+
+// The smallest x-key in [lo, hi] where pred turns true (hi + 1 if never):
+// pred must be monotone in the logit over that range, as every property of
+// s = x / T used here is.
+template <class Pred>
+uint32_t first_x_key(uint32_t lo, uint32_t hi, Pred pred) {
+  uint32_t up = hi + 1;
+  while (lo < up) {
+    const uint32_t mid = lo + (up - lo) / 2;
+    if (pred(nt_key_to_float(mid))) up = mid; else lo = mid + 1;
+  }
+  return lo;
+}
+
+// The smallest x-key whose score key is >= key_min.
+uint32_t x_threshold(uint32_t key_min, float temperature, uint32_t hi) {
+  return first_x_key(kKeyFirstFinite, hi,
+                     [&](float x) { return score_key(x, temperature) >= key_min; });
+}
+
+int64_t chunk_begin(int64_t c) { return c * kChunk; }
+int64_t chunk_end(const RowJob& j, int64_t c) { return std::min(j.vocab, (c + 1) * kChunk); }
+
+// ---- helpers of the stages -------------------------------------------------------
+
+void finish(RowJob& j, int64_t token) { j.token = token; j.next = Next::kDone; }
+
+// x-key pivot with, in expectation, a few times k logits at or above it.
+uint32_t topk_pivot(RowJob& j) {
+  const int64_t m = j.vocab / kPivotStride;
+  const double e = double(j.p.top_k) / kPivotStride;
+  const double rank = std::ceil(e + 3.0 * std::sqrt(e) + 3.0);
+  if (m < 16 || rank >= double(m)) return x_threshold(kKeyFirstFinite, j.p.temperature, j.hi);
+  for (int64_t s = 0; s < m; ++s) {
+    j.r_key[s] = nt_order_key(row_value(j.x.data, j.x.dtype, s * kPivotStride + kPivotStride - 1));
+    j.r_index[s] = int32_t(s);
+  }
+  const PrefixEnd e_pivot = select_prefix(j.r_key, j.r_index, nullptr, m, 0.0, rank, j.c_key,
+                                          j.c_index, j.c_score);
+  uint32_t key = score_key(nt_key_to_float(e_pivot.key), j.p.temperature);
+  if (key < kKeyFirstFinite) key = kKeyFirstFinite;
+  return x_threshold(key, j.p.temperature, j.hi);
+}
+
+// Moves the chunks' found indices together, in index order.
+int64_t gather_found(RowJob& j) {
+  int64_t n = 0;
+  for (int64_t c = 0; c < j.n_chunks; ++c) {
+    const int64_t m = j.chunks[c].n_found;
+    if (n != chunk_begin(c)) std::memmove(j.c_index + n, j.c_index + chunk_begin(c), size_t(m) * 4);
+    n += m;
+  }
+  return n;
+}
+
+// Scores and score keys of the listed candidates.
+void score_list(RowJob& j, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = nt_scaled_score(row_value(j.x.data, j.x.dtype, j.c_index[i]), j.p.temperature);
+    j.c_score[i] = s;
+    j.c_key[i] = nt_order_key(s);
+  }
+}
+
+// Keeps the list entries inside end, in order; returns their number.
+int64_t filter_list(RowJob& j, int64_t n, PrefixEnd end) {
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!in_prefix(j.c_key[i], j.c_index[i], end)) continue;
+    j.c_index[m] = j.c_index[i];
+    j.c_key[m] = j.c_key[i];
+    j.c_score[m] = j.c_score[i];
+    ++m;
+  }
+  return m;
+}
+
+// The end of a listed set's own order: its lowest key, last index among those.
+PrefixEnd list_end(const RowJob& j, int64_t n) {
+  PrefixEnd e{UINT32_MAX, -1};
+  for (int64_t i = 0; i < n; ++i)
+    if (j.c_key[i] < e.key || (j.c_key[i] == e.key && j.c_index[i] > e.index)) e = {j.c_key[i], j.c_index[i]};
+  return e;
+}
+
+// Top-p over the listed candidates (ranked after mass j.before_list): p_i,
+// then the prefix reaching top_p * z.
+void topp_over_list(RowJob& j, int64_t n, bool z_from_list) {
+  kernels().exp_list(j.c_score, n, j.s_max, j.c_mass);
+  double z = j.z;
+  if (z_from_list) {
+    z = 0.0;
+    for (int64_t i = 0; i < n; ++i) z += double(j.c_mass[i]);
+  }
+  const PrefixEnd e = select_prefix(j.c_key, j.c_index, j.c_mass, n, j.before_list,
+                                    double(j.p.top_p) * z, j.r_key, j.r_index, j.r_val);
+  j.keep = shorter(j.keep, e);
+}
+
+// Mass bins worth filling for top-p without top-k. Far below s_max the bins
+// only add to Z, and a scatter per token is the mass pass's main cost, so
+// every 64th logit estimates how deep the target lies: the tokens left out
+// should hold a quarter of 1 - top_p of the mass. A sampled token with
+// p >= 1/64 is likely one of a few peaks rather than typical of 64 others, so
+// it counts once. If the target still lies beyond, the pass is redone with
+// every bin (stage_after_mass).
+int binned_estimate(RowJob& j) {
+  const int64_t m = j.vocab / kPivotStride;
+  if (m < 16) return kMassBins;
+  for (int64_t s = 0; s < m; ++s)
+    j.c_score[s] = nt_scaled_score(row_value(j.x.data, j.x.dtype, s * kPivotStride + kPivotStride - 1),
+                                   j.p.temperature);
+  kernels().exp_list(j.c_score, m, j.s_max, j.c_mass);
+  constexpr int kUnits = kMassBins / int(kMassBinScale);  // units of s_max - s the bins span
+  double unit_mass[kUnits + 1] = {};  // estimated mass per unit of s_max - s
+  double z = 1.0;
+  for (int64_t s = 0; s < m; ++s) {
+    if (j.c_score[s] == -INFINITY) continue;
+    const float d = j.s_max - j.c_score[s];
+    const double p = j.c_mass[s], weight = p * kPivotStride >= 1.0 ? 1.0 : double(kPivotStride);
+    unit_mass[d < float(kUnits) ? int(d) : kUnits] += weight * p;
+    z += weight * p;
+  }
+  const double budget = 0.25 * (1.0 - double(j.p.top_p)) * z;
+  double tail = 0.0;
+  int depth = kUnits + 1;
+  for (int u = kUnits; u >= 0 && tail + unit_mass[u] <= budget; --u) {
+    tail += unit_mass[u];
+    depth = u;
+  }
+  return std::min(kMassBins, (depth + 1) * int(kMassBinScale));  // one unit of slack
+}
+
+// The smallest x-key whose (finite) score falls in a bin <= bin.
+uint32_t x_bin_threshold(const RowJob& j, int bin) {
+  const uint32_t finite = x_threshold(kKeyFirstFinite, j.p.temperature, j.hi);
+  return first_x_key(finite, j.hi, [&](float x) {
+    return mass_bin(nt_scaled_score(x, j.p.temperature), j.s_max) <= bin;
+  });
+}
+
+// Smallest score key whose probability exp(s - s_max) reaches min_p.
+uint32_t minp_key(const RowJob& j) {
+  uint32_t lo = kKeyFirstFinite, up = j.s_max_key;
+  while (lo < up) {
+    const uint32_t mid = lo + (up - lo) / 2;
+    if (row_exp(nt_key_to_float(mid) - j.s_max) >= j.p.min_p) up = mid; else lo = mid + 1;
+  }
+  return lo;
+}
+
+// The explicit draw's u: NaN or negative counts as 0.
+float explicit_uniform(const RowJob& j) {
+  return std::isnan(j.uniform) || j.uniform < 0.0f ? 0.0f : j.uniform;
+}
+
+// Cumulative mass of listed members in index order, formed exactly as the scan
+// path forms it (a sum per chunk from 0, chunk sums added in order). Returns
+// the first member whose cumulative mass exceeds target (-1 if none) and the
+// total in *total.
+int64_t chunked_walk(const int32_t* index, const float* p, int64_t n, double target, double* total) {
+  double prefix = 0.0, chain = 0.0;
+  int64_t chunk = index[0] / kChunk;
+  for (int64_t i = 0; i < n; ++i) {
+    if (index[i] / kChunk != chunk) {
+      prefix += chain;
+      chain = 0.0;
+      chunk = index[i] / kChunk;
+    }
+    chain += double(p[i]);
+    if (prefix + chain > target) return i;
+  }
+  *total = prefix + chain;
+  return -1;
+}
+
+void draw_from_list(RowJob& j, int64_t n) {
+  const int32_t* index = j.r_index;
+  float* score = j.r_val;
+  if (j.has_uniform) {
+    float* p = j.c_mass;
+    kernels().exp_list(score, n, j.s_max, p);
+    double total = 0.0;
+    chunked_walk(index, p, n, std::numeric_limits<double>::infinity(), &total);
+    const float u = explicit_uniform(j);
+    const int64_t hit = u >= 1.0f ? -1 : chunked_walk(index, p, n, double(u) * total, &total);
+    return finish(j, index[hit >= 0 ? hit : n - 1]);
+  }
+  // Gumbel-max. The first member in order (top score, lowest index) gives a
+  // bound; only members that could beat it get their noise computed.
+  int64_t first = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (score[i] > score[first]) first = i;
+  const float bound = score[first] + nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(index[first]));
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (score[i] + kGumbelMax < bound) continue;
+    j.r_index[m] = index[i];
+    score[m] = score[i];
+    ++m;
+  }
+  float* g = j.c_mass;
+  kernels().gumbel_list(j.r_index, m, j.seed, j.offset, j.tag, g);
+  Best b{-INFINITY, INT32_MAX};
+  for (int64_t i = 0; i < m; ++i) {
+    const float v = score[i] + g[i];
+    if (v > b.value || (v == b.value && j.r_index[i] < b.index)) b = Best{v, j.r_index[i]};
+  }
+  finish(j, b.index);
+}
+
+void stage_constraints_done(RowJob& j) {
+  if (j.p.min_p > 0.0f) j.keep = shorter(j.keep, PrefixEnd{minp_key(j), INT32_MAX});
+  if (j.n_list >= 0) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < j.n_list; ++i) {
+      if (!in_prefix(j.c_key[i], j.c_index[i], j.keep)) continue;
+      j.r_index[m] = j.c_index[i];
+      j.r_val[m] = j.c_score[i];
+      ++m;
+    }
+    if (m <= kListDrawMax) return draw_from_list(j, m);
+  }
+  const float t = j.p.temperature;
+  j.set.a = x_threshold(j.keep.key, t, j.hi);
+  j.set.b = x_threshold(j.keep.key + 1, t, j.hi);
+  j.set.cut = j.keep.index;
+  // The bound is usable only if its token is a member.
+  if (!(std::isfinite(j.bound) && in_prefix(j.s_max_key, j.stats.max_index, j.keep))) j.bound = -INFINITY;
+  if (!j.has_uniform && std::isfinite(j.bound)) {
+    // Tokens with fl(s + kGumbelMax) < bound cannot win: leave them out of the set.
+    const float bound = j.bound;
+    const uint32_t reach = first_x_key(kKeyFirstFinite, j.hi, [&](float x) {
+      return nt_scaled_score(x, t) + kGumbelMax >= bound;
+    });
+    j.set.a = std::max(j.set.a, reach);
+    j.set.b = std::max(j.set.b, reach);
+  }
+  j.next = Next::kDraw;
+}
+
+}  // namespace
+
+// ---- stages ----------------------------------------------------------------------
+
+void stage_start(RowJob& j) {
+  j.hi = std::isinf(j.p.temperature) ? kKeyPosInf - 1 : kKeyPosInf;
+  j.compact_lo = UINT32_MAX;
+  j.compact_hi = j.hi;
+  j.n_list = -1;
+  j.keep = PrefixEnd{kKeyFirstFinite, INT32_MAX};
+  j.bound = -INFINITY;
+  j.token = -1;
+  j.next = Next::kScan;
+  if (!j.p.greedy && j.p.top_k > 0) j.compact_lo = topk_pivot(j);
+}
+
+void chunk_scan(RowJob& j, int64_t c) {
+  ChunkOut& o = j.chunks[c];
+  o.n_found = kernels().scan(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo, j.compact_hi,
+                             j.c_index + chunk_begin(c), &o.stats);
+}
+
+void stage_after_scan(RowJob& j) {
+  ScanStats st{0u, -1};
+  for (int64_t c = 0; c < j.n_chunks; ++c) {
+    const ScanStats& s = j.chunks[c].stats;
+    if (st.max_index < 0 || s.max_key > st.max_key) st = s;
+  }
+  j.stats = st;
+  if (j.p.greedy) return finish(j, st.max_key == NT_KEY_NEG_INF ? -1 : st.max_index);
+
+  const float t = j.p.temperature;
+  const bool t_inf = std::isinf(t);
+  int32_t bound_index = st.max_index;  // a token whose score is s_max
+  if (t_inf) {
+    // Every finite logit scores 0; the largest logit may be +inf, which scores NaN.
+    bool any_finite = false;
+    for (int64_t i = 0; i < j.vocab && !any_finite; ++i)
+      any_finite = std::isfinite(row_value(j.x.data, j.x.dtype, i));
+    j.s_max_key = any_finite ? nt_order_key(0.0f) : NT_KEY_NEG_INF;
+    bound_index = -1;
+  } else {
+    j.s_max_key = score_key(nt_key_to_float(st.max_key), t);
+  }
+  if (j.s_max_key == NT_KEY_NEG_INF) return finish(j, -1);
+
+  j.set = DrawSet{0u, 0u, j.hi, INT32_MAX, false, t, 0.0f, j.seed, j.offset, j.tag};
+  if (j.s_max_key == kKeyPosInf) {
+    // Only the tokens scoring +inf, uniformly (their scores count as 0).
+    j.set.a = j.set.b = x_threshold(kKeyPosInf, t, j.hi);
+    j.set.pos_inf = true;
+    j.bound = nt_perturbed_score(INFINITY, nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(bound_index)), 1);
+    j.next = Next::kDraw;
+    return;
+  }
+  j.s_max = nt_key_to_float(j.s_max_key);
+  j.set.s_max = j.s_max;
+  if (bound_index >= 0) {
+    const float g = nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(bound_index));
+    j.bound = nt_perturbed_score(j.s_max, g, 0);
+  }
+
+  if (j.p.top_k > 0) {
+    int64_t n = gather_found(j);
+    if (n < j.p.top_k) {  // the pivot was too high: take every finite score
+      const uint32_t lo = x_threshold(kKeyFirstFinite, t, j.hi);
+      n = 0;
+      for (int64_t c = 0; c < j.n_chunks; ++c) {
+        ScanStats unused;
+        n += kernels().scan(j.x, chunk_begin(c), chunk_end(j, c), lo, j.hi, j.c_index + n, &unused);
+      }
+    }
+    score_list(j, n);
+    if (n > j.p.top_k) {
+      const PrefixEnd e = select_prefix(j.c_key, j.c_index, nullptr, n, 0.0, double(j.p.top_k),
+                                        j.r_key, j.r_index, j.r_val);
+      j.keep = shorter(j.keep, e);
+      n = filter_list(j, n, e);
+    } else {
+      j.keep = shorter(j.keep, list_end(j, n));
+    }
+    j.n_list = n;
+  }
+
+  j.before_list = 0.0;
+  if (j.p.top_p < 1.0f) {
+    if (j.n_list < 0 || j.joint) {  // needs the mass of every finite score
+      j.n_binned = j.n_list < 0 ? binned_estimate(j) : 0;
+      j.next = Next::kMass;
+      return;
+    }
+    topp_over_list(j, j.n_list, true);
+  }
+  stage_constraints_done(j);
+}
+
+void chunk_mass(RowJob& j, int64_t c) {
+  double* mass = j.bin_mass + c * kMassBins;
+  uint32_t* count = j.bin_count + c * kMassBins;
+  std::memset(mass, 0, size_t(j.n_binned) * sizeof(double));
+  std::memset(count, 0, size_t(j.n_binned) * sizeof(uint32_t));
+  j.chunks[c].rest = kernels().mass_histogram(j.x, chunk_begin(c), chunk_end(j, c), j.p.temperature,
+                                              j.s_max, j.n_binned, mass, count);
+}
+
+void stage_after_mass(RowJob& j) {
+  double* mass = j.bin_mass;  // chunk 0's bins accumulate the others, in chunk order
+  uint32_t* count = j.bin_count;
+  const int binned = j.n_binned;
+  for (int64_t c = 1; c < j.n_chunks; ++c)
+    for (int b = 0; b < binned; ++b) {
+      mass[b] += j.bin_mass[c * kMassBins + b];
+      count[b] += j.bin_count[c * kMassBins + b];
+    }
+  double z = 0.0, rest = 0.0;
+  for (int b = 0; b < binned; ++b) z += mass[b];
+  for (int64_t c = 0; c < j.n_chunks; ++c) rest += j.chunks[c].rest;
+  z += rest;
+  j.z = z;
+  if (j.n_list >= 0) {  // joint mode over the top-k list
+    topp_over_list(j, j.n_list, false);
+    return stage_constraints_done(j);
+  }
+  // The bin where the mass, from the top, reaches the target (the lowest
+  // non-empty one when rounding leaves it short).
+  const double target = double(j.p.top_p) * z;
+  int chosen = -1;
+  bool crossed = false;
+  double done = 0.0, before = 0.0;
+  int64_t above = 0, above_chosen = 0;
+  for (int b = 0; b < binned && !crossed; ++b) {
+    if (count[b] == 0) continue;
+    chosen = b;
+    before = done;
+    above_chosen = above;
+    crossed = done + mass[b] >= target;
+    done += mass[b];
+    above += count[b];
+  }
+  if (!crossed && binned < kMassBins) {  // the target lies in the unbinned rest
+    j.n_binned = kMassBins;
+    j.next = Next::kMass;
+    return;
+  }
+  j.compact_lo = x_bin_threshold(j, chosen);
+  j.compact_hi = chosen == 0 ? j.hi : x_bin_threshold(j, chosen - 1) - 1;
+  j.before_list = before;
+  if (above_chosen + int64_t(count[chosen]) <= kListDrawMax) {
+    // Few tokens at or above the bin: list them all, so the draw needs no scan.
+    j.compact_hi = j.hi;
+    j.before_list = 0.0;
+  }
+  j.next = Next::kCompact;
+}
+
+void chunk_compact(RowJob& j, int64_t c) {
+  ScanStats unused;
+  j.chunks[c].n_found = kernels().scan(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo,
+                                       j.compact_hi, j.c_index + chunk_begin(c), &unused);
+}
+
+void stage_after_compact(RowJob& j) {
+  const int64_t n = gather_found(j);
+  score_list(j, n);
+  topp_over_list(j, n, false);
+  // The list holds the keep-set only when it starts at the top.
+  j.n_list = j.compact_hi == j.hi ? n : -1;
+  stage_constraints_done(j);
+}
+
+void chunk_draw(RowJob& j, int64_t c) {
+  ChunkOut& o = j.chunks[c];
+  if (j.has_uniform) {
+    o.cum = kernels().cumulative(j.x, chunk_begin(c), chunk_end(j, c), j.set, 0.0,
+                                 std::numeric_limits<double>::infinity());
+  } else {
+    o.best = Best{j.bound, INT32_MAX};
+    kernels().gumbel_scan(j.x, chunk_begin(c), chunk_end(j, c), j.set, &o.best);
+  }
+}
+
+void stage_after_draw(RowJob& j) {
+  if (!j.has_uniform) {
+    Best b{-INFINITY, INT32_MAX};
+    for (int64_t c = 0; c < j.n_chunks; ++c) {
+      const Best& o = j.chunks[c].best;
+      if (o.index == INT32_MAX) continue;
+      if (o.value > b.value || (o.value == b.value && o.index < b.index)) b = o;
+    }
+    return finish(j, b.index == INT32_MAX ? -1 : b.index);
+  }
+  double total = 0.0;
+  int32_t last = -1;
+  for (int64_t c = 0; c < j.n_chunks; ++c) {
+    total += j.chunks[c].cum.total;
+    if (j.chunks[c].cum.last >= 0) last = j.chunks[c].cum.last;
+  }
+  const float u = explicit_uniform(j);
+  if (u < 1.0f) {
+    const double target = double(u) * total;
+    double prefix = 0.0;
+    for (int64_t c = 0; c < j.n_chunks; ++c) {
+      const double next = prefix + j.chunks[c].cum.total;
+      if (next > target) {
+        const Cumulative hit = kernels().cumulative(j.x, chunk_begin(c), chunk_end(j, c), j.set,
+                                                    prefix, target);
+        if (hit.hit >= 0) return finish(j, hit.hit);
+        break;
+      }
+      prefix = next;
+    }
+  }
+  finish(j, last);
+}
+
+}  // namespace nt::cpu::sampling

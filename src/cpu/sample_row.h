@@ -1,0 +1,94 @@
+// One row of CPU sampling (docs/SEMANTICS.md): its state and the stages that
+// cpu/sample.cpp runs, either all on one thread or pass by pass over (row,
+// chunk) items spread over the pool.
+//
+// No sort. A row goes through at most four passes over its logits, each split
+// into fixed chunks (cpu/sample_kernels.h), with short serial stages in
+// between that work on small candidate lists:
+//   scan:    the largest logit (greedy, s_max, +inf); for top-k also the
+//            tokens at or above a pivot estimated from every 64th logit (a
+//            superset of the top k);
+//   mass:    only for top-p without top-k (or joint mode): the softmax mass Z
+//            and a histogram of the probabilities (cpu/sample_math.h);
+//   compact: the tokens of the bin where the mass crosses top_p * Z (and
+//            those above it when they are few);
+//   draw:    Gumbel-max (or the explicit draw) over the keep-set, only when it
+//            is not already listed.
+// Top-k and top-p boundaries come from radix selection over the candidates'
+// score keys (cpu/sample_select.h), min-p from a bisection over keys; the
+// keep-set is then one prefix end (threshold key, tie cut-off index).
+#pragma once
+
+#include <cstdint>
+
+#include "core/sampling.h"
+#include "cpu/sample_kernels.h"
+#include "cpu/sample_select.h"
+
+namespace nt::cpu::sampling {
+
+// The pass a row waits for; kDone once its token is known.
+enum class Next { kDone, kScan, kMass, kCompact, kDraw };
+
+struct ChunkOut {
+  ScanStats stats;
+  int64_t n_found;
+  double rest;  // mass of the scores beyond the binned range
+  Best best;
+  Cumulative cum;
+};
+
+// A row's inputs, its workspace and its state between passes. Lives in the
+// caller's workspace, one per slot (cpu/sample.cpp binds the pointers).
+struct RowJob {
+  int64_t row;
+  Row x;
+  int64_t vocab, n_chunks;
+  nt_row_params p;
+  bool joint;
+  uint64_t seed, offset;
+  uint32_t tag;
+  bool has_uniform;
+  float uniform;
+
+  ChunkOut* chunks;
+  double* bin_mass;      // kMassBins per chunk; chunk 0's receive the totals
+  uint32_t* bin_count;
+  // Candidate list (c_*: index, score key, score, probability) and scratch (r_*).
+  int32_t* c_index;
+  uint32_t* c_key;
+  float* c_score;
+  float* c_mass;
+  int32_t* r_index;
+  uint32_t* r_key;
+  float* r_val;
+
+  uint32_t hi;          // larger x-keys are never kept (+inf logits when T = +inf)
+  uint32_t compact_lo, compact_hi;  // x-key range of the next compaction; empty: none
+  ScanStats stats;
+  float s_max;
+  uint32_t s_max_key;
+  PrefixEnd keep;
+  int64_t n_list;       // the keep-set lies inside c_*[0, n_list); -1: no list
+  double z;
+  int n_binned;         // mass bins filled by the mass pass; the rest is only summed
+  double before_list;   // top-p: mass ranked before the listed candidates
+  DrawSet set;
+  float bound;          // perturbed score of a known member of the keep-set
+  Next next;
+  int64_t token;
+};
+
+// Stages in order; chunk_* run once per chunk (possibly in parallel), the
+// stage_* between them on one thread, and each sets `next`.
+void stage_start(RowJob& j);
+void chunk_scan(RowJob& j, int64_t c);
+void stage_after_scan(RowJob& j);
+void chunk_mass(RowJob& j, int64_t c);
+void stage_after_mass(RowJob& j);  // may ask for the mass pass once more
+void chunk_compact(RowJob& j, int64_t c);
+void stage_after_compact(RowJob& j);
+void chunk_draw(RowJob& j, int64_t c);
+void stage_after_draw(RowJob& j);
+
+}  // namespace nt::cpu::sampling
