@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend.h"
+#include "cuda/lm_head_ops.cuh"
 #include "cuda/ops.cuh"
 
 namespace nt {
@@ -21,6 +22,40 @@ class CudaBackend final : public Backend {
       return false;
     }
     return count > 0;
+  }
+
+  void apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream) override {
+    cuda::apply_token_bitmask(a, static_cast<cudaStream_t>(stream));
+  }
+  void bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, void* stream) override {
+    cuda::bitmask_from_allowed(a, static_cast<cudaStream_t>(stream));
+  }
+  size_t sample_workspace_size(const nt_sample_args& a) override {
+    return cuda::sample_workspace_size(a);
+  }
+  void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes,
+              void* stream) override {
+    cuda::sample(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
+  }
+  size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) override {
+    return cuda::lm_head_topk_dense_workspace_size(a);
+  }
+  void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
+                          void* stream) override {
+    cuda::lm_head_topk_dense(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
+  }
+  size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) override {
+    return cuda::lm_head_topk_binary_workspace_size(a);
+  }
+  void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                           size_t workspace_bytes, void* stream) override {
+    cuda::lm_head_topk_binary(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
+  }
+  void pack_weights(const nt_pack_weights_args& a, void* stream) override {
+    cuda::pack_weights(a, static_cast<cudaStream_t>(stream));
+  }
+  void quantize_activations(const nt_quantize_activations_args& a, void* stream) override {
+    cuda::quantize_activations(a, static_cast<cudaStream_t>(stream));
   }
 };
 

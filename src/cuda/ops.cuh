@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "nexttok/nexttok.h"
 
 namespace nt::cuda {
 
@@ -15,5 +16,36 @@ inline void check_cuda(cudaError_t err, const char* op) {
   if (err != cudaSuccess)
     fail(NT_ERROR_BACKEND, std::string(op) + ": CUDA error: " + cudaGetErrorString(err));
 }
+
+// Makes the tensors' device current for the scope of an op and restores the
+// caller's afterwards.
+class DeviceScope {
+ public:
+  DeviceScope(int device, const char* op) {
+    check_cuda(cudaGetDevice(&previous_), op);
+    if (previous_ == device) {
+      previous_ = -1;
+    } else {
+      check_cuda(cudaSetDevice(device), op);
+    }
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+// Grammar mask (cuda/apply_token_bitmask.cu, cuda/bitmask_from_allowed.cu).
+void apply_token_bitmask(const nt_apply_token_bitmask_args& a, cudaStream_t stream);
+void bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, cudaStream_t stream);
+
+// Sampling (cuda/sample.cu); the workspace layout depends on B, V and the
+// device's multiprocessor count only.
+size_t sample_workspace_size(const nt_sample_args& a);
+void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 }  // namespace nt::cuda

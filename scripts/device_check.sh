@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# One call on a CUDA machine (the H200): build with the CUDA backend and the
+# tests, run the CUDA cases of the cross-backend suite, the W3/W4 benchmark with
+# its correctness checks, then the CUDA cases again under compute-sanitizer
+# (memcheck, racecheck) with the time that is left. Every stage runs with a time
+# limit and whatever happened before; the whole script stays under DEADLINE
+# seconds (570). Full logs go to $OUT (default ./out); a short table is printed last.
+#
+#   scripts/device_check.sh            # about 6-9 minutes
+#   BUILD_DIR=build-x CUDA_ARCHS=90 scripts/device_check.sh
+set -u
+cd "$(dirname "$0")/.."
+root=$PWD
+OUT="${OUT:-$root/out}"
+mkdir -p "$OUT"
+build="${BUILD_DIR:-build-device}"
+archs="${CUDA_ARCHS:-90}"
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+export NEXTTOK_TEST_REQUIRE=cuda  # a missing GPU fails the tests instead of skipping them
+
+summary="$OUT/summary.md"
+: >"$summary"
+rows=()
+t_start=$(date +%s)
+
+# The whole script stays under DEADLINE seconds (the device tool allows 600 a call).
+deadline=$((t_start + ${DEADLINE:-570}))
+
+# stage NAME LIMIT_SECONDS LOG command...: runs with a time limit (cut to what is
+# left before the deadline), records rc and time.
+stage() {
+  local name=$1 limit=$2 log=$3
+  shift 3
+  local t0=$(date +%s)
+  local left=$((deadline - t0))
+  if [ "$left" -lt 15 ]; then
+    rows+=("| $name | SKIPPED (out of time) | 0s |")
+    return 1
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  echo "=== $name (limit ${limit}s) ===" | tee -a "$log"
+  timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+  local rc=$?
+  local dt=$(($(date +%s) - t0))
+  local what="ok"
+  [ $rc -ne 0 ] && what="FAILED (rc=$rc)"
+  [ $rc -eq 124 ] && what="TIMED OUT after ${limit}s"
+  rows+=("| $name | $what | ${dt}s |")
+  echo "--- $name: $what in ${dt}s" | tee -a "$log"
+  return $rc
+}
+
+{
+  echo "# device check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown) (plus the working tree)"
+  nvidia-smi -L 2>&1
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+  nvcc --version 2>&1 | tail -2
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+} | tee -a "$summary"
+
+# ---- build -------------------------------------------------------------------
+build_log="$OUT/build.log"
+: >"$build_log"
+configure=(cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON
+  -DCMAKE_CUDA_ARCHITECTURES="$archs" -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF)
+if ! stage configure 90 "$build_log" "${configure[@]}" -DNEXTTOK_TESTS=ON; then
+  # No GoogleTest there: the library and the benchmark still build and run.
+  stage configure-without-tests 60 "$build_log" "${configure[@]}" -DNEXTTOK_TESTS=OFF
+fi
+# -k 0: a broken target (someone's work in progress) does not stop the others.
+stage build 210 "$build_log" cmake --build "$build" -j "$(nproc)" -- -k 0
+grep -E "error|warning: .*(spill|stack)" "$build_log" | head -20
+
+# ---- tests -------------------------------------------------------------------
+op_tests="$build/tests/nexttok_op_tests"
+if [ -x "$op_tests" ]; then
+  stage ctest 90 "$OUT/ctest.log" ctest --test-dir "$build" -R '/cuda$' -j 8 --timeout 60 \
+    --output-on-failure
+  tail -15 "$OUT/ctest.log"
+else
+  rows+=("| tests | NOT BUILT ($op_tests missing) | - |")
+fi
+
+# ---- benchmark ----------------------------------------------------------------
+lib="$build/libnexttok.so"
+if [ -f "$lib" ]; then
+  stage bench 160 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --check \
+    --budget 100 --json "$OUT/bench.json"
+  grep -E "FAIL|ERROR|checks:" "$OUT/bench.log" | head -30
+  # The mask with element stores for mixed vectors instead of read-merge-write
+  # (NEXTTOK_CUDA_MASK_STORES, see cuda/apply_token_bitmask.cu).
+  stage bench-w4-element-stores 60 "$OUT/bench.log" env NEXTTOK_CUDA_MASK_STORES=elements \
+    python3 bench/cuda_sampling_bench.py --lib "$lib" --only w4 --budget 40 --json "$OUT/bench_w4_elements.json"
+  # W1/W2: the fused LM heads beside cuBLAS + torch.topk, with torch.equal checks.
+  stage bench-lm-head 170 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py \
+    --lib "$lib" --check --bench
+  grep -E "FAIL|ERROR|check" "$OUT/bench_lm_head.log" | head -30
+else
+  rows+=("| bench | NOT RUN ($lib missing) | - |")
+fi
+
+# ---- sanitizers (last: they take whatever time is left) -------------------
+if [ -x "$op_tests" ]; then
+  # Under the sanitizers: every sampling and mask case except the 40,000-draw
+  # distribution tests, smallest first for racecheck (it is the slowest).
+  stage memcheck 70 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
+    --show-backtrace device "$op_tests" \
+    --gtest_filter='Devices/Sample.*/cuda:Devices/Bitmask.*/cuda'
+  grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$OUT/memcheck.log" | head -20
+  stage racecheck 55 "$OUT/racecheck.log" "$sanitizer" --tool racecheck --error-exitcode 1 \
+    "$op_tests" --gtest_filter='Devices/Sample.GreedyTakesTheFirstMaximum/cuda:Devices/Sample.NonFiniteLogits/cuda:Devices/Sample.FullyMaskedRowsGiveMinusOne/cuda:Devices/Bitmask.AllRows/cuda:Devices/Sample.LargeVocabularyMixedBatch/cuda:Devices/Sample.TopKBoundaryTiesGoToTheLowerIndex/cuda:Devices/Sample.ExplicitDrawMatchesInverseCdf/cuda'
+  grep -E "RACECHECK SUMMARY|hazard|PASSED|FAILED" "$OUT/racecheck.log" | head -20
+fi
+
+# ---- summary ------------------------------------------------------------------
+{
+  echo
+  echo "| stage | result | time |"
+  echo "|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+  echo "total $(($(date +%s) - t_start))s; logs in $OUT"
+  echo
+  sed -n '/^| row | ours us/,$p' "$OUT/bench.log" 2>/dev/null
+  echo
+  sed -n '/^| row/,$p' "$OUT/bench_lm_head.log" 2>/dev/null | tail -20
+} | tee -a "$summary"

@@ -1,0 +1,187 @@
+// nt_apply_token_bitmask on CUDA. Each thread owns 16-byte vectors of a row (4
+// f32 or 8 f16/bf16 tokens) and the mask bits of those tokens: a fully allowed
+// vector is not touched, a fully masked one is overwritten with -inf without
+// being read, a mixed one is read, merged and written back. Unaligned rows take
+// the same path with scalar accesses, which never need a read.
+//
+// NEXTTOK_CUDA_MASK_STORES=elements (read once) writes the masked elements of
+// mixed vectors one by one instead of merging: no read by the kernel, partial
+// sector writes left to the memory system. A measurement switch: which of the
+// two moves fewer DRAM bytes depends on how the GPU handles partial writes.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/check.h"
+#include "cuda/load.cuh"
+#include "cuda/ops.cuh"
+
+namespace nt::cuda {
+namespace {
+
+constexpr const char* kOp = "apply_token_bitmask";
+constexpr int kThreads = 256;
+constexpr int kVectorsPerThread = 4;
+constexpr int kMaxGridRows = 65535;
+
+template <nt_dtype DT>
+constexpr uint32_t neg_inf_bits() {
+  return DT == NT_F32 ? 0xFF800000u : DT == NT_F16 ? 0xFC00u : 0xFF80u;
+}
+
+template <nt_dtype DT>
+__device__ __forceinline__ typename LogitTraits<DT>::Storage neg_inf_value() {
+  if constexpr (DT == NT_F32)
+    return -INFINITY;
+  else
+    return uint16_t(neg_inf_bits<DT>());
+}
+
+struct MaskArgs {
+  void* logits;
+  int64_t logits_stride;
+  int64_t vocab;
+  const int32_t* bitmask;
+  int64_t bitmask_stride;
+  int64_t words;  // W' of the bitmask: tokens >= 32 W' are masked
+  const void* indices;
+  int indices_i64;
+  int64_t selected;  // rows to mask: N with indices, else B
+  int64_t rows;
+};
+
+// Mask bits of tokens [t, t + G), t a multiple of G (G divides 32).
+template <int G>
+__device__ __forceinline__ uint32_t mask_bits(const int32_t* mask_row, int64_t words, int64_t t) {
+  const int64_t w = t >> 5;
+  const uint32_t word = w < words ? uint32_t(__ldg(mask_row + w)) : 0u;
+  return (word >> (t & 31)) & ((1u << G) - 1u);
+}
+
+template <nt_dtype DT, bool VEC, bool MERGE>
+__global__ void __launch_bounds__(kThreads) apply_token_bitmask_kernel(MaskArgs a) {
+  using S = typename LogitTraits<DT>::Storage;
+  constexpr int G = group_tokens<DT, VEC>();
+  constexpr uint32_t kAll = (1u << G) - 1u;
+  constexpr uint32_t kNegInf = neg_inf_bits<DT>();
+  for (int64_t sel = blockIdx.y; sel < a.selected; sel += gridDim.y) {
+    int64_t r = sel;
+    if (a.indices) {
+      r = a.indices_i64 ? static_cast<const int64_t*>(a.indices)[sel]
+                        : static_cast<const int32_t*>(a.indices)[sel];
+      if (r < 0 || r >= a.rows) continue;  // documented: out-of-range entries are skipped
+    }
+    S* row = static_cast<S*>(a.logits) + r * a.logits_stride;
+    const int32_t* mask_row = a.bitmask + r * a.bitmask_stride;
+    int64_t t[kVectorsPerThread];
+    uint32_t bits[kVectorsPerThread];
+#pragma unroll
+    for (int u = 0; u < kVectorsPerThread; ++u) {
+      t[u] = ((int64_t(blockIdx.x) * kVectorsPerThread + u) * kThreads + threadIdx.x) * G;
+      bits[u] = t[u] < a.vocab ? mask_bits<G>(mask_row, a.words, t[u]) : kAll;
+    }
+    if constexpr (VEC) {
+      uint4 v[kVectorsPerThread];
+#pragma unroll
+      for (int u = 0; u < kVectorsPerThread; ++u) {
+        v[u] = make_uint4(0u, 0u, 0u, 0u);
+        const bool whole = t[u] + G <= a.vocab;
+        if (MERGE && whole && bits[u] != 0u && bits[u] != kAll) v[u] = load16<true>(row + t[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < kVectorsPerThread; ++u) {
+        if (bits[u] == kAll) continue;
+        if (t[u] + G <= a.vocab && (MERGE || bits[u] == 0u)) {
+          uint32_t w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+          if (bits[u] == 0u) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) w[j] = DT == NT_F32 ? kNegInf : (kNegInf | (kNegInf << 16));
+          } else if constexpr (DT == NT_F32) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+              if (!((bits[u] >> j) & 1u)) w[j] = kNegInf;
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              if (!((bits[u] >> (2 * j)) & 1u)) w[j] = (w[j] & 0xFFFF0000u) | kNegInf;
+              if (!((bits[u] >> (2 * j + 1)) & 1u)) w[j] = (w[j] & 0x0000FFFFu) | (kNegInf << 16);
+            }
+          }
+          __stcs(reinterpret_cast<uint4*>(row + t[u]), make_uint4(w[0], w[1], w[2], w[3]));
+          continue;
+        }
+        for (int j = 0; j < G && t[u] + j < a.vocab; ++j)
+          if (!((bits[u] >> j) & 1u)) row[t[u] + j] = neg_inf_value<DT>();
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < kVectorsPerThread; ++u) {
+        if (bits[u] == kAll) continue;
+#pragma unroll
+        for (int j = 0; j < G; ++j)
+          if (t[u] + j < a.vocab && !((bits[u] >> j) & 1u)) row[t[u] + j] = neg_inf_value<DT>();
+      }
+    }
+  }
+}
+
+bool merge_mixed_vectors() {
+  static const bool merge = [] {
+    const char* v = std::getenv("NEXTTOK_CUDA_MASK_STORES");
+    return v == nullptr || std::strcmp(v, "elements") != 0;
+  }();
+  return merge;
+}
+
+template <nt_dtype DT, bool VEC>
+void launch(const MaskArgs& a, cudaStream_t stream) {
+  constexpr int G = group_tokens<DT, VEC>();
+  const int64_t vectors = (a.vocab + G - 1) / G;
+  const int64_t per_block = int64_t(kThreads) * kVectorsPerThread;
+  const dim3 grid(unsigned((vectors + per_block - 1) / per_block),
+                  unsigned(a.selected < kMaxGridRows ? a.selected : kMaxGridRows));
+  if (!VEC || merge_mixed_vectors())
+    apply_token_bitmask_kernel<DT, VEC, true><<<grid, kThreads, 0, stream>>>(a);
+  else
+    apply_token_bitmask_kernel<DT, VEC, false><<<grid, kThreads, 0, stream>>>(a);
+  check_cuda(cudaGetLastError(), kOp);
+}
+
+template <nt_dtype DT>
+void launch_dtype(const MaskArgs& a, bool vec, cudaStream_t stream) {
+  if (vec)
+    launch<DT, true>(a, stream);
+  else
+    launch<DT, false>(a, stream);
+}
+
+}  // namespace
+
+void apply_token_bitmask(const nt_apply_token_bitmask_args& args, cudaStream_t stream) {
+  const nt_tensor& logits = args.logits;
+  MaskArgs a{};
+  a.logits = logits.data;
+  a.rows = logits.shape[0];
+  a.vocab = logits.shape[1];
+  a.logits_stride = logits.row_stride;
+  a.bitmask = static_cast<const int32_t*>(args.bitmask.data);
+  a.bitmask_stride = args.bitmask.row_stride;
+  a.words = args.bitmask.shape[1];
+  a.indices = present(args.indices) ? args.indices.data : nullptr;
+  a.indices_i64 = args.indices.dtype == NT_I64;
+  a.selected = a.indices ? args.indices.shape[0] : a.rows;
+  if (a.selected == 0 || a.rows == 0) return;
+  DeviceScope scope(logits.device_id, kOp);
+  const size_t esize = dtype_size(logits.dtype);
+  // The base pointer and the row stride must both keep 16-byte alignment.
+  const bool vec = reinterpret_cast<uintptr_t>(logits.data) % 16 == 0 &&
+                   (a.rows == 1 || (size_t(a.logits_stride) * esize) % 16 == 0);
+  switch (logits.dtype) {
+    case NT_F32: launch_dtype<NT_F32>(a, vec, stream); break;
+    case NT_F16: launch_dtype<NT_F16>(a, vec, stream); break;
+    case NT_BF16: launch_dtype<NT_BF16>(a, vec, stream); break;
+    default: fail_argument(kOp, "logits", "has an unsupported dtype");
+  }
+}
+
+}  // namespace nt::cuda

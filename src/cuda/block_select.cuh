@@ -1,0 +1,257 @@
+// Block-level selection over 64-bit composites (ordering key << 32 | ~index):
+// one integer order that ranks by score descending, then index ascending, so
+// "larger composite" is "ranks first" and every composite of a row is distinct.
+// Radix select here counts with integer atomics only, so its result never
+// depends on the order the atomics land in.
+#pragma once
+
+#include <cstdint>
+
+#include "core/ordering.h"
+
+namespace nt::cuda {
+
+using u32 = uint32_t;
+using u64 = unsigned long long;
+
+constexpr u32 kFullMask = 0xFFFFFFFFu;
+
+__device__ __forceinline__ u32 lane_index() { return threadIdx.x & 31u; }
+
+__device__ __forceinline__ u32 lanes_below() {
+  u32 m;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+  return m;
+}
+
+__device__ __forceinline__ u64 composite(u32 key, u32 index) {
+  return (u64(key) << 32) | u64(~index);
+}
+__device__ __forceinline__ u32 composite_index(u64 c) { return ~u32(c); }
+__device__ __forceinline__ u32 composite_key(u64 c) { return u32(c >> 32); }
+// Above every composite of a -inf / NaN score: the initial admission threshold.
+constexpr u64 kNegInfCeiling = (u64(NT_KEY_NEG_INF) << 32) | 0xFFFFFFFFull;
+
+template <class T>
+__device__ __forceinline__ T warp_max(T v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const T w = __shfl_xor_sync(kFullMask, v, o);
+    v = w > v ? w : v;
+  }
+  return v;
+}
+
+template <class T>
+__device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+
+// Every lane of the warp calls this; lanes with `take` get distinct slots.
+__device__ __forceinline__ u32 warp_append(bool take, u32* counter) {
+  const u32 m = __ballot_sync(kFullMask, take);
+  if (m == 0) return 0;
+  const int leader = __ffs(m) - 1;
+  u32 base = 0;
+  if (int(lane_index()) == leader) base = atomicAdd(counter, u32(__popc(m)));
+  base = __shfl_sync(kFullMask, base, leader);
+  return base + u32(__popc(m & lanes_below()));
+}
+
+// ---- count-only radix select --------------------------------------------------
+
+struct SelectScratch {
+  u32 hist[256];
+  u32 digit, rank, count;
+  u64 result;
+};
+
+// Warp 0: the digit bucket (scanning 255 down) in which the running count
+// reaches k; rank = k minus the count of the buckets before it.
+__device__ __forceinline__ void choose_bucket_by_count(SelectScratch& s, u32 k) {
+  const u32 lane = lane_index();
+  u32 c[8], sum = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    c[j] = s.hist[255 - 8 * lane - j];
+    sum += c[j];
+  }
+  u32 incl = sum;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u32 v = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= u32(o)) incl += v;
+  }
+  u32 run = incl - sum;
+  if (run < k && k <= incl) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (run + c[j] >= k) {
+        s.digit = 255 - 8 * lane - j;
+        s.rank = k - run;
+        s.count = c[j];
+        break;
+      }
+      run += c[j];
+    }
+  }
+}
+
+__device__ __forceinline__ bool prefix_matches(u64 v, u64 prefix, int depth) {
+  return depth == 0 || (v >> (64 - depth)) == prefix;
+}
+
+// The k-th largest (1 <= k <= n) of the distinct values items[0, n) in shared
+// memory. Every thread of the block calls it; it begins and ends with a barrier.
+template <int NT>
+__device__ u64 block_select_kth(const u64* items, int n, u32 k, SelectScratch& s) {
+  const int tid = int(threadIdx.x);
+  u64 prefix = 0;
+  int depth = 0;
+  __syncthreads();
+  for (;;) {
+    for (int i = tid; i < 256; i += NT) s.hist[i] = 0;
+    __syncthreads();
+    const int shift = 56 - depth;
+    for (int base = 0; base < n; base += NT) {
+      const int i = base + tid;
+      u32 d = 0x100u;  // not counted
+      if (i < n) {
+        const u64 v = items[i];
+        if (prefix_matches(v, prefix, depth)) d = u32(v >> shift) & 0xFFu;
+      }
+      // Neighbouring values share their high digits: one atomic per distinct digit.
+      const u32 peers = __match_any_sync(kFullMask, d);
+      if (d < 0x100u && int(lane_index()) == __ffs(peers) - 1)
+        atomicAdd(&s.hist[d], u32(__popc(peers)));
+    }
+    __syncthreads();
+    if (tid < 32) choose_bucket_by_count(s, k);
+    __syncthreads();
+    const u32 digit = s.digit, rank = s.rank, count = s.count;
+    prefix = (prefix << 8) | digit;
+    depth += 8;
+    k = rank;
+    if (depth == 64) {
+      __syncthreads();
+      return prefix;
+    }
+    if (rank == count) break;  // the smallest value of the bucket
+  }
+  if (tid == 0) s.result = ~0ull;
+  __syncthreads();
+  for (int i = tid; i < n; i += NT) {
+    const u64 v = items[i];
+    if (prefix_matches(v, prefix, depth)) atomicMin(&s.result, v);
+  }
+  __syncthreads();
+  const u64 r = s.result;
+  __syncthreads();
+  return r;
+}
+
+// ---- count + mass histograms (fixed-point masses, order-independent sums) ----
+
+struct MassScratch {
+  u32 cnt[256];
+  u64 mass[256];
+  u32 digit, count, found;
+  u32 above_count;
+  u64 above_mass, bucket_mass;
+};
+
+// Every lane calls it; lanes with digit < 0 add nothing. Lanes sharing a digit
+// add once, with their count and mass summed in the warp.
+__device__ __forceinline__ void warp_add_mass(MassScratch& s, int digit, u64 mass) {
+  u32 pending = __ballot_sync(kFullMask, digit >= 0);
+  const u32 lane = lane_index();
+  while (pending) {
+    const int leader = __ffs(pending) - 1;
+    const int d = __shfl_sync(kFullMask, digit, leader);
+    const u32 group = __ballot_sync(kFullMask, digit == d) & pending;
+    const u64 m = warp_sum<u64>(((group >> lane) & 1u) ? mass : 0ull);
+    if (int(lane) == leader) {
+      atomicAdd(&s.cnt[d], u32(__popc(group)));
+      atomicAdd(&s.mass[d], m);
+    }
+    pending &= ~group;
+  }
+}
+
+// Warp 0: scanning digits 255 down from (base_count, base_mass), the first
+// bucket at whose end the count reaches count_target or the mass reaches
+// mass_target. found = 0 when no bucket does.
+__device__ __forceinline__ void choose_bucket_by_targets(MassScratch& s, u32 base_count,
+                                                         u64 base_mass, u32 count_target,
+                                                         u64 mass_target) {
+  const u32 lane = lane_index();
+  auto reached = [&](u32 c, u64 m) {
+    return base_count + c >= count_target || base_mass + m >= mass_target;
+  };
+  u32 c[8], csum = 0;
+  u64 m[8], msum = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    c[j] = s.cnt[255 - 8 * lane - j];
+    m[j] = s.mass[255 - 8 * lane - j];
+    csum += c[j];
+    msum += m[j];
+  }
+  u32 cincl = csum;
+  u64 mincl = msum;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u32 cv = __shfl_up_sync(kFullMask, cincl, o);
+    const u64 mv = __shfl_up_sync(kFullMask, mincl, o);
+    if (lane >= u32(o)) {
+      cincl += cv;
+      mincl += mv;
+    }
+  }
+  if (lane == 0) s.found = 0;
+  __syncwarp();
+  u32 crun = cincl - csum;
+  u64 mrun = mincl - msum;
+  if (reached(cincl, mincl) && !reached(crun, mrun)) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (reached(crun + c[j], mrun + m[j])) {
+        s.digit = 255 - 8 * lane - j;
+        s.count = c[j];
+        s.bucket_mass = m[j];
+        s.above_count = base_count + crun;
+        s.above_mass = base_mass + mrun;
+        s.found = 1;
+        break;
+      }
+      crun += c[j];
+      mrun += m[j];
+    }
+  }
+}
+
+// ---- bitonic sort, descending, n a power of two, in shared memory ----------
+template <int NT>
+__device__ void bitonic_sort_desc(u64* a, int n) {
+  __syncthreads();
+  for (int k = 2; k <= n; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = int(threadIdx.x); i < n; i += NT) {
+        const int p = i ^ j;
+        if (p > i) {
+          const u64 x = a[i], y = a[p];
+          const bool desc = (i & k) == 0;
+          if (desc ? x < y : x > y) {
+            a[i] = y;
+            a[p] = x;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+}  // namespace nt::cuda

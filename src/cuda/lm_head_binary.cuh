@@ -1,0 +1,49 @@
+// The K-order shared by the binary head's activation layout and its sign
+// expansion (cuda/lm_head_topk_binary.cu).
+//
+// The int8 MMA m16n8k32 wants, per lane (g, t), A bytes for 4+4 K positions
+// of rows g and g+8. Expanding 4 arbitrary sign bits into 4 bytes costs ~4
+// integer ops; but (w << (7 - c)) & 0x80808080 turns the bits c, c+8, c+16,
+// c+24 of a sign word w into bytes 0/128 with one multiply and one AND. So a
+// "class" c of a word is a register of 4 A bytes, each worth 128 * bit, and the
+// MMA (unsigned A, signed B) yields 128 * sum_{bit set} a. The K order of the
+// MMA is free as long as A and B agree, so the activations are permuted once
+// per call into the order the classes produce.
+//
+// Within a group of G = 32W columns, k-step j (0 <= j < W) of lane t uses word
+// word_of(j, t) of the group and the classes c0 = class_of(j, t), c0 + 1 (for
+// A registers a0/a1 and a2/a3). The permuted activations hold, for each group
+// and k-step, 4 lanes x 8 bytes: lane t's b0 (class c0, bytes i = 0..3 from
+// columns 32*word + c0 + 8i) then b1 (class c0 + 1).
+#pragma once
+
+#include <cstdint>
+
+namespace nt::cuda::lm_head {
+
+__host__ __device__ __forceinline__ int binary_word_of(int words_per_group, int j, int t) {
+  if (words_per_group >= 4) return t + 4 * (j >> 2);
+  if (words_per_group == 2) return t >> 1;
+  return 0;
+}
+
+__host__ __device__ __forceinline__ int binary_class_of(int words_per_group, int j, int t) {
+  if (words_per_group >= 4) return 2 * (j & 3);
+  if (words_per_group == 2) return 4 * (t & 1) + 2 * j;
+  return 2 * t;
+}
+
+// Source column (within its group) of byte `p` of a group's permuted layout.
+__host__ __device__ __forceinline__ int binary_permuted_column(int words_per_group, int p) {
+  const int j = p >> 5, t = (p >> 3) & 3, half = (p >> 2) & 1, i = p & 3;
+  const int word = binary_word_of(words_per_group, j, t);
+  const int c = binary_class_of(words_per_group, j, t) + half;
+  return 32 * word + c + 8 * i;
+}
+
+// The int32 MMA accumulators start at this bias: then, while |x| < 2^22, the
+// bits of (kMagic + x) read as a float are exactly 12582912 + x.
+constexpr int32_t kMagicBits = 0x4B400000;
+constexpr float kMagicValue = 12582912.0f;
+
+}  // namespace nt::cuda::lm_head

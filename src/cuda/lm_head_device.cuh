@@ -1,0 +1,120 @@
+// Device primitives of the LM-head kernels: asynchronous copies, tensor-core
+// MMAs and streaming loads (all sm_80+; the host never launches the kernels
+// that use them on an older device), and small helpers.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/half.h"
+#include "nexttok/nexttok.h"
+
+namespace nt::cuda::lm_head {
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// cp.async of 16, 8 or 4 bytes; src_bytes < size zero-fills the rest.
+__device__ __forceinline__ void cp_async(void* dst, const void* src, int size, int src_bytes) {
+#if __CUDA_ARCH__ >= 800
+  const uint32_t d = smem_addr(dst);
+  if (size == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+  } else if (size == 8) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+  }
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// 16 bytes the kernel reads once: skip L1.
+__device__ __forceinline__ uint4 ldg_stream(const void* p) {
+  uint4 r;
+#if __CUDA_ARCH__ >= 800
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+#else
+  r = *static_cast<const uint4*>(p);
+#endif
+  return r;
+}
+
+// D = A * B + C, m16n8k16, bf16 or f16 inputs, f32 accumulators.
+template <bool kBf16>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                          uint32_t b1, const float (&c)[4]) {
+#if __CUDA_ARCH__ >= 800
+  if (kBf16) {
+    asm(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%10,%11,%12,%13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]),
+          "f"(c[2]), "f"(c[3]));
+  } else {
+    asm(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%10,%11,%12,%13};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]),
+          "f"(c[2]), "f"(c[3]));
+  }
+#endif
+}
+
+// D = A * B + C, m16n8k32, A unsigned bytes, B signed bytes, s32 accumulators
+// (exact: integer MMAs wrap, they never round).
+__device__ __forceinline__ void mma_u8s8_16832(int32_t (&d)[4], const uint32_t (&a)[4],
+                                               uint32_t b0, uint32_t b1, const int32_t (&c)[4]) {
+#if __CUDA_ARCH__ >= 800
+  asm(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%11,%12,%13};\n"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c[0]), "r"(c[1]),
+        "r"(c[2]), "r"(c[3]));
+#endif
+}
+
+// An element of an f32/f16/bf16 vector widened exactly to f32.
+__device__ __forceinline__ float widen(const void* data, nt_dtype dtype, int64_t i) {
+  switch (dtype) {
+    case NT_F16: return nt_f16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case NT_BF16: return nt_bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    default: return static_cast<const float*>(data)[i];
+  }
+}
+
+struct BiasArgs {
+  const void* data;  // nullptr: no bias
+  nt_dtype dtype;
+};
+
+__device__ __forceinline__ float add_bias(float score, const BiasArgs& b, int64_t v) {
+  return b.data != nullptr ? score + widen(b.data, b.dtype, v) : score;
+}
+
+}  // namespace nt::cuda::lm_head

@@ -1,0 +1,152 @@
+// Host-side plumbing shared by the CUDA LM-head operations: the device a call
+// runs on, its limits, the workspace plan of the exact top-k, and argument
+// properties (alignment) that pick a kernel.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "core/check.h"
+#include "core/error.h"
+#include "cuda/ops.cuh"
+#include "nexttok/nexttok.h"
+
+namespace nt::cuda::lm_head {
+
+// Token rows handled by one pass of a scoring kernel; larger M runs in passes
+// that reuse the same workspace (the weights are then read once per pass).
+constexpr int kPassRows = 64;
+// The largest vocabulary tile any scoring kernel works on; candidate buffers
+// are sized for it so that every kernel path fits one workspace size.
+constexpr int kMaxTileRows = 256;
+
+// Makes `device` current for the scope of a call.
+class DeviceGuard {
+ public:
+  DeviceGuard(int device, const char* op) {
+    check_cuda(cudaGetDevice(&previous_), op);
+    if (previous_ != device) check_cuda(cudaSetDevice(device), op);
+    else previous_ = -1;
+  }
+  ~DeviceGuard() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+struct DeviceLimits {
+  int sm_count = 0;
+  int cc_major = 0;
+  int max_smem_optin = 0;  // bytes of dynamic + static shared memory per block
+};
+
+inline DeviceLimits device_limits(int device, const char* op) {
+  static std::mutex mutex;
+  static DeviceLimits cache[64];
+  std::lock_guard<std::mutex> lock(mutex);
+  if (device < 0 || device >= 64) fail(NT_ERROR_BACKEND, std::string(op) + ": device id out of range");
+  DeviceLimits& d = cache[device];
+  if (d.sm_count == 0) {
+    check_cuda(cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, device), op);
+    check_cuda(cudaDeviceGetAttribute(&d.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                      device), op);
+    check_cuda(cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, device), op);
+  }
+  return d;
+}
+
+// Raises a kernel's dynamic shared-memory limit once per (kernel, device).
+template <class Kernel>
+void allow_dynamic_smem(Kernel kernel, int bytes, int device, const char* op) {
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), device);
+  if (done.count(key) != 0) return;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), op);
+  done.insert(key);
+}
+
+inline void check_launch(const char* op) { check_cuda(cudaGetLastError(), op); }
+
+// Byte alignment every row of a 2-D view shares (the row stride is ignored
+// for a single row, as core/check.cpp does).
+inline int64_t row_alignment(const nt_tensor& t) {
+  const int64_t elt = static_cast<int64_t>(dtype_size(t.dtype));
+  int64_t a = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data) & 255u);
+  if (a == 0) a = 256;
+  if (t.ndim == 2 && t.shape[0] > 1) {
+    const int64_t stride = (t.row_stride * elt) & 255;
+    if (stride != 0) a = std::min(a, stride & -stride);
+  }
+  return a & -a;
+}
+
+// Every tensor must sit at its element's natural alignment: the kernels load
+// elements with typed loads.
+inline void require_natural_alignment(const char* op, const char* arg, const nt_tensor& t) {
+  if (t.data == nullptr) return;
+  const uintptr_t elt = dtype_size(t.dtype);
+  if (reinterpret_cast<uintptr_t>(t.data) % elt != 0)
+    fail_argument(op, arg, "must be aligned to its element size (" + std::to_string(elt) +
+                               " bytes) on the CUDA backend");
+}
+
+inline size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// The exact top-k plan of a scoring kernel: a persistent grid of CTAs, each
+// owning one contiguous vocabulary range, each keeping per token row a
+// candidate buffer of `cap` slots; a merge kernel then picks the k best of
+// the grid's candidates per row.
+//
+// Workspace (bytes, beyond inputs and outputs):
+//   grid * mp_stride * cap * 8   candidates (value, index)
+//   grid * mp_stride * 4         candidate counts
+// with grid <= the SM count, mp_stride = min(M, 64) and
+// cap = min(rows_per_cta, k + 256 + max(128, k/2)): bounded by
+// SMs * 64 * (1.5k + 384) * 8 whatever V is.
+struct TopkPlan {
+  int grid = 0;
+  int rows_per_cta = 0;
+  int mp_stride = 0;
+  int cap = 0;
+  int k = 0;
+  size_t cand_offset = 0, counts_offset = 0, end = 0;
+};
+
+inline TopkPlan make_topk_plan(int64_t vocab, int64_t rows, int32_t k, int sm_count,
+                               size_t offset) {
+  TopkPlan p;
+  const int64_t units = (vocab + 15) / 16;  // 16-row units: the MMA row granularity
+  const int64_t per_cta = (units + sm_count - 1) / sm_count;
+  p.rows_per_cta = static_cast<int>(per_cta * 16);
+  p.grid = static_cast<int>((vocab + p.rows_per_cta - 1) / p.rows_per_cta);
+  p.mp_stride = static_cast<int>(std::min<int64_t>(rows, kPassRows));
+  p.k = k;
+  const int64_t slack = std::max<int64_t>(kMaxTileRows / 2, k / 2);
+  const int64_t cap = std::min<int64_t>(p.rows_per_cta, int64_t(k) + kMaxTileRows + slack);
+  p.cap = static_cast<int>(cap);
+  p.cand_offset = align_up(offset, 256);
+  p.counts_offset =
+      align_up(p.cand_offset + size_t(p.grid) * size_t(p.mp_stride) * size_t(p.cap) * 8, 256);
+  p.end = p.counts_offset + size_t(p.grid) * size_t(p.mp_stride) * 4;
+  return p;
+}
+
+// Workspace pointers arrive with any alignment; the layout starts 256-aligned.
+inline char* aligned_workspace(void* workspace) {
+  return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(workspace) + 255) & ~uintptr_t(255));
+}
+constexpr size_t kWorkspaceSlack = 256;
+
+}  // namespace nt::cuda::lm_head

@@ -1,0 +1,26 @@
+// The CUDA backend's LM-head operations (SPEC section 4): dense and binary
+// heads with exact top-k, and the two binary-format helpers. Arguments arrive
+// checked by core/check.cpp; each call launches on `stream` only, never
+// synchronizes the host and never allocates.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "nexttok/nexttok.h"
+
+namespace nt::cuda {
+
+size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a);
+void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
+                        cudaStream_t stream);
+
+size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a);
+void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                         size_t workspace_bytes, cudaStream_t stream);
+
+void pack_weights(const nt_pack_weights_args& a, cudaStream_t stream);
+void quantize_activations(const nt_quantize_activations_args& a, cudaStream_t stream);
+
+}  // namespace nt::cuda

@@ -1,0 +1,633 @@
+// Binary LM head with exact top-k on CUDA:
+//   score[m,v] = act_scale[m] * sum_g float(wscale[v,g]) * D[m,v,g] + bias[v],
+// D the exact int32 dot of act_q[m] with the signs of group g of row v, scored
+// and selected in one pass over the packed weights (cuda/topk_cta.cuh and
+// cuda/topk_merge.cuh for the top-k; the [M,V] scores stay in registers).
+//
+// Tensor-core path (sm_80+, 4-byte aligned sign and scale rows): a persistent
+// grid, one CTA per SM, each CTA owning a contiguous vocabulary range walked in
+// tiles of 256 rows (8 warps x 32 rows) against all token rows of the pass.
+// Sign words, scales, activations and per-group accumulator seeds stream
+// through a cp.async pipeline in stages of 512 columns. Signs become MMA A
+// fragments with one multiply and one AND per register (cuda/lm_head_binary.cuh),
+// so D comes from int8 MMAs (m16n8k32, u8 x s8 -> s32): the accumulators start
+// at kMagicBits - 64 * sum_g(a) and end at kMagicBits + 64 * D, which reads as
+// the float 12582912 + 64 * D; one FADD and one FFMA per group then add
+// wscale * 64D to the fp32 score (the exact factor 1/64 joins act_scale). A prep kernel permutes the activations into
+// the MMA's K order and computes the seeds, once per call.
+//
+// Any other case runs a plain tile kernel (dp4a on 0/1 sign bytes) with the
+// same top-k.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/check.h"
+#include "cuda/lm_head_binary.cuh"
+#include "cuda/lm_head_device.cuh"
+#include "cuda/lm_head_host.cuh"
+#include "cuda/lm_head_ops.cuh"
+#include "cuda/topk_cta.cuh"
+#include "cuda/topk_merge.cuh"
+
+namespace nt::cuda {
+namespace lm_head {
+namespace {
+
+constexpr const char* kOp = "lm_head_topk_binary";
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileRows = kWarps * 32;
+constexpr int kChunkCols = 512;                     // columns (bits) per stage
+constexpr int kSignRowBytes = kChunkCols / 8 + 16;  // +16: conflict-free word loads
+constexpr int kActRowBytes = kChunkCols + 32;       // +32: conflict-free B loads
+constexpr int kMaxStages = 8;
+static_assert(kTileRows <= kMaxTileRows, "candidate buffers are sized for kMaxTileRows");
+
+// Per-call activation layout in the workspace, after the top-k buffers.
+struct ActLayout {
+  int64_t padded_cols;  // H rounded up to kChunkCols: bytes per permuted row
+  int64_t groups;       // padded_cols / G
+  size_t act_offset, seed_offset, end;
+};
+
+ActLayout act_layout(int64_t cols, int group, size_t offset) {
+  ActLayout l;
+  l.padded_cols = (cols + kChunkCols - 1) / kChunkCols * kChunkCols;
+  l.groups = l.padded_cols / group;
+  l.act_offset = align_up(offset, 256);
+  l.seed_offset = align_up(l.act_offset + size_t(kPassRows) * size_t(l.padded_cols), 256);
+  l.end = l.seed_offset + size_t(l.groups) * kPassRows * 4;
+  return l;
+}
+
+// ---- prep: permuted activations and accumulator seeds ---------------------------
+
+struct PrepParams {
+  const int8_t* act_q;
+  int64_t act_stride;
+  int cols, group, rows;
+  int8_t* act_perm;  // [rows][padded_cols]
+  int64_t padded_cols;
+  int32_t* seed;  // [groups][kPassRows]
+};
+
+__global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
+  const int r = blockIdx.x;
+  const int8_t* src = p.act_q + int64_t(r) * p.act_stride;
+  int8_t* dst = p.act_perm + int64_t(r) * p.padded_cols;
+  const int words = p.group / 32;
+  for (int i = threadIdx.x; i < p.cols; i += blockDim.x) {
+    const int group_base = i / p.group * p.group;
+    dst[i] = src[group_base + binary_permuted_column(words, i - group_base)];
+  }
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int g = warp; g < p.cols / p.group; g += blockDim.x >> 5) {
+    int32_t sum = 0;
+    for (int j = lane; j < p.group; j += 32) sum += src[g * p.group + j];
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+    if (lane == 0) p.seed[int64_t(g) * kPassRows + r] = kMagicBits - 64 * sum;
+  }
+}
+
+// ---- tensor-core scoring kernel ------------------------------------------------
+
+struct BinaryParams {
+  const uint32_t* wq;
+  int64_t wq_stride;  // words
+  const uint16_t* wscale;
+  int64_t wscale_stride;  // halves
+  const int8_t* act_perm;
+  int64_t padded_cols;
+  const int32_t* seed;
+  const float* act_scale;
+  int cols, vocab, rows, group, rows_per_cta;
+  int wq_copy;  // largest cp.async size the sign rows allow: 16, 8 or 4
+  int stages;
+  BiasArgs bias;
+  topk::CandidateArgs cand;
+};
+
+struct StageLayout {
+  int scale_row_bytes, sign_bytes, scale_bytes, act_bytes, seed_bytes, bytes;
+};
+
+__host__ __device__ inline StageLayout stage_layout(int group, int rows) {
+  StageLayout s;
+  s.scale_row_bytes = 2 * (kChunkCols / group) + 4;  // +4: conflict-free scale loads
+  s.sign_bytes = kTileRows * kSignRowBytes;
+  s.scale_bytes = (kTileRows * s.scale_row_bytes + 15) / 16 * 16;
+  s.act_bytes = rows * kActRowBytes;
+  s.seed_bytes = (kChunkCols / group) * kPassRows * 4;
+  s.bytes = s.sign_bytes + s.scale_bytes + s.act_bytes + s.seed_bytes;
+  return s;
+}
+
+__device__ __forceinline__ void cp_async_wait_pending(int pending) {
+  switch (pending) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    default: cp_async_wait<6>(); break;
+  }
+}
+
+// Copies chunk `ch` of tile `tile` (rows [row0, row0 + valid_rows)) into a stage.
+__device__ void stage_chunk(const BinaryParams& p, const StageLayout& L, unsigned char* stage,
+                            int row0, int valid_rows, int ch) {
+  const int col0 = ch * kChunkCols;
+  const int bits = min(kChunkCols, p.cols - col0);
+  const int groups = bits / p.group;
+
+  // sign words: bits / 8 bytes per row
+  const int sign_bytes = bits / 8;
+  int gran = p.wq_copy;
+  while (sign_bytes % gran != 0) gran >>= 1;
+  const int per_row = sign_bytes / gran;
+  for (int i = threadIdx.x; i < valid_rows * per_row; i += kThreads) {
+    const int r = i / per_row, c = i - r * per_row;
+    const unsigned char* src = reinterpret_cast<const unsigned char*>(
+                                   p.wq + int64_t(row0 + r) * p.wq_stride + col0 / 32) +
+                               c * gran;
+    cp_async(stage + r * kSignRowBytes + c * gran, src, gran, gran);
+  }
+
+  // scales: groups halves per row, in 4-byte copies (the last may be half full)
+  unsigned char* scales = stage + L.sign_bytes;
+  const int scale_words = (groups + 1) / 2;
+  for (int i = threadIdx.x; i < valid_rows * scale_words; i += kThreads) {
+    const int r = i / scale_words, c = i - r * scale_words;
+    const uint16_t* src = p.wscale + int64_t(row0 + r) * p.wscale_stride +
+                          ch * (kChunkCols / p.group) + 2 * c;
+    cp_async(scales + r * L.scale_row_bytes + 4 * c, src, 4, 2 * c + 1 < groups ? 4 : 2);
+  }
+
+  // permuted activations: bits bytes per token row, 16-byte copies
+  unsigned char* act = scales + L.scale_bytes;
+  const int act_per_row = bits / 16;
+  for (int i = threadIdx.x; i < p.rows * act_per_row; i += kThreads) {
+    const int r = i / act_per_row, c = i - r * act_per_row;
+    cp_async(act + r * kActRowBytes + 16 * c, p.act_perm + int64_t(r) * p.padded_cols + col0 + 16 * c,
+             16, 16);
+  }
+
+  // accumulator seeds of the chunk's groups, [group][kPassRows]
+  unsigned char* seed = act + L.act_bytes;
+  const int32_t* seed_src = p.seed + int64_t(ch) * (kChunkCols / p.group) * kPassRows;
+  for (int i = threadIdx.x; i < groups * kPassRows / 4; i += kThreads)
+    cp_async(seed + 16 * i, seed_src + 4 * i, 16, 16);
+}
+
+// One k-step: the A fragments of both m-tiles from their sign words and the
+// classes c0, c0 + 1 (shift = 7 - c0), MMAs into acc, seeded on a group's
+// first k-step.
+template <int NT>
+__device__ __forceinline__ void binary_kstep(int32_t (&acc)[2][NT][4], const uint32_t (&w_lo)[2],
+                                             const uint32_t (&w_hi)[2], int shift,
+                                             const unsigned char* act_k, const int (&b_offset)[NT],
+                                             const int32_t* seeds, bool first, int t) {
+  uint2 b[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) b[nt] = *reinterpret_cast<const uint2*>(act_k + b_offset[nt]);
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    const uint32_t a[4] = {(w_lo[mt] << shift) & 0x80808080u, (w_hi[mt] << shift) & 0x80808080u,
+                           (w_lo[mt] << (shift - 1)) & 0x80808080u,
+                           (w_hi[mt] << (shift - 1)) & 0x80808080u};
+    if (first) {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int2 s = *reinterpret_cast<const int2*>(seeds + nt * 8 + 2 * t);
+        const int32_t c[4] = {s.x, s.y, s.x, s.y};
+        mma_u8s8_16832(acc[mt][nt], a, b[nt].x, b[nt].y, c);
+      }
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) mma_u8s8_16832(acc[mt][nt], a, b[nt].x, b[nt].y, acc[mt][nt]);
+    }
+  }
+}
+
+// kWide: G >= 128, where every lane's k-steps walk the same classes, so the
+// shifts are immediates.
+template <int NT, bool kWide>
+__global__ void __launch_bounds__(kThreads, 1) binary_mma_kernel(BinaryParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ topk::CtaShared<kWarps> topk_shared;
+  topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int row_begin = blockIdx.x * p.rows_per_cta;
+  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
+  const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
+  const int n_chunks = (p.cols + kChunkCols - 1) / kChunkCols;
+  const int total_chunks = n_tiles * n_chunks;
+  const StageLayout L = stage_layout(p.group, p.rows);
+  const int words_per_group = p.group / 32;
+  const int S = p.stages;
+
+  int issued = 0;
+  auto issue = [&]() {
+    if (issued < total_chunks) {
+      const int tile = issued / n_chunks, ch = issued - tile * n_chunks;
+      const int row0 = row_begin + tile * kTileRows;
+      stage_chunk(p, L, smem + (issued % S) * L.bytes, row0, min(kTileRows, row_end - row0), ch);
+    }
+    ++issued;
+    cp_async_commit();
+  };
+  for (int i = 0; i < S - 1; ++i) issue();
+
+  // Scores times 64 (the accumulators hold 64 * D); the 1/64 joins act_scale.
+  float out[2][NT][4];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out[mt][nt][i] = 0.0f;
+
+  // Token row of the B fragments of n-tile nt (rows past the pass are clamped:
+  // their columns are never offered).
+  int b_offset[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) b_offset[nt] = min(nt * 8 + g, p.rows - 1) * kActRowBytes + 8 * t;
+
+  for (int q = 0; q < total_chunks; ++q) {
+    cp_async_wait_pending(S - 2);
+    __syncthreads();
+    issue();
+
+    const int tile = q / n_chunks, ch = q - tile * n_chunks;
+    const int tile_row0 = row_begin + tile * kTileRows;
+    const bool warp_active = tile_row0 + warp * 32 < row_end;
+    if (warp_active) {
+      const unsigned char* stage = smem + (q % S) * L.bytes;
+      const unsigned char* signs = stage + (warp * 32 + g) * kSignRowBytes;
+      const unsigned char* scales = stage + L.sign_bytes + (warp * 32 + g) * L.scale_row_bytes;
+      const unsigned char* act = stage + L.sign_bytes + L.scale_bytes;
+      const int32_t* seeds = reinterpret_cast<const int32_t*>(act + L.act_bytes);
+      const int groups = min(kChunkCols, p.cols - ch * kChunkCols) / p.group;
+
+      for (int gi = 0; gi < groups; ++gi) {
+        int32_t acc[2][NT][4];
+        uint32_t w_lo[2], w_hi[2];
+        const unsigned char* act_group = act + gi * p.group;
+        const int32_t* group_seeds = seeds + gi * kPassRows;
+        if (kWide) {
+          // word t (+4) of the group, classes 2jj and 2jj + 1 at k-step jj
+          for (int wb = 0; wb < words_per_group; wb += 4) {
+            const int word = gi * words_per_group + wb + t;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+              w_lo[mt] = *reinterpret_cast<const uint32_t*>(signs + (mt * 16) * kSignRowBytes + 4 * word);
+              w_hi[mt] = *reinterpret_cast<const uint32_t*>(signs + (mt * 16 + 8) * kSignRowBytes + 4 * word);
+            }
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj)
+              binary_kstep<NT>(acc, w_lo, w_hi, 7 - 2 * jj, act_group + 32 * (wb + jj), b_offset,
+                               group_seeds, wb == 0 && jj == 0, t);
+          }
+        } else {
+          const int word = gi * words_per_group + binary_word_of(words_per_group, 0, t);
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            w_lo[mt] = *reinterpret_cast<const uint32_t*>(signs + (mt * 16) * kSignRowBytes + 4 * word);
+            w_hi[mt] = *reinterpret_cast<const uint32_t*>(signs + (mt * 16 + 8) * kSignRowBytes + 4 * word);
+          }
+          for (int j = 0; j < words_per_group; ++j)
+            binary_kstep<NT>(acc, w_lo, w_hi, 7 - binary_class_of(words_per_group, j, t),
+                             act_group + 32 * j, b_offset, group_seeds, j == 0, t);
+        }
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          const float s_lo =
+              __half2float(*reinterpret_cast<const __half*>(scales + (mt * 16) * L.scale_row_bytes + 2 * gi));
+          const float s_hi = __half2float(
+              *reinterpret_cast<const __half*>(scales + (mt * 16 + 8) * L.scale_row_bytes + 2 * gi));
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              out[mt][nt][i] = fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[mt][nt][i]) - kMagicValue,
+                                    out[mt][nt][i]);
+        }
+      }
+    }
+
+    if (ch == n_chunks - 1) {
+      if (warp_active) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int m = nt * 8 + 2 * t + e;
+            const float scale = m < p.rows ? p.act_scale[m] * 0.015625f : 0.0f;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int row = tile_row0 + warp * 32 + mt * 16 + g + 8 * h;
+                if (row < row_end && m < p.rows)
+                  topk.offer(m, add_bias(scale * out[mt][nt][2 * h + e], p.bias, row), row);
+                out[mt][nt][2 * h + e] = 0.0f;
+              }
+          }
+      }
+      topk.end_tile(kTileRows, tile == n_tiles - 1);
+    }
+  }
+  cp_async_wait<0>();
+}
+
+// ---- generic path -----------------------------------------------------------
+
+constexpr int kGenericTileRows = 64;
+constexpr int kGenericWords = 4;  // 128 columns per step
+
+struct GenericParams {
+  const uint32_t* wq;
+  int64_t wq_stride;
+  const uint16_t* wscale;
+  int64_t wscale_stride;
+  const int8_t* act_q;
+  int64_t act_stride;
+  const float* act_scale;
+  int cols, vocab, rows, group, rows_per_cta;
+  BiasArgs bias;
+  topk::CandidateArgs cand;
+};
+
+// 64 vocabulary rows x up to 64 token rows per tile, each thread a 4 x 4
+// block: D from dp4a of 0/1 sign bytes (D = 2 * D_plus - sum(a)), then one
+// fmaf per group, in increasing g.
+__global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams p) {
+  __shared__ uint32_t w_tile[kGenericTileRows][kGenericWords + 1];
+  __shared__ uint32_t x_tile[topk::kMaxRows][kGenericWords * 8 + 1];
+  __shared__ topk::CtaShared<kWarps> topk_shared;
+  topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
+
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  const int row_begin = blockIdx.x * p.rows_per_cta;
+  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
+  const int n_tiles = (row_end - row_begin + kGenericTileRows - 1) / kGenericTileRows;
+  const int n_words = p.cols / 32, words_per_group = p.group / 32;
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    const int tile_row0 = row_begin + tile * kGenericTileRows;
+    float out[4][4] = {};
+    int32_t dot[4][4] = {};
+    for (int w0 = 0; w0 < n_words; w0 += kGenericWords) {
+      for (int e = threadIdx.x; e < kGenericTileRows * kGenericWords; e += kThreads) {
+        const int r = e / kGenericWords, c = e % kGenericWords;
+        const int row = tile_row0 + r;
+        w_tile[r][c] = row < row_end && w0 + c < n_words ? p.wq[int64_t(row) * p.wq_stride + w0 + c] : 0u;
+      }
+      for (int e = threadIdx.x; e < topk::kMaxRows * kGenericWords * 8; e += kThreads) {
+        const int r = e / (kGenericWords * 8), c = e % (kGenericWords * 8);
+        const int col = (w0 * 32) + 4 * c;
+        uint32_t packed = 0;
+        if (r < p.rows && col < p.cols) {
+          const int8_t* a = p.act_q + int64_t(r) * p.act_stride + col;
+          packed = uint32_t(uint8_t(a[0])) | uint32_t(uint8_t(a[1])) << 8 |
+                   uint32_t(uint8_t(a[2])) << 16 | uint32_t(uint8_t(a[3])) << 24;
+        }
+        x_tile[r][c] = packed;
+      }
+      __syncthreads();
+      for (int ww = 0; ww < kGenericWords && w0 + ww < n_words; ++ww) {
+        int32_t bits[4][8];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t w = w_tile[ty * 4 + i][ww];
+#pragma unroll
+          for (int r = 0; r < 8; ++r)
+            bits[i][r] = int32_t((((w >> (4 * r)) & 0xFu) * 0x00204081u) & 0x01010101u);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          int32_t x[8], sum = 0;
+#pragma unroll
+          for (int r = 0; r < 8; ++r) {
+            x[r] = int32_t(x_tile[tx * 4 + j][ww * 8 + r]);
+            sum = __dp4a(x[r], 0x01010101, sum);
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            int32_t plus = 0;
+#pragma unroll
+            for (int r = 0; r < 8; ++r) plus = __dp4a(bits[i][r], x[r], plus);
+            dot[i][j] += 2 * plus - sum;
+          }
+        }
+        const int word = w0 + ww;
+        if ((word + 1) % words_per_group == 0) {
+          const int grp = word / words_per_group;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int row = tile_row0 + ty * 4 + i;
+            const float s = row < row_end
+                                ? nt_f16_to_f32(p.wscale[int64_t(row) * p.wscale_stride + grp])
+                                : 0.0f;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              out[i][j] = fmaf(s, float(dot[i][j]), out[i][j]);
+              dot[i][j] = 0;
+            }
+          }
+        }
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int row = tile_row0 + ty * 4 + i, m = tx * 4 + j;
+        if (row < row_end && m < p.rows)
+          topk.offer(m, add_bias(p.act_scale[m] * out[i][j], p.bias, row), row);
+      }
+    topk.end_tile(kGenericTileRows, tile == n_tiles - 1);
+  }
+}
+
+// ---- host -------------------------------------------------------------------
+
+bool force_generic() {
+  static const bool forced = [] {
+    const char* e = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
+    return e != nullptr && std::strcmp(e, "generic") == 0;
+  }();
+  return forced;
+}
+
+struct Plan {
+  TopkPlan topk;
+  ActLayout act;
+};
+
+Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
+  Plan p;
+  p.topk = make_topk_plan(a.wq.shape[0], a.act_q.shape[0], a.k, dev.sm_count, 0);
+  p.act = act_layout(a.act_q.shape[1], a.group_size, p.topk.end);
+  return p;
+}
+
+template <int NT, bool kWide>
+void launch_mma(const BinaryParams& p, int grid, int smem_limit, int device, cudaStream_t stream) {
+  auto kernel = binary_mma_kernel<NT, kWide>;
+  allow_dynamic_smem(kernel, smem_limit, device, kOp);
+  kernel<<<grid, kThreads, p.stages * stage_layout(p.group, p.rows).bytes, stream>>>(p);
+}
+
+template <bool kWide>
+void launch_mma_wide(const BinaryParams& p, int grid, int smem_limit, int device,
+                     cudaStream_t stream) {
+  if (p.rows <= 8) launch_mma<1, kWide>(p, grid, smem_limit, device, stream);
+  else if (p.rows <= 16) launch_mma<2, kWide>(p, grid, smem_limit, device, stream);
+  else if (p.rows <= 32) launch_mma<4, kWide>(p, grid, smem_limit, device, stream);
+  else launch_mma<8, kWide>(p, grid, smem_limit, device, stream);
+}
+
+void launch_mma_rows(const BinaryParams& p, int grid, int smem_limit, int device,
+                     cudaStream_t stream) {
+  if (p.group >= 128) launch_mma_wide<true>(p, grid, smem_limit, device, stream);
+  else launch_mma_wide<false>(p, grid, smem_limit, device, stream);
+}
+
+}  // namespace
+}  // namespace lm_head
+
+size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
+  using namespace lm_head;
+  if (a.act_q.shape[0] == 0) return 0;
+  DeviceGuard guard(a.wq.device_id, kOp);
+  return plan_for(a, device_limits(a.wq.device_id, kOp)).act.end + kWorkspaceSlack;
+}
+
+void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                         size_t workspace_bytes, cudaStream_t stream) {
+  using namespace lm_head;
+  (void)workspace_bytes;  // checked against the size query by the dispatcher
+  const int64_t rows_total = a.act_q.shape[0];
+  if (rows_total == 0) return;
+  for (const auto& [name, t] : {std::pair<const char*, const nt_tensor&>{"act_scale", a.act_scale},
+                                {"wq", a.wq},
+                                {"wscale", a.wscale},
+                                {"bias", a.bias},
+                                {"values", a.values},
+                                {"indices", a.indices}})
+    require_natural_alignment(kOp, name, t);
+
+  const int device = a.wq.device_id;
+  DeviceGuard guard(device, kOp);
+  const DeviceLimits dev = device_limits(device, kOp);
+  const Plan plan = plan_for(a, dev);
+  char* ws = aligned_workspace(workspace);
+  const BiasArgs bias{a.bias.data, a.bias.dtype};
+  const topk::CandidateArgs cand{reinterpret_cast<topk::Candidate*>(ws + plan.topk.cand_offset),
+                                 reinterpret_cast<int32_t*>(ws + plan.topk.counts_offset),
+                                 plan.topk.mp_stride, plan.topk.cap, a.k};
+  const int cols = static_cast<int>(a.act_q.shape[1]);
+  const int vocab = static_cast<int>(a.wq.shape[0]);
+  const int64_t wq_stride = vocab > 1 ? a.wq.row_stride : 0;
+  const int64_t wscale_stride = vocab > 1 ? a.wscale.row_stride : 0;
+  const int64_t wq_align = row_alignment(a.wq);
+  // Each stage needs its sign, scale, activation and seed slices; leave room
+  // for the static shared memory of the top-k.
+  const int smem_budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWarps>)) - 1024;
+  // Token rows per tensor-core pass: as many as leave room for 3 stages.
+  int pass_rows = kPassRows;
+  while (pass_rows > 8 && smem_budget < 3 * stage_layout(a.group_size, pass_rows).bytes)
+    pass_rows -= 8;
+  const bool mma = !force_generic() && dev.cc_major >= 8 && wq_align >= 4 &&
+                   row_alignment(a.wscale) >= 4 &&
+                   smem_budget >= 2 * stage_layout(a.group_size, pass_rows).bytes;
+  if (!mma) pass_rows = kPassRows;
+  const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
+  const int merge_smem = topk::merge_smem_bytes(merge_resident);
+  allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, device, kOp);
+
+  for (int64_t m0 = 0; m0 < rows_total; m0 += pass_rows) {
+    const int rows = static_cast<int>(std::min<int64_t>(pass_rows, rows_total - m0));
+    const int8_t* act_q = static_cast<const int8_t*>(a.act_q.data) + m0 * a.act_q.row_stride;
+    const int64_t act_stride = rows > 1 ? a.act_q.row_stride : 0;
+    const float* act_scale = static_cast<const float*>(a.act_scale.data) + m0;
+    if (mma) {
+      PrepParams prep{};
+      prep.act_q = act_q;
+      prep.act_stride = act_stride;
+      prep.cols = cols;
+      prep.group = a.group_size;
+      prep.rows = rows;
+      prep.act_perm = reinterpret_cast<int8_t*>(ws + plan.act.act_offset);
+      prep.padded_cols = plan.act.padded_cols;
+      prep.seed = reinterpret_cast<int32_t*>(ws + plan.act.seed_offset);
+      binary_prep_kernel<<<rows, 256, 0, stream>>>(prep);
+      check_launch(kOp);
+
+      BinaryParams p{};
+      p.wq = static_cast<const uint32_t*>(a.wq.data);
+      p.wq_stride = wq_stride;
+      p.wscale = static_cast<const uint16_t*>(a.wscale.data);
+      p.wscale_stride = wscale_stride;
+      p.act_perm = prep.act_perm;
+      p.padded_cols = plan.act.padded_cols;
+      p.seed = prep.seed;
+      p.act_scale = act_scale;
+      p.cols = cols;
+      p.vocab = vocab;
+      p.rows = rows;
+      p.group = a.group_size;
+      p.rows_per_cta = plan.topk.rows_per_cta;
+      p.wq_copy = static_cast<int>(std::min<int64_t>(16, wq_align));
+      p.stages = std::min(kMaxStages, smem_budget / stage_layout(p.group, rows).bytes);
+      p.bias = bias;
+      p.cand = cand;
+      launch_mma_rows(p, plan.topk.grid, smem_budget, device, stream);
+    } else {
+      GenericParams p{};
+      p.wq = static_cast<const uint32_t*>(a.wq.data);
+      p.wq_stride = wq_stride;
+      p.wscale = static_cast<const uint16_t*>(a.wscale.data);
+      p.wscale_stride = wscale_stride;
+      p.act_q = act_q;
+      p.act_stride = act_stride;
+      p.act_scale = act_scale;
+      p.cols = cols;
+      p.vocab = vocab;
+      p.rows = rows;
+      p.group = a.group_size;
+      p.rows_per_cta = plan.topk.rows_per_cta;
+      p.bias = bias;
+      p.cand = cand;
+      binary_generic_kernel<<<plan.topk.grid, kThreads, 0, stream>>>(p);
+    }
+    check_launch(kOp);
+
+    topk::MergeArgs merge{};
+    merge.cand = cand.cand;
+    merge.counts = cand.counts;
+    merge.grid = plan.topk.grid;
+    merge.mp_stride = plan.topk.mp_stride;
+    merge.cap = plan.topk.cap;
+    merge.k = a.k;
+    merge.values = static_cast<float*>(a.values.data) + m0 * a.values.row_stride;
+    merge.values_stride = a.values.row_stride;
+    merge.indices = static_cast<int64_t*>(a.indices.data) + m0 * a.indices.row_stride;
+    merge.indices_stride = a.indices.row_stride;
+    merge.resident = merge_resident;
+    topk::merge_topk_kernel<><<<rows, topk::kMergeThreads, merge_smem, stream>>>(merge);
+    check_launch(kOp);
+  }
+}
+
+}  // namespace nt::cuda

@@ -1,0 +1,239 @@
+// nt_sample on CUDA: launch planning and workspace layout (the kernels are in
+// cuda/sample_scan.cuh, sample_merge.cuh and sample_fallback.cuh). Everything
+// the launches depend on is known on the host from shapes, dtypes, pointers and
+// scalar parameters, so a captured graph replays the same work; per-row values
+// are only ever read on the device.
+#include <algorithm>
+#include <atomic>
+#include <string>
+
+#include "core/check.h"
+#include "core/sampling.h"
+#include "cuda/ops.cuh"
+#include "cuda/sample_common.cuh"
+#include "cuda/sample_fallback.cuh"
+#include "cuda/sample_merge.cuh"
+#include "cuda/sample_scan.cuh"
+
+namespace nt::cuda {
+namespace {
+
+constexpr const char* kOp = "sample";
+// Resident scan CTAs per multiprocessor the split count is planned for.
+constexpr int kScanCtasPerSm = 2;
+constexpr int kScanSmemBytes = (kMaxChunkCandidates + kTileTokens) * int(sizeof(u64));
+constexpr int kMergeSmemBytes = (kMaxMerged + kSortCap) * int(sizeof(u64));
+
+struct Plan {
+  int splits = 1, chunk = 1, kchunk = 1, mass_bits = 40;
+  size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
+};
+
+int bit_length(uint64_t v) {
+  int n = 0;
+  for (; v; v >>= 1) ++n;
+  return n;
+}
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// Many splits when few rows (B = 1 spreads a row over the chip), one split when
+// the rows alone fill it. Chunks are multiples of 8 tokens so that 16-byte
+// vectors and Philox blocks never straddle two chunks.
+Plan make_plan(int64_t rows, int64_t vocab, int sms) {
+  Plan p;
+  const int64_t target = int64_t(sms) * kScanCtasPerSm;
+  const int64_t cap =
+      std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, (vocab + kTileTokens - 1) / kTileTokens));
+  int64_t splits = rows >= target ? 1 : std::clamp<int64_t>(target / std::max<int64_t>(rows, 1), 1, cap);
+  const int64_t chunk = ((vocab + splits - 1) / splits + 7) / 8 * 8;
+  splits = (vocab + chunk - 1) / chunk;
+  p.splits = int(splits);
+  p.chunk = int(chunk);
+  p.kchunk = int(std::min<int64_t>(kMaxChunkCandidates, kMaxMerged / splits));
+  // Fixed-point masses: V terms of at most 2^bits must sum below 2^62.
+  p.mass_bits = std::clamp(62 - bit_length(uint64_t(vocab)), 24, 40);
+  size_t at = 0;
+  p.chunks_at = at;
+  at = align_up(at + size_t(rows) * size_t(splits) * sizeof(ChunkRecord), 256);
+  p.candidates_at = at;
+  at = align_up(at + size_t(rows) * size_t(splits) * size_t(p.kchunk) * sizeof(u64), 256);
+  p.rows_at = at;
+  at = align_up(at + size_t(rows) * sizeof(RowState), 256);
+  p.bytes = rows == 0 ? 0 : at;
+  return p;
+}
+
+struct DeviceLimits {
+  int sms = 0;
+  int smem_optin = 0;
+};
+
+DeviceLimits device_limits(int device) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> sms[kMaxDevices], smem[kMaxDevices];
+  if (device >= 0 && device < kMaxDevices && sms[device].load(std::memory_order_relaxed) > 0)
+    return {sms[device].load(std::memory_order_relaxed), smem[device].load(std::memory_order_relaxed)};
+  DeviceLimits d;
+  check_cuda(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device), kOp);
+  check_cuda(cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+             kOp);
+  if (device >= 0 && device < kMaxDevices) {
+    smem[device].store(d.smem_optin, std::memory_order_relaxed);
+    sms[device].store(d.sms, std::memory_order_relaxed);
+  }
+  return d;
+}
+
+// Raises a kernel's dynamic shared-memory limit once per device.
+template <class Kernel>
+void allow_dynamic_smem(Kernel* kernel, int device, int bytes, std::atomic<int>* done) {
+  if (device >= 0 && device < 64 && done[device].load(std::memory_order_acquire) >= bytes) return;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), kOp);
+  if (device >= 0 && device < 64) done[device].store(bytes, std::memory_order_release);
+}
+
+struct Launch {
+  SampleArgs args;
+  int mode;            // RowClass of every row, or kAnyRow
+  bool run_merge;
+  bool run_fallback;
+  dim3 scan_grid;
+  int scan_smem;
+  int merge_smem;
+  int device;
+  cudaStream_t stream;
+};
+
+template <nt_dtype DT, bool VEC, int MODE>
+void launch_scan(const Launch& l) {
+  auto kernel = sample_scan_kernel<DT, VEC, MODE>;
+  static std::atomic<int> done[64];
+  if (l.scan_smem > 0) allow_dynamic_smem(kernel, l.device, kScanSmemBytes, done);
+  kernel<<<l.scan_grid, kScanThreads, size_t(l.scan_smem), l.stream>>>(l.args);
+  check_cuda(cudaGetLastError(), kOp);
+}
+
+template <nt_dtype DT, bool VEC>
+void launch_all(const Launch& l) {
+  switch (l.mode) {
+    case kGreedyRow: launch_scan<DT, VEC, kGreedyRow>(l); break;
+    case kPlainRow: launch_scan<DT, VEC, kPlainRow>(l); break;
+    case kFilteredRow: launch_scan<DT, VEC, kFilteredRow>(l); break;
+    default: launch_scan<DT, VEC, kAnyRow>(l); break;
+  }
+  if (l.run_merge) {
+    static std::atomic<int> done[64];
+    if (l.merge_smem > 0) allow_dynamic_smem(sample_merge_kernel, l.device, kMergeSmemBytes, done);
+    sample_merge_kernel<<<l.args.rows, kMergeThreads, size_t(l.merge_smem), l.stream>>>(l.args);
+    check_cuda(cudaGetLastError(), kOp);
+  }
+  if (l.run_fallback) {
+    sample_fallback_kernel<DT, VEC><<<l.args.rows, kFallbackThreads, 0, l.stream>>>(l.args);
+    check_cuda(cudaGetLastError(), kOp);
+  }
+}
+
+template <nt_dtype DT>
+void launch_dtype(const Launch& l, bool vec) {
+  if (vec)
+    launch_all<DT, true>(l);
+  else
+    launch_all<DT, false>(l);
+}
+
+}  // namespace
+
+size_t sample_workspace_size(const nt_sample_args& a) {
+  const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
+  if (rows == 0) return 0;
+  DeviceScope scope(a.logits.device_id, kOp);
+  return make_plan(rows, vocab, device_limits(a.logits.device_id).sms).bytes;
+}
+
+void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
+  if (rows == 0) return;
+  if (rows > INT32_MAX)
+    fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA backend takes at most 2^31-1 rows, got " +
+                                   std::to_string(rows));
+  const int device = a.logits.device_id;
+  DeviceScope scope(device, kOp);
+  const DeviceLimits limits = device_limits(device);
+  const Plan plan = make_plan(rows, vocab, limits.sms);
+  if (workspace_bytes < plan.bytes)
+    fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace_bytes' is " + std::to_string(workspace_bytes) +
+                                 " but " + std::to_string(plan.bytes) + " bytes are needed");
+  if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
+    fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace' must be 16-byte aligned");
+  if (limits.smem_optin < kMergeSmemBytes + 16 * 1024)
+    fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA device has too little shared memory per block (" +
+                                   std::to_string(limits.smem_optin) + " bytes)");
+
+  Launch l{};
+  SampleArgs& g = l.args;
+  g.logits = a.logits.data;
+  g.row_stride = a.logits.row_stride;
+  g.vocab = int32_t(vocab);
+  g.rows = u32(rows);
+  g.temperature = static_cast<const float*>(a.temperature.per_row);
+  g.top_k = static_cast<const int32_t*>(a.top_k.per_row);
+  g.top_p = static_cast<const float*>(a.top_p.per_row);
+  g.min_p = static_cast<const float*>(a.min_p.per_row);
+  g.seed = static_cast<const uint64_t*>(a.seed.per_row);
+  g.offset = static_cast<const uint64_t*>(a.offset.per_row);
+  g.uniform = present(a.uniform) ? static_cast<const float*>(a.uniform.data) : nullptr;
+  g.temperature_scalar = a.temperature.scalar;
+  g.top_k_scalar = a.top_k.scalar;
+  g.top_p_scalar = a.top_p.scalar;
+  g.min_p_scalar = a.min_p.scalar;
+  g.seed_scalar = a.seed.scalar;
+  g.offset_scalar = a.offset.scalar;
+  g.joint = (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0;
+  g.tokens_int32 = a.tokens.dtype == NT_I32;
+  g.tokens = a.tokens.data;
+  g.splits = plan.splits;
+  g.chunk = plan.chunk;
+  g.kchunk = plan.kchunk;
+  g.mass_bits = plan.mass_bits;
+  char* ws = static_cast<char*>(workspace);
+  g.chunks = reinterpret_cast<ChunkRecord*>(ws + plan.chunks_at);
+  g.candidates = reinterpret_cast<u64*>(ws + plan.candidates_at);
+  g.row_states = reinterpret_cast<RowState*>(ws + plan.rows_at);
+
+  // With every parameter a scalar, the host knows each row's class and can
+  // pick a leaner scan and skip kernels that would find nothing to do.
+  l.mode = kAnyRow;
+  bool fallback_needed = true;
+  if (!g.temperature && !g.top_k && !g.top_p && !g.min_p) {
+    const nt_row_params p = nt_resolve_row_params(g.temperature_scalar, g.top_k_scalar,
+                                                  g.top_p_scalar, g.min_p_scalar, g.vocab);
+    l.mode = p.greedy ? kGreedyRow
+             : (p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f && !g.uniform) ? kPlainRow
+                                                                                : kFilteredRow;
+    // A top-k within the chunk capacity always resolves in the merge (rows of
+    // +inf logits are drawn from the chunks' Gumbel-max among them).
+    if (l.mode == kFilteredRow && p.top_k > 0 && p.top_k <= plan.kchunk && !g.uniform)
+      fallback_needed = false;
+  }
+  const bool filtered = l.mode == kFilteredRow || l.mode == kAnyRow;
+  l.run_merge = plan.splits > 1 || filtered;
+  l.run_fallback = filtered && fallback_needed;
+  l.scan_grid = dim3(u32(rows), u32(plan.splits), 1);
+  l.scan_smem = filtered ? kScanSmemBytes : 0;
+  l.merge_smem = filtered ? int((size_t(plan.splits) * plan.kchunk + kSortCap) * sizeof(u64)) : 0;
+  l.device = device;
+  l.stream = stream;
+
+  const size_t esize = dtype_size(a.logits.dtype);
+  const bool vec = reinterpret_cast<uintptr_t>(a.logits.data) % 16 == 0 &&
+                   (rows == 1 || (size_t(a.logits.row_stride) * esize) % 16 == 0);
+  switch (a.logits.dtype) {
+    case NT_F32: launch_dtype<NT_F32>(l, vec); break;
+    case NT_F16: launch_dtype<NT_F16>(l, vec); break;
+    case NT_BF16: launch_dtype<NT_BF16>(l, vec); break;
+    default: fail_argument(kOp, "logits", "has an unsupported dtype");
+  }
+}
+
+}  // namespace nt::cuda

@@ -1,0 +1,230 @@
+// Device side of nt_sample (docs/SEMANTICS.md, "Sampling").
+//
+// Three kernels on the caller's stream, nothing allocated, nothing read back:
+//  scan      grid (B, splits): one CTA scans one chunk of one row. Greedy rows
+//            keep the chunk's argmax, plain rows (no top-k/p/min-p) the chunk's
+//            Gumbel-max, filtered rows the chunk's top K candidates (K = top_k,
+//            or the workspace's per-chunk capacity) plus, when top-p needs it,
+//            the chunk's max and sum of exp(s - max).
+//  merge     grid B: combines the chunks. Filtered rows select the row's top M
+//            candidates, sort them (M <= 1024), cut the keep-set and draw; a row
+//            whose keep-set may reach past its candidates is flagged.
+//  fallback  grid B: exits at once except for flagged rows, which it resolves
+//            exactly over the whole row in global memory (radix descent with
+//            fixed-point mass histograms, then one draw pass).
+// Every decision uses the core's arithmetic (IEEE division, ordering keys,
+// Philox, portable log), so tokens equal the CPU backend's for the same keep-set.
+#pragma once
+
+#include <cstdint>
+
+#include "core/ordering.h"
+#include "core/sampling.h"
+#include "cuda/block_select.cuh"
+#include "cuda/load.cuh"
+
+namespace nt::cuda {
+
+enum RowClass : int { kGreedyRow = 0, kPlainRow = 1, kFilteredRow = 2, kAnyRow = 3 };
+
+constexpr int kScanThreads = 512;
+constexpr int kTokensPerThread = 8;
+constexpr int kTileTokens = kScanThreads * kTokensPerThread;
+constexpr int kMaxChunkCandidates = 1024;
+constexpr int kCompactItems = (kMaxChunkCandidates + kTileTokens) / kScanThreads;
+constexpr int kMergeThreads = 512;
+constexpr int kMaxMerged = 8192;
+constexpr int kSortCap = 1024;
+constexpr int kMaxSplits = 64;
+constexpr int kFallbackThreads = 1024;
+constexpr int kGumbelBins = 1024;
+// Above every Gumbel value the 2^23 uniforms can give (the largest is 16.64).
+constexpr float kGumbelCeiling = 16.75f;
+constexpr u32 kNoLimit = 0xFFFFFFFFu;
+
+// One chunk's result (kernel scan -> merge).
+struct ChunkRecord {
+  u64 best;      // greedy: argmax composite; plain: Gumbel-max composite of finite scores
+  u64 best_inf;  // Gumbel-max composite among +inf scores (plain and filtered rows)
+  u64 last;      // truncated chunk: its lowest kept candidate
+  float max_s;   // filtered rows that need the full mass: max finite score of the chunk
+  float z;       // ... and sum of exp(s - max_s) over its finite scores
+  u32 n_cand;
+  u32 n_pos_inf;
+  u32 truncated;
+  u32 pad;
+};
+
+// A filtered row's hand-over from merge to fallback.
+struct RowState {
+  u32 fallback;
+  u32 n_pos_inf;
+  float s_max;
+  u32 pad;
+};
+
+struct SampleArgs {
+  const void* logits;
+  int64_t row_stride;
+  int32_t vocab;
+  u32 rows;
+  const float* temperature;
+  const int32_t* top_k;
+  const float* top_p;
+  const float* min_p;
+  const uint64_t* seed;
+  const uint64_t* offset;
+  const float* uniform;
+  float temperature_scalar;
+  int32_t top_k_scalar;
+  float top_p_scalar;
+  float min_p_scalar;
+  uint64_t seed_scalar;
+  uint64_t offset_scalar;
+  int joint;
+  int tokens_int32;
+  void* tokens;
+  int splits;
+  int chunk;
+  int kchunk;
+  int mass_bits;
+  ChunkRecord* chunks;
+  u64* candidates;
+  RowState* row_states;
+};
+
+struct RowCfg {
+  nt_row_params p;
+  int cls;
+  int has_u;
+  float u;
+  uint64_t seed, offset;
+  u32 tag;
+  float rcp_t;
+  int bound_mode;  // 0: s = x (T = 1); 1: bound from x * (1/T); 2: exact division
+};
+
+__device__ __forceinline__ RowCfg load_row_cfg(const SampleArgs& a, u32 row) {
+  RowCfg c;
+  const float t = a.temperature ? a.temperature[row] : a.temperature_scalar;
+  const int32_t k = a.top_k ? a.top_k[row] : a.top_k_scalar;
+  const float tp = a.top_p ? a.top_p[row] : a.top_p_scalar;
+  const float mp = a.min_p ? a.min_p[row] : a.min_p_scalar;
+  c.p = nt_resolve_row_params(t, k, tp, mp, a.vocab);
+  c.has_u = a.uniform != nullptr;
+  c.u = c.has_u ? a.uniform[row] : 0.0f;
+  c.cls = c.p.greedy ? kGreedyRow
+          : (c.p.top_k == 0 && c.p.top_p >= 1.0f && c.p.min_p <= 0.0f && !c.has_u) ? kPlainRow
+                                                                                   : kFilteredRow;
+  c.seed = a.seed ? a.seed[row] : a.seed_scalar;
+  c.offset = a.offset ? a.offset[row] : a.offset_scalar;
+  c.tag = nt_row_tag(a.seed != nullptr, row);
+  c.rcp_t = 1.0f / c.p.temperature;
+  // The reciprocal bound needs a normal, finite 1/T (relative error 2^-24).
+  c.bound_mode = c.p.temperature == 1.0f ? 0 : (fabsf(c.rcp_t) >= 1.17549435e-38f &&
+                                                fabsf(c.rcp_t) <= 3.4e38f)
+                                                   ? 1
+                                                   : 2;
+  return c;
+}
+
+// An upper bound of s = x / T that costs a multiply: x * fl(1/T) is within
+// 3 * 2^-24 relative of the quotient, and the margin is 8 ulps. NaN stays NaN
+// (compares false everywhere, so NaN logits are skipped, as -inf scores are).
+__device__ __forceinline__ float score_upper(float x, const RowCfg& c) {
+  if (c.bound_mode == 0) return x;
+  if (c.bound_mode == 1) {
+    const float q = x * c.rcp_t;
+    return q + (fabsf(q) * 4.8e-7f + 1e-37f);
+  }
+  return x / c.p.temperature;
+}
+
+// Upper bounds of the Gumbel value of each bin of the top 10 bits of a Philox
+// word (G is increasing in the word); the margin covers any last-ulp
+// non-monotonicity of the portable log.
+template <int NT>
+__device__ void build_gumbel_bounds(float* bounds) {
+  for (int i = int(threadIdx.x); i < kGumbelBins; i += NT)
+    bounds[i] = nt_gumbel_from_uniform(nt_uniform_from_bits((u32(i + 1) << 22) - 1u)) + 1e-3f;
+}
+
+__device__ __forceinline__ void write_token(const SampleArgs& a, u32 row, long long token) {
+  if (a.tokens_int32)
+    static_cast<int32_t*>(a.tokens)[row] = int32_t(token);
+  else
+    static_cast<int64_t*>(a.tokens)[row] = int64_t(token);
+}
+
+struct MaxU64 {
+  __device__ __forceinline__ u64 operator()(u64 a, u64 b) const { return a > b ? a : b; }
+};
+struct SumU32 {
+  __device__ __forceinline__ u32 operator()(u32 a, u32 b) const { return a + b; }
+};
+
+// Running (max, sum of exp(s - max)) of scores; merged in a fixed order.
+struct MaxSum {
+  float m, z;
+};
+__device__ __forceinline__ MaxSum max_sum_add(MaxSum a, float s) {
+  if (s > a.m) return {s, a.z * expf(a.m - s) + 1.0f};
+  return {a.m, a.z + expf(s - a.m)};
+}
+struct MaxSumMerge {
+  __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
+    if (a.m == -INFINITY) return b;
+    if (b.m == -INFINITY) return a;
+    const float m = fmaxf(a.m, b.m);
+    return {m, a.z * expf(a.m - m) + b.z * expf(b.m - m)};
+  }
+};
+
+// ---- Gumbel-max over groups of 4 tokens, with pruning ------------------------
+// A token can only win if s + G >= the best value seen, so most tokens skip
+// Philox (s + 16.75 below the bound) or the logs (s + bin bound below it). The
+// bound is a value some token of the row reached, and rounding is monotone, so
+// pruning never changes the argmax.
+struct GumbelBest {
+  u64 best = 0;      // composite (key(s + G), ~index) over finite scores
+  u64 best_inf = 0;  // composite (key(G), ~index) over +inf scores
+  u32 n_inf = 0;
+  float bound = -INFINITY;
+};
+
+template <class Keep>
+__device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, const float* gbound,
+                                             u32 t0, const float (&x)[4], Keep&& keep) {
+  float up[4];
+  bool any = false;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    up[j] = score_upper(x[j], c);
+    any |= up[j] + kGumbelCeiling >= g.bound;
+  }
+  if (!any) return;
+  const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (!(up[j] + gbound[b.v[j] >> 22] >= g.bound)) continue;
+    const float s = nt_scaled_score(x[j], c.p.temperature);
+    if (s == -INFINITY) continue;
+    const u32 t = t0 + u32(j);
+    if (!keep(s, t)) continue;
+    const float gum = nt_gumbel_from_uniform(nt_uniform_from_bits(b.v[j]));
+    if (s == INFINITY) {
+      ++g.n_inf;
+      const u64 ci = composite(nt_order_key(gum), t);
+      g.best_inf = ci > g.best_inf ? ci : g.best_inf;
+    } else {
+      const float v = s + gum;
+      const u64 cv = composite(nt_order_key(v), t);
+      if (cv > g.best) {
+        g.best = cv;
+        g.bound = fmaxf(g.bound, v);
+      }
+    }
+  }
+}
+
+}  // namespace nt::cuda

@@ -1,0 +1,243 @@
+// Kernel 3 of nt_sample: exact resolution of flagged rows (see sample_common.cuh).
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "cuda/sample_common.cuh"
+
+namespace nt::cuda {
+
+// ---- kernel 3: exact resolution of flagged rows over the whole row -----------
+
+// on_group(t0, x[4]) over the whole row, every lane the same number of times
+// (tokens past the row read as -inf), so warp collectives may run inside.
+template <nt_dtype DT, bool VEC, class OnGroup>
+__device__ __forceinline__ void visit_row(const typename LogitTraits<DT>::Storage* row,
+                                          int64_t vocab, OnGroup&& on_group) {
+  constexpr int G = group_tokens<DT, VEC>();
+  const int64_t step = int64_t(kFallbackThreads) * G;
+  const int64_t iters = (vocab + step - 1) / step;
+  for (int64_t it = 0; it < iters; ++it) {
+    const int64_t t = it * step + int64_t(threadIdx.x) * G;
+    float x[G];
+    load_group<DT, VEC, false>(row, t, vocab, x);
+#pragma unroll
+    for (int q = 0; q < G / 4; ++q) {
+      const float x4[4] = {x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]};
+      on_group(u32(t + 4 * q), x4);
+    }
+  }
+}
+
+struct Threshold {
+  u64 prefix;
+  int depth;  // 0: no cut
+  u64 above_mass, bucket_mass;
+};
+
+template <nt_dtype DT, bool VEC>
+__global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(SampleArgs a) {
+  using S = typename LogitTraits<DT>::Storage;
+  using ReduceU32 = cub::BlockReduce<u32, kFallbackThreads>;
+  using ReduceU64 = cub::BlockReduce<u64, kFallbackThreads>;
+  using ScanU64 = cub::BlockScan<u64, kFallbackThreads>;
+  const u32 row = blockIdx.x;
+  const RowCfg c = load_row_cfg(a, row);
+  if (c.cls != kFilteredRow) return;
+  const RowState st = a.row_states[row];
+  if (!st.fallback) return;
+
+  __shared__ MassScratch first, deeper;
+  __shared__ float gbound[kGumbelBins];
+  __shared__ u32 shared_u32[2];
+  __shared__ u64 shared_u64[2];
+  __shared__ union {
+    typename ReduceU32::TempStorage r32;
+    typename ReduceU64::TempStorage r64;
+    typename ScanU64::TempStorage scan;
+  } tmp;
+  const int tid = int(threadIdx.x);
+  const int64_t vocab = a.vocab;
+  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+  const bool inf_rule = st.n_pos_inf > 0;
+  const float s_max = st.s_max;
+  const double scale = ldexp(1.0, a.mass_bits);
+  const u64 one = 1ull << a.mass_bits;
+  const bool min_p_on = c.p.min_p > 0.0f;
+
+  auto in_set = [&](float s) { return inf_rule ? s == INFINITY : s != -INFINITY; };
+  auto mass_of = [&](float s) -> u64 {
+    return inf_rule ? one : u64(__double2ull_rn(double(expf(s - s_max)) * scale));
+  };
+  auto clear = [&](MassScratch& h) {
+    for (int i = tid; i < 256; i += kFallbackThreads) {
+      h.cnt[i] = 0;
+      h.mass[i] = 0;
+    }
+  };
+  // Histogram of the digit below `prefix` (depth bits) of every matching composite.
+  auto build = [&](MassScratch& h, u64 prefix, int depth, u32* min_p_count) {
+    visit_row<DT, VEC>(rowp, vocab, [&](u32 t0, const float (&x)[4]) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float s = nt_scaled_score(x[j], c.p.temperature);
+        int digit = -1;
+        u64 m = 0;
+        if (u32(t0 + j) < u32(vocab) && in_set(s)) {
+          const u64 cv = composite(nt_order_key(s), t0 + u32(j));
+          if (prefix_matches(cv, prefix, depth)) {
+            digit = int(u32(cv >> (56 - depth)) & 0xFFu);
+            if (inf_rule) {
+              m = one;
+            } else {
+              const float p = expf(s - s_max);
+              m = u64(__double2ull_rn(double(p) * scale));
+              if (min_p_count && min_p_on && p >= c.p.min_p) ++*min_p_count;
+            }
+          }
+        }
+        warp_add_mass(h, digit, m);
+      }
+    });
+  };
+  // Smallest prefix of the order whose count reaches count_target or whose
+  // mass reaches mass_target, as (prefix, depth) of its last element.
+  auto descend = [&](u32 count_target, u64 mass_target) -> Threshold {
+    MassScratch* h = &first;
+    u64 prefix = 0;
+    int depth = 0;
+    u32 base_count = 0;
+    u64 base_mass = 0;
+    for (;;) {
+      if (tid < 32) choose_bucket_by_targets(*h, base_count, base_mass, count_target, mass_target);
+      __syncthreads();
+      const u32 found = h->found, count = h->count, digit = h->digit;
+      base_count = h->above_count;
+      base_mass = h->above_mass;
+      const u64 bucket_mass = h->bucket_mass;
+      __syncthreads();
+      if (!found) return {0, 0, 0, 0};
+      prefix = (prefix << 8) | digit;
+      depth += 8;
+      if (count == 1 || depth == 64) return {prefix, depth, base_mass, bucket_mass};
+      clear(deeper);
+      __syncthreads();
+      build(deeper, prefix, depth, nullptr);
+      __syncthreads();
+      h = &deeper;
+    }
+  };
+
+  clear(first);
+  __syncthreads();
+  u32 min_p_local = 0;
+  build(first, 0, 0, &min_p_local);
+  __syncthreads();
+  const u32 n_m = ReduceU32(tmp.r32).Reduce(min_p_local, SumU32());
+  if (tid < 32) {
+    u32 cnt = 0;
+    u64 mass = 0;
+    for (int i = int(lane_index()); i < 256; i += 32) {
+      cnt += first.cnt[i];
+      mass += first.mass[i];
+    }
+    cnt = warp_sum(cnt);
+    mass = warp_sum(mass);
+    if (tid == 0) {
+      shared_u32[0] = cnt;
+      shared_u32[1] = n_m;
+      shared_u64[0] = mass;
+    }
+  }
+  __syncthreads();
+  const u32 set_count = shared_u32[0];
+  const u64 set_mass = shared_u64[0];
+  Threshold cut = {0, 0, 0, 0};
+  if (!inf_rule) {
+    u32 count_target = kNoLimit;
+    u64 mass_target = ~0ull;
+    if (c.p.top_k) count_target = u32(c.p.top_k);
+    if (min_p_on) count_target = min(count_target, shared_u32[1]);
+    if (c.p.top_p < 1.0f) {
+      if (c.p.top_p <= 0.0f) {
+        count_target = 1;
+      } else {
+        u64 z = set_mass;
+        if (!a.joint && c.p.top_k && u32(c.p.top_k) < set_count) {
+          const Threshold k_cut = descend(u32(c.p.top_k), ~0ull);
+          z = k_cut.above_mass + k_cut.bucket_mass;
+        }
+        mass_target = u64(ceil(double(c.p.top_p) * double(z)));
+      }
+    }
+    if (count_target < set_count || mass_target <= set_mass) cut = descend(count_target, mass_target);
+  }
+  auto kept = [&](u64 cv) { return cut.depth == 0 || (cv >> (64 - cut.depth)) >= cut.prefix; };
+
+  if (!c.has_u) {
+    build_gumbel_bounds<kFallbackThreads>(gbound);
+    __syncthreads();
+    GumbelBest g;
+    visit_row<DT, VEC>(rowp, vocab, [&](u32 t0, const float (&x)[4]) {
+      gumbel_group(g, c, gbound, t0, x, [&](float s, u32 t) {
+        return t < u32(vocab) && in_set(s) && kept(composite(nt_order_key(s), t));
+      });
+    });
+    const u64 w = ReduceU64(tmp.r64).Reduce(inf_rule ? g.best_inf : g.best, MaxU64());
+    if (tid == 0) write_token(a, row, w ? (long long)composite_index(w) : -1);
+    return;
+  }
+
+  // Explicit draw: contiguous segments per thread, their masses scanned in
+  // thread order, then the thread holding the crossing walks its segment.
+  const int64_t seg = (((vocab + kFallbackThreads - 1) / kFallbackThreads) + 3) & ~int64_t(3);
+  const int64_t lo = min(vocab, int64_t(tid) * seg), hi = min(vocab, lo + seg);
+  auto walk = [&](auto&& on_kept) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const float s = nt_scaled_score(widen<DT>(rowp[t]), c.p.temperature);
+      if (in_set(s) && kept(composite(nt_order_key(s), u32(t)))) {
+        if (on_kept(u32(t), mass_of(s))) return;
+      }
+    }
+  };
+  u64 seg_mass = 0;
+  u32 last_plus_one = 0;
+  walk([&](u32 t, u64 m) {
+    seg_mass += m;
+    last_plus_one = t + 1;
+    return false;
+  });
+  u64 before = 0, total = 0;
+  ScanU64(tmp.scan).ExclusiveSum(seg_mass, before, total);
+  __syncthreads();
+  const u32 last = ReduceU32(tmp.r32).Reduce(last_plus_one, [](u32 x, u32 y) { return x > y ? x : y; });
+  if (tid == 0) {
+    shared_u32[0] = last;  // 0: empty set (cannot happen for a flagged row)
+    shared_u32[1] = 0xFFFFFFFFu;
+  }
+  __syncthreads();
+  float u = c.u;
+  if (!(u >= 0.0f)) u = 0.0f;
+  if (u < 1.0f && total > 0) {
+    const u64 target = u64(floor(double(u) * double(total)));  // first running mass > target
+    if (before <= target && target < before + seg_mass) {
+      u64 run = before;
+      walk([&](u32 t, u64 m) {
+        run += m;
+        if (run > target) {
+          shared_u32[1] = t;
+          return true;
+        }
+        return false;
+      });
+    }
+  }
+  __syncthreads();
+  if (tid == 0) {
+    const u32 at = shared_u32[1];
+    write_token(a, row, at != 0xFFFFFFFFu ? (long long)at : (long long)shared_u32[0] - 1);
+  }
+}
+
+}  // namespace nt::cuda

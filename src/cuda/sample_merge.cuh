@@ -1,0 +1,346 @@
+// Kernel 2 of nt_sample: one CTA merges the chunks of one row (see sample_common.cuh).
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "cuda/sample_common.cuh"
+
+namespace nt::cuda {
+
+// ---- kernel 2: merge the chunks of a row ------------------------------------------
+
+__device__ void merge_argmax(const SampleArgs& a, const RowCfg& c, u32 row) {
+  if (threadIdx.x >= 32) return;
+  u64 best = 0, best_inf = 0;
+  u32 n_inf = 0;
+  for (int k = int(lane_index()); k < a.splits; k += 32) {
+    const ChunkRecord& r = a.chunks[size_t(row) * a.splits + k];
+    best = r.best > best ? r.best : best;
+    if (c.cls == kPlainRow) {
+      best_inf = r.best_inf > best_inf ? r.best_inf : best_inf;
+      n_inf += r.n_pos_inf;
+    }
+  }
+  best = warp_max(best);
+  best_inf = warp_max(best_inf);
+  n_inf = warp_sum(n_inf);
+  if (lane_index() != 0) return;
+  if (c.cls == kGreedyRow) {
+    write_token(a, row, composite_key(best) > NT_KEY_NEG_INF ? (long long)composite_index(best) : -1);
+  } else {
+    const u64 w = n_inf ? best_inf : best;
+    write_token(a, row, w ? (long long)composite_index(w) : -1);
+  }
+}
+
+struct MergeInfo {
+  u32 offset[kMaxSplits + 1];
+  u32 n_total, n_inf, any_truncated, valid, m_out;
+  u64 valid_floor, best_inf;
+  double z_full;
+  u32 counter;
+  u32 length;  // keep-set length L, 0 = hand over to the fallback
+  long long token;
+};
+
+__device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
+  using Scan = cub::BlockScan<double, kMergeThreads>;
+  using ReduceU64 = cub::BlockReduce<u64, kMergeThreads>;
+  using ReduceU32 = cub::BlockReduce<u32, kMergeThreads>;
+  extern __shared__ u64 merge_smem[];
+  u64* cand = merge_smem;
+  u64* top = merge_smem + size_t(a.splits) * a.kchunk;
+  __shared__ MergeInfo info;
+  __shared__ SelectScratch sel;
+  __shared__ double prefix[kSortCap];
+  __shared__ union {
+    typename Scan::TempStorage scan;
+    typename ReduceU64::TempStorage r64;
+    typename ReduceU32::TempStorage r32;
+  } tmp;
+  const int tid = int(threadIdx.x);
+  const bool need_z = c.p.top_p > 0.0f && c.p.top_p < 1.0f && (a.joint || c.p.top_k == 0);
+  const ChunkRecord* rec = a.chunks + size_t(row) * a.splits;
+
+  if (tid < 32) {
+    const int lane = int(lane_index());
+    const int k0 = lane, k1 = lane + 32;
+    ChunkRecord r0{}, r1{};
+    if (k0 < a.splits) r0 = rec[k0];
+    if (k1 < a.splits) r1 = rec[k1];
+    // Chunk offsets in chunk order: lanes' first chunks, then their second ones.
+    u32 i0 = r0.n_cand, i1 = r1.n_cand;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const u32 v0 = __shfl_up_sync(kFullMask, i0, o), v1 = __shfl_up_sync(kFullMask, i1, o);
+      if (lane >= o) {
+        i0 += v0;
+        i1 += v1;
+      }
+    }
+    const u32 total0 = __shfl_sync(kFullMask, i0, 31), total1 = __shfl_sync(kFullMask, i1, 31);
+    info.offset[k0] = i0 - r0.n_cand;
+    info.offset[k1] = total0 + i1 - r1.n_cand;
+    if (lane == 0) info.offset[kMaxSplits] = total0 + total1;
+    const u64 f0 = r0.truncated ? r0.last : 0ull, f1 = r1.truncated ? r1.last : 0ull;
+    const u64 floor = warp_max(f0 > f1 ? f0 : f1);
+    const u32 trunc = warp_sum(r0.truncated + r1.truncated);
+    const u32 n_inf = warp_sum(r0.n_pos_inf + r1.n_pos_inf);
+    const u64 bi = warp_max(r0.best_inf > r1.best_inf ? r0.best_inf : r1.best_inf);
+    // Full mass: sum_k z_k exp(m_k - s_max), terms added in a fixed order.
+    float m = -INFINITY;
+    if (k0 < a.splits) m = fmaxf(m, r0.max_s);
+    if (k1 < a.splits) m = fmaxf(m, r1.max_s);
+    m = warp_max(m);
+    double z = 0.0;
+    if (need_z && m != -INFINITY) {
+      if (k0 < a.splits && r0.max_s != -INFINITY) z += double(r0.z) * exp(double(r0.max_s) - double(m));
+      if (k1 < a.splits && r1.max_s != -INFINITY) z += double(r1.z) * exp(double(r1.max_s) - double(m));
+    }
+    z = warp_sum(z);
+    if (lane == 0) {
+      info.n_total = total0 + total1;
+      info.valid_floor = floor;
+      info.any_truncated = trunc != 0;
+      info.n_inf = n_inf;
+      info.best_inf = bi;
+      info.z_full = z;
+      info.counter = 0;
+      info.length = 0;
+    }
+  }
+  __syncthreads();
+  const u32 n_total = info.n_total, n_inf = info.n_inf;
+  RowState state = {0u, n_inf, 0.0f, 0u};
+  if (n_inf > 0 && !c.has_u) {  // +inf tokens: uniform Gumbel draw among them
+    if (tid == 0) {
+      write_token(a, row, (long long)composite_index(info.best_inf));
+      a.row_states[row] = state;
+    }
+    return;
+  }
+  if (n_total == 0) {  // every score -inf: empty keep-set
+    if (tid == 0) {
+      write_token(a, row, -1);
+      a.row_states[row] = state;
+    }
+    return;
+  }
+  for (int k = 0; k < a.splits; ++k) {
+    const u32 base = info.offset[k], n = info.offset[k + 1 < a.splits ? k + 1 : kMaxSplits] - base;
+    const u64* src = a.candidates + (size_t(row) * a.splits + k) * size_t(a.kchunk);
+    for (int i = tid; i < int(n); i += kMergeThreads) cand[base + i] = src[i];
+  }
+  __syncthreads();
+
+  // Candidates at or above the highest truncation floor are an exact prefix of
+  // the row's order: nothing a chunk dropped ranks above its own lowest kept.
+  u32 valid = n_total;
+  if (info.any_truncated) {
+    const u64 floor = info.valid_floor;
+    for (int base = 0; base < int(n_total); base += kMergeThreads) {
+      const int i = base + tid;
+      const bool in = i < int(n_total) && cand[i] >= floor;
+      const u32 m = __ballot_sync(kFullMask, in);
+      if (lane_index() == 0 && m) atomicAdd(&info.counter, u32(__popc(m)));
+    }
+    __syncthreads();
+    valid = info.counter;
+  }
+  u32 m_count;
+  if (n_inf > 0) {
+    if (n_inf > min(valid, u32(kSortCap))) {
+      if (tid == 0) {
+        state.fallback = 1;
+        state.s_max = INFINITY;
+        a.row_states[row] = state;
+      }
+      return;
+    }
+    m_count = n_inf;
+  } else {
+    m_count = min(min(n_total, valid), u32(kSortCap));
+    if (c.p.top_k) m_count = min(m_count, u32(c.p.top_k));
+  }
+  // The top m_count candidates into `top`, sorted.
+  __syncthreads();
+  if (tid == 0) info.counter = 0;
+  if (m_count < n_total) {
+    const u64 thr = block_select_kth<kMergeThreads>(cand, int(n_total), m_count, sel);
+    for (int base = 0; base < int(n_total); base += kMergeThreads) {
+      const int i = base + tid;
+      const u64 v = i < int(n_total) ? cand[i] : 0ull;
+      const bool take = v >= thr;
+      const u32 pos = warp_append(take, &info.counter);
+      if (take) top[pos] = v;
+    }
+  } else {
+    for (int i = tid; i < int(n_total); i += kMergeThreads) top[i] = cand[i];
+  }
+  int n_sort = 1;
+  while (n_sort < int(m_count)) n_sort <<= 1;
+  for (int i = int(m_count) + tid; i < n_sort; i += kMergeThreads) top[i] = 0ull;
+  bitonic_sort_desc<kMergeThreads>(top, n_sort);
+
+  const bool inf_rule = n_inf > 0;
+  const float s_max = inf_rule ? INFINITY : nt_key_to_float(composite_key(top[0]));
+  // Masses of the sorted candidates and their running sums (fixed order).
+  float pv[2];
+  double pm[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int i = 2 * tid + j;
+    const float s = i < int(m_count) ? nt_key_to_float(composite_key(top[i])) : -INFINITY;
+    pv[j] = i < int(m_count) ? (inf_rule ? 1.0f : expf(s - s_max)) : 0.0f;
+    pm[j] = pv[j];
+  }
+  Scan(tmp.scan).InclusiveSum(pm, pm);
+  prefix[2 * tid] = pm[0];
+  prefix[2 * tid + 1] = pm[1];
+  __syncthreads();
+
+  u32 length = 0;  // 0: cannot be decided from the candidates
+  if (inf_rule) {
+    length = m_count;
+  } else {
+    const bool known_all = !info.any_truncated && m_count == n_total;
+    const u32 M = m_count;
+    // n_k: exact when it is within the candidates
+    u32 nk = c.p.top_k ? u32(c.p.top_k) : kNoLimit;
+    if (known_all) nk = min(nk, M);
+    bool exact_any = nk <= M;
+    u32 len = nk <= M ? nk : kNoLimit;
+    // n_m: the count of p >= min_p; when every candidate passes, only a lower bound
+    if (c.p.min_p > 0.0f) {
+      u32 pass = 0;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) pass += (2 * tid + j < int(M) && pv[j] >= c.p.min_p) ? 1u : 0u;
+      pass = ReduceU32(tmp.r32).Reduce(pass, SumU32());
+      if (tid == 0) info.m_out = pass;
+      __syncthreads();
+      pass = info.m_out;
+      __syncthreads();
+      if (pass < M || known_all) {
+        len = min(len, pass);
+        exact_any = true;
+      }
+    }
+    bool z_unknown = false;
+    if (c.p.top_p < 1.0f) {
+      if (c.p.top_p <= 0.0f) {
+        len = min(len, 1u);
+        exact_any = true;
+      } else {
+        double z = 0.0;
+        if (a.joint || c.p.top_k == 0)
+          z = info.z_full;
+        else if (nk <= M)
+          z = prefix[nk - 1];
+        else
+          z_unknown = true;
+        if (!z_unknown) {
+          const double target = double(c.p.top_p) * z;
+          const u32 lim = min(nk, M);
+          u32 below = 0;
+#pragma unroll
+          for (int j = 0; j < 2; ++j) below += (u32(2 * tid + j) < lim && prefix[2 * tid + j] < target) ? 1u : 0u;
+          below = ReduceU32(tmp.r32).Reduce(below, SumU32());
+          if (tid == 0) info.m_out = below;
+          __syncthreads();
+          below = info.m_out;
+          __syncthreads();
+          if (below < lim) {
+            len = min(len, below + 1);
+            exact_any = true;
+          } else if (nk <= M || known_all) {  // never reached (rounding): all of the range
+            len = min(len, lim);
+            exact_any = true;
+          }
+        }
+      }
+    }
+    length = (!z_unknown && exact_any && len <= M) ? len : 0u;
+  }
+  if (length == 0) {
+    if (tid == 0) {
+      state.fallback = 1;
+      state.s_max = s_max;
+      a.row_states[row] = state;
+    }
+    return;
+  }
+
+  if (!c.has_u) {
+    u64 best = 0;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int i = 2 * tid + j;
+      if (i < int(length)) {
+        const u32 idx = composite_index(top[i]);
+        const float s = nt_key_to_float(composite_key(top[i]));
+        const float g = nt_token_gumbel(c.seed, c.offset, c.tag, idx);
+        const u64 cv = composite(nt_order_key(nt_perturbed_score(s, g, inf_rule)), idx);
+        best = cv > best ? cv : best;
+      }
+    }
+    __syncthreads();
+    best = ReduceU64(tmp.r64).Reduce(best, MaxU64());
+    if (tid == 0) {
+      write_token(a, row, (long long)composite_index(best));
+      a.row_states[row] = state;
+    }
+    return;
+  }
+
+  // Explicit draw: the keep-set in vocabulary order (sorted by ~index, key kept
+  // in the low half), running masses, the first one past u * total.
+  __syncthreads();
+  for (int i = tid; i < n_sort; i += kMergeThreads) {
+    const u64 v = top[i];
+    top[i] = i < int(length) ? ((v << 32) | (v >> 32)) : 0ull;
+  }
+  bitonic_sort_desc<kMergeThreads>(top, n_sort);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int i = 2 * tid + j;
+    const float s = i < int(length) ? nt_key_to_float(u32(top[i])) : -INFINITY;
+    pm[j] = i < int(length) ? (inf_rule ? 1.0 : double(expf(s - s_max))) : 0.0;
+  }
+  __syncthreads();
+  Scan(tmp.scan).InclusiveSum(pm, pm);
+  prefix[2 * tid] = pm[0];
+  prefix[2 * tid + 1] = pm[1];
+  __syncthreads();
+  const double total = prefix[length - 1];
+  float u = c.u;
+  if (!(u >= 0.0f)) u = 0.0f;
+  u32 at = length - 1;
+  if (u < 1.0f) {
+    const double target = double(u) * total;
+    u32 not_past = 0;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) not_past += (u32(2 * tid + j) < length && prefix[2 * tid + j] <= target) ? 1u : 0u;
+    __syncthreads();
+    not_past = ReduceU32(tmp.r32).Reduce(not_past, SumU32());
+    if (tid == 0) info.m_out = not_past;
+    __syncthreads();
+    at = min(info.m_out, length - 1);
+  }
+  if (tid == 0) {
+    write_token(a, row, (long long)~u32(top[at] >> 32));
+    a.row_states[row] = state;
+  }
+}
+
+__global__ void __launch_bounds__(kMergeThreads) sample_merge_kernel(SampleArgs a) {
+  const u32 row = blockIdx.x;
+  const RowCfg c = load_row_cfg(a, row);
+  if (c.cls != kFilteredRow) {
+    if (a.splits > 1) merge_argmax(a, c, row);
+    return;
+  }
+  merge_filtered(a, c, row);
+}
+
+}  // namespace nt::cuda

@@ -1,0 +1,255 @@
+// Exact top-k inside one CTA of a scoring kernel.
+//
+// Each CTA owns a contiguous vocabulary range and walks it in tiles in
+// increasing index order. Per token row m it keeps, in its slice of the
+// workspace, a buffer of candidates (value, index) and a threshold key: the
+// order key of the k-th best candidate kept so far. A later score whose key is
+// not above the threshold cannot enter the top k (an equal key loses the tie,
+// its index being larger), so almost every score is rejected in registers.
+// Between tiles, a buffer that could overflow during the next tile is cut back
+// to its k best by one warp (radix select on the 64-bit rank), which raises
+// the threshold. At the end every buffer holds at most k entries and always
+// the CTA's own top min(k, rows): the merge over CTAs is exact.
+#pragma once
+
+#include <cstdint>
+
+#include "core/ordering.h"
+
+namespace nt::cuda::topk {
+
+struct Candidate {
+  float value;  // as computed: a NaN is reported as NaN though it ranks as -inf
+  int32_t index;
+};
+
+// Larger rank = earlier in the order (value desc, index asc); never 0 for a
+// real candidate (the smallest key is that of -inf, 0x007FFFFF).
+__device__ __forceinline__ uint64_t rank_of(float value, int32_t index) {
+  return (uint64_t(nt_order_key(value)) << 32) | uint64_t(~uint32_t(index));
+}
+__device__ __forceinline__ int32_t index_of(uint64_t rank) {
+  return int32_t(~uint32_t(rank & 0xFFFFFFFFu));
+}
+
+// Where a scoring kernel's candidates go: [grid][mp_stride][cap] entries and
+// [grid][mp_stride] final counts.
+struct CandidateArgs {
+  Candidate* cand;
+  int32_t* counts;
+  int mp_stride;
+  int cap;
+  int k;
+};
+
+constexpr int kMaxRows = 64;
+
+template <int kWarps>
+struct CtaShared {
+  uint32_t threshold[kMaxRows];
+  int32_t count[kMaxRows];
+  uint32_t hist[kWarps][256];
+};
+
+__device__ __forceinline__ int warp_inclusive_sum(int x) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, d);
+    if (lane >= d) x += y;
+  }
+  return x;
+}
+
+// Given a 256-bin histogram of the current digit, finds (called by a whole
+// warp) the digit holding the need-th largest entry, the number of entries in
+// higher bins and the count of that bin.
+__device__ __forceinline__ void warp_find_digit(const uint32_t* hist, int need, int& digit,
+                                                int& above, int& count) {
+  const int lane = threadIdx.x & 31;
+  uint32_t c[8];
+  int local = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    c[j] = hist[255 - 8 * lane - j];  // lane 0 holds the top bins
+    local += int(c[j]);
+  }
+  const int incl = warp_inclusive_sum(local);
+  const unsigned ball = __ballot_sync(0xffffffffu, incl >= need);
+  const int src = __ffs(ball) - 1;
+  int d = 0, a = 0, n = 0;
+  if (lane == src) {
+    int run = incl - local;
+    bool found = false;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (!found && run + int(c[j]) >= need) {
+        d = 255 - 8 * lane - j;
+        a = run;
+        n = int(c[j]);
+        found = true;
+      }
+      run += int(c[j]);
+    }
+  }
+  digit = __shfl_sync(0xffffffffu, d, src);
+  above = __shfl_sync(0xffffffffu, a, src);
+  count = __shfl_sync(0xffffffffu, n, src);
+}
+
+// Radix select by one warp: the rank T such that exactly `need` of the ranks
+// visited by for_each are >= T (ranks are unique; 0 marks padding).
+// for_each(f) calls f(rank) for each of the lane's entries.
+template <class ForEach>
+__device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* hist) {
+  const int lane = threadIdx.x & 31;
+  uint64_t prefix = 0;
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
+    for (int b = lane; b < 256; b += 32) hist[b] = 0;
+    __syncwarp();
+    for_each([&](uint64_t rank) {
+      if (rank != 0 && (rank & hi_mask) == prefix)
+        atomicAdd(&hist[unsigned(rank >> shift) & 255u], 1u);
+    });
+    __syncwarp();
+    int digit, above, count;
+    warp_find_digit(hist, need, digit, above, count);
+    __syncwarp();
+    need -= above;
+    prefix |= uint64_t(digit) << shift;
+    if (count == need) break;  // every entry with this prefix is in
+  }
+  return prefix;
+}
+
+// Keeps the k best of buf[0, count) in buf[0, k) (any order); returns the
+// smallest key kept. Called by one whole warp; count > k. Not inlined: it
+// runs rarely and would otherwise be copied into every unrolled loop body.
+template <int kRegEntries>
+__device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, uint32_t* hist) {
+  const int lane = threadIdx.x & 31;
+  uint32_t min_key = 0xFFFFFFFFu;
+  if (count <= 32 * kRegEntries) {
+    // Common case: the whole buffer fits the warp's registers, one load.
+    uint64_t rank[kRegEntries];
+    float value[kRegEntries];
+#pragma unroll
+    for (int e = 0; e < kRegEntries; ++e) {
+      const int i = e * 32 + lane;
+      rank[e] = 0;
+      value[e] = 0.0f;
+      if (i < count) {
+        const Candidate c = buf[i];
+        rank[e] = rank_of(c.value, c.index);
+        value[e] = c.value;
+      }
+    }
+    const uint64_t t = warp_rank_threshold(
+        [&](auto&& f) {
+#pragma unroll
+          for (int e = 0; e < kRegEntries; ++e) f(rank[e]);
+        },
+        k, hist);
+    int base = 0;
+#pragma unroll
+    for (int e = 0; e < kRegEntries; ++e) {
+      const bool keep = rank[e] != 0 && rank[e] >= t;
+      const unsigned ball = __ballot_sync(0xffffffffu, keep);
+      if (keep) {
+        buf[base + __popc(ball & ((1u << lane) - 1u))] = Candidate{value[e], index_of(rank[e])};
+        min_key = min(min_key, uint32_t(rank[e] >> 32));
+      }
+      base += __popc(ball);
+    }
+  } else {
+    // Large k: stream the buffer from memory on every radix pass.
+    const int rounds = (count + 31) / 32;
+    const uint64_t t = warp_rank_threshold(
+        [&](auto&& f) {
+          for (int r = 0; r < rounds; ++r) {
+            const int i = r * 32 + lane;
+            uint64_t rank = 0;
+            if (i < count) {
+              const Candidate c = buf[i];
+              rank = rank_of(c.value, c.index);
+            }
+            f(rank);
+          }
+        },
+        k, hist);
+    int base = 0;
+    for (int r = 0; r < rounds; ++r) {
+      const int i = r * 32 + lane;
+      Candidate c{0.0f, 0};
+      uint64_t rank = 0;
+      if (i < count) {
+        c = buf[i];
+        rank = rank_of(c.value, c.index);
+      }
+      const bool keep = rank != 0 && rank >= t;
+      const unsigned ball = __ballot_sync(0xffffffffu, keep);
+      __syncwarp();  // every lane has read its entry before any slot is rewritten
+      if (keep) {
+        buf[base + __popc(ball & ((1u << lane) - 1u))] = c;
+        min_key = min(min_key, uint32_t(rank >> 32));
+      }
+      base += __popc(ball);
+    }
+  }
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) min_key = min(min_key, __shfl_xor_sync(0xffffffffu, min_key, d));
+  return min_key;
+}
+
+// The per-CTA state of a scoring kernel; every method is called by all
+// threads of the CTA except offer().
+template <int kWarps>
+struct CtaTopk {
+  CtaShared<kWarps>& s;
+  Candidate* mine;  // this CTA's [mp_stride][cap] slice
+  CandidateArgs args;
+  int rows;  // token rows of this pass
+
+  __device__ CtaTopk(CtaShared<kWarps>& shared, const CandidateArgs& a, int pass_rows)
+      : s(shared), mine(a.cand + size_t(blockIdx.x) * a.mp_stride * a.cap), args(a),
+        rows(pass_rows) {
+    for (int m = threadIdx.x; m < kMaxRows; m += blockDim.x) {
+      s.threshold[m] = 0u;  // below every key: the first scores all enter
+      s.count[m] = 0;
+    }
+    __syncthreads();
+  }
+
+  __device__ __forceinline__ void offer(int m, float score, int32_t index) {
+    if (nt_order_key(score) > s.threshold[m]) {
+      const int slot = atomicAdd(&s.count[m], 1);
+      mine[size_t(m) * args.cap + slot] = Candidate{score, index};
+    }
+  }
+
+  // After every tile: cut back each buffer that could not take `next_rows`
+  // more candidates (or, at the end, any buffer above k).
+  __device__ void end_tile(int next_rows, bool last) {
+    __syncthreads();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int m = warp; m < rows; m += kWarps) {
+      const int count = s.count[m];
+      const bool over = last ? count > args.k : (count > args.cap - next_rows && count > args.k);
+      if (over) {
+        const uint32_t key =
+            warp_compact<16>(mine + size_t(m) * args.cap, count, args.k, s.hist[warp]);
+        if (lane == 0) {
+          s.count[m] = args.k;
+          s.threshold[m] = key;
+        }
+      }
+    }
+    __syncthreads();
+    if (last)
+      for (int m = threadIdx.x; m < rows; m += blockDim.x)
+        args.counts[size_t(blockIdx.x) * args.mp_stride + m] = s.count[m];
+  }
+};
+
+}  // namespace nt::cuda::topk

@@ -1,0 +1,208 @@
+// Second stage of the exact top-k of the LM heads: one CTA per token row
+// merges the candidates every scoring CTA kept for that row (at most k each),
+// finds the k-th best by a radix select on the 64-bit rank, gathers the k
+// winners and sorts them (bitonic, k <= 2048) into values/indices. When all
+// candidates of the row fit, they are first copied to shared memory, so the
+// radix passes never touch device memory again.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/topk_cta.cuh"
+
+namespace nt::cuda::topk {
+
+constexpr int kMergeThreads = 1024;
+constexpr int kMergeSortMax = 2048;       // k <= 2048
+constexpr int kMergeMaxResident = 16384;  // candidates held in shared memory, at most
+
+struct MergeArgs {
+  const Candidate* cand;
+  const int32_t* counts;
+  int grid, mp_stride, cap, k;
+  float* values;
+  int64_t values_stride;
+  int64_t* indices;
+  int64_t indices_stride;
+  int resident;  // candidate capacity of the dynamic shared memory
+};
+
+constexpr int kMergeMaxSegments = 1024;  // scoring CTAs whose candidates can be resident
+
+struct MergeShared {
+  uint32_t hist[257];  // bin 256: lanes with nothing to count
+  int digit, above, count;
+  int gathered;
+  int warp_sums[32];
+  int offsets[kMergeMaxSegments + 1];  // start of each CTA's candidates, then the total
+};
+
+// Block-wide radix select; for_each(f) must call f(rank) the same number of
+// times on every lane of a warp (padding passes rank 0).
+template <class ForEach>
+__device__ uint64_t block_rank_threshold(ForEach&& for_each, int need, MergeShared& s) {
+  uint64_t prefix = 0;
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
+    for (int b = threadIdx.x; b < 257; b += blockDim.x) s.hist[b] = 0;
+    __syncthreads();
+    for_each([&](uint64_t rank, float) {
+      const bool mine = rank != 0 && (rank & hi_mask) == prefix;
+      const unsigned digit = mine ? (unsigned(rank >> shift) & 255u) : 256u;
+      // Scores cluster in a few bins: one atomic per distinct digit per warp.
+      const unsigned peers = __match_any_sync(0xffffffffu, digit);
+      if (int(threadIdx.x & 31) == __ffs(peers) - 1 && digit != 256u)
+        atomicAdd(&s.hist[digit], unsigned(__popc(peers)));
+    });
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      int digit, above, count;
+      warp_find_digit(s.hist, need, digit, above, count);
+      if (threadIdx.x == 0) {
+        s.digit = digit;
+        s.above = above;
+        s.count = count;
+      }
+    }
+    __syncthreads();
+    need -= s.above;
+    prefix |= uint64_t(s.digit) << shift;
+    const bool done = s.count == need;
+    __syncthreads();  // s.digit/above/count are rewritten by the next pass
+    if (done) break;
+  }
+  return prefix;
+}
+
+// A template so that every file including this header shares one kernel.
+template <int kThreads = kMergeThreads>
+__global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
+  extern __shared__ __align__(16) unsigned char merge_smem[];
+  __shared__ MergeShared s;
+  uint64_t* sort_rank = reinterpret_cast<uint64_t*>(merge_smem);
+  float* sort_value = reinterpret_cast<float*>(merge_smem + kMergeSortMax * 8);
+  uint64_t* res_rank = reinterpret_cast<uint64_t*>(merge_smem + kMergeSortMax * 12);
+  float* res_value = reinterpret_cast<float*>(merge_smem + kMergeSortMax * 12 + a.resident * 8);
+
+  const int m = blockIdx.x;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  constexpr int kWarps = kThreads / 32;
+  const Candidate* cand = a.cand + size_t(m) * a.cap;  // segment c at + c*mp_stride*cap
+  const size_t seg_stride = size_t(a.mp_stride) * a.cap;
+  auto seg_count = [&](int c) { return a.counts[size_t(c) * a.mp_stride + m]; };
+
+  // Offsets of the CTAs' candidate lists (a block scan of their counts).
+  int total = 0;
+  const bool scanned = a.grid <= kMergeMaxSegments && a.grid <= int(blockDim.x);
+  if (scanned) {
+    const int c = threadIdx.x;
+    const int n = c < a.grid ? seg_count(c) : 0;
+    const int incl = warp_inclusive_sum(n);
+    if (lane == 31) s.warp_sums[warp] = incl;
+    if (threadIdx.x == 0) s.gathered = 0;
+    __syncthreads();
+    if (warp == 0) s.warp_sums[lane] = warp_inclusive_sum(s.warp_sums[lane]) - s.warp_sums[lane];
+    __syncthreads();
+    if (c < a.grid) s.offsets[c + 1] = s.warp_sums[warp] + incl;
+    if (c == 0) s.offsets[0] = 0;
+    __syncthreads();
+    total = s.offsets[a.grid];
+  } else {
+    if (threadIdx.x == 0) s.gathered = 0;
+    for (int c = 0; c < a.grid; ++c) total += seg_count(c);
+    __syncthreads();
+  }
+  const bool resident = scanned && total <= a.resident;
+
+  if (resident) {
+    // Every load issued at once: flat position -> CTA by binary search.
+    for (int f = threadIdx.x; f < total; f += blockDim.x) {
+      int lo = 0, hi = a.grid;
+      while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (s.offsets[mid] <= f) lo = mid;
+        else hi = mid;
+      }
+      const Candidate e = cand[size_t(lo) * seg_stride + (f - s.offsets[lo])];
+      res_rank[f] = rank_of(e.value, e.index);
+      res_value[f] = e.value;
+    }
+    __syncthreads();
+  }
+
+  auto for_each = [&](auto&& f) {
+    if (resident) {
+      const int padded = (total + 31) & ~31;
+      for (int base = 0; base < padded; base += blockDim.x) {
+        const int i = base + int(threadIdx.x);
+        if (base + warp * 32 >= padded) break;  // whole warp past the end
+        const bool ok = i < total;
+        f(ok ? res_rank[i] : 0ull, ok ? res_value[i] : 0.0f);
+      }
+    } else {
+      for (int c = warp; c < a.grid; c += kWarps) {
+        const int n = seg_count(c);
+        const Candidate* seg = cand + size_t(c) * seg_stride;
+        for (int i0 = 0; i0 < n; i0 += 32) {
+          const int i = i0 + lane;
+          Candidate e{0.0f, 0};
+          if (i < n) e = seg[i];
+          f(i < n ? rank_of(e.value, e.index) : 0ull, e.value);
+        }
+      }
+    }
+  };
+
+  const uint64_t threshold = block_rank_threshold(for_each, a.k, s);
+
+  for_each([&](uint64_t rank, float value) {
+    if (rank != 0 && rank >= threshold) {
+      const int slot = atomicAdd(&s.gathered, 1);
+      sort_rank[slot] = rank;
+      sort_value[slot] = value;
+    }
+  });
+  __syncthreads();
+  int padded = 1;
+  while (padded < a.k) padded <<= 1;
+  for (int i = a.k + int(threadIdx.x); i < padded; i += blockDim.x) {
+    sort_rank[i] = 0ull;
+    sort_value[i] = 0.0f;
+  }
+  for (int size = 2; size <= padded; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      __syncthreads();
+      for (int i = threadIdx.x; i < padded / 2; i += blockDim.x) {
+        const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
+        const bool descending = (lo & size) == 0;
+        const uint64_t rl = sort_rank[lo], rh = sort_rank[hi];
+        if ((rl < rh) == descending) {
+          sort_rank[lo] = rh;
+          sort_rank[hi] = rl;
+          const float v = sort_value[lo];
+          sort_value[lo] = sort_value[hi];
+          sort_value[hi] = v;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < a.k; i += blockDim.x) {
+    a.values[size_t(m) * a.values_stride + i] = sort_value[i];
+    a.indices[size_t(m) * a.indices_stride + i] = int64_t(index_of(sort_rank[i]));
+  }
+}
+
+// Dynamic shared memory of merge_topk_kernel for `resident` candidates.
+inline int merge_smem_bytes(int resident) { return kMergeSortMax * 12 + resident * 12; }
+
+// The largest resident capacity a device with `max_smem_optin` bytes allows.
+inline int merge_resident_capacity(int max_smem_optin) {
+  const int room = max_smem_optin - int(sizeof(MergeShared)) - merge_smem_bytes(0) - 256;
+  const int n = room / 12 / 32 * 32;
+  return n < 0 ? 0 : (n < kMergeMaxResident ? n : kMergeMaxResident);
+}
+
+}  // namespace nt::cuda::topk
