@@ -100,8 +100,11 @@ class TensorCheck {
 };
 
 void check_device(const char* op, const char* arg, const nt_tensor& t) {
-  if (t.device != NT_DEVICE_CPU && t.device != NT_DEVICE_CUDA && t.device != NT_DEVICE_OPENCL)
-    fail_argument(op, arg, "has an unknown device type " + std::to_string(int(t.device)));
+  // Compared as int: a C caller can pass any value, and an enum outside its
+  // enumerators must not reach a switch.
+  const int device = static_cast<int>(t.device);
+  if (device != NT_DEVICE_CPU && device != NT_DEVICE_CUDA && device != NT_DEVICE_OPENCL)
+    fail_argument(op, arg, "has an unknown device type " + std::to_string(device));
   if (t.device != NT_DEVICE_OPENCL && t.byte_offset != 0)
     fail_argument(op, arg, "has byte_offset != 0; byte offsets are for OpenCL buffers only");
   if (t.byte_offset < 0) fail_argument(op, arg, "has a negative byte_offset");

@@ -1,0 +1,121 @@
+// The CPU backend's results do not depend on its thread count: work is split
+// differently across 1, 2, 3 and 8 workers, and every answer must stay the same.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "harness/ops.h"
+#include "ops/sample_support.h"
+
+namespace ntt {
+namespace {
+
+class CpuThreads : public ::testing::Test {
+ protected:
+  void TearDown() override { nt_cpu_set_num_threads(0); }
+};
+
+const int kThreadCounts[] = {1, 2, 3, 8};
+
+TEST_F(CpuThreads, NumThreadsIsSettable) {
+  for (int n : kThreadCounts) {
+    ASSERT_EQ(nt_cpu_set_num_threads(n), NT_OK);
+    EXPECT_EQ(nt_cpu_num_threads(), n);
+  }
+  ASSERT_EQ(nt_cpu_set_num_threads(0), NT_OK);
+  const int hw = int(std::thread::hardware_concurrency());
+  if (hw > 0) {
+    EXPECT_EQ(nt_cpu_num_threads(), hw);
+  }
+  EXPECT_GE(nt_cpu_num_threads(), 1);
+}
+
+TEST_F(CpuThreads, SampleIndependentOfThreadCount) {
+  const uint64_t seed = 13000;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase c;
+  c.rows = 33;
+  c.vocab = 40009;
+  std::vector<float> t, p, m;
+  std::vector<int32_t> k;
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const RowConfig rc = random_config(rng, c.vocab, true);
+    t.push_back(rc.temperature);
+    k.push_back(rc.top_k);
+    p.push_back(rc.top_p);
+    m.push_back(rc.min_p);
+  }
+  c.temperature = per_row(t);
+  c.top_k = per_row(k);
+  c.top_p = per_row(p);
+  c.min_p = per_row(m);
+  c.seed = scalar<uint64_t>(rng.bits());
+  c.offset = scalar<uint64_t>(99);
+  fill_logits(c, rng, false);
+  std::vector<int64_t> first;
+  for (int n : kThreadCounts) {
+    ASSERT_EQ(nt_cpu_set_num_threads(n), NT_OK);
+    const auto tokens = run_sample(cpu_device(), c);
+    if (first.empty()) first = tokens;
+    EXPECT_EQ(tokens, first) << n << " threads";
+    // One long row: any split of a single row must agree too.
+    SampleCase one = c;
+    one.rows = 1;
+    one.logits.resize(size_t(c.vocab));
+    for (auto* prm : {&one.temperature, &one.top_p, &one.min_p}) prm->values.resize(1);
+    one.top_k.values.resize(1);
+    one.seed = scalar<uint64_t>(c.seed.values[0]);
+    const SampleReference ref = reference_sample(one, 0);
+    if (!ref.degenerate) {
+      EXPECT_EQ(run_sample(cpu_device(), one)[0], ref.token) << n << " threads";
+    }
+  }
+}
+
+TEST_F(CpuThreads, LmHeadsIndependentOfThreadCount) {
+  const uint64_t seed = 13100;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  DenseCase d;
+  d.rows = 5;
+  d.vocab = 6007;
+  d.hidden = 96;
+  d.dtype = NT_BF16;
+  d.k = 300;
+  d.x.resize(size_t(d.rows * d.hidden));
+  d.weight.resize(size_t(d.vocab * d.hidden));
+  // Grid values: every sum is exact in fp32, so no split of the work can move an index.
+  for (auto& v : d.x) v = float(rng.integer(-32, 32)) / 8;
+  for (auto& v : d.weight) v = float(rng.integer(-16, 16)) / 16;
+  BinaryCase b;
+  b.rows = 5;
+  b.vocab = 6007;
+  b.hidden = 256;
+  b.group = 64;
+  b.k = 300;
+  b.act_q.resize(size_t(b.rows * b.hidden));
+  for (auto& q : b.act_q) q = int8_t(rng.integer(-127, 127));
+  b.act_scale.assign(size_t(b.rows), 0.0078125f);
+  b.signs.resize(size_t(b.vocab * b.hidden));
+  for (auto& s : b.signs) s = rng.coin() ? 1 : -1;
+  b.wscale.resize(size_t(b.vocab * 4));
+  for (auto& w : b.wscale) w = float(rng.integer(1, 64)) / 64;
+  TopK dense_first, binary_first;
+  for (int n : kThreadCounts) {
+    ASSERT_EQ(nt_cpu_set_num_threads(n), NT_OK);
+    const TopK dense = run_dense(cpu_device(), d);
+    const TopK binary = run_binary(cpu_device(), b);
+    if (n == kThreadCounts[0]) {
+      dense_first = dense;
+      binary_first = binary;
+    }
+    EXPECT_EQ(dense.indices, dense_first.indices) << n << " threads";
+    EXPECT_EQ(dense.values, dense_first.values) << n << " threads";
+    EXPECT_EQ(binary.indices, binary_first.indices) << n << " threads";
+    EXPECT_EQ(binary.values, binary_first.values) << n << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace ntt

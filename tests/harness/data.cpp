@@ -1,0 +1,111 @@
+#include "harness/data.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/half.h"
+
+namespace ntt {
+
+double Rng::normal() {
+  const double u1 = 1.0 - uniform();  // (0, 1]: log stays finite
+  const double u2 = uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+std::string seed_trace(uint64_t seed) { return "seed=" + std::to_string(seed); }
+
+size_t dtype_bytes(nt_dtype dtype) {
+  switch (dtype) {
+    case NT_F32: case NT_I32: return 4;
+    case NT_F16: case NT_BF16: return 2;
+    case NT_I8: case NT_BOOL: return 1;
+    case NT_I64: case NT_U64: return 8;
+  }
+  throw std::runtime_error("unknown dtype");
+}
+
+const char* dtype_label(nt_dtype dtype) {
+  switch (dtype) {
+    case NT_F32: return "f32";
+    case NT_F16: return "f16";
+    case NT_BF16: return "bf16";
+    case NT_I8: return "i8";
+    case NT_I32: return "i32";
+    case NT_I64: return "i64";
+    case NT_U64: return "u64";
+    case NT_BOOL: return "bool";
+  }
+  return "?";
+}
+
+float round_to(nt_dtype dtype, float x) {
+  switch (dtype) {
+    case NT_F32: return x;
+    case NT_F16: return nt_f16_to_f32(nt_f32_to_f16(x));
+    case NT_BF16: return nt_bf16_to_f32(nt_f32_to_bf16(x));
+    default: throw std::runtime_error("round_to: not a float dtype");
+  }
+}
+
+std::vector<uint8_t> encode(nt_dtype dtype, const std::vector<float>& values) {
+  std::vector<uint8_t> out(values.size() * dtype_bytes(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == NT_F32) {
+      std::memcpy(&out[i * 4], &values[i], 4);
+    } else {
+      const uint16_t h = uint16_t(dtype == NT_F16 ? nt_f32_to_f16(values[i])
+                                                  : nt_f32_to_bf16(values[i]));
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+
+uint32_t raw_bits(nt_dtype dtype, const std::vector<uint8_t>& bytes, size_t index) {
+  if (dtype == NT_F32) {
+    uint32_t u;
+    std::memcpy(&u, &bytes[index * 4], 4);
+    return u;
+  }
+  uint16_t h;
+  std::memcpy(&h, &bytes[index * 2], 2);
+  return h;
+}
+
+float decode(nt_dtype dtype, const std::vector<uint8_t>& bytes, size_t index) {
+  const uint32_t raw = raw_bits(dtype, bytes, index);
+  switch (dtype) {
+    case NT_F32: {
+      float x;
+      std::memcpy(&x, &raw, 4);
+      return x;
+    }
+    case NT_F16: return nt_f16_to_f32(raw);
+    case NT_BF16: return nt_bf16_to_f32(raw);
+    default: throw std::runtime_error("decode: not a float dtype");
+  }
+}
+
+std::vector<float> peaked_logits(Rng& rng, int64_t rows, int64_t vocab) {
+  std::vector<float> x(size_t(rows * vocab));
+  for (auto& v : x) v = float(2.0 * rng.normal());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int p = 0; p < 4; ++p) x[size_t(r * vocab + rng.integer(0, vocab - 1))] = float(rng.uniform(10, 16));
+  return x;
+}
+
+std::vector<float> flat_logits(Rng& rng, int64_t rows, int64_t vocab) {
+  std::vector<float> x(size_t(rows * vocab));
+  for (auto& v : x) v = float(rng.normal());
+  return x;
+}
+
+float poison_f32() {
+  const uint32_t bits = 0x7fdeadbfu;  // a quiet NaN payload no arithmetic produces
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+}  // namespace ntt

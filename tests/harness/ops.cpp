@@ -1,0 +1,297 @@
+#include "harness/ops.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "core/half.h"
+
+namespace ntt {
+namespace {
+
+void ok(nt_status status, const char* what) {
+  if (status != NT_OK)
+    throw std::runtime_error(std::string(what) + " failed: " + nt_status_string(status) + ": " +
+                             nt_last_error());
+}
+
+// An absent per-row array is a scalar; present ones live on the device.
+template <class T>
+std::unique_ptr<Buffer> param_buffer(TestDevice& dev, const Param<T>& p) {
+  return p.per_row ? to_device(dev, p.values) : nullptr;
+}
+
+const void* handle_or_null(const std::unique_ptr<Buffer>& b) { return b ? b->handle() : nullptr; }
+
+// A matrix whose row gaps hold `filler`: a backend that reads past a row's end
+// (or ignores the stride) picks it up and gets a wrong answer.
+template <class T>
+std::vector<T> with_gaps(const std::vector<T>& dense, int64_t rows, int64_t cols, int64_t stride,
+                         T filler) {
+  std::vector<T> out(size_t(rows * stride), filler);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[size_t(r * stride + c)] = dense[size_t(r * cols + c)];
+  return out;
+}
+
+std::vector<float> with_gaps(const std::vector<float>& dense, int64_t rows, int64_t cols,
+                             int64_t stride, nt_dtype dtype) {
+  return with_gaps<float>(dense, rows, cols, stride, round_to(dtype, 60000.0f));
+}
+
+struct Workspace {
+  std::unique_ptr<Buffer> buffer;
+  void* ptr() const { return buffer ? buffer->handle() : nullptr; }
+  size_t bytes = 0;
+  Workspace(TestDevice& dev, size_t n) : bytes(n) {
+    if (n) buffer = std::make_unique<Buffer>(dev, n);
+  }
+};
+
+TopK collect_topk(const Buffer& values, const Buffer& indices, int64_t rows, int64_t k,
+                  int64_t stride) {
+  const auto v = from_device<float>(values, size_t(rows * stride));
+  const auto i = from_device<int64_t>(indices, size_t(rows * stride));
+  TopK out;
+  out.rows = rows;
+  out.k = k;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < stride; ++j) {
+      const size_t at = size_t(r * stride + j);
+      if (j < k) {
+        out.values.push_back(v[at]);
+        out.indices.push_back(i[at]);
+      } else if (f32_bits(v[at]) != f32_bits(poison_f32()) || i[at] != kPoisonI64) {
+        throw std::runtime_error("top-k wrote into the gap of output row " + std::to_string(r));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+RowSampleParams SampleCase::row_params(int64_t row) const {
+  RowSampleParams p;
+  p.temperature = temperature.at(row);
+  p.top_k = top_k.at(row);
+  p.top_p = top_p.at(row);
+  p.min_p = min_p.at(row);
+  p.seed = seed.at(row);
+  p.offset = offset.at(row);
+  p.row_tag = seed.per_row ? 0u : uint32_t(row);
+  p.joint = (flags & NT_SAMPLE_TOP_P_JOINT) != 0;
+  p.has_uniform = !uniform.empty();
+  p.uniform = p.has_uniform ? uniform[size_t(row)] : 0.0f;
+  return p;
+}
+
+SampleReference reference_sample(const SampleCase& c, int64_t row) {
+  std::vector<float> x(size_t(c.vocab));
+  for (int64_t i = 0; i < c.vocab; ++i) x[size_t(i)] = round_to(c.dtype, c.logits[size_t(row * c.vocab + i)]);
+  return reference_sample_row(x.data(), c.vocab, c.row_params(row));
+}
+
+std::vector<int64_t> run_sample(TestDevice& dev, const SampleCase& c) {
+  const int64_t stride = c.row_stride ? c.row_stride : c.vocab;
+  const auto encoded = encode(c.dtype, with_gaps(c.logits, c.rows, c.vocab, stride, c.dtype));
+  auto logits = to_device(dev, encoded);
+  auto temperature = param_buffer(dev, c.temperature);
+  auto top_k = param_buffer(dev, c.top_k);
+  auto top_p = param_buffer(dev, c.top_p);
+  auto min_p = param_buffer(dev, c.min_p);
+  auto seed = param_buffer(dev, c.seed);
+  auto offset = param_buffer(dev, c.offset);
+  std::unique_ptr<Buffer> uniform = c.uniform.empty() ? nullptr : to_device(dev, c.uniform);
+  const bool i32 = c.token_dtype == NT_I32;
+  std::unique_ptr<Buffer> tokens =
+      i32 ? to_device(dev, std::vector<int32_t>(size_t(c.rows), kPoisonI32))
+          : to_device(dev, std::vector<int64_t>(size_t(c.rows), kPoisonI64));
+
+  nt_sample_args a{};
+  a.logits = logits->matrix(c.dtype, c.rows, c.vocab, stride);
+  a.temperature = {handle_or_null(temperature), c.temperature.values[0]};
+  a.top_k = {handle_or_null(top_k), c.top_k.values[0]};
+  a.top_p = {handle_or_null(top_p), c.top_p.values[0]};
+  a.min_p = {handle_or_null(min_p), c.min_p.values[0]};
+  a.seed = {handle_or_null(seed), c.seed.values[0]};
+  a.offset = {handle_or_null(offset), c.offset.values[0]};
+  if (uniform) a.uniform = uniform->vector(NT_F32, c.rows);
+  a.flags = c.flags;
+  a.tokens = tokens->vector(c.token_dtype, c.rows);
+
+  size_t bytes = 0;
+  ok(nt_sample_workspace_size(&a, &bytes), "nt_sample_workspace_size");
+  Workspace ws(dev, bytes);
+  ok(nt_sample(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_sample");
+  dev.sync();
+
+  std::vector<int64_t> out;
+  if (i32) {
+    for (int32_t t : from_device<int32_t>(*tokens, size_t(c.rows))) out.push_back(t);
+  } else {
+    out = from_device<int64_t>(*tokens, size_t(c.rows));
+  }
+  if (from_device<uint8_t>(*logits, encoded.size()) != encoded)
+    throw std::runtime_error("nt_sample modified its logits");
+  return out;
+}
+
+TopK run_dense(TestDevice& dev, const DenseCase& c) {
+  const int64_t xs = c.x_stride ? c.x_stride : c.hidden;
+  const int64_t ws_ = c.weight_stride ? c.weight_stride : c.hidden;
+  const int64_t os = c.out_stride ? c.out_stride : c.k;
+  auto x = to_device(dev, encode(c.dtype, with_gaps(c.x, c.rows, c.hidden, xs, c.dtype)));
+  auto w = to_device(dev, encode(c.dtype, with_gaps(c.weight, c.vocab, c.hidden, ws_, c.dtype)));
+  std::unique_ptr<Buffer> bias = c.bias.empty() ? nullptr : to_device(dev, encode(c.bias_dtype, c.bias));
+  auto values = to_device(dev, std::vector<float>(size_t(c.rows * os), poison_f32()));
+  auto indices = to_device(dev, std::vector<int64_t>(size_t(c.rows * os), kPoisonI64));
+
+  nt_lm_head_dense_args a{};
+  a.hidden = x->matrix(c.dtype, c.rows, c.hidden, xs);
+  a.weight = w->matrix(c.dtype, c.vocab, c.hidden, ws_);
+  if (bias) a.bias = bias->vector(c.bias_dtype, c.vocab);
+  a.k = c.k;
+  a.values = values->matrix(NT_F32, c.rows, c.k, os);
+  a.indices = indices->matrix(NT_I64, c.rows, c.k, os);
+  size_t bytes = 0;
+  ok(nt_lm_head_topk_dense_workspace_size(&a, &bytes), "nt_lm_head_topk_dense_workspace_size");
+  Workspace ws(dev, bytes);
+  ok(nt_lm_head_topk_dense(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_lm_head_topk_dense");
+  dev.sync();
+  return collect_topk(*values, *indices, c.rows, c.k, os);
+}
+
+std::vector<double> reference_dense_logits(const DenseCase& c) {
+  std::vector<double> out(size_t(c.rows * c.vocab));
+  for (int64_t m = 0; m < c.rows; ++m)
+    for (int64_t v = 0; v < c.vocab; ++v) {
+      double sum = 0;
+      for (int64_t h = 0; h < c.hidden; ++h)
+        sum += double(round_to(c.dtype, c.x[size_t(m * c.hidden + h)])) *
+               double(round_to(c.dtype, c.weight[size_t(v * c.hidden + h)]));
+      if (!c.bias.empty()) sum += double(round_to(c.bias_dtype, c.bias[size_t(v)]));
+      out[size_t(m * c.vocab + v)] = sum;
+    }
+  return out;
+}
+
+TopK run_binary(TestDevice& dev, const BinaryCase& c) {
+  const int64_t groups = c.hidden / c.group, words = c.hidden / 32;
+  const int64_t as = c.act_stride ? c.act_stride : c.hidden;
+  const int64_t qs = c.wq_stride ? c.wq_stride : words;
+  const int64_t ss = c.wscale_stride ? c.wscale_stride : groups;
+  const int64_t os = c.out_stride ? c.out_stride : c.k;
+  auto act_q = to_device(dev, with_gaps<int8_t>(c.act_q, c.rows, c.hidden, as, 127));
+  auto act_scale = to_device(dev, c.act_scale);
+  auto wq = to_device(dev, with_gaps<int32_t>(reference_pack(c.signs, c.vocab, c.hidden), c.vocab,
+                                              words, qs, -1));
+  auto wscale = to_device(dev, encode(NT_F16, with_gaps<float>(c.wscale, c.vocab, groups, ss, 1000.0f)));
+  std::unique_ptr<Buffer> bias = c.bias.empty() ? nullptr : to_device(dev, encode(c.bias_dtype, c.bias));
+  auto values = to_device(dev, std::vector<float>(size_t(c.rows * os), poison_f32()));
+  auto indices = to_device(dev, std::vector<int64_t>(size_t(c.rows * os), kPoisonI64));
+
+  nt_lm_head_binary_args a{};
+  a.act_q = act_q->matrix(NT_I8, c.rows, c.hidden, as);
+  a.act_scale = act_scale->vector(NT_F32, c.rows);
+  a.wq = wq->matrix(NT_I32, c.vocab, words, qs);
+  a.wscale = wscale->matrix(NT_F16, c.vocab, groups, ss);
+  if (bias) a.bias = bias->vector(c.bias_dtype, c.vocab);
+  a.group_size = c.group;
+  a.k = c.k;
+  a.values = values->matrix(NT_F32, c.rows, c.k, os);
+  a.indices = indices->matrix(NT_I64, c.rows, c.k, os);
+  size_t bytes = 0;
+  ok(nt_lm_head_topk_binary_workspace_size(&a, &bytes), "nt_lm_head_topk_binary_workspace_size");
+  Workspace ws(dev, bytes);
+  ok(nt_lm_head_topk_binary(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_lm_head_topk_binary");
+  dev.sync();
+  return collect_topk(*values, *indices, c.rows, c.k, os);
+}
+
+std::vector<double> reference_binary_logits(const BinaryCase& c) {
+  const int64_t groups = c.hidden / c.group;
+  std::vector<double> out(size_t(c.rows * c.vocab));
+  for (int64_t m = 0; m < c.rows; ++m)
+    for (int64_t v = 0; v < c.vocab; ++v) {
+      double sum = 0;
+      for (int64_t g = 0; g < groups; ++g) {
+        int64_t d = 0;  // exact integer dot of the group
+        for (int64_t j = g * c.group; j < (g + 1) * c.group; ++j)
+          d += int64_t(c.act_q[size_t(m * c.hidden + j)]) *
+               (c.signs[size_t(v * c.hidden + j)] > 0 ? 1 : -1);
+        sum += double(round_to(NT_F16, c.wscale[size_t(v * groups + g)])) * double(d);
+      }
+      sum *= double(c.act_scale[size_t(m)]);
+      if (!c.bias.empty()) sum += double(round_to(c.bias_dtype, c.bias[size_t(v)]));
+      out[size_t(m * c.vocab + v)] = sum;
+    }
+  return out;
+}
+
+std::vector<uint8_t> run_apply_mask(TestDevice& dev, const MaskCase& c) {
+  const auto encoded = encode(c.dtype, c.logits);
+  auto logits = to_device(dev, encoded);
+  auto mask = to_device(dev, c.mask);
+  const int64_t mask_stride = c.mask_stride ? c.mask_stride : c.words;
+  std::unique_ptr<Buffer> indices;
+  if (c.has_indices) {
+    if (c.index_dtype == NT_I64) {
+      indices = to_device(dev, c.indices);
+    } else {
+      std::vector<int32_t> narrow(c.indices.begin(), c.indices.end());
+      indices = to_device(dev, narrow);
+    }
+  }
+  nt_apply_token_bitmask_args a{};
+  a.logits = logits->matrix(c.dtype, c.rows, c.vocab, c.stride());
+  a.bitmask = mask->matrix(NT_I32, c.rows, c.words, mask_stride);
+  if (indices) a.indices = indices->vector(c.index_dtype, int64_t(c.indices.size()));
+  ok(nt_apply_token_bitmask(&a, dev.stream()), "nt_apply_token_bitmask");
+  dev.sync();
+  return from_device<uint8_t>(*logits, encoded.size());
+}
+
+std::vector<int32_t> run_bitmask_from_allowed(TestDevice& dev, int64_t rows, int64_t vocab,
+                                              int64_t allowed_stride,
+                                              const std::vector<uint8_t>& allowed) {
+  const int64_t words = (vocab + 31) / 32;
+  auto in = to_device(dev, allowed);
+  auto out = to_device(dev, std::vector<int32_t>(size_t(rows * words), kPoisonI32));
+  nt_bitmask_from_allowed_args a{};
+  a.allowed = in->matrix(NT_BOOL, rows, vocab, allowed_stride);
+  a.bitmask = out->matrix(NT_I32, rows, words);
+  ok(nt_bitmask_from_allowed(&a, dev.stream()), "nt_bitmask_from_allowed");
+  dev.sync();
+  return from_device<int32_t>(*out, size_t(rows * words));
+}
+
+std::vector<int32_t> run_pack(TestDevice& dev, int64_t rows, int64_t cols,
+                              const std::vector<int8_t>& signs) {
+  auto in = to_device(dev, signs);
+  auto out = to_device(dev, std::vector<int32_t>(size_t(rows * cols / 32), kPoisonI32));
+  nt_pack_weights_args a{};
+  a.signs = in->matrix(NT_I8, rows, cols);
+  a.wq = out->matrix(NT_I32, rows, cols / 32);
+  ok(nt_pack_weights(&a, dev.stream()), "nt_pack_weights");
+  dev.sync();
+  return from_device<int32_t>(*out, size_t(rows * cols / 32));
+}
+
+Quantized run_quantize(TestDevice& dev, nt_dtype dtype, int64_t rows, int64_t cols,
+                       int64_t stride, const std::vector<float>& x) {
+  const int64_t xs = stride ? stride : cols;
+  auto in = to_device(dev, encode(dtype, with_gaps(x, rows, cols, xs, dtype)));
+  // -128 is outside the clamp range, so an unwritten element cannot pass.
+  auto q = to_device(dev, std::vector<int8_t>(size_t(rows * cols), int8_t(-128)));
+  auto scale = to_device(dev, std::vector<float>(size_t(rows), poison_f32()));
+  nt_quantize_activations_args a{};
+  a.x = in->matrix(dtype, rows, cols, xs);
+  a.act_q = q->matrix(NT_I8, rows, cols);
+  a.act_scale = scale->vector(NT_F32, rows);
+  ok(nt_quantize_activations(&a, dev.stream()), "nt_quantize_activations");
+  dev.sync();
+  return {from_device<int8_t>(*q, size_t(rows * cols)), from_device<float>(*scale, size_t(rows))};
+}
+
+}  // namespace ntt

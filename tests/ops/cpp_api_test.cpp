@@ -1,0 +1,66 @@
+// The header-only C++ layer (nexttok.hpp) on CPU tensors: views, workspaces, and
+// failures as nexttok::Error carrying the status and the message.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "harness/data.h"
+#include "nexttok/nexttok.hpp"
+
+namespace {
+
+TEST(CppApi, SampleGreedyAndError) {
+  ntt::Rng rng(14000);
+  std::vector<float> logits(3 * 257);
+  for (auto& x : logits) x = float(rng.normal());
+  logits[5] = logits[257 + 256] = logits[514 + 100] = 9.0f;
+  logits[514 + 200] = 9.0f;  // a tie: the lower index wins
+  std::vector<int64_t> tokens(3, -7);
+  nexttok::SampleParams p;
+  p.temperature.scalar = 0.0f;
+  nexttok::sample(nexttok::matrix(logits.data(), 3, 257), nexttok::vector(tokens.data(), 3), p);
+  EXPECT_EQ(tokens, (std::vector<int64_t>{5, 256, 100}));
+
+  p.top_p.scalar = 1.5f;
+  try {
+    nexttok::sample(nexttok::matrix(logits.data(), 3, 257), nexttok::vector(tokens.data(), 3), p);
+    FAIL() << "no exception";
+  } catch (const nexttok::Error& e) {
+    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("'top_p'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CppApi, MaskThenTopK) {
+  std::vector<float> logits = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  std::vector<uint8_t> allowed = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0};
+  std::vector<int32_t> mask(1, -1);
+  nexttok::bitmask_from_allowed(nexttok::matrix(reinterpret_cast<bool*>(allowed.data()), 1, 10),
+                                nexttok::matrix(mask.data(), 1, 1));
+  EXPECT_EQ(mask[0], 0x155);
+  nexttok::apply_token_bitmask(nexttok::matrix(logits.data(), 1, 10), nexttok::matrix(mask.data(), 1, 1));
+  EXPECT_EQ(logits[1], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(logits[8], 9.0f);
+
+  // An identity head over the masked logits: top-3 of them.
+  std::vector<float> weight(10 * 10, 0.0f), hidden(10);
+  for (int i = 0; i < 10; ++i) {
+    weight[size_t(i * 10 + i)] = 1.0f;
+    hidden[size_t(i)] = float(i % 4) + 0.5f;
+  }
+  std::vector<float> values(3);
+  std::vector<int64_t> indices(3);
+  nt_lm_head_dense_args a{};
+  a.hidden = nexttok::matrix(hidden.data(), 1, 10);
+  a.weight = nexttok::matrix(weight.data(), 10, 10);
+  a.k = 3;
+  a.values = nexttok::matrix(values.data(), 1, 3);
+  a.indices = nexttok::matrix(indices.data(), 1, 3);
+  nexttok::lm_head_topk_dense(a);
+  EXPECT_EQ(indices, (std::vector<int64_t>{3, 7, 2}));  // 3.5, 3.5, 2.5: ties to the lower index
+  EXPECT_EQ(values, (std::vector<float>{3.5f, 3.5f, 2.5f}));
+}
+
+}  // namespace

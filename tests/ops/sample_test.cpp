@@ -1,0 +1,349 @@
+// nt_sample on every device: tokens equal to the sort-based reference (Gumbel-max
+// bit for bit, the explicit draw at chosen u) and to the CPU backend, determinism,
+// batch invariance, non-finite logits, empty keep-sets, V = 1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/sample_support.h"
+
+namespace ntt {
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+const nt_dtype kFloatTypes[] = {NT_F32, NT_F16, NT_BF16};
+
+class Sample : public DeviceTest {};
+
+void set_configs(SampleCase& c, Rng& rng, bool per_row_params) {
+  std::vector<float> t, p, m;
+  std::vector<int32_t> k;
+  for (int64_t r = 0; r < (per_row_params ? c.rows : 1); ++r) {
+    const RowConfig rc = random_config(rng, c.vocab, per_row_params);
+    t.push_back(rc.temperature);
+    k.push_back(rc.top_k);
+    p.push_back(rc.top_p);
+    m.push_back(rc.min_p);
+  }
+  c.temperature = {per_row_params, t};
+  c.top_k = {per_row_params, k};
+  c.top_p = {per_row_params, p};
+  c.min_p = {per_row_params, m};
+}
+
+void set_seeds(SampleCase& c, Rng& rng, bool per_row_seeds) {
+  std::vector<uint64_t> s, o;
+  for (int64_t r = 0; r < (per_row_seeds ? c.rows : 1); ++r) {
+    s.push_back(rng.bits());
+    o.push_back(rng.coin() ? rng.bits() : uint64_t(rng.integer(0, 1000)));
+  }
+  c.seed = {per_row_seeds, s};
+  c.offset = {per_row_seeds, o};
+}
+
+TEST_P(Sample, GreedyTakesTheFirstMaximum) {
+  uint64_t seed = 1000;
+  for (nt_dtype dtype : kFloatTypes)
+    for (int64_t vocab : {1, 7, 33, 1000, 4099}) {
+      Rng rng(++seed);
+      SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " V=" + std::to_string(vocab));
+      SampleCase c;
+      c.rows = 5;
+      c.vocab = vocab;
+      c.dtype = dtype;
+      fill_logits(c, rng, true);
+      for (int64_t r = 0; r < c.rows; ++r) {  // plant the maximum twice, plus some NaNs
+        float* row = &c.logits[size_t(r * vocab)];
+        const int64_t a = rng.integer(0, vocab - 1), b = rng.integer(a, vocab - 1);
+        row[a] = row[b] = round_to(dtype, 20.0f);
+        if (vocab > 2 && r % 2) row[rng.integer(0, vocab - 1)] = kNaN;
+      }
+      c.temperature = scalar(0.0f);
+      expect_tokens_match(dev(), c);
+      c.temperature = scalar(0.8f);  // top_k = 1 is greedy too
+      c.top_k = scalar<int32_t>(1);
+      c.token_dtype = NT_I32;
+      expect_tokens_match(dev(), c);
+    }
+}
+
+// Gumbel-max: the token is bit-exact, so it must equal the reference's on every
+// device. Vocabularies are not multiples of 32 or of any power-of-two chunk.
+TEST_P(Sample, GumbelDrawMatchesReference) {
+  uint64_t seed = 2000;
+  for (nt_dtype dtype : kFloatTypes)
+    for (int64_t vocab : {33, 1000, 4099, 50021})
+      for (int variant = 0; variant < 4; ++variant) {
+        Rng rng(++seed);
+        SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " V=" + std::to_string(vocab) +
+                     " variant=" + std::to_string(variant));
+        SampleCase c;
+        c.rows = vocab > 10000 ? 3 : 6;
+        c.vocab = vocab;
+        c.dtype = dtype;
+        c.row_stride = variant == 1 ? vocab + 13 : 0;
+        c.flags = variant == 2 ? NT_SAMPLE_TOP_P_JOINT : 0;
+        c.token_dtype = variant == 3 ? NT_I32 : NT_I64;
+        set_configs(c, rng, variant % 2 == 0);
+        set_seeds(c, rng, variant >= 2);
+        const bool peaked = rng.coin();
+        fill_logits(c, rng, peaked);
+        redraw_degenerate_rows(c, rng, peaked);
+        expect_tokens_match(dev(), c);
+      }
+}
+
+TEST_P(Sample, LargeVocabularyMixedBatch) {
+  const uint64_t seed = 2500;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase c;
+  c.rows = 4;
+  c.vocab = 128256;
+  set_configs(c, rng, true);
+  c.top_k = per_row<int32_t>({50, 0, 2048, 50});
+  c.top_p = per_row<float>({0.9f, 0.95f, 1.0f, 0.9f});
+  c.min_p = per_row<float>({0.05f, 0.0f, 0.0f, 0.0f});
+  set_seeds(c, rng, true);
+  fill_logits(c, rng, true);
+  redraw_degenerate_rows(c, rng, true);
+  expect_tokens_match(dev(), c);
+}
+
+// A batch of copies of one row, each drawing with its own explicit u: u at the
+// middle of chosen keep-set members' CDF intervals pins the keep-set and the
+// masses; u = 0, >= 1, < 0 and NaN check the edge rules.
+SampleCase explicit_draw_case(const SampleCase& one_row, const SampleReference& ref, Rng& rng) {
+  std::vector<float> us = {0.0f, 1.0f, 1.5f, -0.3f, kNaN};
+  const size_t n = ref.keep_by_index.size();
+  std::vector<size_t> members;
+  if (n > 0) members = {0, n - 1};
+  for (int i = 0; i < 20 && n > 2; ++i) members.push_back(size_t(rng.integer(1, int64_t(n) - 2)));
+  for (size_t j : members) {
+    const double lo = j ? ref.cdf[j - 1] : 0.0, hi = ref.cdf[j];
+    if (hi - lo > 1e-4) us.push_back(float((lo + hi) / 2));
+  }
+  for (int i = 0; i < 8; ++i) us.push_back(float(rng.uniform()));
+  SampleCase c = one_row;
+  c.rows = int64_t(us.size());
+  c.logits.clear();
+  for (int64_t r = 0; r < c.rows; ++r)
+    c.logits.insert(c.logits.end(), one_row.logits.begin(), one_row.logits.end());
+  c.uniform = us;
+  // Random u may land near a CDF boundary: replace those by u = 0.
+  for (int64_t r = 0; r < c.rows; ++r)
+    if (reference_sample(c, r).degenerate) c.uniform[size_t(r)] = 0.0f;
+  return c;
+}
+
+TEST_P(Sample, ExplicitDrawMatchesInverseCdf) {
+  uint64_t seed = 3000;
+  const RowConfig configs[] = {
+      {0.8f, 0, 1.0f, 0.0f},  {1.0f, 40, 1.0f, 0.0f},  {0.7f, 0, 0.9f, 0.0f},
+      {1.2f, 0, 1.0f, 0.1f},  {1.0f, 50, 0.9f, 0.05f}, {0.9f, 300, 0.8f, 0.0f},
+      {1.0f, 2047, 0.95f, 0.0f}};
+  for (nt_dtype dtype : kFloatTypes)
+    for (int64_t vocab : {1000, 4099})
+      for (const RowConfig& rc : configs)
+        for (bool joint : {false, true}) {
+          Rng rng(++seed);
+          SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " V=" + std::to_string(vocab));
+          SampleCase one;
+          one.vocab = vocab;
+          one.dtype = dtype;
+          one.temperature = scalar(rc.temperature);
+          one.top_k = scalar(rc.top_k);
+          one.top_p = scalar(rc.top_p);
+          one.min_p = scalar(rc.min_p);
+          one.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
+          one.uniform = {0.5f};
+          const bool peaked = rng.coin();
+          fill_logits(one, rng, peaked);
+          redraw_degenerate_rows(one, rng, peaked);
+          expect_tokens_match(dev(), explicit_draw_case(one, reference_sample(one, 0), rng));
+        }
+}
+
+// Top-k cuts ties by index: integer logits tie massively, and -0 ties with +0.
+TEST_P(Sample, TopKBoundaryTiesGoToTheLowerIndex) {
+  const uint64_t seed = 3500;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase one;
+  one.vocab = 777;
+  one.logits.resize(777);
+  for (auto& x : one.logits) x = float(rng.integer(-6, 0));
+  for (auto& x : one.logits)
+    if (x == 0.0f && rng.coin()) x = -0.0f;
+  one.top_k = scalar<int32_t>(37);
+  one.uniform = {0.5f};
+  for (nt_dtype dtype : kFloatTypes) {
+    one.dtype = dtype;
+    const SampleReference ref = reference_sample(one, 0);
+    ASSERT_EQ(ref.keep.size(), 37u);
+    expect_tokens_match(dev(), explicit_draw_case(one, ref, rng));
+  }
+}
+
+TEST_P(Sample, RepeatedCallsAreBitwiseEqual) {
+  const uint64_t seed = 4000;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase c;
+  c.rows = 64;
+  c.vocab = 5003;
+  set_configs(c, rng, true);
+  set_seeds(c, rng, true);
+  fill_logits(c, rng, false);
+  const auto first = run_sample(dev(), c);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(run_sample(dev(), c), first) << "repeat " << i;
+}
+
+// Per-row seeds: a row's token depends on its own data and parameters only.
+TEST_P(Sample, PerRowSeedsMakeTokensBatchInvariant) {
+  const uint64_t seed = 5000;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  const int64_t vocab = 3001;
+  SampleCase big;
+  big.rows = 13;
+  big.vocab = vocab;
+  set_configs(big, rng, true);
+  set_seeds(big, rng, true);
+  fill_logits(big, rng, true);
+  // Promised on non-degenerate inputs: a backend may split a row differently
+  // for different batch sizes, which moves fp32 masses in the last bits.
+  redraw_degenerate_rows(big, rng, true);
+  const auto big_tokens = run_sample(dev(), big);
+
+  auto pick = [&](const std::vector<int64_t>& rows) {
+    SampleCase c = big;
+    c.rows = int64_t(rows.size());
+    c.logits.clear();
+    auto take = [&](auto& param) {
+      auto all = param.values;
+      param.values.clear();
+      for (int64_t r : rows) param.values.push_back(all[size_t(r)]);
+    };
+    take(c.temperature); take(c.top_k); take(c.top_p); take(c.min_p); take(c.seed); take(c.offset);
+    for (int64_t r : rows)
+      c.logits.insert(c.logits.end(), big.logits.begin() + r * vocab, big.logits.begin() + (r + 1) * vocab);
+    return c;
+  };
+  const std::vector<int64_t> subsets[] = {{12, 3, 7, 0}, {5}, {9, 9, 1, 2, 11, 4, 6, 8, 10, 3}};
+  for (const auto& rows : subsets) {
+    const auto tokens = run_sample(dev(), pick(rows));
+    for (size_t j = 0; j < rows.size(); ++j)
+      EXPECT_EQ(tokens[j], big_tokens[size_t(rows[j])])
+          << "row " << rows[j] << " moved to position " << j << " of " << rows.size();
+  }
+}
+
+TEST_P(Sample, NonFiniteLogits) {
+  uint64_t seed = 6000;
+  for (nt_dtype dtype : kFloatTypes) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype));
+    SampleCase c;
+    c.rows = 8;
+    c.vocab = 1500;
+    c.dtype = dtype;
+    c.logits.resize(size_t(c.rows * c.vocab));
+    set_configs(c, rng, true);
+    set_seeds(c, rng, rng.coin());
+    auto row = [&](int64_t r) { return &c.logits[size_t(r * c.vocab)]; };
+    // Rows 0-3: NaN and -inf sprinkled over peaked logits; row 7: NaN only.
+    auto make_row = [&](int64_t r) {
+      fill_row(rng, true, dtype, row(r), c.vocab);
+      if (r < 4)
+        for (int i = 0; i < 150; ++i) row(r)[rng.integer(0, c.vocab - 1)] = rng.coin() ? kNaN : -kInf;
+      if (r == 7)
+        for (int i = 0; i < 40; ++i) row(r)[rng.integer(0, c.vocab - 1)] = kNaN;
+    };
+    for (int64_t r = 0; r < c.rows; ++r) make_row(r);
+    row(4)[1234] = kInf;  // one +inf: always that token
+    for (int i = 0; i < 5; ++i) row(5)[rng.integer(0, c.vocab - 1)] = kInf;  // several: uniform
+    row(5)[3] = kNaN;
+    row(6)[77] = kInf;
+    row(6)[900] = kInf;
+    row(6)[5] = -kInf;
+    for (int64_t r : {0, 1, 2, 3, 7})
+      for (int tries = 0; reference_sample(c, r).degenerate; ++tries) {
+        ASSERT_LT(tries, 100);
+        make_row(r);
+      }
+    expect_tokens_match(dev(), c);
+    c.temperature = scalar(0.0f);
+    expect_tokens_match(dev(), c);
+    // The explicit draw over several +inf tokens is uniform among them.
+    SampleCase one;
+    one.vocab = c.vocab;
+    one.dtype = dtype;
+    one.logits.assign(row(5), row(5) + c.vocab);
+    one.uniform = {0.5f};
+    expect_tokens_match(dev(), explicit_draw_case(one, reference_sample(one, 0), rng));
+  }
+}
+
+TEST_P(Sample, FullyMaskedRowsGiveMinusOne) {
+  uint64_t seed = 7000;
+  for (nt_dtype dtype : kFloatTypes)
+    for (nt_dtype token_dtype : {NT_I64, NT_I32}) {
+      Rng rng(++seed);
+      SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype));
+      SampleCase c;
+      c.rows = 6;
+      c.vocab = 2049;
+      c.dtype = dtype;
+      c.token_dtype = token_dtype;
+      fill_logits(c, rng, false);
+      for (int64_t r : {0, 2, 3, 5})
+        for (int64_t i = 0; i < c.vocab; ++i)
+          c.logits[size_t(r * c.vocab + i)] = r == 0 ? -kInf : r == 2 ? kNaN : rng.coin() ? kNaN : -kInf;
+      c.temperature = per_row<float>({1.0f, 0.7f, 0.0f, 1.0f, 0.5f, 1.3f});
+      c.top_k = per_row<int32_t>({0, 50, 0, 1, 0, 5});
+      c.top_p = per_row<float>({1.0f, 0.9f, 1.0f, 1.0f, 0.0f, 0.5f});
+      c.min_p = per_row<float>({0.0f, 0.05f, 0.0f, 0.0f, 0.0f, 0.2f});
+      set_seeds(c, rng, false);
+      redraw_degenerate_rows(c, rng, false);
+      expect_tokens_match(dev(), c);
+      const auto tokens = run_sample(dev(), c);
+      for (int64_t r : {0, 2, 3, 5}) EXPECT_EQ(tokens[size_t(r)], -1) << "row " << r;
+      c.uniform = {0.3f, 0.9f, 0.0f, 1.0f, 0.5f, 0.99f};
+      redraw_degenerate_rows(c, rng, false);
+      expect_tokens_match(dev(), c);
+    }
+}
+
+TEST_P(Sample, SingleTokenVocabulary) {
+  SampleCase c;
+  c.rows = 5;
+  c.vocab = 1;
+  c.logits = {0.25f, -kInf, kNaN, kInf, -3.0f};
+  c.temperature = per_row<float>({1.0f, 1.0f, 0.7f, 0.5f, 0.0f});
+  c.top_p = per_row<float>({0.5f, 1.0f, 0.9f, 0.1f, 1.0f});
+  c.top_k = per_row<int32_t>({0, 5, 1, 0, 0});
+  for (nt_dtype dtype : kFloatTypes) {
+    c.dtype = dtype;
+    c.uniform.clear();
+    const std::vector<int64_t> want = {0, -1, -1, 0, 0};
+    EXPECT_EQ(run_sample(dev(), c), want) << dtype_label(dtype);
+    c.uniform = {0.5f, 0.5f, 0.0f, 0.999f, 0.1f};
+    EXPECT_EQ(run_sample(dev(), c), want) << dtype_label(dtype) << " explicit draw";
+  }
+}
+
+TEST_P(Sample, EmptyBatchIsANoOp) {
+  SampleCase c;
+  c.rows = 0;
+  c.vocab = 100;
+  EXPECT_TRUE(run_sample(dev(), c).empty());
+}
+
+NTT_INSTANTIATE_ON_DEVICES(Sample);
+
+}  // namespace
+}  // namespace ntt
