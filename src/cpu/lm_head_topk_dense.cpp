@@ -1,0 +1,175 @@
+// Dense LM head with exact top-k: score[m,v] = hidden[m] . weight[v] (+ bias[v])
+// in fp32, fed straight into per-(part, row) selectors; the [M,V] logits are
+// never stored.
+//
+// Memory: each thread walks its own vocabulary range, 4 weight rows at a time,
+// in column chunks that stay in L1 while every hidden row (widened to f32 once
+// per call, in the workspace) passes against them. The weights are therefore
+// read from memory once per call whatever M is.
+//
+// Arithmetic (identical on the AVX2 and portable paths): lane l = h mod 8 of
+// (v, m) accumulates fma(hidden[m,h], weight[v,h], acc) in increasing h; the 8
+// lanes are summed by the fixed tree lane_sum(); the bias is one fp32 add.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "core/half.h"
+#include "core/portable.h"
+#include "cpu/ops.h"
+#include "cpu/thread_pool.h"
+#include "cpu/topk_select.h"
+
+namespace nt::cpu {
+
+#if defined(__x86_64__) || defined(_M_X64)
+namespace dense_avx2 {  // lm_head_dense_avx2.cpp
+void accumulate(const void* const* w, nt_dtype dtype, int rows, const float* x, int64_t x_stride,
+                int64_t m_count, int64_t n, float* acc);
+void widen(const uint16_t* src, nt_dtype dtype, int64_t n, float* dst);
+}  // namespace dense_avx2
+#endif
+
+namespace {
+
+constexpr int kTileRows = 4;     // weight rows per tile
+constexpr int64_t kChunk = 512;  // columns per chunk: 4 f32 rows = 8 KiB, L1-resident
+constexpr int64_t kMinRowsPerPart = 64;
+// Above this many hidden rows, 16-bit weight chunks are widened once into a
+// buffer rather than once per block of hidden rows inside the kernel.
+constexpr int64_t kWidenInKernelRows = 3;
+
+int64_t round8(int64_t n) { return (n + 7) & ~int64_t(7); }
+size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
+
+#if defined(__x86_64__) || defined(_M_X64)
+bool use_avx2() {
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                         __builtin_cpu_supports("f16c");
+  return ok;
+}
+#endif
+
+float lane_sum(const float* a) {
+  const float t0 = a[0] + a[4], t1 = a[1] + a[5], t2 = a[2] + a[6], t3 = a[3] + a[7];
+  return (t0 + t2) + (t1 + t3);
+}
+
+float widen_one(const void* data, nt_dtype dtype, int64_t i) {
+  switch (dtype) {
+    case NT_F16: return nt_f16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case NT_BF16: return nt_bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    default: return static_cast<const float*>(data)[i];
+  }
+}
+
+void accumulate_portable(const void* const* w, nt_dtype dtype, int rows, const float* x,
+                         int64_t x_stride, int64_t m_count, int64_t n, float* acc) {
+  for (int r = 0; r < rows; ++r)
+    for (int64_t m = 0; m < m_count; ++m) {
+      float* a = acc + (r * m_count + m) * 8;
+      const float* xm = x + m * x_stride;
+      for (int64_t h = 0; h < round8(n); h += 8)
+        for (int l = 0; l < 8; ++l)
+          a[l] = nt_fmaf(xm[h + l], h + l < n ? widen_one(w[r], dtype, h + l) : 0.0f, a[l]);
+    }
+}
+
+void widen_portable(const uint16_t* src, nt_dtype dtype, int64_t n, float* dst) {
+  for (int64_t i = 0; i < round8(n); ++i) dst[i] = i < n ? widen_one(src, dtype, i) : 0.0f;
+}
+
+struct Layout {
+  int64_t parts, rows, cols, padded_cols;
+  size_t topk, hidden, scratch, scratch_per_part, total;
+};
+
+Layout layout(const nt_lm_head_dense_args& a) {
+  Layout L;
+  L.parts = num_threads();
+  L.rows = a.hidden.shape[0];
+  L.cols = a.weight.shape[1];
+  L.padded_cols = round8(L.cols);
+  L.topk = 0;
+  L.hidden = L.topk + align64(TopkSet::bytes(L.parts, L.rows, a.k));
+  L.scratch = L.hidden + align64(size_t(L.rows) * size_t(L.padded_cols) * sizeof(float));
+  // per part: widened weight chunk, then the [tile row][hidden row][lane] sums
+  L.scratch_per_part = align64(kTileRows * kChunk * sizeof(float)) +
+                       align64(size_t(kTileRows) * size_t(L.rows) * 8 * sizeof(float));
+  L.total = L.scratch + size_t(L.parts) * L.scratch_per_part + 64;  // + alignment slack
+  return L;
+}
+
+}  // namespace
+
+size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
+  if (a.hidden.shape[0] == 0) return 0;
+  return layout(a).total;
+}
+
+void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t) {
+  const Layout L = layout(a);
+  if (L.rows == 0) return;
+  const int64_t vocab = a.weight.shape[0];
+  const nt_dtype dtype = a.weight.dtype;
+  const size_t elt = dtype == NT_F32 ? 4 : 2;
+  char* base = static_cast<char*>(align_workspace(workspace));
+  TopkSet topk(base + L.topk, L.parts, L.rows, a.k);
+
+  // Hidden rows widened once, zero-padded to whole vectors.
+  float* x = reinterpret_cast<float*>(base + L.hidden);
+  for (int64_t m = 0; m < L.rows; ++m) {
+    const char* src = static_cast<const char*>(a.hidden.data) + m * a.hidden.row_stride * elt;
+    float* dst = x + m * L.padded_cols;
+    for (int64_t h = 0; h < L.cols; ++h) dst[h] = widen_one(src, dtype, h);
+    std::fill(dst + L.cols, dst + L.padded_cols, 0.0f);
+  }
+
+  const bool widen_first = dtype != NT_F32 && L.rows > kWidenInKernelRows;
+  auto accumulate = accumulate_portable;
+  auto widen = widen_portable;
+#if defined(__x86_64__) || defined(_M_X64)
+  if (use_avx2()) { accumulate = dense_avx2::accumulate; widen = dense_avx2::widen; }
+#endif
+
+  parallel_for(vocab, kMinRowsPerPart, [&](int64_t begin, int64_t end, int part) {
+    char* scratch = base + L.scratch + size_t(part) * L.scratch_per_part;
+    float* wide = reinterpret_cast<float*>(scratch);
+    float* acc = reinterpret_cast<float*>(scratch + align64(kTileRows * kChunk * sizeof(float)));
+    for (int64_t v0 = begin; v0 < end; v0 += kTileRows) {
+      const int rows = int(std::min<int64_t>(kTileRows, end - v0));
+      std::fill(acc, acc + size_t(rows) * size_t(L.rows) * 8, 0.0f);
+      for (int64_t h0 = 0; h0 < L.cols; h0 += kChunk) {
+        const int64_t n = std::min(kChunk, L.cols - h0);
+        const void* w[kTileRows];
+        for (int r = 0; r < rows; ++r) {
+          const char* row = static_cast<const char*>(a.weight.data) +
+                            (size_t(v0 + r) * size_t(a.weight.row_stride) + size_t(h0)) * elt;
+          w[r] = row;
+          if (widen_first) {
+            widen(reinterpret_cast<const uint16_t*>(row), dtype, n, wide + r * kChunk);
+            w[r] = wide + r * kChunk;
+          }
+        }
+        accumulate(w, widen_first ? NT_F32 : dtype, rows, x + h0, L.padded_cols, L.rows, n, acc);
+      }
+      for (int64_t m = 0; m < L.rows; ++m) {
+        TopkSelector& sel = topk.at(part, m);
+        for (int r = 0; r < rows; ++r) {
+          float score = lane_sum(acc + (r * L.rows + m) * 8);
+          if (a.bias.data != nullptr) score += widen_one(a.bias.data, a.bias.dtype, v0 + r);
+          sel.push(score, int32_t(v0 + r));
+        }
+      }
+    }
+    for (int64_t m = 0; m < L.rows; ++m) topk.at(part, m).finish();
+  });
+
+  parallel_for(L.rows, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t m = begin; m < end; ++m)
+      topk.write_row(m, static_cast<float*>(a.values.data) + m * a.values.row_stride,
+                     static_cast<int64_t*>(a.indices.data) + m * a.indices.row_stride);
+  });
+}
+
+}  // namespace nt::cpu

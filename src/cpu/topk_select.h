@@ -1,0 +1,131 @@
+// Exact top-k of a stream of scores, shared by the CPU LM heads. Each
+// (vocabulary part, row) pair owns one selector; a part feeds its scores in
+// increasing index order, which lets a running threshold reject almost every
+// score with a single key compare. Parts are merged exactly at the end.
+// Everything lives in the caller's workspace: nothing is allocated here.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+#include "core/ordering.h"
+
+namespace nt::cpu {
+
+// The value is kept as computed (a NaN is reported as NaN even though it
+// ranks as -inf), so the rank is derived from it when needed.
+struct TopkEntry {
+  float value;
+  int32_t index;
+};
+
+// Larger rank = earlier in the order (value desc, index asc).
+inline uint64_t topk_rank(const TopkEntry& e) {
+  return (uint64_t(nt_order_key(e.value)) << 32) | uint64_t(~uint32_t(e.index));
+}
+
+inline bool topk_before(const TopkEntry& a, const TopkEntry& b) {
+  return topk_rank(a) > topk_rank(b);
+}
+
+class TopkSelector {
+ public:
+  // Twice k: a compaction (linear) then frees room for k more candidates, so
+  // its cost is amortised over at least k accepted scores.
+  static int64_t capacity(int32_t k) { return 2 * int64_t(k); }
+
+  TopkSelector(TopkEntry* storage, int32_t k) : buf_(storage), k_(k) {}
+
+  // Indices must increase from call to call: a later score whose key equals
+  // the k-th kept key then ranks after it, so "key <= threshold" rejects it.
+  // The initial threshold 0 is below every key (the -inf/NaN key is 0x007FFFFF).
+  void push(float value, int32_t index) {
+    const uint32_t key = nt_order_key(value);
+    if (key <= threshold_) return;
+    buf_[count_++] = TopkEntry{value, index};
+    if (count_ == capacity(k_)) compact();
+  }
+
+  // Leaves the best min(k, pushed) entries first in the buffer, sorted.
+  void finish() {
+    if (count_ > k_) compact();
+    std::sort(buf_, buf_ + count_, topk_before);
+    cursor_ = 0;
+  }
+
+  int64_t count() const { return count_; }
+  const TopkEntry* entries() const { return buf_; }
+
+ private:
+  void compact() {
+    std::nth_element(buf_, buf_ + (k_ - 1), buf_ + count_, topk_before);
+    count_ = k_;
+    threshold_ = nt_order_key(buf_[k_ - 1].value);
+  }
+
+  friend class TopkSet;
+  TopkEntry* buf_;
+  int32_t k_;
+  int64_t count_ = 0;
+  uint32_t threshold_ = 0;
+  int64_t cursor_ = 0;  // merge position, used after finish()
+};
+
+// parts x rows selectors and their candidate buffers, carved from a workspace.
+class TopkSet {
+ public:
+  static size_t bytes(int64_t parts, int64_t rows, int32_t k) {
+    const size_t n = size_t(parts) * size_t(rows);
+    return align(n * sizeof(TopkSelector)) +
+           align(n * size_t(TopkSelector::capacity(k)) * sizeof(TopkEntry));
+  }
+
+  // memory must be 64-byte aligned and hold bytes(parts, rows, k).
+  TopkSet(void* memory, int64_t parts, int64_t rows, int32_t k)
+      : parts_(parts), rows_(rows), k_(k) {
+    const size_t n = size_t(parts) * size_t(rows);
+    char* base = static_cast<char*>(memory);
+    sel_ = reinterpret_cast<TopkSelector*>(base);
+    auto* entries = reinterpret_cast<TopkEntry*>(base + align(n * sizeof(TopkSelector)));
+    for (size_t i = 0; i < n; ++i)
+      new (sel_ + i) TopkSelector(entries + i * size_t(TopkSelector::capacity(k)), k);
+  }
+
+  TopkSelector& at(int64_t part, int64_t row) { return sel_[part * rows_ + row]; }
+
+  // Call once every part has run finish() on row's selectors: writes the k
+  // best of their union, in order. Each part's list is sorted, so a merge of
+  // the list heads suffices.
+  void write_row(int64_t row, float* values, int64_t* indices) {
+    for (int32_t i = 0; i < k_; ++i) {
+      TopkSelector* best = nullptr;
+      uint64_t best_rank = 0;
+      for (int64_t p = 0; p < parts_; ++p) {
+        TopkSelector& s = at(p, row);
+        if (s.cursor_ == s.count_) continue;
+        const uint64_t r = topk_rank(s.buf_[s.cursor_]);
+        if (best == nullptr || r > best_rank) { best = &s; best_rank = r; }
+      }
+      // The parts cover the whole vocabulary and k <= V, so k entries exist.
+      const TopkEntry& e = best->buf_[best->cursor_++];
+      values[i] = e.value;
+      indices[i] = e.index;
+    }
+  }
+
+ private:
+  static size_t align(size_t n) { return (n + 63) & ~size_t(63); }
+
+  TopkSelector* sel_;
+  int64_t parts_, rows_;
+  int32_t k_;
+};
+
+// Rounds a workspace pointer up to 64 bytes; sizes reserve the slack.
+inline void* align_workspace(void* p) {
+  return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
+}
+
+}  // namespace nt::cpu
