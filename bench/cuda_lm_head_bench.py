@@ -345,7 +345,9 @@ def check_pack_quantize(lib, chk):
         x[3, 7] = float("inf")
         q, s = lib.quantize(x)
         xf = x.float()
-        amax = torch.nan_to_num(xf.abs(), nan=0.0).amax(dim=1)
+        # nan_to_num would also clamp +inf to FLT_MAX; SEMANTICS keeps inf in the max
+        # (scale = inf, so finite entries -> 0 and inf / inf = NaN -> 0).
+        amax = xf.abs().masked_fill(torch.isnan(xf), 0.0).amax(dim=1)
         scale = torch.where(amax == 0, torch.ones_like(amax), amax / 127.0)
         r = torch.round(xf / scale[:, None])
         ref_q = torch.where(torch.isnan(r), torch.zeros_like(r), r.clamp(-127, 127)).to(torch.int8)
@@ -362,7 +364,9 @@ def tiny_checks(lib, chk):
             ("tiny NT=4 M=20 V=2001 H=256 k=7", 43, 20, 2001, 256, bf16, None, 7, {}),
             ("tiny NT=8 M=40 V=2001 H=128 k=64", 44, 40, 2001, 128, bf16, bf16, 64, {}),
             ("tiny f32 M=3 V=1000 H=100 k=10", 45, 3, 1000, 100, f32, None, 10, {}),
-            ("tiny k=2048 M=2 V=2500 H=64", 46, 2, 2500, 64, bf16, None, 2048, {})]:
+            ("tiny k=2048 M=2 V=2500 H=64", 46, 2, 2500, 64, bf16, None, 2048, {}),
+            ("tiny row stream f16 M=1 V=2001 H=200 k=7", 47, 1, 2001, 200, torch.float16, bf16, 7, {}),
+            ("tiny row stream M=4 V=2001 H=256 k=20", 48, 4, 2001, 256, bf16, None, 20, {})]:
         run_dense_check(lib, chk, name, seed, m, vocab, cols, dtype, bias, k, **kw)
     for name, seed, m, vocab, cols, group, bias, k, kw in [
             ("tiny NT=1 M=1 V=3001 H=512 G=128 k=50", 51, 1, 3001, 512, 128, f32, 50, {}),
@@ -393,6 +397,14 @@ def run_checks(lib, small, tiny=False):
         ("M=17 V=4000 H=2880 k=2048 (k > rows per CTA)", 9, 17, 4000, 2880, bf16, None, 2048, {}),
         ("V=1 k=1", 10, 3, 1, 64, bf16, None, 1, {}),
         ("M=10 V=30000 H=1024 k=50 bias=bf16", 13, 10, 30000, 1024, bf16, bf16, 50, {}),
+        # passes of M <= 4 take the row-stream kernel
+        ("row stream f16 M=1 V=20000 H=1000 k=100 bias=f32", 14, 1, 20000, 1000, f16, f32, 100, {}),
+        ("row stream M=1 V=30011 H=4096 k=2048 planted bias=bf16", 15, 1, 30011, 4096, bf16, bf16, 2048,
+         {"plant_k": 2048}),
+        ("row stream ties: rows repeat every 1024, M=1 V=8192 H=512 k=30", 16, 1, 8192, 512, bf16, None, 30,
+         {"period": 1024}),
+        ("M=68 (last pass row stream) V=9000 H=256 k=20 bias=f16", 17, 68, 9000, 256, bf16, f16, 20, {}),
+        ("row stream M=4 V=50001 H=2880 k=50 bias=bf16", 18, 4, 50001, 2880, bf16, bf16, 50, {}),
     ]
     if not small:
         dense.insert(0, ("W2 shape M=1 V=248320 H=5120 k=50", 11, 1, 248320, 5120, bf16, None, 50, {}))
@@ -420,18 +432,19 @@ def run_checks(lib, small, tiny=False):
 
 def nan_case(lib, chk):
     gen = rng(31)
-    hidden = torch.randn(2, 64, generator=gen, device="cuda").to(torch.bfloat16)
+    hidden = torch.randn(8, 64, generator=gen, device="cuda").to(torch.bfloat16)
     weight = torch.randn(64, 64, generator=gen, device="cuda").to(torch.bfloat16)
     weight[5, 3] = float("nan")
     weight[9, 0] = float("nan")
     weight[11, 1] = float("inf")
-    t = dict(hidden=hidden, weight=weight, bias=None)
-    call = HeadCall(lib, "dense", 64, 2, "cuda", **t)
-    call.run()
-    torch.cuda.synchronize()
-    z64 = dense_logits(t, torch.float64)
-    z32 = dense_logits(t, torch.float32)
-    check_topk(chk, "dense NaN/inf rows, k=V=64", call, z64, z32, 1e-5, expected_order(z32, 64))
+    for m in (8, 1):  # tensor-core and row-stream kernels
+        t = dict(hidden=hidden[:m].contiguous(), weight=weight, bias=None)
+        call = HeadCall(lib, "dense", 64, m, "cuda", **t)
+        call.run()
+        torch.cuda.synchronize()
+        z64 = dense_logits(t, torch.float64)
+        z32 = dense_logits(t, torch.float32)
+        check_topk(chk, f"dense NaN/inf rows M={m}, k=V=64", call, z64, z32, 1e-5, expected_order(z32, 64))
 
 
 # ---- bench --------------------------------------------------------------------------
@@ -460,6 +473,29 @@ def median_us(fn, runs, warmup=5):
     torch.cuda.synchronize()
     times = sorted(a.elapsed_time(b) * 1000.0 for a, b in zip(starts, ends))
     return times[len(times) // 2], times[0], times[-1]
+
+
+def kernel_breakdown(fn, calls=5):
+    """Mean device time per call of each kernel fn launches (torch.profiler), so
+    that a slow row shows whether scoring, prep or merge holds it."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+        parts = []
+        for e in prof.key_averages():
+            total = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+            if total <= 0 or e.count == 0:
+                continue
+            name = e.key.replace("(anonymous namespace)", "").split("(")[0].split("<")[0].split("::")[-1]
+            parts.append((total / calls, f"{name} x{e.count // calls} {total / calls:.1f} us"))
+        return ", ".join(p for _, p in sorted(parts, reverse=True)) or "no kernels recorded"
+    except Exception as ex:  # the breakdown is diagnostic only
+        return f"unavailable ({type(ex).__name__}: {ex})"
 
 
 def copy_bandwidth():
@@ -503,6 +539,7 @@ def run_bench(lib, runs, slow_runs, ms):
         read = bin_bytes + m * H + m * 4
         rows.append((f"W1 binary M={m}", ours, lo, hi, read, base, dense_bytes + m * H * 2 + base_logit_bytes))
         print(f"W1 M={m}: ours {ours:.1f} us (min {lo:.1f}, max {hi:.1f}), baseline {base:.1f} us", flush=True)
+        print(f"  kernels: {kernel_breakdown(call.run)}", flush=True)
 
         call = HeadCall(lib, "dense", K, m, "cuda", hidden=xb, weight=weight)
         workspace[f"W2 M={m}"] = call.workspace_bytes
@@ -511,6 +548,7 @@ def run_bench(lib, runs, slow_runs, ms):
         read = dense_bytes + m * H * 2
         rows.append((f"W2 dense bf16 M={m}", ours, lo, hi, read, base, read + base_logit_bytes))
         print(f"W2 M={m}: ours {ours:.1f} us (min {lo:.1f}, max {hi:.1f}), baseline {base:.1f} us", flush=True)
+        print(f"  kernels: {kernel_breakdown(call.run)}", flush=True)
         del call
     return rows, workspace
 

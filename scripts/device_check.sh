@@ -78,7 +78,7 @@ grep -E "error|warning: .*(spill|stack)" "$build_log" | head -20
 # ---- tests -------------------------------------------------------------------
 op_tests="$build/tests/nexttok_op_tests"
 if [ -x "$op_tests" ]; then
-  stage ctest 90 "$OUT/ctest.log" ctest --test-dir "$build" -R '/cuda$' -j 8 --timeout 60 \
+  stage ctest 90 "$OUT/ctest.log" ctest --test-dir "$build" -R '/cuda$|CudaGraph' -j 8 --timeout 60 \
     --output-on-failure
   tail -15 "$OUT/ctest.log"
 else
@@ -91,10 +91,6 @@ if [ -f "$lib" ]; then
   stage bench 160 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --check \
     --budget 100 --json "$OUT/bench.json"
   grep -E "FAIL|ERROR|checks:" "$OUT/bench.log" | head -30
-  # The mask with element stores for mixed vectors instead of read-merge-write
-  # (NEXTTOK_CUDA_MASK_STORES, see cuda/apply_token_bitmask.cu).
-  stage bench-w4-element-stores 60 "$OUT/bench.log" env NEXTTOK_CUDA_MASK_STORES=elements \
-    python3 bench/cuda_sampling_bench.py --lib "$lib" --only w4 --budget 40 --json "$OUT/bench_w4_elements.json"
   # W1/W2: the fused LM heads beside cuBLAS + torch.topk, with torch.equal checks.
   stage bench-lm-head 170 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py \
     --lib "$lib" --check --bench
@@ -116,6 +112,18 @@ if [ -x "$op_tests" ]; then
   grep -E "RACECHECK SUMMARY|hazard|PASSED|FAILED" "$OUT/racecheck.log" | head -20
 fi
 
+# ---- profiler: what limits the kernels (DRAM throughput, occupancy) ------------
+ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size
+if [ -f "$lib" ]; then
+  stage ncu-sampling 60 "$OUT/ncu.log" "$ncu_bin" --clock-control none \
+    -k regex:'sample_|apply_token_bitmask' --metrics "$metrics" \
+    python3 bench/profile_sampling.py --lib "$lib"
+  stage ncu-lm-head 90 "$OUT/ncu.log" "$ncu_bin" --clock-control none \
+    -k regex:'binary_|dense_|merge_topk' --launch-count 8 --metrics "$metrics" \
+    python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m 1 --runs 3 --slow-runs 3
+fi
+
 # ---- summary ------------------------------------------------------------------
 {
   echo
@@ -126,5 +134,5 @@ fi
   echo
   sed -n '/^| row | ours us/,$p' "$OUT/bench.log" 2>/dev/null
   echo
-  sed -n '/^| row/,$p' "$OUT/bench_lm_head.log" 2>/dev/null | tail -20
+  grep -E '^\|' "$OUT/bench_lm_head.log" 2>/dev/null | tail -12
 } | tee -a "$summary"

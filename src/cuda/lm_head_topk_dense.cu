@@ -18,6 +18,7 @@
 //
 // Any other case (f32, odd H or alignment, pre-sm_80 devices) runs a plain
 // fp32 FFMA tile kernel with the same top-k.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -224,6 +225,132 @@ __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
   cp_async_wait<0>();
 }
 
+// ---- few-token row-stream path -----------------------------------------------
+//
+// At M <= 4 the tensor-core kernel is latency bound: each warp instruction
+// fetches 64 bytes of 8 different rows and one CTA of 8 warps holds the SM.
+// Here each warp streams whole weight rows instead: one instruction reads 512
+// contiguous bytes of a row, kStreamDepth of them stay in flight per lane
+// (16 warps x 32 lanes x 12 x 16 B = 96 KB per SM, above the ~32-64 KB that
+// Little's law asks at 4 TB/s), and a row's score per token is an fp32 FMA
+// chain per lane plus a warp butterfly sum. The token rows sit in shared
+// memory widened to f32, so a 16-byte weight piece costs 8 widenings plus
+// 2 shared loads and 8 FMAs per token.
+
+constexpr int kStreamWarps = 16;
+constexpr int kStreamThreads = kStreamWarps * 32;
+constexpr int kStreamDepth = 12;                              // 16-byte loads in flight per lane
+constexpr int kStreamRowsPerWarp = kTileRows / kStreamWarps;  // tiles stay kTileRows rows
+constexpr int kStreamMaxTokens = 4;
+
+struct RowStreamParams {
+  const uint16_t* weight;
+  int64_t weight_stride;  // elements
+  const uint16_t* hidden;
+  int64_t hidden_stride;  // elements
+  int cols, vocab, rows_per_cta;
+  BiasArgs bias;
+  topk::CandidateArgs cand;
+};
+
+template <bool kBf16>
+__device__ __forceinline__ float widen_half(uint16_t h) {
+  return kBf16 ? __uint_as_float(uint32_t(h) << 16) : __half2float(__ushort_as_half(h));
+}
+
+// The 8 weights of one 16-byte piece, in column order.
+template <bool kBf16>
+__device__ __forceinline__ void widen_piece(const uint4& w, float (&out)[8]) {
+  const uint32_t wv[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    out[2 * i] = widen_half<kBf16>(uint16_t(wv[i] & 0xFFFFu));
+    out[2 * i + 1] = widen_half<kBf16>(uint16_t(wv[i] >> 16));
+  }
+}
+
+template <bool kBf16, int NR>
+__global__ void __launch_bounds__(kStreamThreads, 1) dense_row_stream_kernel(RowStreamParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ topk::CtaShared<kStreamWarps> topk_shared;
+  topk::CtaTopk<kStreamWarps> topk(topk_shared, p.cand, NR);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int n_vec = p.cols / 8;  // 16-byte pieces per row (H % 8 == 0)
+  float* hidden = reinterpret_cast<float*>(smem);  // [NR][cols]
+#pragma unroll
+  for (int r = 0; r < NR; ++r)
+    for (int c = threadIdx.x; c < p.cols; c += kStreamThreads)
+      hidden[r * p.cols + c] = widen_half<kBf16>(p.hidden[int64_t(r) * p.hidden_stride + c]);
+  __syncthreads();
+
+  const int row_begin = blockIdx.x * p.rows_per_cta;
+  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
+  const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
+  const int per_row = (n_vec + 31) / 32;  // steps per row: piece lane + 32 * step
+
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    const int row0 = row_begin + tile * kTileRows + warp * kStreamRowsPerWarp;
+    const int my_rows = max(0, min(kStreamRowsPerWarp, row_end - row0));
+    const int steps = my_rows * per_row;
+    const uint16_t* wrow = p.weight + int64_t(row0) * p.weight_stride;
+
+    int load_step = 0, load_row = 0, load_u = 0;
+    uint4 ring[kStreamDepth];
+    auto load = [&](uint4& dst) {
+      const int j = lane + 32 * load_u;
+      dst = make_uint4(0u, 0u, 0u, 0u);
+      if (load_step < steps && j < n_vec) dst = ldg_stream(wrow + int64_t(load_row) * p.weight_stride + 8 * j);
+      ++load_step;
+      if (++load_u == per_row) {
+        load_u = 0;
+        ++load_row;
+      }
+    };
+#pragma unroll
+    for (int d = 0; d < kStreamDepth; ++d) load(ring[d]);
+
+    float acc[NR];
+#pragma unroll
+    for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
+    int use_row = 0, use_u = 0;
+    for (int s0 = 0; s0 < steps; s0 += kStreamDepth) {
+#pragma unroll
+      for (int d = 0; d < kStreamDepth; ++d) {
+        if (s0 + d < steps) {  // warp-uniform
+          const int j = lane + 32 * use_u;
+          if (j < n_vec) {
+            float w[8];
+            widen_piece<kBf16>(ring[d], w);
+#pragma unroll
+            for (int r = 0; r < NR; ++r) {
+              const float4* h = reinterpret_cast<const float4*>(hidden + r * p.cols + 8 * j);
+              const float4 h0 = h[0], h1 = h[1];
+              const float hv[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+#pragma unroll
+              for (int e = 0; e < 8; ++e) acc[r] = fmaf(hv[e], w[e], acc[r]);
+            }
+          }
+          load(ring[d]);
+          if (++use_u == per_row) {
+            const int row = row0 + use_row;
+#pragma unroll
+            for (int r = 0; r < NR; ++r) {
+#pragma unroll
+              for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+              if (lane == r) topk.offer(r, add_bias(acc[r], p.bias, row), row);
+              acc[r] = 0.0f;
+            }
+            use_u = 0;
+            ++use_row;
+          }
+        }
+      }
+    }
+    topk.end_tile(kTileRows, tile == n_tiles - 1);
+  }
+}
+
 // ---- generic path -----------------------------------------------------------
 
 constexpr int kGenericTileRows = 64;
@@ -343,6 +470,34 @@ void launch_mma(const DenseParams& p, int grid, int device, cudaStream_t stream)
   kernel<<<grid, kThreads, kStages * p.rows * kTokenRowBytes, stream>>>(p);
 }
 
+// Passes of at most kStreamMaxTokens rows stream weight rows (see
+// dense_row_stream_kernel) when their f32 hidden rows fit shared memory
+// beside the top-k state.
+bool row_stream_fits(int64_t rows, int64_t cols, const DeviceLimits& dev) {
+  return rows <= kStreamMaxTokens &&
+         rows * cols * 4 <= dev.max_smem_optin - int64_t(sizeof(topk::CtaShared<kStreamWarps>)) - 1024;
+}
+
+template <bool kBf16, int NR>
+void launch_row_stream(const RowStreamParams& p, int grid, int device, cudaStream_t stream) {
+  auto kernel = dense_row_stream_kernel<kBf16, NR>;
+  allow_dynamic_smem(kernel, device_limits(device, kOp).max_smem_optin -
+                                 int(sizeof(topk::CtaShared<kStreamWarps>)),
+                     device, kOp);
+  kernel<<<grid, kStreamThreads, NR * p.cols * 4, stream>>>(p);
+}
+
+template <bool kBf16>
+void launch_row_stream_rows(const RowStreamParams& p, int rows, int grid, int device,
+                            cudaStream_t stream) {
+  switch (rows) {
+    case 1: launch_row_stream<kBf16, 1>(p, grid, device, stream); break;
+    case 2: launch_row_stream<kBf16, 2>(p, grid, device, stream); break;
+    case 3: launch_row_stream<kBf16, 3>(p, grid, device, stream); break;
+    default: launch_row_stream<kBf16, 4>(p, grid, device, stream); break;
+  }
+}
+
 template <bool kBf16>
 void launch_mma_rows(const DenseParams& p, int grid, int device, cudaStream_t stream) {
   if (p.rows <= 8) launch_mma<kBf16, 1, 8>(p, grid, device, stream);
@@ -404,7 +559,20 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
   for (int64_t m0 = 0; m0 < rows_total; m0 += pass_rows) {
     const int rows = static_cast<int>(std::min<int64_t>(pass_rows, rows_total - m0));
     const char* hidden = static_cast<const char*>(a.hidden.data) + m0 * a.hidden.row_stride * elt;
-    if (path.mma) {
+    if (path.mma && row_stream_fits(rows, a.weight.shape[1], dev)) {
+      RowStreamParams p{};
+      p.weight = static_cast<const uint16_t*>(a.weight.data);
+      p.weight_stride = a.weight.shape[0] > 1 ? a.weight.row_stride : 0;
+      p.hidden = reinterpret_cast<const uint16_t*>(hidden);
+      p.hidden_stride = rows > 1 ? a.hidden.row_stride : 0;
+      p.cols = static_cast<int>(a.weight.shape[1]);
+      p.vocab = static_cast<int>(a.weight.shape[0]);
+      p.rows_per_cta = plan.rows_per_cta;
+      p.bias = bias;
+      p.cand = cand;
+      if (a.weight.dtype == NT_BF16) launch_row_stream_rows<true>(p, rows, plan.grid, a.weight.device_id, stream);
+      else launch_row_stream_rows<false>(p, rows, plan.grid, a.weight.device_id, stream);
+    } else if (path.mma) {
       DenseParams p{};
       p.weight = static_cast<const uint16_t*>(a.weight.data);
       p.weight_stride = a.weight.shape[0] > 1 ? a.weight.row_stride : 0;

@@ -127,10 +127,17 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     }
     return;
   }
-  for (int k = 0; k < a.splits; ++k) {
-    const u32 base = info.offset[k], n = info.offset[k + 1 < a.splits ? k + 1 : kMaxSplits] - base;
+  // Each thread finds its candidates' chunks by binary search on the offsets
+  // (non-decreasing over all kMaxSplits + 1 slots, empty chunks included), so
+  // every load is independent: a loop over the chunks paid one L2 round trip
+  // per chunk in series, 64 of them at B = 1.
+  for (int i = tid; i < int(n_total); i += kMergeThreads) {
+    int k = 0;
+#pragma unroll
+    for (int step = kMaxSplits / 2; step > 0; step >>= 1)
+      if (info.offset[k + step] <= u32(i)) k += step;
     const u64* src = a.candidates + (size_t(row) * a.splits + k) * size_t(a.kchunk);
-    for (int i = tid; i < int(n); i += kMergeThreads) cand[base + i] = src[i];
+    cand[i] = src[u32(i) - info.offset[k]];
   }
   __syncthreads();
 

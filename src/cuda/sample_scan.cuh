@@ -9,50 +9,56 @@ namespace nt::cuda {
 
 // ---- kernel 1: scan one chunk ---------------------------------------------------
 
-// Runs on_group(t0, x[4]) over the chunk, one tile of 4096 tokens at a time with
-// the next tile's loads in flight, and on_tile_end() after each tile (block-uniform).
-template <nt_dtype DT, bool VEC, class OnGroup, class OnTileEnd>
+// Runs on_group(t0, x[4]) over the chunk, one tile of 4096 tokens at a time,
+// and on_tile_end(last) after each tile (block-uniform; last: no tile follows).
+// DEPTH register buffers rotate without copies (a copy would wait for the load
+// it moves), so DEPTH - 1 tiles stay in flight while one is consumed: with 2
+// CTAs of 512 threads per SM and 32 bytes per thread per tile, DEPTH 3 keeps
+// 64 KB per SM in flight, what ~4 TB/s at ~1 us latency needs; DEPTH 2 (32 KB)
+// suits register-heavy callers.
+template <nt_dtype DT, bool VEC, int DEPTH, class OnGroup, class OnTileEnd>
 __device__ __forceinline__ void scan_tiles(const typename LogitTraits<DT>::Storage* row,
                                            int64_t begin, int64_t end, OnGroup&& on_group,
                                            OnTileEnd&& on_tile_end) {
   constexpr int G = group_tokens<DT, VEC>();
   constexpr int U = kTokensPerThread / G;
   const int64_t tid = threadIdx.x;
-  float cur[U][G], nxt[U][G];
+  float buf[DEPTH][U][G];
   auto load = [&](int64_t tile, float (&x)[U][G]) {
+    if (tile >= end) return;
 #pragma unroll
     for (int u = 0; u < U; ++u)
       load_group<DT, VEC, true>(row, tile + (u * kScanThreads + tid) * G, end, x[u]);
   };
-  if (begin < end) load(begin, cur);
-  for (int64_t tile = begin; tile < end; tile += kTileTokens) {
-    const bool more = tile + kTileTokens < end;
-    if (more) load(tile + kTileTokens, nxt);
 #pragma unroll
-    for (int u = 0; u < U; ++u)
+  for (int d = 0; d < DEPTH; ++d) load(begin + int64_t(d) * kTileTokens, buf[d]);
+  for (int64_t base = begin; base < end; base += int64_t(DEPTH) * kTileTokens) {
 #pragma unroll
-      for (int q = 0; q < G / 4; ++q) {
-        const float x4[4] = {cur[u][4 * q], cur[u][4 * q + 1], cur[u][4 * q + 2], cur[u][4 * q + 3]};
-        on_group(u32(tile + (u * kScanThreads + tid) * G + 4 * q), x4);
-      }
-    on_tile_end();
-    if (more) {
+    for (int d = 0; d < DEPTH; ++d) {
+      const int64_t tile = base + int64_t(d) * kTileTokens;
+      if (tile >= end) break;
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int j = 0; j < G; ++j) cur[u][j] = nxt[u][j];
+        for (int q = 0; q < G / 4; ++q) {
+          const float x4[4] = {buf[d][u][4 * q], buf[d][u][4 * q + 1], buf[d][u][4 * q + 2],
+                               buf[d][u][4 * q + 3]};
+          on_group(u32(tile + (u * kScanThreads + tid) * G + 4 * q), x4);
+        }
+      on_tile_end(tile + kTileTokens >= end);
+      load(tile + int64_t(DEPTH) * kTileTokens, buf[d]);
     }
   }
 }
 
-template <nt_dtype DT, bool VEC>
+template <nt_dtype DT, bool VEC, int DEPTH>
 __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
                             const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                             int64_t end) {
   using Reduce = cub::BlockReduce<u64, kScanThreads>;
   __shared__ typename Reduce::TempStorage tmp;
   u64 best = 0;
-  scan_tiles<DT, VEC>(
+  scan_tiles<DT, VEC, DEPTH>(
       rowp, begin, end,
       [&](u32 t0, const float (&x)[4]) {
 #pragma unroll
@@ -61,7 +67,7 @@ __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
           best = c > best ? c : best;
         }
       },
-      [] {});
+      [](bool) {});
   best = Reduce(tmp).Reduce(best, MaxU64());
   if (threadIdx.x != 0) return;
   if (a.splits == 1) {
@@ -71,7 +77,7 @@ __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
   }
 }
 
-template <nt_dtype DT, bool VEC>
+template <nt_dtype DT, bool VEC, int DEPTH>
 __device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                            const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                            int64_t end) {
@@ -87,21 +93,24 @@ __device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int ch
   if (threadIdx.x < 2) shared_bound[threadIdx.x] = NT_KEY_NEG_INF;
   __syncthreads();
   GumbelBest g;
-  int tile = 0;
-  scan_tiles<DT, VEC>(
+  int tile = 0, syncs = 0;
+  scan_tiles<DT, VEC, DEPTH>(
       rowp, begin, end,
       [&](u32 t0, const float (&x)[4]) {
         gumbel_group(g, c, gbound, t0, x, [](float, u32) { return true; });
       },
-      [&] {
-        // Share the best value reached so far; slots alternate so that a slot
-        // is only read between the barrier after its writes and the next one.
-        u32* slot = &shared_bound[tile & 1];
+      [&](bool last) {
+        // Share the best value reached so far after each of the first 4 tiles,
+        // then every 4th (each barrier holds every warp's next loads back; the
+        // thread-local bound keeps pruning in between); slots alternate so that
+        // a slot is only read between the barrier after its writes and the next.
+        ++tile;
+        if (last || (tile > 4 && (tile & 3) != 0)) return;
+        u32* slot = &shared_bound[syncs++ & 1];
         const u32 key = warp_max<u32>(composite_key(g.best));
         if (lane_index() == 0) atomicMax(slot, key);
         __syncthreads();
         g.bound = fmaxf(g.bound, nt_key_to_float(*slot));
-        ++tile;
       });
   const u64 best = ReduceU64(tmp.r64).Reduce(g.best, MaxU64());
   __syncthreads();
@@ -168,7 +177,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   if (threadIdx.x == 0) count = 0;
   __syncthreads();
 
-  scan_tiles<DT, VEC>(
+  scan_tiles<DT, VEC, 2>(
       rowp, begin, end,
       [&](u32 t0, const float (&x)[4]) {
 #pragma unroll
@@ -193,7 +202,9 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
           if (take) buf[pos] = cv;
         }
       },
-      [&] {
+      [&](bool last) {
+        // After the last tile the final selection below does the same work.
+        if (last) return;
         __syncthreads();
         const u32 n = count;
         __syncthreads();
@@ -250,17 +261,20 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   const int64_t end = min(begin + int64_t(a.chunk), int64_t(a.vocab));
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const RowCfg c = load_row_cfg(a, row);
+  // The mixed-row kernel carries the filtered path's registers: a third
+  // buffer would spill there.
+  constexpr int kDepth = MODE == kAnyRow ? 2 : 3;
   if constexpr (MODE == kGreedyRow) {
-    scan_greedy<DT, VEC>(a, row, chunk, rowp, begin, end);
+    scan_greedy<DT, VEC, kDepth>(a, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kPlainRow) {
-    scan_plain<DT, VEC>(a, c, row, chunk, rowp, begin, end);
+    scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kFilteredRow) {
     scan_filtered<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
   } else {
     if (c.cls == kGreedyRow)
-      scan_greedy<DT, VEC>(a, row, chunk, rowp, begin, end);
+      scan_greedy<DT, VEC, kDepth>(a, row, chunk, rowp, begin, end);
     else if (c.cls == kPlainRow)
-      scan_plain<DT, VEC>(a, c, row, chunk, rowp, begin, end);
+      scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
     else
       scan_filtered<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
   }
