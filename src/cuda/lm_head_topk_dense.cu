@@ -473,8 +473,13 @@ void launch_mma(const DenseParams& p, int grid, int device, cudaStream_t stream)
 // Passes of at most kStreamMaxTokens rows stream weight rows (see
 // dense_row_stream_kernel) when their f32 hidden rows fit shared memory
 // beside the top-k state.
+// Measured on the H200 (bench/results/2026-12-01-h200-run2): the row stream
+// beats the tensor-core kernel at M=1 (1213 vs 1358 us at V=248,320, H=5,120)
+// but loses at M=4 (1724 vs 1368 us), so only single-row passes take it until
+// M=2 and M=3 are measured.
+constexpr int64_t kStreamRowsMeasuredFaster = 1;
 bool row_stream_fits(int64_t rows, int64_t cols, const DeviceLimits& dev) {
-  return rows <= kStreamMaxTokens &&
+  return rows <= kStreamRowsMeasuredFaster && rows <= kStreamMaxTokens &&
          rows * cols * 4 <= dev.max_smem_optin - int64_t(sizeof(topk::CtaShared<kStreamWarps>)) - 1024;
 }
 
