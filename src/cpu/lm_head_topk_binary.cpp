@@ -18,6 +18,7 @@
 
 #include "core/half.h"
 #include "core/portable.h"
+#include "cpu/lm_head_common.h"
 #include "cpu/ops.h"
 #include "cpu/thread_pool.h"
 #include "cpu/topk_select.h"
@@ -39,29 +40,13 @@ namespace {
 constexpr int kTileRows = 4;  // weight rows per tile: each activation load serves 4
 constexpr int64_t kMinRowsPerPart = 256;
 
-int64_t round8(int64_t n) { return (n + 7) & ~int64_t(7); }
-size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
-
+using lm_head::align64;
+using lm_head::lane_sum;
+using lm_head::round8;
+using lm_head::widen_element;
 #if defined(__x86_64__) || defined(_M_X64)
-bool use_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                         __builtin_cpu_supports("f16c");
-  return ok;
-}
+using lm_head::use_avx2;
 #endif
-
-float lane_sum(const float* a) {
-  const float t0 = a[0] + a[4], t1 = a[1] + a[5], t2 = a[2] + a[6], t3 = a[3] + a[7];
-  return (t0 + t2) + (t1 + t3);
-}
-
-float widen_bias(const nt_tensor& bias, int64_t v) {
-  switch (bias.dtype) {
-    case NT_F16: return nt_f16_to_f32(static_cast<const uint16_t*>(bias.data)[v]);
-    case NT_BF16: return nt_bf16_to_f32(static_cast<const uint16_t*>(bias.data)[v]);
-    default: return static_cast<const float*>(bias.data)[v];
-  }
-}
 
 void widen_scales_portable(const uint16_t* src, int64_t n, float* dst) {
   for (int64_t g = 0; g < n; ++g) dst[g] = nt_f16_to_f32(src[g]);
@@ -184,7 +169,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_
         TopkSelector& sel = topk.at(part, m);
         for (int t = 0; t < rows; ++t) {
           float score = act_scale[m] * lane_sum(lanes + (t * L.rows + m) * 8);
-          if (a.bias.data != nullptr) score += widen_bias(a.bias, v0 + t);
+          if (a.bias.data != nullptr) score += widen_element(a.bias.data, a.bias.dtype, v0 + t);
           sel.push(score, int32_t(v0 + t));
         }
       }

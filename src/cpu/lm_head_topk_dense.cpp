@@ -16,6 +16,7 @@
 
 #include "core/half.h"
 #include "core/portable.h"
+#include "cpu/lm_head_common.h"
 #include "cpu/ops.h"
 #include "cpu/thread_pool.h"
 #include "cpu/topk_select.h"
@@ -39,29 +40,13 @@ constexpr int64_t kMinRowsPerPart = 64;
 // buffer rather than once per block of hidden rows inside the kernel.
 constexpr int64_t kWidenInKernelRows = 3;
 
-int64_t round8(int64_t n) { return (n + 7) & ~int64_t(7); }
-size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
-
+using lm_head::align64;
+using lm_head::lane_sum;
+using lm_head::round8;
+using lm_head::widen_element;
 #if defined(__x86_64__) || defined(_M_X64)
-bool use_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                         __builtin_cpu_supports("f16c");
-  return ok;
-}
+using lm_head::use_avx2;
 #endif
-
-float lane_sum(const float* a) {
-  const float t0 = a[0] + a[4], t1 = a[1] + a[5], t2 = a[2] + a[6], t3 = a[3] + a[7];
-  return (t0 + t2) + (t1 + t3);
-}
-
-float widen_one(const void* data, nt_dtype dtype, int64_t i) {
-  switch (dtype) {
-    case NT_F16: return nt_f16_to_f32(static_cast<const uint16_t*>(data)[i]);
-    case NT_BF16: return nt_bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
-    default: return static_cast<const float*>(data)[i];
-  }
-}
 
 void accumulate_portable(const void* const* w, nt_dtype dtype, int rows, const float* x,
                          int64_t x_stride, int64_t m_count, int64_t n, float* acc) {
@@ -71,12 +56,12 @@ void accumulate_portable(const void* const* w, nt_dtype dtype, int rows, const f
       const float* xm = x + m * x_stride;
       for (int64_t h = 0; h < round8(n); h += 8)
         for (int l = 0; l < 8; ++l)
-          a[l] = nt_fmaf(xm[h + l], h + l < n ? widen_one(w[r], dtype, h + l) : 0.0f, a[l]);
+          a[l] = nt_fmaf(xm[h + l], h + l < n ? widen_element(w[r], dtype, h + l) : 0.0f, a[l]);
     }
 }
 
 void widen_portable(const uint16_t* src, nt_dtype dtype, int64_t n, float* dst) {
-  for (int64_t i = 0; i < round8(n); ++i) dst[i] = i < n ? widen_one(src, dtype, i) : 0.0f;
+  for (int64_t i = 0; i < round8(n); ++i) dst[i] = i < n ? widen_element(src, dtype, i) : 0.0f;
 }
 
 struct Layout {
@@ -121,7 +106,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t)
   for (int64_t m = 0; m < L.rows; ++m) {
     const char* src = static_cast<const char*>(a.hidden.data) + m * a.hidden.row_stride * elt;
     float* dst = x + m * L.padded_cols;
-    for (int64_t h = 0; h < L.cols; ++h) dst[h] = widen_one(src, dtype, h);
+    for (int64_t h = 0; h < L.cols; ++h) dst[h] = widen_element(src, dtype, h);
     std::fill(dst + L.cols, dst + L.padded_cols, 0.0f);
   }
 
@@ -157,7 +142,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t)
         TopkSelector& sel = topk.at(part, m);
         for (int r = 0; r < rows; ++r) {
           float score = lane_sum(acc + (r * L.rows + m) * 8);
-          if (a.bias.data != nullptr) score += widen_one(a.bias.data, a.bias.dtype, v0 + r);
+          if (a.bias.data != nullptr) score += widen_element(a.bias.data, a.bias.dtype, v0 + r);
           sel.push(score, int32_t(v0 + r));
         }
       }
