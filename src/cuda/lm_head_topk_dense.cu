@@ -608,19 +608,9 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
     }
     check_launch(kOp);
 
-    topk::MergeArgs merge{};
-    merge.cand = cand.cand;
-    merge.counts = cand.counts;
-    merge.grid = plan.grid;
-    merge.mp_stride = plan.mp_stride;
-    merge.cap = plan.cap;
-    merge.k = a.k;
-    merge.values = static_cast<float*>(a.values.data) + m0 * a.values.row_stride;
-    merge.values_stride = a.values.row_stride;
-    merge.indices = static_cast<int64_t*>(a.indices.data) + m0 * a.indices.row_stride;
-    merge.indices_stride = a.indices.row_stride;
-    merge.resident = merge_resident;
-    topk::merge_topk_kernel<><<<rows, topk::kMergeThreads, merge_smem, stream>>>(merge);
+    topk::launch_merge(cand, plan.grid, static_cast<float*>(a.values.data),
+                       a.values.row_stride, static_cast<int64_t*>(a.indices.data),
+                       a.indices.row_stride, m0, rows, merge_resident, merge_smem, stream);
     check_launch(kOp);
   }
 }

@@ -205,4 +205,24 @@ inline int merge_resident_capacity(int max_smem_optin) {
   return n < 0 ? 0 : (n < kMergeMaxResident ? n : kMergeMaxResident);
 }
 
+// Host side: merges the candidates of one scoring pass (grid CTAs) into rows
+// [m0, m0 + rows) of the outputs; shared by the dense and the binary head.
+inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
+                         int64_t values_stride, int64_t* indices, int64_t indices_stride,
+                         int64_t m0, int rows, int resident, int smem, cudaStream_t stream) {
+  MergeArgs merge{};
+  merge.cand = cand.cand;
+  merge.counts = cand.counts;
+  merge.grid = grid;
+  merge.mp_stride = cand.mp_stride;
+  merge.cap = cand.cap;
+  merge.k = cand.k;
+  merge.values = values + m0 * values_stride;
+  merge.values_stride = values_stride;
+  merge.indices = indices + m0 * indices_stride;
+  merge.indices_stride = indices_stride;
+  merge.resident = resident;
+  merge_topk_kernel<><<<rows, kMergeThreads, smem, stream>>>(merge);
+}
+
 }  // namespace nt::cuda::topk
