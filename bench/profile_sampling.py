@@ -26,7 +26,7 @@ def main():
             sampler = csb.Sampler(lib, [logits], csb.RowParams(cfg, 256, "cuda"))
             print("profiling", cfg[0], flush=True)
             sampler(0)
-    bitmask = csb.make_bitmask(256, 128256, "50% random", gen)
+    bitmask, _ = csb.make_bitmask(256, 128256, "50% random", gen)
     for dtype in (torch.float32, torch.bfloat16):
         x = logits.to(dtype)
         a = csb.MaskArgs()
