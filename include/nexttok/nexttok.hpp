@@ -124,7 +124,7 @@ inline void bitmask_from_allowed(const nt_tensor& allowed, const nt_tensor& bitm
 }
 
 // Device workspaces are the caller's (they come from its allocator); for CPU
-// tensors these overloads keep a host workspace alive for the call.
+// tensors the overloads without one keep a host workspace alive for the call.
 inline size_t sample_workspace_size(const nt_sample_args& a) {
   size_t bytes = 0;
   check(nt_sample_workspace_size(&a, &bytes));
@@ -136,10 +136,27 @@ inline void sample(const nt_sample_args& a, void* workspace, size_t workspace_by
   check(nt_sample(&a, workspace, workspace_bytes, stream));
 }
 
+namespace detail {
+// The overloads without a workspace allocate it on the host, so they serve CPU
+// tensors only: a device op handed host memory would fault, not fail.
+template <class Args>
+void run_with_host_workspace(const Args& a, nt_device_type device, const char* op,
+                             nt_status (*query)(const Args*, size_t*),
+                             nt_status (*run)(const Args*, void*, size_t, void*)) {
+  if (device != NT_DEVICE_CPU)
+    throw Error(NT_ERROR_INVALID_ARGUMENT,
+                std::string(op) + ": argument 'workspace' is needed for device tensors; "
+                "this overload allocates host memory and serves CPU tensors only");
+  size_t bytes = 0;
+  check(query(&a, &bytes));
+  std::vector<unsigned char> ws(bytes);
+  check(run(&a, ws.data(), ws.size(), nullptr));
+}
+}  // namespace detail
+
 inline void sample(const nt_tensor& logits, const nt_tensor& tokens, const SampleParams& p) {
-  nt_sample_args a = sample_args(logits, tokens, p);
-  std::vector<unsigned char> ws(sample_workspace_size(a));
-  sample(a, ws.data(), ws.size());
+  detail::run_with_host_workspace(sample_args(logits, tokens, p), logits.device, "sample",
+                                  nt_sample_workspace_size, nt_sample);
 }
 
 inline void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
@@ -148,10 +165,8 @@ inline void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
 }
 
 inline void lm_head_topk_dense(const nt_lm_head_dense_args& a) {
-  size_t bytes = 0;
-  check(nt_lm_head_topk_dense_workspace_size(&a, &bytes));
-  std::vector<unsigned char> ws(bytes);
-  lm_head_topk_dense(a, ws.data(), ws.size());
+  detail::run_with_host_workspace(a, a.weight.device, "lm_head_topk_dense",
+                                  nt_lm_head_topk_dense_workspace_size, nt_lm_head_topk_dense);
 }
 
 inline void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
@@ -160,10 +175,8 @@ inline void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace
 }
 
 inline void lm_head_topk_binary(const nt_lm_head_binary_args& a) {
-  size_t bytes = 0;
-  check(nt_lm_head_topk_binary_workspace_size(&a, &bytes));
-  std::vector<unsigned char> ws(bytes);
-  lm_head_topk_binary(a, ws.data(), ws.size());
+  detail::run_with_host_workspace(a, a.wq.device, "lm_head_topk_binary",
+                                  nt_lm_head_topk_binary_workspace_size, nt_lm_head_topk_binary);
 }
 
 inline void pack_weights(const nt_tensor& signs, const nt_tensor& wq, void* stream = nullptr) {

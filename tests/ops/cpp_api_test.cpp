@@ -33,6 +33,23 @@ TEST(CppApi, SampleGreedyAndError) {
   }
 }
 
+// The convenience overload allocates its workspace on the host: with device
+// tensors it must refuse before the library sees a host pointer as device memory.
+TEST(CppApi, HostWorkspaceOverloadRefusesDeviceTensors) {
+  float fake_device_data[4] = {1, 2, 3, 4};
+  int64_t fake_tokens[1] = {-7};
+  const nexttok::Device gpu = nexttok::Device::cuda(0);
+  try {
+    nexttok::sample(nexttok::matrix(fake_device_data, 1, 4, -1, gpu),
+                    nexttok::vector(fake_tokens, 1, gpu), nexttok::SampleParams{});
+    FAIL() << "no exception";
+  } catch (const nexttok::Error& e) {
+    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("'workspace'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fake_tokens[0], -7);
+}
+
 TEST(CppApi, MaskThenTopK) {
   std::vector<float> logits = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
   std::vector<uint8_t> allowed = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0};
