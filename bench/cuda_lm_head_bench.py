@@ -420,6 +420,9 @@ def run_checks(lib, small, tiny=False):
         ("M=8 V=3001 H=96 G=32 k=500 (odd scale stride: generic)", 26, 8, 3001, 96, 32, None, 500, {}),
         ("M=20 V=40000 H=1024 G=64 k=7", 29, 20, 40000, 1024, 64, None, 7, {}),
         ("M=12 V=60000 H=2048 G=128 k=50 bias=bf16", 30, 12, 60000, 2048, 128, bf16, 50, {}),
+        ("M=16 V=70001 H=5120 G=128 k=100 bias=f16", 31, 16, 70001, 5120, 128, f16, 100, {}),
+        ("M=1 V=151936 H=3072 G=256 k=1", 32, 1, 151936, 3072, 256, None, 1, {}),
+        ("M=9 V=4099 H=8192 G=128 k=300 planted", 33, 9, 4099, 8192, 128, None, 300, {"plant_k": 300}),
     ]
     if not small:
         binary.insert(0, ("W1 shape M=1 V=248320 H=5120 G=128 k=50", 27, 1, 248320, 5120, 128, None, 50, {}))
@@ -540,6 +543,17 @@ def run_bench(lib, runs, slow_runs, ms):
         rows.append((f"W1 binary M={m}", ours, lo, hi, read, base, dense_bytes + m * H * 2 + base_logit_bytes))
         print(f"W1 M={m}: ours {ours:.1f} us (min {lo:.1f}, max {hi:.1f}), baseline {base:.1f} us", flush=True)
         print(f"  kernels: {kernel_breakdown(call.run)}", flush=True)
+        if m <= 16:
+            # The same call pinned to the wide tensor-core kernel (the decode
+            # kernel's predecessor), for the comparison.
+            os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"] = "wide"
+            try:
+                wide, wlo, whi = median_us(call.run, runs)
+            finally:
+                del os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"]
+            rows.append((f"W1 binary M={m}, wide kernel", wide, wlo, whi, read, base,
+                         dense_bytes + m * H * 2 + base_logit_bytes))
+            print(f"W1 M={m} wide kernel: {wide:.1f} us", flush=True)
 
         call = HeadCall(lib, "dense", K, m, "cuda", hidden=xb, weight=weight)
         workspace[f"W2 M={m}"] = call.workspace_bytes
@@ -559,6 +573,8 @@ def main():
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--check-generic", action="store_true",
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=generic (subprocess)")
+    ap.add_argument("--check-wide", action="store_true",
+                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=wide (subprocess)")
     ap.add_argument("--small", action="store_true", help="check without the full W1/W2 shapes")
     ap.add_argument("--tiny", action="store_true", help="check tiny shapes only (compute-sanitizer)")
     ap.add_argument("--bench", action="store_true")
@@ -577,11 +593,12 @@ def main():
         failures += chk.failures
         print(f"check: {len(chk.lines) - chk.failures} passed, {chk.failures} failed "
               f"({time.time() - t0:.0f} s)", flush=True)
-    if args.check_generic:
-        env = dict(os.environ, NEXTTOK_CUDA_LM_HEAD_PATH="generic")
-        cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--check", "--small"]
-        r = subprocess.run(cmd, env=env)
-        failures += 1 if r.returncode != 0 else 0
+    for flag, path in ((args.check_generic, "generic"), (args.check_wide, "wide")):
+        if flag:
+            env = dict(os.environ, NEXTTOK_CUDA_LM_HEAD_PATH=path)
+            cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--check", "--small"]
+            r = subprocess.run(cmd, env=env)
+            failures += 1 if r.returncode != 0 else 0
     if args.bench:
         tbps = copy_bandwidth()
         print(f"copy ceiling: {tbps:.2f} TB/s (read + write)", flush=True)

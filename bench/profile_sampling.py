@@ -17,6 +17,7 @@ import cuda_sampling_bench as csb  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
+    ap.add_argument("--more", action="store_true", help="also B=1 and top-p alone")
     args = ap.parse_args()
     lib = csb.Lib(args.lib)
     gen = torch.Generator(device="cuda").manual_seed(1)
@@ -25,6 +26,14 @@ def main():
         if cfg[0] in ("greedy", "plain T=0.7", "k50+p0.9+min-p 0.05"):
             sampler = csb.Sampler(lib, [logits], csb.RowParams(cfg, 256, "cuda"))
             print("profiling", cfg[0], flush=True)
+            sampler(0)
+    if args.more:
+        # B = 1 (a row split over the chip) and top-p alone (the exact fallback).
+        row = logits[:1].contiguous()
+        for name, x, cfg in (("B=1 k50+p0.9+min-p", row, csb.CONFIGS[4]),
+                             ("B=256 top-p 0.9", logits, csb.CONFIGS[3])):
+            sampler = csb.Sampler(lib, [x], csb.RowParams(cfg, x.shape[0], "cuda"))
+            print("profiling", name, flush=True)
             sampler(0)
     bitmask, _ = csb.make_bitmask(256, 128256, "50% random", gen)
     for dtype in (torch.float32, torch.bfloat16):

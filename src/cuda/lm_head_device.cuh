@@ -49,6 +49,20 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// cp.async.wait_group with a run-time count (a pipeline's depth is planned on
+// the host from the shared-memory limit).
+__device__ __forceinline__ void cp_async_wait_pending(int pending) {
+  switch (pending) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    default: cp_async_wait<6>(); break;
+  }
+}
+
 // 16 bytes the kernel reads once: skip L1.
 __device__ __forceinline__ uint4 ldg_stream(const void* p) {
   uint4 r;

@@ -111,7 +111,7 @@ inline size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 //
 // Workspace (bytes, beyond inputs and outputs):
 //   grid * mp_stride * cap * 8   candidates (value, index)
-//   grid * mp_stride * 4         candidate counts
+//   grid * mp_stride * 4 * 2     candidate counts, then each CTA's final threshold
 // with grid <= the SM count, mp_stride = min(M, 64) and
 // cap = min(rows_per_cta, k + 256 + max(128, k/2)): bounded by
 // SMs * 64 * (1.5k + 384) * 8 whatever V is.
@@ -139,7 +139,7 @@ inline TopkPlan make_topk_plan(int64_t vocab, int64_t rows, int32_t k, int sm_co
   p.cand_offset = align_up(offset, 256);
   p.counts_offset =
       align_up(p.cand_offset + size_t(p.grid) * size_t(p.mp_stride) * size_t(p.cap) * 8, 256);
-  p.end = p.counts_offset + size_t(p.grid) * size_t(p.mp_stride) * 4;
+  p.end = p.counts_offset + size_t(p.grid) * size_t(p.mp_stride) * 4 * 2;
   return p;
 }
 

@@ -16,8 +16,10 @@
 // wscale * 64D to the fp32 score (the exact factor 1/64 joins act_scale). A prep kernel permutes the activations into
 // the MMA's K order and computes the seeds, once per call.
 //
-// Any other case runs a plain tile kernel (dp4a on 0/1 sign bytes) with the
-// same top-k.
+// Passes of up to 8 rows with G = 128 or 256 take the decode kernel of
+// cuda/lm_head_binary_stream.cuh instead (whole rows per stage, the same MMA
+// arithmetic). Any other case runs a plain tile kernel (dp4a on 0/1 sign
+// bytes) with the same top-k.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -28,6 +30,7 @@
 
 #include "core/check.h"
 #include "cuda/lm_head_binary.cuh"
+#include "cuda/lm_head_binary_stream.cuh"
 #include "cuda/lm_head_device.cuh"
 #include "cuda/lm_head_host.cuh"
 #include "cuda/lm_head_ops.cuh"
@@ -127,18 +130,6 @@ __host__ __device__ inline StageLayout stage_layout(int group, int rows) {
   s.seed_bytes = (kChunkCols / group) * kPassRows * 4;
   s.bytes = s.sign_bytes + s.scale_bytes + s.act_bytes + s.seed_bytes;
   return s;
-}
-
-__device__ __forceinline__ void cp_async_wait_pending(int pending) {
-  switch (pending) {
-    case 0: cp_async_wait<0>(); break;
-    case 1: cp_async_wait<1>(); break;
-    case 2: cp_async_wait<2>(); break;
-    case 3: cp_async_wait<3>(); break;
-    case 4: cp_async_wait<4>(); break;
-    case 5: cp_async_wait<5>(); break;
-    default: cp_async_wait<6>(); break;
-  }
 }
 
 // Copies chunk `ch` of tile `tile` (rows [row0, row0 + valid_rows)) into a stage.
@@ -461,13 +452,14 @@ __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams 
 
 // ---- host -------------------------------------------------------------------
 
-bool force_generic() {
-  static const bool forced = [] {
-    const char* e = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
-    return e != nullptr && std::strcmp(e, "generic") == 0;
-  }();
-  return forced;
+// NEXTTOK_CUDA_LM_HEAD_PATH=generic|wide pins a kernel (tests and benchmarks
+// use it to compare the paths on one input, so it is read on every call).
+const char* forced_path() {
+  const char* path = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
+  return path == nullptr ? "" : path;
 }
+bool force_generic() { return std::strcmp(forced_path(), "generic") == 0; }
+bool force_wide() { return std::strcmp(forced_path(), "wide") == 0; }
 
 struct Plan {
   TopkPlan topk;
@@ -501,6 +493,66 @@ void launch_mma_rows(const BinaryParams& p, int grid, int smem_limit, int device
                      cudaStream_t stream) {
   if (p.group >= 128) launch_mma_wide<true>(p, grid, smem_limit, device, stream);
   else launch_mma_wide<false>(p, grid, smem_limit, device, stream);
+}
+
+// The decode kernel when its conditions hold (see lm_head_binary_stream.cuh);
+// returns false to leave the call to the other kernels.
+// Measured on the H200 at W1 (V=248,320, H=5,120; bench/results/2026-12-01-h200-run4):
+// M=1 191 us vs 332 us for the wide kernel, M=4 249 vs 347, but M=16 (two
+// n-tiles) 533 vs 384, so only passes of up to 8 rows take it.
+constexpr int64_t kStreamRowsMeasuredFaster = 8;
+bool try_stream(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLimits& dev,
+                const topk::CandidateArgs& cand, const BiasArgs& bias, int device,
+                cudaStream_t stream) {
+  const int64_t rows = a.act_q.shape[0];
+  const int cols = static_cast<int>(a.act_q.shape[1]);
+  // Scale rows go in whole cp.async pieces (no partial piece may read past the
+  // tensor): the largest of 16, 8, 4 bytes that divides the rows' alignment
+  // and their length.
+  const int64_t scale_row_bytes = 2 * (cols / a.group_size);
+  int scale_copy = 16;
+  while (scale_copy >= 4 && (row_alignment(a.wscale) % scale_copy != 0 || scale_row_bytes % scale_copy != 0))
+    scale_copy /= 2;
+  if (force_generic() || force_wide() || dev.cc_major < 8 || rows > kStreamRowsMeasuredFaster ||
+      (a.group_size != 128 && a.group_size != 256) || row_alignment(a.wq) < 16 || scale_copy < 4)
+    return false;
+  // Each thread's share of a stage fits its fixed copy plan, whose offsets
+  // within a tile are 32-bit.
+  const int64_t wq_stride_bytes = a.wq.shape[0] > 1 ? 4 * a.wq.row_stride : 0;
+  const int64_t scale_stride_bytes = a.wscale.shape[0] > 1 ? 2 * a.wscale.row_stride : 0;
+  if (kStreamTileRows * (cols / 128) > kStreamSignCopies * kStreamThreads ||
+      kStreamTileRows * (scale_row_bytes / scale_copy) > kStreamScaleCopies * kStreamThreads ||
+      std::max(wq_stride_bytes, scale_stride_bytes) * kStreamTileRows >= (int64_t(1) << 31))
+    return false;
+  const StreamLayout L = stream_layout(cols, a.group_size, 1);
+  const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kStreamWarps>)) - 1024;
+  const int stages = std::min(kStreamMaxStages, (budget - L.fixed_bytes) / L.stage_bytes);
+  if (stages < 3) return false;
+
+  BinaryStreamParams p{};
+  p.wq = static_cast<const uint32_t*>(a.wq.data);
+  p.wq_stride = a.wq.shape[0] > 1 ? a.wq.row_stride : 0;
+  p.wscale = static_cast<const uint16_t*>(a.wscale.data);
+  p.wscale_stride = a.wscale.shape[0] > 1 ? a.wscale.row_stride : 0;
+  p.act_q = static_cast<const int8_t*>(a.act_q.data);
+  p.act_stride = rows > 1 ? a.act_q.row_stride : 0;
+  p.act_scale = static_cast<const float*>(a.act_scale.data);
+  p.cols = cols;
+  p.vocab = static_cast<int>(a.wq.shape[0]);
+  p.rows = static_cast<int>(rows);
+  p.group = a.group_size;
+  p.rows_per_cta = plan.topk.rows_per_cta;
+  p.scale_copy = scale_copy;
+  p.stages = stages;
+  p.bias = bias;
+  p.cand = cand;
+  const int smem = L.fixed_bytes + stages * L.stage_bytes;
+  auto kernel = binary_stream_kernel<1>;
+  // Raised once per device to the whole budget (a call's size depends on H).
+  allow_dynamic_smem(kernel, budget, device, kOp);
+  kernel<<<plan.topk.grid, kStreamThreads, smem, stream>>>(p);
+  check_launch(kOp);
+  return true;
 }
 
 }  // namespace
@@ -555,6 +607,14 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
   const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
   const int merge_smem = topk::merge_smem_bytes(merge_resident);
   allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, device, kOp);
+  if (try_stream(a, plan, dev, cand, bias, device, stream)) {
+    topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
+                       a.values.row_stride, static_cast<int64_t*>(a.indices.data),
+                       a.indices.row_stride, 0, static_cast<int>(rows_total), merge_resident,
+                       merge_smem, stream);
+    check_launch(kOp);
+    return;
+  }
 
   for (int64_t m0 = 0; m0 < rows_total; m0 += pass_rows) {
     const int rows = static_cast<int>(std::min<int64_t>(pass_rows, rows_total - m0));

@@ -32,8 +32,11 @@ __device__ __forceinline__ int32_t index_of(uint64_t rank) {
   return int32_t(~uint32_t(rank & 0xFFFFFFFFu));
 }
 
-// Where a scoring kernel's candidates go: [grid][mp_stride][cap] entries and
-// [grid][mp_stride] final counts.
+// Where a scoring kernel's candidates go: [grid][mp_stride][cap] entries,
+// [grid][mp_stride] final counts, and after them [grid][mp_stride] final
+// thresholds (the key every one of the CTA's k best is at or above; 0 when the
+// CTA never cut its buffer). The largest threshold over the CTAs bounds the
+// row's k-th best from below, so the merge skips every candidate under it.
 struct CandidateArgs {
   Candidate* cand;
   int32_t* counts;
@@ -247,8 +250,10 @@ struct CtaTopk {
     }
     __syncthreads();
     if (last)
-      for (int m = threadIdx.x; m < rows; m += blockDim.x)
+      for (int m = threadIdx.x; m < rows; m += blockDim.x) {
         args.counts[size_t(blockIdx.x) * args.mp_stride + m] = s.count[m];
+        args.counts[(size_t(gridDim.x) + blockIdx.x) * args.mp_stride + m] = int32_t(s.threshold[m]);
+      }
   }
 };
 

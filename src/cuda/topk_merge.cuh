@@ -1,9 +1,10 @@
 // Second stage of the exact top-k of the LM heads: one CTA per token row
 // merges the candidates every scoring CTA kept for that row (at most k each),
 // finds the k-th best by a radix select on the 64-bit rank, gathers the k
-// winners and sorts them (bitonic, k <= 2048) into values/indices. When all
-// candidates of the row fit, they are first copied to shared memory, so the
-// radix passes never touch device memory again.
+// winners and sorts them (bitonic, k <= 2048) into values/indices. Candidates
+// under the largest of the CTAs' final thresholds are dropped on load (at
+// M = 1 that leaves ~2k of the 132k kept), and when the rest fit they sit in
+// shared memory, so the radix passes never touch device memory again.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -29,14 +30,11 @@ struct MergeArgs {
   int resident;  // candidate capacity of the dynamic shared memory
 };
 
-constexpr int kMergeMaxSegments = 1024;  // scoring CTAs whose candidates can be resident
-
 struct MergeShared {
   uint32_t hist[257];  // bin 256: lanes with nothing to count
   int digit, above, count;
   int gathered;
-  int warp_sums[32];
-  int offsets[kMergeMaxSegments + 1];  // start of each CTA's candidates, then the total
+  uint32_t floor_key;
 };
 
 // Block-wide radix select; for_each(f) must call f(rank) the same number of
@@ -93,44 +91,52 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   const size_t seg_stride = size_t(a.mp_stride) * a.cap;
   auto seg_count = [&](int c) { return a.counts[size_t(c) * a.mp_stride + m]; };
 
-  // Offsets of the CTAs' candidate lists (a block scan of their counts).
-  int total = 0;
-  const bool scanned = a.grid <= kMergeMaxSegments && a.grid <= int(blockDim.x);
-  if (scanned) {
-    const int c = threadIdx.x;
-    const int n = c < a.grid ? seg_count(c) : 0;
-    const int incl = warp_inclusive_sum(n);
-    if (lane == 31) s.warp_sums[warp] = incl;
-    if (threadIdx.x == 0) s.gathered = 0;
-    __syncthreads();
-    if (warp == 0) s.warp_sums[lane] = warp_inclusive_sum(s.warp_sums[lane]) - s.warp_sums[lane];
-    __syncthreads();
-    if (c < a.grid) s.offsets[c + 1] = s.warp_sums[warp] + incl;
-    if (c == 0) s.offsets[0] = 0;
-    __syncthreads();
-    total = s.offsets[a.grid];
-  } else {
-    if (threadIdx.x == 0) s.gathered = 0;
-    for (int c = 0; c < a.grid; ++c) total += seg_count(c);
-    __syncthreads();
+  // The largest of the CTAs' final thresholds: no candidate under it can be
+  // among the row's k best (that CTA alone holds k at or above it).
+  const uint32_t* cta_thresholds = reinterpret_cast<const uint32_t*>(a.counts) + size_t(a.grid) * a.mp_stride;
+  uint32_t floor_key = 0;
+  for (int c = threadIdx.x; c < a.grid; c += blockDim.x)
+    floor_key = max(floor_key, cta_thresholds[size_t(c) * a.mp_stride + m]);
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) floor_key = max(floor_key, __shfl_xor_sync(0xffffffffu, floor_key, d));
+  if (threadIdx.x == 0) {
+    s.floor_key = 0;
+    s.gathered = 0;
   }
-  const bool resident = scanned && total <= a.resident;
+  __syncthreads();
+  if (lane == 0) atomicMax(&s.floor_key, floor_key);
+  __syncthreads();
+  floor_key = s.floor_key;
+  auto admitted = [&](uint64_t rank) { return rank != 0 && uint32_t(rank >> 32) >= floor_key; };
 
-  if (resident) {
-    // Every load issued at once: flat position -> CTA by binary search.
-    for (int f = threadIdx.x; f < total; f += blockDim.x) {
-      int lo = 0, hi = a.grid;
-      while (hi - lo > 1) {
-        const int mid = (lo + hi) >> 1;
-        if (s.offsets[mid] <= f) lo = mid;
-        else hi = mid;
+  // The admitted candidates into shared memory, one warp per CTA segment (in
+  // any order: the selection and the final sort do not depend on it). If
+  // they do not fit, the selection streams them from the workspace instead.
+  for (int c = warp; c < a.grid; c += kWarps) {
+    const int n = seg_count(c);
+    const Candidate* seg = cand + size_t(c) * seg_stride;
+    for (int i0 = 0; i0 < n; i0 += 32) {
+      const int i = i0 + lane;
+      Candidate e{0.0f, 0};
+      if (i < n) e = seg[i];
+      const uint64_t rank = i < n ? rank_of(e.value, e.index) : 0ull;
+      const bool keep = admitted(rank);
+      const unsigned ball = __ballot_sync(0xffffffffu, keep);
+      int base = 0;
+      if (lane == 0 && ball != 0) base = atomicAdd(&s.gathered, __popc(ball));
+      base = __shfl_sync(0xffffffffu, base, 0);
+      const int slot = base + __popc(ball & ((1u << lane) - 1u));
+      if (keep && slot < a.resident) {
+        res_rank[slot] = rank;
+        res_value[slot] = e.value;
       }
-      const Candidate e = cand[size_t(lo) * seg_stride + (f - s.offsets[lo])];
-      res_rank[f] = rank_of(e.value, e.index);
-      res_value[f] = e.value;
     }
-    __syncthreads();
   }
+  __syncthreads();
+  const int total = s.gathered;
+  const bool resident = total <= a.resident;
+  __syncthreads();  // s.gathered is reused by the final gather
+  if (threadIdx.x == 0) s.gathered = 0;
 
   auto for_each = [&](auto&& f) {
     if (resident) {
@@ -149,7 +155,8 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
           const int i = i0 + lane;
           Candidate e{0.0f, 0};
           if (i < n) e = seg[i];
-          f(i < n ? rank_of(e.value, e.index) : 0ull, e.value);
+          const uint64_t rank = i < n ? rank_of(e.value, e.index) : 0ull;
+          f(admitted(rank) ? rank : 0ull, e.value);
         }
       }
     }

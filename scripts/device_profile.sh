@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One call on the H200 for performance work: builds the library only (fast),
+# times the raw DRAM access patterns the kernels could use (bench/micro), and
+# runs Nsight Compute with stall reasons and memory tables on the kernels that
+# miss their targets. Logs go to $OUT (default ./out); no tests run here
+# (scripts/device_check.sh does that).
+set -u
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/out}"
+mkdir -p "$OUT"
+build="${BUILD_DIR:-build-profile}"
+export PATH="/usr/local/cuda/bin:$PATH"
+t0=$(date +%s)
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF -DNEXTTOK_TESTS=OFF \
+  >"$OUT/build.log" 2>&1 &&
+  cmake --build "$build" -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+echo "build $(($(date +%s) - t0))s"
+lib="$build/libnexttok.so"
+
+nvcc -O3 -arch=sm_90 -o "$build/dram_patterns" bench/micro/dram_patterns.cu &&
+  timeout 60 "$build/dram_patterns" 2>&1 | tee "$OUT/dram_patterns.log"
+
+sections=(--section SpeedOfLight --section WarpStateStats --section SchedulerStats
+  --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis)
+if [ "${PROFILE_LM_HEAD:-1}" = 1 ]; then
+  # The warm-up calls come first: prep, scoring and merge of W1 M=1, the dense
+  # scoring kernel of W2 M=1, the binary scoring kernel at M=64.
+  for what in "1 binary_|merge_topk 3" "1 dense_ 1" "64 binary_mma 1"; do
+    set -- $what
+    timeout 150 ncu --clock-control none -k regex:"$2" --launch-count "$3" "${sections[@]}" \
+      python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m "$1" --runs 2 --slow-runs 2 \
+      >>"$OUT/ncu_lm_head.log" 2>&1
+    echo "ncu lm head M=$1 $2 rc=$? $(($(date +%s) - t0))s"
+  done
+fi
+if [ "${PROFILE_SAMPLING:-1}" = 1 ]; then
+  timeout 200 ncu --clock-control none -k regex:'sample_|apply_token_bitmask' "${sections[@]}" \
+    python3 bench/profile_sampling.py --lib "$lib" --more >"$OUT/ncu_sampling.log" 2>&1
+  echo "ncu sampling rc=$? $(($(date +%s) - t0))s"
+fi
+# The short view: per kernel, time, DRAM and SM throughput, the top stall reasons.
+python3 - "$OUT"/ncu_*.log <<'PY'
+import re, sys
+for path in sys.argv[1:]:
+    name = None
+    for line in open(path, errors="replace"):
+        m = re.match(r"\s+(\S.*?)\s+\(\d+, \d+, \d+\)x\(\d+, \d+, \d+\)", line)
+        if m:
+            name = m.group(1)[:90]
+            print("\n" + name)
+        elif name and re.search(r"^\s+(Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per Thread|Dynamic Shared Memory Per Block|Warp Cycles Per Issued Instruction|Issue Slots Busy)\b", line) or "stalled" in line:
+            print("   " + " ".join(line.split())[:300])
+PY
+echo "total $(($(date +%s) - t0))s"
