@@ -21,3 +21,12 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
+
+# The Python package's build and CI tests, from PyPI (torch is not needed).
+py_pkgs=(numpy hypothesis pytest nanobind scikit-build-core)
+if ! python3 -c "import numpy, hypothesis, pytest, nanobind, scikit_build_core" 2>/dev/null; then
+  echo "installing (pip): ${py_pkgs[*]}" >&2
+  # Debian's own python3 is externally managed: there pip needs to be told.
+  python3 -m pip install -q "${py_pkgs[@]}" >&2 ||
+    python3 -m pip install -q --break-system-packages "${py_pkgs[@]}" >&2
+fi

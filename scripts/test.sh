@@ -8,3 +8,5 @@ cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 BUILD_DIR="${BUILD_DIR:-build}" scripts/build.sh -DNEXTTOK_TESTS=ON
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" --timeout 900
+# The Python package (tests/python): CPU-only pip build, numpy + hypothesis.
+scripts/python_test.sh

@@ -1,0 +1,144 @@
+"""Outputs, workspaces and streams for numpy, cupy and jax arrays.
+
+The extension only reads and writes views; each framework here allocates the
+arrays it returns, so callers get their own kind of array back.
+"""
+import numpy as np
+
+from . import _nexttok as _ext
+
+
+def _root(x):
+    return type(x).__module__.split(".", 1)[0]
+
+
+class _Numpy:
+    name = "numpy"
+
+    def __init__(self, x):
+        pass
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype)
+
+    def copy(self, x):
+        return x
+
+    stream = 0
+    alloc = None
+
+    def ready(self, *xs):
+        pass
+
+    def done(self):
+        pass
+
+
+class _Cupy:
+    name = "cupy"
+
+    def __init__(self, x):
+        import cupy
+
+        self.cp = cupy
+        self.device = x.device
+        self.stream = cupy.cuda.get_current_stream().ptr
+
+    def empty(self, shape, dtype):
+        with self.device:
+            return self.cp.empty(shape, dtype)
+
+    def alloc(self, nbytes):
+        with self.device:
+            return self.cp.empty(nbytes, self.cp.int8)
+
+    def copy(self, x):
+        return x
+
+    def ready(self, *xs):
+        pass
+
+    def done(self):
+        pass
+
+
+class _Jax:
+    """jax arrays are immutable and jax exposes no stream: outputs are fresh
+    arrays written through DLPack on the legacy default stream, which the
+    call synchronizes before returning."""
+
+    name = "jax"
+    stream = 0
+
+    def __init__(self, x):
+        import jax
+        import jax.numpy as jnp
+
+        self.jnp = jnp
+        self.x64 = bool(jax.config.jax_enable_x64)
+        self.device = next(iter(x.devices()))
+        self.cuda = self.device.platform not in ("cpu",)
+        if self.cuda and not _ext.cuda_compiled:
+            raise ValueError("nexttok was built without CUDA: jax GPU arrays are not supported")
+
+    def empty(self, shape, dtype):
+        if dtype == "int64" and not self.x64:
+            # Without jax_enable_x64 jax has no int64: tokens come back as int32
+            # (the C API writes either); top-k indices need x64.
+            if len(shape) == 1:
+                dtype = "int32"
+            else:
+                raise TypeError("nexttok: int64 indices from jax arrays need "
+                                "jax.config.update('jax_enable_x64', True)")
+        return self.jnp.zeros(shape, dtype, device=self.device).block_until_ready()
+
+    def alloc(self, nbytes):
+        return self.empty((nbytes,), "int8")
+
+    def copy(self, x):
+        return self.jnp.array(x, copy=True).block_until_ready()
+
+    def ready(self, *xs):
+        for x in xs:
+            if x is not None and hasattr(x, "block_until_ready"):
+                x.block_until_ready()
+
+    def done(self):
+        if self.cuda:
+            _ext.stream_synchronize(0)
+
+
+_FRAMEWORKS = {"numpy": _Numpy, "cupy": _Cupy, "jax": _Jax, "jaxlib": _Jax}
+
+
+def framework(x, op, arg):
+    """The framework of array `x`; TypeError naming the argument otherwise."""
+    kind = _FRAMEWORKS.get(_root(x))
+    if kind is None:
+        if isinstance(x, np.generic):
+            kind = _Numpy
+        else:
+            raise TypeError(f"{op}: argument '{arg}' must be an array (numpy, cupy, jax or "
+                            f"torch), got {type(x).__name__}")
+    return kind(x)
+
+
+def shape2(x, op, arg):
+    """(rows, cols) of a 2-D array, or ValueError naming the argument."""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        raise TypeError(f"{op}: argument '{arg}' must be an array, got {type(x).__name__}")
+    if len(shape) != 2:
+        raise ValueError(f"{op}: argument '{arg}' must be 2-D, got shape {tuple(shape)}")
+    return int(shape[0]), int(shape[1])
+
+
+def index(v, op, arg):
+    """A Python int from an integer argument (k, group_size), TypeError otherwise."""
+    try:
+        i = v.__index__()
+    except AttributeError:
+        raise TypeError(f"{op}: argument '{arg}' must be an integer, got {type(v).__name__}") from None
+    if not -(2**31) <= i < 2**31:
+        raise ValueError(f"{op}: argument '{arg}' is out of range, got {i}")
+    return i

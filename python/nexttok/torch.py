@@ -1,0 +1,259 @@
+"""nexttok's operations as torch.library ops, with fake implementations, so that
+torch.compile(fullgraph=True) traces them without graph breaks and CUDA graphs
+capture them (per-row seeds and offsets in device tensors are read at replay).
+
+Ops live in torch.ops.nexttok (a kernel directory loaded by `kernels` gets a
+namespace of its own). They are registered with Library.define/impl directly:
+the torch.library.custom_op decorator adds tens of microseconds to every call.
+Outputs and device workspaces come from torch's caching allocator on the
+current stream, which also serves graph capture.
+
+Eager calls on plain tensors skip the dispatcher hop to the Python kernel
+(about 4 us plus 0.5 us an argument); under torch.compile, a dispatch mode
+(FakeTensorMode, ...) or a tensor subclass the public functions call the op.
+"""
+import torch
+
+from . import _nexttok as _ext
+
+NAMESPACE = (__package__ or "nexttok").replace(".", "_")
+_lib = torch.library.Library(NAMESPACE, "DEF")
+
+_SCHEMAS = {
+    "apply_token_bitmask": "(Tensor(a!) logits, Tensor bitmask, Tensor? indices) -> ()",
+    "bitmask_from_allowed": "(Tensor allowed) -> Tensor",
+    "sample": "(Tensor logits, Tensor? temperature_t, float temperature, Tensor? top_k_t, "
+              "int top_k, Tensor? top_p_t, float top_p, Tensor? min_p_t, float min_p, "
+              "Tensor? seed_t, int seed, Tensor? offset_t, int offset, Tensor? uniform, "
+              "bool joint) -> Tensor",
+    "lm_head_topk_dense": "(Tensor hidden, Tensor weight, Tensor? bias, int k) -> (Tensor, Tensor)",
+    "lm_head_topk_binary": "(Tensor act_q, Tensor act_scale, Tensor wq, Tensor wscale, "
+                           "Tensor? bias, int group_size, int k) -> (Tensor, Tensor)",
+    "pack_weights": "(Tensor w) -> Tensor",
+    "quantize_activations": "(Tensor x) -> (Tensor, Tensor)",
+}
+_U64 = (1 << 64) - 1
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+_is_compiling = torch.compiler.is_compiling
+_dispatch_depth = torch._C._len_torch_dispatch_stack
+_scratch = {}
+
+
+def _stream(t):
+    return _raw_stream(t.get_device()) if t.is_cuda else 0
+
+
+class _DeviceScratch:
+    """Device workspaces of one GPU. Eager calls reuse one buffer per stream
+    (work on a stream is ordered, and the allocator reuses freed memory in
+    stream order too); during CUDA-graph capture every call takes a fresh
+    buffer from the graph's pool, so a graph never points at memory that a
+    later call may free."""
+
+    def __init__(self, device):
+        self.index = device
+        self.device = torch.device("cuda", device)
+        self.by_stream = {}
+
+    def __call__(self, nbytes):
+        if _capturing():
+            return torch.empty(nbytes, dtype=torch.int8, device=self.device)
+        s = _raw_stream(self.index)
+        buf = self.by_stream.get(s)
+        if buf is None or buf.numel() < nbytes:
+            buf = self.by_stream[s] = torch.empty(nbytes, dtype=torch.int8, device=self.device)
+        return buf
+
+
+def _alloc(t):
+    if not t.is_cuda:
+        return None
+    d = t.get_device()
+    a = _scratch.get(d)
+    if a is None:
+        a = _scratch[d] = _DeviceScratch(d)
+    return a
+
+
+def _eager(t):
+    # is_compiling first: dynamo folds it to True and traces nothing after it.
+    return not _is_compiling() and type(t) is torch.Tensor and _dispatch_depth() == 0
+
+
+# ---- kernels (CPU and CUDA) and fake implementations --------------------------
+def _apply_token_bitmask(logits, bitmask, indices):
+    _ext.apply_token_bitmask(logits, bitmask, indices, _stream(logits))
+
+
+def _bitmask_from_allowed(allowed):
+    out = allowed.new_empty(*_mask_shape(allowed), dtype=torch.int32)
+    _ext.bitmask_from_allowed(allowed, out, _stream(allowed))
+    return out
+
+
+def _sample(logits, temperature_t, temperature, top_k_t, top_k, top_p_t, top_p, min_p_t, min_p,
+            seed_t, seed, offset_t, offset, uniform, joint):
+    tokens = logits.new_empty(logits.shape[0], dtype=torch.int64)
+    _ext.sample(logits, tokens,
+                temperature if temperature_t is None else temperature_t,
+                top_k if top_k_t is None else top_k_t,
+                top_p if top_p_t is None else top_p_t,
+                min_p if min_p_t is None else min_p_t,
+                seed & _U64 if seed_t is None else seed_t,
+                offset & _U64 if offset_t is None else offset_t,
+                uniform, joint, _stream(logits), _alloc(logits))
+    return tokens
+
+
+def _topk_out(x, k):
+    rows, k = (x.shape[0] if x.dim() == 2 else 0), max(k, 0)
+    return x.new_empty(rows, k, dtype=torch.float32), x.new_empty(rows, k, dtype=torch.int64)
+
+
+def _lm_head_topk_dense(hidden, weight, bias, k):
+    values, indices = _topk_out(hidden, k)
+    _ext.lm_head_topk_dense(hidden, weight, bias, k, values, indices, _stream(weight),
+                            _alloc(weight))
+    return values, indices
+
+
+def _lm_head_topk_binary(act_q, act_scale, wq, wscale, bias, group_size, k):
+    values, indices = _topk_out(act_q, k)
+    _ext.lm_head_topk_binary(act_q, act_scale, wq, wscale, bias, group_size, k, values, indices,
+                             _stream(wq), _alloc(wq))
+    return values, indices
+
+
+def _pack_weights(w):
+    out = w.new_empty(*_packed_shape(w), dtype=torch.int32)
+    _ext.pack_weights(w, out, _stream(w))
+    return out
+
+
+def _quantize_activations(x):
+    _check_2d("quantize_activations", "x", x)
+    rows, cols = x.shape
+    act_q = x.new_empty(rows, cols, dtype=torch.int8)
+    act_scale = x.new_empty(rows, dtype=torch.float32)
+    _ext.quantize_activations(x, act_q, act_scale, _stream(x))
+    return act_q, act_scale
+
+
+def _mask_shape(allowed):
+    _check_2d("bitmask_from_allowed", "allowed", allowed)
+    return (allowed.shape[0], (allowed.shape[1] + 31) // 32)
+
+
+def _packed_shape(w):
+    _check_2d("pack_weights", "w", w)
+    if w.shape[1] % 32:
+        raise ValueError(f"pack_weights: argument 'w' must have H % 32 == 0, got H = {w.shape[1]}")
+    return (w.shape[0], w.shape[1] // 32)
+
+
+def _check_2d(op, arg, t):
+    if t.dim() != 2:
+        raise ValueError(f"{op}: argument '{arg}' must be 2-D, got shape {tuple(t.shape)}")
+
+
+_FAKES = {
+    "apply_token_bitmask": lambda logits, bitmask, indices: None,
+    "bitmask_from_allowed": lambda a: a.new_empty(_mask_shape(a), dtype=torch.int32),
+    "sample": lambda logits, *rest: logits.new_empty(logits.shape[:1], dtype=torch.int64),
+    "lm_head_topk_dense": lambda h, w, b, k: (h.new_empty((h.shape[0], k), dtype=torch.float32),
+                                              h.new_empty((h.shape[0], k), dtype=torch.int64)),
+    "lm_head_topk_binary": lambda q, s, wq, ws, b, g, k: (
+        q.new_empty((q.shape[0], k), dtype=torch.float32),
+        q.new_empty((q.shape[0], k), dtype=torch.int64)),
+    "pack_weights": lambda w: w.new_empty(_packed_shape(w), dtype=torch.int32),
+    "quantize_activations": lambda x: (x.new_empty(x.shape, dtype=torch.int8),
+                                       x.new_empty(x.shape[:1], dtype=torch.float32)),
+}
+
+for _name, _schema in _SCHEMAS.items():
+    _lib.define(_name + _schema)
+    for _key in ("CPU", "CUDA"):
+        _lib.impl(_name, globals()["_" + _name], _key)
+    torch.library.register_fake(f"{NAMESPACE}::{_name}", _FAKES[_name], lib=_lib)
+
+ops = getattr(torch.ops, NAMESPACE)
+_op = {name: getattr(ops, name).default for name in _SCHEMAS}
+
+
+# ---- the public functions for torch tensors ----------------------------------
+def _split(op, arg, v, convert):
+    """(tensor, scalar) for the op schema: a per-row tensor, or a Python scalar."""
+    if isinstance(v, torch.Tensor):
+        return v, convert(0)
+    try:
+        return None, convert(v)
+    except TypeError:
+        raise TypeError(f"{op}: argument '{arg}' must be a scalar or a 1-D tensor, "
+                        f"got {type(v).__name__}") from None
+    except ValueError as e:
+        raise ValueError(f"{op}: argument '{arg}' {e}") from None
+
+
+def _i64(v):
+    """A u64 Python int as the int64 the schema carries (same bits)."""
+    v = int(v)
+    if not 0 <= v <= _U64:
+        raise ValueError(f"must be in [0, 2^64), got {v}")
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _index(v):
+    return max(-(2**31), min(2**31 - 1, v.__index__()))
+
+
+def apply_token_bitmask(logits, bitmask, indices=None):
+    (_apply_token_bitmask if _eager(logits) else _op["apply_token_bitmask"])(logits, bitmask,
+                                                                             indices)
+    return logits
+
+
+apply_allowed_mask = apply_token_bitmask
+
+
+def bitmask_from_allowed(allowed):
+    return (_bitmask_from_allowed if _eager(allowed) else _op["bitmask_from_allowed"])(allowed)
+
+
+def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
+           uniform=None, joint=False):
+    if _eager(logits):  # the extension takes scalars and tensors as they are
+        if logits.dim() != 2:
+            _check_2d("sample", "logits", logits)
+        tokens = logits.new_empty(logits.shape[0], dtype=torch.int64)
+        _ext.sample(logits, tokens, temperature, top_k, top_p, min_p, seed, offset, uniform,
+                    bool(joint), _stream(logits), _alloc(logits))
+        return tokens
+    op = "sample"
+    tt, tv = _split(op, "temperature", temperature, float)
+    kt, kv = _split(op, "top_k", top_k, _index)
+    pt, pv = _split(op, "top_p", top_p, float)
+    mt, mv = _split(op, "min_p", min_p, float)
+    st, sv = _split(op, "seed", seed, _i64)
+    ot, ov = _split(op, "offset", offset, _i64)
+    return _op["sample"](logits, tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov, uniform,
+                         bool(joint))
+
+
+def lm_head_topk_dense(hidden, weight, k=50, bias=None):
+    return (_lm_head_topk_dense if _eager(hidden) else _op["lm_head_topk_dense"])(hidden, weight,
+                                                                                  bias, k)
+
+
+def lm_head_topk_binary(act_q, act_scale, wq, wscale, bias=None, group_size=128, k=50):
+    f = _lm_head_topk_binary if _eager(act_q) else _op["lm_head_topk_binary"]
+    return f(act_q, act_scale, wq, wscale, bias, group_size, k)
+
+
+def pack_weights(w):
+    return (_pack_weights if _eager(w) else _op["pack_weights"])(w)
+
+
+def quantize_activations(x):
+    return (_quantize_activations if _eager(x) else _op["quantize_activations"])(x)

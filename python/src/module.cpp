@@ -1,0 +1,181 @@
+// nexttok._nexttok: every C entry point over caller-allocated arrays. Outputs
+// and device workspaces come from the caller's framework (the Python layer
+// allocates them); `stream` is the caller's current stream as an integer.
+#include <memory>
+
+#ifdef NEXTTOK_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "views.h"
+
+namespace nb = nanobind;
+using namespace ntpy;
+
+namespace {
+
+void* as_stream(uintptr_t s) { return reinterpret_cast<void*>(s); }
+
+// Host workspaces are allocated here, device ones by `alloc(nbytes)`, which
+// returns an array of the caller's framework (its stream-ordered allocator,
+// which also serves CUDA-graph capture).
+struct Workspace {
+  std::unique_ptr<unsigned char[]> host;
+  View device;
+  nb::object owner;
+  void* ptr = nullptr;
+
+  Workspace(const char* op, size_t bytes, const nt_tensor& on, nb::handle alloc) {
+    if (bytes == 0) return;
+    if (on.device == NT_DEVICE_CPU) {
+      host.reset(new unsigned char[bytes]);
+      ptr = host.get();
+      return;
+    }
+    if (alloc.is_none())
+      raise_arg(PyExc_ValueError, op, "alloc", "is needed to allocate a device workspace");
+    owner = alloc(bytes);
+    device = view(op, "workspace", owner, true);
+    ptr = device.t.data;
+  }
+};
+
+template <class Args>
+void run_with_workspace(const char* op, const Args& a, const nt_tensor& on, nb::handle alloc,
+                        uintptr_t stream, nt_status (*query)(const Args*, size_t*),
+                        nt_status (*run)(const Args*, void*, size_t, void*)) {
+  size_t bytes = 0;
+  check(query(&a, &bytes));
+  Workspace ws(op, bytes, on, alloc);
+  nt_status s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = run(&a, ws.ptr, bytes, as_stream(stream));
+  }
+  check(s);
+}
+
+template <class Args>
+void run_plain(const Args& a, uintptr_t stream, nt_status (*run)(const Args*, void*),
+               const char* c_arg = nullptr, const char* py_arg = nullptr) {
+  nt_status s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = run(&a, as_stream(stream));
+  }
+  check(s, c_arg, py_arg);
+}
+
+void apply_token_bitmask(nb::handle logits, nb::handle bitmask, nb::handle indices,
+                         uintptr_t stream) {
+  const char* op = "apply_token_bitmask";
+  View l = view(op, "logits", logits, true), m = view(op, "bitmask", bitmask),
+       i = optional_view(op, "indices", indices);
+  run_plain(nt_apply_token_bitmask_args{l.t, m.t, i.t}, stream, nt_apply_token_bitmask);
+}
+
+void bitmask_from_allowed(nb::handle allowed, nb::handle bitmask, uintptr_t stream) {
+  const char* op = "bitmask_from_allowed";
+  View a = view(op, "allowed", allowed), m = view(op, "bitmask", bitmask, true);
+  run_plain(nt_bitmask_from_allowed_args{a.t, m.t}, stream, nt_bitmask_from_allowed);
+}
+
+void sample(nb::handle logits, nb::handle tokens, nb::handle temperature, nb::handle top_k,
+            nb::handle top_p, nb::handle min_p, nb::handle seed, nb::handle offset,
+            nb::handle uniform, bool joint, uintptr_t stream, nb::handle alloc) {
+  const char* op = "sample";
+  View l = view(op, "logits", logits), t = view(op, "tokens", tokens, true),
+       u = optional_view(op, "uniform", uniform);
+  View keep[6];
+  nt_sample_args a{};
+  a.logits = l.t;
+  a.temperature = param_f32(op, "temperature", temperature, l.t, keep[0]);
+  a.top_k = param_i32(op, "top_k", top_k, l.t, keep[1]);
+  a.top_p = param_f32(op, "top_p", top_p, l.t, keep[2]);
+  a.min_p = param_f32(op, "min_p", min_p, l.t, keep[3]);
+  a.seed = param_u64(op, "seed", seed, l.t, keep[4]);
+  a.offset = param_u64(op, "offset", offset, l.t, keep[5]);
+  a.uniform = u.t;
+  a.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
+  a.tokens = t.t;
+  run_with_workspace(op, a, l.t, alloc, stream, nt_sample_workspace_size, nt_sample);
+}
+
+void lm_head_topk_dense(nb::handle hidden, nb::handle weight, nb::handle bias, int32_t k,
+                        nb::handle values, nb::handle indices, uintptr_t stream,
+                        nb::handle alloc) {
+  const char* op = "lm_head_topk_dense";
+  View h = view(op, "hidden", hidden), w = view(op, "weight", weight),
+       b = optional_view(op, "bias", bias), v = view(op, "values", values, true),
+       i = view(op, "indices", indices, true);
+  nt_lm_head_dense_args a{h.t, w.t, b.t, k, v.t, i.t};
+  run_with_workspace(op, a, w.t, alloc, stream, nt_lm_head_topk_dense_workspace_size,
+                     nt_lm_head_topk_dense);
+}
+
+void lm_head_topk_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq,
+                         nb::handle wscale, nb::handle bias, int32_t group_size, int32_t k,
+                         nb::handle values, nb::handle indices, uintptr_t stream,
+                         nb::handle alloc) {
+  const char* op = "lm_head_topk_binary";
+  View q = view(op, "act_q", act_q), s = view(op, "act_scale", act_scale),
+       w = view(op, "wq", wq), ws = view(op, "wscale", wscale),
+       b = optional_view(op, "bias", bias), v = view(op, "values", values, true),
+       i = view(op, "indices", indices, true);
+  nt_lm_head_binary_args a{q.t, s.t, w.t, ws.t, b.t, group_size, k, v.t, i.t};
+  run_with_workspace(op, a, w.t, alloc, stream, nt_lm_head_topk_binary_workspace_size,
+                     nt_lm_head_topk_binary);
+}
+
+void pack_weights(nb::handle signs, nb::handle wq, uintptr_t stream) {
+  const char* op = "pack_weights";
+  View s = view(op, "w", signs), w = view(op, "wq", wq, true);
+  run_plain(nt_pack_weights_args{s.t, w.t}, stream, nt_pack_weights, "signs", "w");
+}
+
+void quantize_activations(nb::handle x, nb::handle act_q, nb::handle act_scale,
+                          uintptr_t stream) {
+  const char* op = "quantize_activations";
+  View xv = view(op, "x", x), q = view(op, "act_q", act_q, true),
+       s = view(op, "act_scale", act_scale, true);
+  run_plain(nt_quantize_activations_args{xv.t, q.t, s.t}, stream, nt_quantize_activations);
+}
+
+}  // namespace
+
+NB_MODULE(_nexttok, m) {
+  m.doc() = "nexttok C API over caller-allocated arrays (use the nexttok package instead)";
+  // nanobind refuses None for a handle unless told: every optional is marked.
+  using a = nb::arg;
+  m.def("apply_token_bitmask", &apply_token_bitmask, a("logits"), a("bitmask"),
+        a("indices").none(), a("stream"));
+  m.def("bitmask_from_allowed", &bitmask_from_allowed);
+  m.def("sample", &sample, a("logits"), a("tokens"), a("temperature"), a("top_k"), a("top_p"),
+        a("min_p"), a("seed"), a("offset"), a("uniform").none(), a("joint"), a("stream"),
+        a("alloc").none());
+  m.def("lm_head_topk_dense", &lm_head_topk_dense, a("hidden"), a("weight"), a("bias").none(),
+        a("k"), a("values"), a("indices"), a("stream"), a("alloc").none());
+  m.def("lm_head_topk_binary", &lm_head_topk_binary, a("act_q"), a("act_scale"), a("wq"),
+        a("wscale"), a("bias").none(), a("group_size"), a("k"), a("values"), a("indices"),
+        a("stream"), a("alloc").none());
+  m.def("pack_weights", &pack_weights);
+  m.def("quantize_activations", &quantize_activations);
+  m.def("version", [] { return nt_version_string(); });
+  m.def("backend_available", [](int device) { return nt_backend_available(nt_device_type(device)) != 0; });
+  m.def("cpu_num_threads", [] { return nt_cpu_num_threads(); });
+  m.def("cpu_set_num_threads", [](int32_t n) { check(nt_cpu_set_num_threads(n)); });
+#ifdef NEXTTOK_WITH_CUDA
+  m.attr("cuda_compiled") = true;
+  // jax exposes no stream: its calls run on the legacy stream and wait here.
+  m.def("stream_synchronize", [](uintptr_t s) {
+    cudaError_t e;
+    {
+      nb::gil_scoped_release unlocked;
+      e = cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s));
+    }
+    if (e != cudaSuccess) throw std::runtime_error(cudaGetErrorString(e));
+  });
+#else
+  m.attr("cuda_compiled") = false;
+#endif
+}
