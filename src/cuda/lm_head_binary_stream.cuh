@@ -199,8 +199,10 @@ __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(Binary
   }
 
   // The scores of tile q meet in partial buffer q & 1 and are reduced and
-  // offered during tile q + 1 by one warp (warps take turns), so a tile costs
-  // one CTA barrier; the top-k buffers are cut every kStreamTilesPerCut tiles.
+  // offered during tile q + 1 by a few warps (one per 32 x 1 scores, up to 4;
+  // the groups take turns), so a tile costs one CTA barrier; the top-k
+  // buffers are cut every kStreamTilesPerCut tiles.
+  const int reducers = p.rows >= 4 ? 4 : p.rows >= 2 ? 2 : 1;
   auto reduce_and_offer = [&](int q, int first, int step) {
     const int tile_row0 = row_begin + q * kStreamTileRows;
     const float4* buf = partials + (q & 1) * partial_buffer;
@@ -223,7 +225,8 @@ __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(Binary
     cp_async_wait_pending(S - 2);
     __syncthreads();
     issue();
-    if (q > 0 && warp == (q - 1) % kStreamWarps) reduce_and_offer(q - 1, lane, 32);
+    if (q > 0 && warp / reducers == (q - 1) % (kStreamWarps / reducers))
+      reduce_and_offer(q - 1, (warp % reducers) * 32 + lane, reducers * 32);
     if (q > 0 && q % kStreamTilesPerCut == 0) topk.end_tile(kStreamTilesPerCut * kStreamTileRows, false);
 
     const unsigned char* stage = stages + (q % S) * L.stage_bytes;
