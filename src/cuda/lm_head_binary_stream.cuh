@@ -25,6 +25,7 @@
 
 #include "cuda/lm_head_binary.cuh"
 #include "cuda/lm_head_device.cuh"
+#include "cuda/lm_head_host.cuh"
 #include "cuda/topk_cta.cuh"
 
 namespace nt::cuda::lm_head {
@@ -41,6 +42,8 @@ constexpr int kStreamScaleCopies = 2;
 // The CTA's top-k buffers are cut back every this many tiles (its candidate
 // capacity is sized for kMaxTileRows offers between cuts).
 constexpr int kStreamTilesPerCut = 8;
+static_assert(kStreamTilesPerCut * kStreamTileRows <= kMaxTileRows,
+              "offers between cuts must fit the candidate capacity");
 
 struct BinaryStreamParams {
   const uint32_t* wq;

@@ -109,29 +109,37 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   floor_key = s.floor_key;
   auto admitted = [&](uint64_t rank) { return rank != 0 && uint32_t(rank >> 32) >= floor_key; };
 
-  // The admitted candidates into shared memory, one warp per CTA segment (in
-  // any order: the selection and the final sort do not depend on it). If
-  // they do not fit, the selection streams them from the workspace instead.
-  for (int c = warp; c < a.grid; c += kWarps) {
-    const int n = seg_count(c);
-    const Candidate* seg = cand + size_t(c) * seg_stride;
-    for (int i0 = 0; i0 < n; i0 += 32) {
-      const int i = i0 + lane;
-      Candidate e{0.0f, 0};
-      if (i < n) e = seg[i];
-      const uint64_t rank = i < n ? rank_of(e.value, e.index) : 0ull;
-      const bool keep = admitted(rank);
-      const unsigned ball = __ballot_sync(0xffffffffu, keep);
-      int base = 0;
-      if (lane == 0 && ball != 0) base = atomicAdd(&s.gathered, __popc(ball));
-      base = __shfl_sync(0xffffffffu, base, 0);
-      const int slot = base + __popc(ball & ((1u << lane) - 1u));
-      if (keep && slot < a.resident) {
-        res_rank[slot] = rank;
-        res_value[slot] = e.value;
+  // Every stored candidate, one warp per CTA segment: f(rank, value), rank 0
+  // for padding lanes and for candidates under the floor (uniform per warp).
+  auto for_each_stored = [&](auto&& f) {
+    for (int c = warp; c < a.grid; c += kWarps) {
+      const int n = seg_count(c);
+      const Candidate* seg = cand + size_t(c) * seg_stride;
+      for (int i0 = 0; i0 < n; i0 += 32) {
+        const int i = i0 + lane;
+        Candidate e{0.0f, 0};
+        if (i < n) e = seg[i];
+        const uint64_t rank = i < n ? rank_of(e.value, e.index) : 0ull;
+        f(admitted(rank) ? rank : 0ull, e.value);
       }
     }
-  }
+  };
+
+  // The admitted candidates into shared memory (in any order: the selection
+  // and the final sort do not depend on it). If they do not fit, the
+  // selection streams them from the workspace instead.
+  for_each_stored([&](uint64_t rank, float value) {
+    const bool keep = rank != 0;
+    const unsigned ball = __ballot_sync(0xffffffffu, keep);
+    int base = 0;
+    if (lane == 0 && ball != 0) base = atomicAdd(&s.gathered, __popc(ball));
+    base = __shfl_sync(0xffffffffu, base, 0);
+    const int slot = base + __popc(ball & ((1u << lane) - 1u));
+    if (keep && slot < a.resident) {
+      res_rank[slot] = rank;
+      res_value[slot] = value;
+    }
+  });
   __syncthreads();
   const int total = s.gathered;
   const bool resident = total <= a.resident;
@@ -148,17 +156,7 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
         f(ok ? res_rank[i] : 0ull, ok ? res_value[i] : 0.0f);
       }
     } else {
-      for (int c = warp; c < a.grid; c += kWarps) {
-        const int n = seg_count(c);
-        const Candidate* seg = cand + size_t(c) * seg_stride;
-        for (int i0 = 0; i0 < n; i0 += 32) {
-          const int i = i0 + lane;
-          Candidate e{0.0f, 0};
-          if (i < n) e = seg[i];
-          const uint64_t rank = i < n ? rank_of(e.value, e.index) : 0ull;
-          f(admitted(rank) ? rank : 0ull, e.value);
-        }
-      }
+      for_each_stored(f);
     }
   };
 
