@@ -232,8 +232,8 @@ __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
 // Here each warp streams whole weight rows instead: one instruction reads 512
 // contiguous bytes of a row, kStreamDepth of them stay in flight per lane
 // (16 warps x 32 lanes x 12 x 16 B = 96 KB per SM, above the ~32-64 KB that
-// Little's law asks at 4 TB/s), and a row's score per token is four fp32 FMA
-// chains per lane plus a warp butterfly sum. The token rows sit in shared
+// Little's law asks at 4 TB/s), and a row's score per token is an fp32 FMA
+// chain per lane plus a warp butterfly sum. The token rows sit in shared
 // memory widened to f32, so a 16-byte weight piece costs 8 widenings plus
 // 2 shared loads and 8 FMAs per token.
 
@@ -310,13 +310,9 @@ __global__ void __launch_bounds__(kStreamThreads, 1) dense_row_stream_kernel(Row
 #pragma unroll
     for (int d = 0; d < kStreamDepth; ++d) load(ring[d]);
 
-    // Four chains per token row: one chain of dependent FMAs per lane would
-    // hold each warp to one FMA latency per weight, slower than the memory.
-    float acc[NR][4];
+    float acc[NR];
 #pragma unroll
-    for (int r = 0; r < NR; ++r)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[r][c] = 0.0f;
+    for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
     int use_row = 0, use_u = 0;
     for (int s0 = 0; s0 < steps; s0 += kStreamDepth) {
 #pragma unroll
@@ -332,7 +328,7 @@ __global__ void __launch_bounds__(kStreamThreads, 1) dense_row_stream_kernel(Row
               const float4 h0 = h[0], h1 = h[1];
               const float hv[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
 #pragma unroll
-              for (int e = 0; e < 8; ++e) acc[r][e & 3] = fmaf(hv[e], w[e], acc[r][e & 3]);
+              for (int e = 0; e < 8; ++e) acc[r] = fmaf(hv[e], w[e], acc[r]);
             }
           }
           load(ring[d]);
@@ -340,12 +336,10 @@ __global__ void __launch_bounds__(kStreamThreads, 1) dense_row_stream_kernel(Row
             const int row = row0 + use_row;
 #pragma unroll
             for (int r = 0; r < NR; ++r) {
-              float sum = (acc[r][0] + acc[r][1]) + (acc[r][2] + acc[r][3]);
 #pragma unroll
-              for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-              if (lane == r) topk.offer(r, add_bias(sum, p.bias, row), row);
-#pragma unroll
-              for (int c = 0; c < 4; ++c) acc[r][c] = 0.0f;
+              for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+              if (lane == r) topk.offer(r, add_bias(acc[r], p.bias, row), row);
+              acc[r] = 0.0f;
             }
             use_u = 0;
             ++use_row;
