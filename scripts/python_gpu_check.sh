@@ -81,3 +81,6 @@ stage overhead-bench 120 "$log/overhead.log" env PYTHONPATH="$site" \
   grep -E "^(ok|FAIL)|checks passed|failed$" "$log/hf_kernels.log"
   grep -E "^\|" "$log/overhead.log"
 } | tee -a "$log/summary.md"
+# Any failed, timed-out or skipped stage fails the script (the table above says which).
+! printf '%s\n' "${rows[@]}" | grep -qvE '\| ok \|'
+

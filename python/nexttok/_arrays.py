@@ -42,7 +42,8 @@ class _Cupy:
 
         self.cp = cupy
         self.device = x.device
-        self.stream = cupy.cuda.get_current_stream().ptr
+        with self.device:  # the current stream of the array's GPU, not of the current one
+            self.stream = cupy.cuda.get_current_stream().ptr
 
     def empty(self, shape, dtype):
         with self.device:

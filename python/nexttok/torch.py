@@ -77,9 +77,12 @@ def _alloc(t):
     return a
 
 
-def _eager(t):
+def _eager(*args):
     # is_compiling first: dynamo folds it to True and traces nothing after it.
-    return not _is_compiling() and type(t) is torch.Tensor and _dispatch_depth() == 0
+    # Every tensor argument must be a plain tensor (a FakeTensor or subclass
+    # among them needs the dispatcher); non-tensors pass.
+    return (not _is_compiling() and _dispatch_depth() == 0 and
+            all(type(t) is torch.Tensor or not isinstance(t, torch.Tensor) for t in args))
 
 
 # ---- kernels (CPU and CUDA) and fake implementations --------------------------
@@ -209,8 +212,8 @@ def _index(v):
 
 
 def apply_token_bitmask(logits, bitmask, indices=None):
-    (_apply_token_bitmask if _eager(logits) else _op["apply_token_bitmask"])(logits, bitmask,
-                                                                             indices)
+    f = _apply_token_bitmask if _eager(logits, bitmask, indices) else _op["apply_token_bitmask"]
+    f(logits, bitmask, indices)
     return logits
 
 
@@ -223,7 +226,8 @@ def bitmask_from_allowed(allowed):
 
 def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
            uniform=None, joint=False):
-    if _eager(logits):  # the extension takes scalars and tensors as they are
+    if _eager(logits, temperature, top_k, top_p, min_p, seed, offset, uniform):
+        # the extension takes scalars and tensors as they are
         if logits.dim() != 2:
             _check_2d("sample", "logits", logits)
         tokens = logits.new_empty(logits.shape[0], dtype=torch.int64)
@@ -242,12 +246,13 @@ def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offse
 
 
 def lm_head_topk_dense(hidden, weight, k=50, bias=None):
-    return (_lm_head_topk_dense if _eager(hidden) else _op["lm_head_topk_dense"])(hidden, weight,
-                                                                                  bias, k)
+    f = _lm_head_topk_dense if _eager(hidden, weight, bias) else _op["lm_head_topk_dense"]
+    return f(hidden, weight, bias, k)
 
 
 def lm_head_topk_binary(act_q, act_scale, wq, wscale, bias=None, group_size=128, k=50):
-    f = _lm_head_topk_binary if _eager(act_q) else _op["lm_head_topk_binary"]
+    eager = _eager(act_q, act_scale, wq, wscale, bias)
+    f = _lm_head_topk_binary if eager else _op["lm_head_topk_binary"]
     return f(act_q, act_scale, wq, wscale, bias, group_size, k)
 
 

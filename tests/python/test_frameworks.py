@@ -50,6 +50,7 @@ def test_jax(platform):
         pytest.skip(f"no jax {platform} device")
     if platform == "gpu" and not nexttok.cuda_compiled:
         pytest.skip("nexttok built without CUDA")
+    x64 = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)  # int64 top-k indices
 
     class On:
@@ -57,4 +58,7 @@ def test_jax(platform):
         def asarray(x):
             return jax.device_put(x, device)
 
-    run_all(On, np.asarray, lambda a: isinstance(a, jax.Array))
+    try:
+        run_all(On, np.asarray, lambda a: isinstance(a, jax.Array))
+    finally:  # later tests see jax as they found it
+        jax.config.update("jax_enable_x64", x64)
