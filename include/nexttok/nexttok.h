@@ -119,7 +119,9 @@ typedef struct nt_sample_args {
 } nt_sample_args;
 
 /* Bytes of workspace nt_sample needs for these shapes (may be 0). The workspace
- * lives on the logits' device; nothing is allocated by the call itself. */
+ * lives on the logits' device; nothing is allocated by the call itself. On
+ * OpenCL a workspace is a cl_mem of at least that many bytes (used from offset
+ * 0) in the queue's context, as for every op that takes one. */
 NT_API nt_status nt_sample_workspace_size(const nt_sample_args* args, size_t* bytes);
 NT_API nt_status nt_sample(const nt_sample_args* args, void* workspace,
                            size_t workspace_bytes, void* stream);
@@ -184,7 +186,12 @@ NT_API int nt_backend_available(nt_device_type device);
 NT_API nt_status nt_cpu_set_num_threads(int32_t n);
 NT_API int32_t nt_cpu_num_threads(void);
 
-/* OpenCL: every call takes a cl_command_queue as its stream. */
+/* OpenCL: every call takes a cl_command_queue as its stream and runs on that
+ * queue's device; every tensor, per-row array and workspace is a cl_mem of the
+ * queue's context (device_id need only agree between tensors). Kernels are built from sources
+ * compiled into the library at first use in a context, with
+ * -cl-fp32-correctly-rounded-divide-sqrt; a device without correctly rounded
+ * division is refused with NT_ERROR_UNSUPPORTED. */
 
 #ifdef __cplusplus
 } /* extern "C" */

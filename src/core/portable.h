@@ -7,7 +7,11 @@
 
 #if defined(__OPENCL_VERSION__) || defined(__OPENCL_C_VERSION__)
 #  define NT_OPENCL 1
-#  define NT_FN inline
+/* static: a plain C99 inline definition provides no external one, and OpenCL
+ * compilers that decline to inline a call would leave it unresolved. */
+#  define NT_FN static inline
+/* OpenCL C contracts a*b+c into fma by default; the core's bits assume not. */
+#  pragma OPENCL FP_CONTRACT OFF
 typedef uint nt_u32;
 typedef ulong nt_u64;
 typedef int nt_i32;

@@ -11,10 +11,7 @@ std::unique_ptr<TestDevice> make_cpu_device();
 #ifdef NEXTTOK_TEST_CUDA
 std::unique_ptr<TestDevice> make_cuda_device();
 #endif
-// OpenCL hook: define make_opencl_device() in harness/device_opencl.cpp (a
-// cl_command_queue as stream(), cl_mem handles, views_use_byte_offset() true,
-// required_in_ci() true) and register it below under NEXTTOK_TEST_OPENCL.
-#ifdef NEXTTOK_TEST_OPENCL
+#ifdef NEXTTOK_TEST_OPENCL  // harness/device_opencl.cpp
 std::unique_ptr<TestDevice> make_opencl_device();
 #endif
 

@@ -288,6 +288,28 @@ TEST_P(Sample, NonFiniteLogits) {
   }
 }
 
+// Several +inf scores make the keep-set whatever the cuts say: rows whose
+// top_p, top_k or min_p alone would keep one token still draw among them.
+TEST_P(Sample, PositiveInfinityRuleComesBeforeTheCuts) {
+  const uint64_t seed = 6500;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase c;
+  c.rows = 6;
+  c.vocab = 3000;
+  fill_logits(c, rng, true);
+  for (int64_t r = 0; r < c.rows; ++r)
+    for (int i = 0; i < 4; ++i) c.logits[size_t(r * c.vocab + rng.integer(0, c.vocab - 1))] = kInf;
+  c.top_p = per_row<float>({0.0f, -0.25f, 1.0f, 0.5f, 1.0f, 0.9f});
+  c.top_k = per_row<int32_t>({0, 0, 2, 0, 0, 3});
+  c.min_p = per_row<float>({0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.5f});
+  c.temperature = per_row<float>({1.0f, 0.7f, 1.3f, 1.0f, 0.5f, 2.0f});
+  set_seeds(c, rng, true);
+  expect_tokens_match(dev(), c);
+  c.uniform = {0.1f, 0.6f, 0.99f, 0.3f, 0.0f, 0.8f};
+  expect_tokens_match(dev(), c);
+}
+
 TEST_P(Sample, FullyMaskedRowsGiveMinusOne) {
   uint64_t seed = 7000;
   for (nt_dtype dtype : kFloatTypes)

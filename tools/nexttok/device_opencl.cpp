@@ -1,9 +1,12 @@
 // Device hooks for the OpenCL backend: the library takes a cl_command_queue
 // as every call's stream and works in the queue's context, so the tool owns
-// both and hands out cl_mem buffers (tensor data on OpenCL is a cl_mem).
+// both and hands out cl_mem buffers (tensor data on OpenCL is a cl_mem). The
+// device is NEXTTOK_OPENCL_DEVICE (an index over every platform's devices in
+// order, default 0), as in the tests.
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,12 +27,20 @@ class OpenclDevice final : public Device {
     ok(clGetPlatformIDs(0, nullptr, &count), "clGetPlatformIDs");
     std::vector<cl_platform_id> platforms(count);
     ok(clGetPlatformIDs(count, platforms.data(), nullptr), "clGetPlatformIDs");
+    std::vector<cl_device_id> devices;
     for (cl_platform_id p : platforms) {
       cl_uint n = 0;
-      if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &device_, &n) == CL_SUCCESS && n > 0) break;
-      device_ = nullptr;
+      if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n) != CL_SUCCESS || n == 0) continue;
+      std::vector<cl_device_id> some(n);
+      ok(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, some.data(), nullptr), "clGetDeviceIDs");
+      devices.insert(devices.end(), some.begin(), some.end());
     }
-    if (device_ == nullptr) throw std::runtime_error("OpenCL: no device");
+    const char* env = std::getenv("NEXTTOK_OPENCL_DEVICE");
+    const size_t index = env ? std::strtoul(env, nullptr, 10) : 0;
+    if (index >= devices.size())
+      throw std::runtime_error("OpenCL: no device " + std::to_string(index) + " (" +
+                               std::to_string(devices.size()) + " found; NEXTTOK_OPENCL_DEVICE picks one)");
+    device_ = devices[index];
     cl_int status = CL_SUCCESS;
     context_ = clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &status);
     ok(status, "clCreateContext");

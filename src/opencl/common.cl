@@ -1,0 +1,169 @@
+/* Helpers every nexttok OpenCL program shares (appended after the core
+ * headers). OpenCL C 1.2 only: local-memory reductions, no subgroups, no
+ * work-group collectives. Work-groups have at most NT_WG_MAX items; every
+ * function that holds a barrier must be reached by all of them. */
+
+#define NT_KEY_POS_INF 0xFF800000u
+#define NT_KEY_FIRST_FINITE (NT_KEY_NEG_INF + 1u)
+
+/* One integer order over (score key, token): larger ranks first, i.e. score
+ * descending, then index ascending; distinct for distinct tokens. */
+static inline ulong nt_composite(uint key, uint index) { return ((ulong)key << 32) | (ulong)(~index); }
+static inline uint nt_composite_index(ulong c) { return ~(uint)c; }
+static inline uint nt_composite_key(ulong c) { return (uint)(c >> 32); }
+
+/* nt_order_key (core/ordering.h) on four lanes, so that passes over a row
+ * compare keys four at a time: NaN as -inf, -0 as +0, then the flip. */
+static inline uint4 nt_order_key4(float4 x) {
+  uint4 u = as_uint4(x);
+  u = select(u, (uint4)(0xFF800000u), (u & 0x7FFFFFFFu) > 0x7F800000u);
+  u = select(u, (uint4)(0u), u == 0x80000000u);
+  return select(u | 0x80000000u, ~u, (u & 0x80000000u) != 0u);
+}
+
+/* Lanes whose (key, index) ranks at or before the composite cut. */
+static inline int4 nt_at_or_before4(uint4 key, uint4 index, ulong cut) {
+  const uint ck = (uint)(cut >> 32), ci = ~(uint)cut;
+  return (key > ck) | ((key == ck) & (index <= ci));
+}
+
+/* ---- elements of the op's float tensor (NT_ELEM: 0 f32, 1 f16, 2 bf16) ---- */
+#ifdef NT_ELEM
+#if NT_ELEM == 0
+typedef float nt_elem;
+static inline float nt_widen(__global const nt_elem* p, ulong i) { return p[i]; }
+static inline float4 nt_widen4(__global const nt_elem* p, ulong i) { return vload4(0, p + i); }
+#elif NT_ELEM == 1
+typedef ushort nt_elem;
+/* vload_half widens exactly, and needs no cl_khr_fp16. */
+static inline float nt_widen(__global const nt_elem* p, ulong i) {
+  return vload_half(0, (__global const half*)(p + i));
+}
+static inline float4 nt_widen4(__global const nt_elem* p, ulong i) {
+  return vload_half4(0, (__global const half*)(p + i));
+}
+#else
+typedef ushort nt_elem;
+static inline float nt_widen(__global const nt_elem* p, ulong i) { return nt_bf16_to_f32(p[i]); }
+static inline float4 nt_widen4(__global const nt_elem* p, ulong i) {
+  return as_float4(convert_uint4(vload4(0, p + i)) << 16);
+}
+#endif
+
+/* Tokens t .. t+3 of a row of n; those past the end read as -inf, which no
+ * selection ever keeps. */
+static inline float4 nt_load4(__global const nt_elem* row, uint t, uint n) {
+  if (t + 3u < n) return nt_widen4(row, t);
+  float4 x = (float4)(-INFINITY);
+  if (t < n) x.s0 = nt_widen(row, t);
+  if (t + 1u < n) x.s1 = nt_widen(row, t + 1u);
+  if (t + 2u < n) x.s2 = nt_widen(row, t + 2u);
+  return x;
+}
+#endif
+
+/* An element of an f32 / f16 / bf16 tensor whose dtype is only known at run
+ * time (biases): code is the nt_dtype value. */
+static inline float nt_widen_dtype(__global const uchar* base, ulong i, int code) {
+  if (code == 0) return ((__global const float*)base)[i];
+  const uint h = ((__global const ushort*)base)[i];
+  return code == 1 ? nt_f16_to_f32(h) : nt_bf16_to_f32(h);
+}
+
+/* ---- work-group reductions ----
+ * Through `s`, NT_WG_MAX + 1 local entries. No barrier ever sits inside a
+ * loop: PoCL turns every region between barriers into a loop over the
+ * work-items, and loops of such regions make its compile time explode. One
+ * item folds the (at most NT_WG_MAX) values, which costs a GPU little. */
+
+ulong nt_wg_max_u64(__local ulong* s, ulong v) {
+  const uint lid = get_local_id(0);
+  s[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid == 0) {
+    ulong m = s[0];
+    for (uint i = 1; i < get_local_size(0); ++i) m = max(m, s[i]);
+    s[NT_WG_MAX] = m;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const ulong r = s[NT_WG_MAX];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+ulong nt_wg_min_u64(__local ulong* s, ulong v) { return ~nt_wg_max_u64(s, ~v); }
+
+ulong nt_wg_sum_u64(__local ulong* s, ulong v) {
+  const uint lid = get_local_id(0);
+  s[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid == 0) {
+    ulong m = 0;
+    for (uint i = 0; i < get_local_size(0); ++i) m += s[i];
+    s[NT_WG_MAX] = m;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const ulong r = s[NT_WG_MAX];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+/* Exclusive prefix sum over the work-items in local-id order; *total gets the sum. */
+ulong nt_wg_exclusive_sum_u64(__local ulong* s, ulong v, ulong* total) {
+  const uint lid = get_local_id(0);
+  s[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid == 0) {
+    ulong run = 0;
+    for (uint i = 0; i < get_local_size(0); ++i) {
+      const ulong x = s[i];
+      s[i] = run;
+      run += x;
+    }
+    s[NT_WG_MAX] = run;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const ulong r = s[lid];
+  *total = s[NT_WG_MAX];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+/* Sorts a[0, n) largest first into out[0, n) (distinct values): each item
+ * ranks its values by counting the larger ones, a sort without barriers in
+ * loops whose O(n^2) compares stay small at the list sizes used here. */
+void nt_wg_rank_sort_desc(__local const ulong* a, uint n, __local ulong* out) {
+  for (uint i = get_local_id(0); i < n; i += get_local_size(0)) {
+    const ulong x = a[i];
+    uint rank = 0;
+    for (uint j = 0; j < n; ++j) rank += a[j] > x;
+    out[rank] = x;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* ---- exact fixed-point arithmetic (no fp64: many devices lack it) ---- */
+
+/* floor(f * z), or the ceiling, exactly, for 0 <= f < 1 and z < 2^62: f is an
+ * integer mantissa times 2^-shift, so the product is a shifted 128-bit one. */
+ulong nt_scale_u64(ulong z, float f, int round_up) {
+  const uint bits = as_uint(f);
+  const uint e = bits >> 23;
+  const ulong m = e ? (ulong)((bits & 0x7FFFFFu) | 0x800000u) : (ulong)(bits & 0x7FFFFFu);
+  const uint shift = e ? 150u - e : 149u; /* >= 24 since f < 1 */
+  const ulong lo = z * m, hi = mul_hi(z, m);
+  ulong q;
+  int rest;
+  if (shift >= 128u) {
+    q = 0;
+    rest = (lo | hi) != 0;
+  } else if (shift >= 64u) {
+    const uint s = shift - 64u;
+    q = hi >> s;
+    rest = lo != 0 || (s != 0 && (hi & ((1ul << s) - 1ul)) != 0);
+  } else {
+    q = (lo >> shift) | (hi << (64u - shift));
+    rest = (lo & ((1ul << shift) - 1ul)) != 0;
+  }
+  return q + (ulong)(round_up && rest);
+}

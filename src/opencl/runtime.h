@@ -1,0 +1,81 @@
+// What every OpenCL op shares on the host: the queue a call runs on, tensor
+// arguments checked against their buffers, programs built once per context and
+// device from the embedded sources, and OpenCL errors turned into nt::Error.
+#pragma once
+
+#define CL_HPP_TARGET_OPENCL_VERSION 120
+#define CL_HPP_MINIMUM_OPENCL_VERSION 120
+#define CL_HPP_ENABLE_EXCEPTIONS
+#include <CL/opencl.hpp>
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "nexttok/nexttok.h"
+
+namespace nt::opencl {
+
+// The largest work-group any kernel is written for (the size of its local
+// reduction arrays); the one launched is read from the kernel's limits.
+constexpr size_t kMaxWorkGroup = 256;
+
+// The call's stream: a cl_command_queue, with its context and device.
+struct Queue {
+  cl::CommandQueue queue;
+  cl::Context context;
+  cl::Device device;
+};
+
+Queue queue_of(const char* op, void* stream);
+
+// A tensor as a kernel takes it: the buffer and the view's offset in elements.
+struct View {
+  cl::Buffer buffer;
+  cl_ulong offset = 0;
+};
+
+// The buffer must belong to the queue's context, byte_offset must be a whole
+// number of elements, and every element the view addresses must lie inside it.
+View view(const char* op, const char* arg, const Queue& q, const nt_tensor& t);
+// A per-row parameter array of `bytes` (a null buffer when absent).
+cl::Buffer per_row(const char* op, const char* arg, const Queue& q, const void* handle,
+                   size_t bytes);
+// The caller's workspace: a cl_mem of at least `bytes` in the queue's context.
+cl::Buffer workspace(const char* op, const Queue& q, void* handle, size_t bytes);
+
+// A program: the core headers, common.cl, then `files`, built with `defines`.
+struct ProgramSpec {
+  std::initializer_list<const char*> files;
+  std::string defines;
+};
+
+cl::Kernel kernel(const char* op, const Queue& q, const ProgramSpec& spec, const char* name);
+
+// The largest power of two <= preferred the kernel can run as one work-group.
+size_t work_group_size(const cl::Kernel& k, const Queue& q, size_t preferred);
+
+template <class... Args>
+void set_args(cl::Kernel& k, Args&&... args) {
+  cl_uint i = 0;
+  (k.setArg(i++, std::forward<Args>(args)), ...);
+}
+
+// global is rounded up to a multiple of local.
+void enqueue(const cl::Kernel& k, const Queue& q, size_t global, size_t local);
+
+[[noreturn]] void fail_cl(const char* op, const cl::Error& e);
+
+// Runs body; an OpenCL error becomes NT_ERROR_BACKEND naming the call and status.
+template <class Body>
+void guarded(const char* op, Body&& body) {
+  try {
+    body();
+  } catch (const cl::Error& e) {
+    fail_cl(op, e);
+  }
+}
+
+}  // namespace nt::opencl
