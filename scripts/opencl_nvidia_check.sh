@@ -15,6 +15,9 @@ lib=${NVIDIA_OPENCL_LIB:-/usr/lib/libnvidia-opencl.so.1}
 vendors=$(mktemp -d)
 echo "$lib" >"$vendors/nvidia.icd"
 export OCL_ICD_VENDORS="$vendors"
+# The H200 image's loader still lists PoCL first (run 7), so the NVIDIA GPU is
+# device 1 unless told otherwise; clinfo -l below shows the order.
+export NEXTTOK_OPENCL_DEVICE="${NEXTTOK_OPENCL_DEVICE:-1}"
 {
   echo "# OpenCL on NVIDIA's driver, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null)"
   echo "driver library: $lib ($( [ -e "$lib" ] && echo present || echo MISSING ))"
