@@ -2,7 +2,7 @@
 # The OpenCL cases of the cross-backend suite on NVIDIA's OpenCL driver (a real
 # GPU driver beside PoCL). The H200 image ships /usr/lib/libnvidia-opencl.so.1
 # without registering it with the ICD loader, so a private vendors directory
-# names it (OCL_ICD_VENDORS), which also hides PoCL from this run.
+# names it (OCL_ICD_VENDORS); PoCL stays listed beside it.
 #   scripts/opencl_nvidia_check.sh      # logs under ${OUT:-./out}/opencl-nvidia
 set -u
 cd "$(dirname "$0")/.."
