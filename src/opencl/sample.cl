@@ -222,6 +222,13 @@ __kernel void nt_sample_list(NT_SAMPLE_PARAMS) {
 /* The draws, one kernel each: together they compile into a work-group
  * function whose size PoCL's compiler handles badly. */
 
+/* A row's stored keep-list into local memory (both draw kernels start so). */
+static inline void nt_load_list(__global uchar* ws, uint r, uint count, __local ulong* list) {
+  const __global ulong* stored = nt_stored_list(ws, r);
+  for (uint i = get_local_id(0); i < count; i += get_local_size(0)) list[i] = stored[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 __kernel void nt_sample_gumbel_list(NT_SAMPLE_PARAMS) {
   __local ulong red[NT_WG_MAX + 1];
   __local ulong list[NT_LIST_CAP];
@@ -229,9 +236,7 @@ __kernel void nt_sample_gumbel_list(NT_SAMPLE_PARAMS) {
   const nt_row_state st = *nt_state_of(ws, r);
   const int active = st.phase == NT_PHASE_DRAW_LIST;
   const uint count = active ? st.list_count : 0u;
-  const __global ulong* stored = nt_stored_list(ws, r);
-  for (uint i = get_local_id(0); i < count; i += get_local_size(0)) list[i] = stored[i];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  nt_load_list(ws, r, count, list);
   const long token = nt_gumbel_list(list, count, &st.c, red);
   if (active && get_local_id(0) == 0) nt_write_token(tokens, tokens_off, flags, token);
 }
@@ -244,9 +249,7 @@ __kernel void nt_sample_explicit_list(NT_SAMPLE_PARAMS) {
   const nt_row_state st = *nt_state_of(ws, r);
   const int active = st.phase == NT_PHASE_DRAW_LIST;
   const uint count = active ? st.list_count : 0u;
-  const __global ulong* stored = nt_stored_list(ws, r);
-  for (uint i = get_local_id(0); i < count; i += get_local_size(0)) list[i] = stored[i];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  nt_load_list(ws, r, count, list);
   const long token = nt_explicit_list(list, count, order, &st.c, st.s_max, red, &found);
   if (active && get_local_id(0) == 0) nt_write_token(tokens, tokens_off, flags, token);
 }
