@@ -7,7 +7,7 @@
 # Included from CMakeLists.txt (after nexttok_objects exists), it adds the
 # generating command; run with -P, it is that command.
 
-set(NEXTTOK_OPENCL_CORE_HEADERS portable.h philox.h portable_log.h ordering.h sampling.h half.h)
+set(NEXTTOK_OPENCL_CORE_HEADERS portable.h philox.h portable_log.h portable_exp.h ordering.h sampling.h half.h)
 
 if(CMAKE_SCRIPT_MODE_FILE)
   # -DOUTPUT=<file.cpp> -DCORE_FILES=<headers, in dependency order> -DCL_FILES=<a.cl;...>

@@ -41,7 +41,7 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
     const float s = nt_scaled_score(row_value(row.data, row.dtype, i), temperature);
     if (s == -INFINITY) continue;
     const int bin = mass_bin(s, s_max);
-    const double p = double(row_exp(s - s_max));
+    const double p = double(nt_portable_exp(s - s_max));
     if (bin < n_binned) {
       mass[bin] += p;
       ++count[bin];
@@ -53,7 +53,7 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
 }
 
 void exp_list(const float* s, int64_t n, float s_max, float* p) {
-  for (int64_t i = 0; i < n; ++i) p[i] = row_exp(s[i] - s_max);
+  for (int64_t i = 0; i < n; ++i) p[i] = nt_portable_exp(s[i] - s_max);
 }
 
 void gumbel_list(const int32_t* index, int64_t n, uint64_t seed, uint64_t offset, uint32_t tag,
@@ -78,7 +78,7 @@ Cumulative cumulative(Row row, int64_t begin, int64_t end, const DrawSet& set, d
   Cumulative c{0.0, -1, -1};
   for (int64_t i = begin; i < end; ++i) {
     if (!member(x_key(row, i), i, set)) continue;
-    const float p = set.pos_inf ? 1.0f : row_exp(draw_score(row, i, set) - set.s_max);
+    const float p = set.pos_inf ? 1.0f : nt_portable_exp(draw_score(row, i, set) - set.s_max);
     c.total += double(p);
     c.last = int32_t(i);
     if (c.hit < 0 && prefix + c.total > target) c.hit = int32_t(i);

@@ -68,7 +68,7 @@ struct Kernels {
   // i % 8, lanes combined ((0+4)+(2+6))+((1+5)+(3+7))).
   double (*mass_histogram)(Row row, int64_t begin, int64_t end, float temperature, float s_max,
                            int n_binned, double* mass, uint32_t* count);
-  // p[i] = row_exp(s[i] - s_max).
+  // p[i] = nt_portable_exp(s[i] - s_max).
   void (*exp_list)(const float* s, int64_t n, float s_max, float* p);
   // Gumbel noise (nt_token_gumbel) of listed tokens.
   void (*gumbel_list)(const int32_t* index, int64_t n, uint64_t seed, uint64_t offset,

@@ -1,9 +1,9 @@
 // AVX2+FMA sampler passes, lane for lane the operations of the portable ones
 // (cpu/sample_kernels.cpp, cpu/sample_math.h, core/philox.h,
-// core/portable_log.h). This file calls no inline function of the shared
-// headers: an out-of-line copy compiled with -mavx2 could be the one the
-// linker keeps for the portable code too (the same goes for std:: templates
-// such as std::max).
+// core/portable_log.h, core/portable_exp.h). This file calls no inline
+// function of the shared headers: an out-of-line copy compiled with -mavx2
+// could be the one the linker keeps for the portable code too (the same goes
+// for std:: templates such as std::max).
 #include "cpu/sample_kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -74,18 +74,23 @@ inline __m256 scaled8(__m256 x, float temperature) {
   return _mm256_blendv_ps(s, _mm256_set1_ps(-INFINITY), _mm256_cmp_ps(s, s, _CMP_UNORD_Q));
 }
 
-// row_exp (cpu/sample_math.h).
+// nt_portable_exp (core/portable_exp.h) lane for lane, with its NT_EXP_*
+// constants: the same operations in the same order, so the bits are the core's
+// (tests/core/portable_exp_test.cpp compares the two). The core computes
+// out-of-range lanes (d < NT_EXP_MIN_ARG, -inf, NaN) as d = 0 and selects 0;
+// here they run on their own d (cvttps gives INT_MIN for NaN/inf, no UB in
+// SIMD) and are masked to 0: in-range lanes are unaffected either way.
 inline __m256 exp8(__m256 d) {
-  const __m256 in_range = _mm256_cmp_ps(d, _mm256_set1_ps(kExpMinArg), _CMP_GE_OQ);
-  const __m256 magic = _mm256_set1_ps(kExpRoundMagic);
-  const __m256 n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(d, _mm256_set1_ps(kExpLog2e)), magic), magic);
-  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kExpLn2Hi), d);
-  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kExpLn2Lo), r);
-  __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(kExpC7), r, _mm256_set1_ps(kExpC6));
-  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(kExpC5));
-  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(kExpC4));
-  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(kExpC3));
-  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(kExpC2));
+  const __m256 in_range = _mm256_cmp_ps(d, _mm256_set1_ps(NT_EXP_MIN_ARG), _CMP_GE_OQ);
+  const __m256 magic = _mm256_set1_ps(NT_EXP_ROUND_MAGIC);
+  const __m256 n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(d, _mm256_set1_ps(NT_EXP_LOG2E)), magic), magic);
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-NT_EXP_LN2_HI), d);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-NT_EXP_LN2_LO), r);
+  __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(NT_EXP_C7), r, _mm256_set1_ps(NT_EXP_C6));
+  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(NT_EXP_C5));
+  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(NT_EXP_C4));
+  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(NT_EXP_C3));
+  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(NT_EXP_C2));
   q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
   q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
   const __m256i ni = _mm256_cvttps_epi32(n);

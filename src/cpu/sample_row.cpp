@@ -164,7 +164,7 @@ uint32_t minp_key(const RowJob& j) {
   uint32_t lo = kKeyFirstFinite, up = j.s_max_key;
   while (lo < up) {
     const uint32_t mid = lo + (up - lo) / 2;
-    if (row_exp(nt_key_to_float(mid) - j.s_max) >= j.p.min_p) up = mid; else lo = mid + 1;
+    if (nt_portable_exp(nt_key_to_float(mid) - j.s_max) >= j.p.min_p) up = mid; else lo = mid + 1;
   }
   return lo;
 }

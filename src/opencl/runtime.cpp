@@ -57,7 +57,7 @@ const char* embedded(const char* name) {
 
 // The core headers in dependency order (what each includes comes first).
 constexpr const char* kCoreHeaders[] = {"portable.h", "philox.h", "portable_log.h",
-                                        "ordering.h", "sampling.h", "half.h"};
+                                        "portable_exp.h", "ordering.h", "sampling.h", "half.h"};
 
 std::string program_text(const ProgramSpec& spec) {
   std::string text;

@@ -14,10 +14,10 @@
  *             unresolved by the levels refine serially first.
  *  draws      Gumbel-max or the explicit draw, from the list when it holds
  *             the keep-set, else over the row against the threshold.
- * Probabilities are the CPU backend's bit for bit (the same fma-only exp); it
- * sums them in fp64, these are exact sums of fixed-point values, so keep-sets
- * are equal on non-degenerate inputs, and Gumbel-max tokens are bit-identical
- * for the same keep-set. */
+ * Probabilities are the CPU backend's bit for bit (the same fma-only exp,
+ * core/portable_exp.h); it sums them in fp64, these are exact sums of
+ * fixed-point values, so keep-sets are equal on non-degenerate inputs, and
+ * Gumbel-max tokens are bit-identical for the same keep-set. */
 
 /* Bits of the kernels' flags argument: which parameters are per-row arrays. */
 #define NT_PER_ROW_T 1u

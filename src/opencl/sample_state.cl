@@ -92,25 +92,13 @@ static inline float4 nt_scores4(float4 x, float t) {
 
 static inline int nt_finite_key(uint key) { return key != NT_KEY_NEG_INF && key != NT_KEY_POS_INF; }
 
-/* exp(d) for d <= 0, four lanes at a time: the CPU backend's row_exp
- * (cpu/sample_math.h) operation for operation, fma and exact scalings only,
- * so probabilities are the CPU's bit for bit on every device (a driver's exp
- * may differ in the last ulp, and PoCL's scalar one is slow). */
+/* exp(d) for d <= 0, four lanes at a time: the core's nt_portable_exp
+ * (core/portable_exp.h) per lane, the CPU backend's exp, so probabilities are
+ * the CPU's bit for bit on every device (a driver's exp may differ in the last
+ * ulp, and PoCL's is slow). */
 static inline float4 nt_exp4(float4 d) {
-  const float4 n = (d * 1.44269502162933349609375f + 12582912.0f) - 12582912.0f;
-  float4 r = fma(n, (float4)(-0.693145751953125f), d);
-  r = fma(n, (float4)(-1.428606765330187045e-06f), r);
-  float4 q = fma((float4)(1.0f / 5040.0f), r, (float4)(1.0f / 720.0f));
-  q = fma(q, r, (float4)(1.0f / 120.0f));
-  q = fma(q, r, (float4)(1.0f / 24.0f));
-  q = fma(q, r, (float4)(1.0f / 6.0f));
-  q = fma(q, r, (float4)(0.5f));
-  q = fma(q, r, (float4)(1.0f));
-  q = fma(q, r, (float4)(1.0f));
-  const int4 ni = convert_int4(select(n, (float4)(0.0f), isless(d, -110.0f) | isnan(d)));
-  const int4 n1 = ni >> 1, n2 = ni - n1; /* both >= -80: 2^n1 and 2^n2 are normal */
-  const float4 p = (q * as_float4((n1 + 127) << 23)) * as_float4((n2 + 127) << 23);
-  return select(p, (float4)(0.0f), isless(d, -110.0f) | isnan(d));
+  return (float4)(nt_portable_exp(d.s0), nt_portable_exp(d.s1), nt_portable_exp(d.s2),
+                  nt_portable_exp(d.s3));
 }
 
 /* p in [0, 1] as round-to-nearest-even(p * 2^bits), in integer arithmetic
@@ -134,7 +122,7 @@ static inline ulong nt_fixed_mass(float p, int bits) {
 }
 
 static inline ulong nt_mass_of(float s, float s_max, int bits) {
-  return nt_fixed_mass(nt_exp4((float4)(s - s_max)).s0, bits);
+  return nt_fixed_mass(nt_portable_exp(s - s_max), bits);
 }
 
 static inline ulong nt_composite_mass(ulong cv, float s_max, int bits) {

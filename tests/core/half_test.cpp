@@ -4,18 +4,11 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 
 #include "core/half.h"
 
 namespace {
-
-float from_bits(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
 
 // The f16 value of bits h, decoded from the IEEE binary16 definition.
 double f16_value(uint32_t h) {
@@ -101,7 +94,7 @@ TEST(Half, RandomNarrowingMatchesDoubleRounding) {
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 3000000; ++i) {
     const uint32_t bits = uint32_t(rng());
-    const float x = from_bits(bits);
+    const float x = nt_as_f32(bits);
     if (std::isnan(x)) continue;
     const float bf = nt_bf16_to_f32(nt_f32_to_bf16(x));
     ASSERT_TRUE(same_value(bf16_round(x), bf)) << "seed=" << seed << " x=" << x << " bits=0x"
@@ -122,8 +115,8 @@ TEST(Half, Specials) {
   EXPECT_EQ(nt_f32_to_bf16(INFINITY), 0x7f80u);
   EXPECT_EQ(nt_f32_to_bf16(-0.0f), 0x8000u);
   // A NaN whose payload sits in the discarded bits must stay a NaN.
-  EXPECT_TRUE(std::isnan(nt_bf16_to_f32(nt_f32_to_bf16(from_bits(0x7f800001u)))));
-  EXPECT_TRUE(std::isnan(nt_f16_to_f32(nt_f32_to_f16(from_bits(0x7f800001u)))));
+  EXPECT_TRUE(std::isnan(nt_bf16_to_f32(nt_f32_to_bf16(nt_as_f32(0x7f800001u)))));
+  EXPECT_TRUE(std::isnan(nt_f16_to_f32(nt_f32_to_f16(nt_as_f32(0x7f800001u)))));
   // The largest finite f32 lies above the largest bf16 plus half an ulp.
   EXPECT_EQ(nt_f32_to_bf16(3.4028235e38f), 0x7f80u);
   EXPECT_EQ(nt_f32_to_f16(3.4028235e38f), 0x7c00u);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -12,18 +11,6 @@
 #include "core/ordering.h"
 
 namespace {
-
-float from_bits(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
-uint32_t to_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
 
 bool is_nan_bits(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
 
@@ -33,7 +20,7 @@ TEST(OrderKey, MonotoneOnRandomPairs) {
   for (int i = 0; i < 4000000; ++i) {
     const uint32_t ua = uint32_t(rng()), ub = uint32_t(rng());
     if (is_nan_bits(ua) || is_nan_bits(ub)) continue;
-    const float a = from_bits(ua), b = from_bits(ub);
+    const float a = nt_as_f32(ua), b = nt_as_f32(ub);
     const uint32_t ka = nt_order_key(a), kb = nt_order_key(b);
     ASSERT_EQ(a < b, ka < kb) << "seed=" << seed << " a=" << a << " b=" << b;
     ASSERT_EQ(a == b, ka == kb) << "seed=" << seed << " a=" << a << " b=" << b;
@@ -57,7 +44,7 @@ TEST(OrderKey, NanRanksAsNegativeInfinity) {
                            0xffffffffu, 0x7fa5a5a5u};
   const uint32_t neg_inf_key = nt_order_key(-std::numeric_limits<float>::infinity());
   EXPECT_EQ(neg_inf_key, uint32_t(NT_KEY_NEG_INF));
-  for (uint32_t n : nans) EXPECT_EQ(nt_order_key(from_bits(n)), neg_inf_key) << std::hex << n;
+  for (uint32_t n : nans) EXPECT_EQ(nt_order_key(nt_as_f32(n)), neg_inf_key) << std::hex << n;
   // Below every real score.
   EXPECT_LT(neg_inf_key, nt_order_key(-std::numeric_limits<float>::max()));
 }
@@ -72,11 +59,11 @@ TEST(OrderKey, KeyToFloatInverts) {
   for (uint64_t b = 0; b < (1ull << 32); b += 4099) {
     const uint32_t u = uint32_t(b);
     if (is_nan_bits(u)) continue;
-    const float x = from_bits(u);
-    const uint32_t back = to_bits(nt_key_to_float(nt_order_key(x)));
+    const float x = nt_as_f32(u);
+    const uint32_t back = nt_as_u32(nt_key_to_float(nt_order_key(x)));
     ASSERT_EQ(back, u == 0x80000000u ? 0u : u) << std::hex << "bits=" << u;
   }
-  EXPECT_EQ(to_bits(nt_key_to_float(nt_order_key(-0.0f))), 0u);
+  EXPECT_EQ(nt_as_u32(nt_key_to_float(nt_order_key(-0.0f))), 0u);
 }
 
 TEST(OrderKey, RanksBefore) {

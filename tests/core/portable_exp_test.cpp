@@ -1,0 +1,134 @@
+// nt_portable_exp: error below 1 ulp of the true exp (double exp rounded only once
+// in the comparison, subnormal results included), the edge cases sampling meets,
+// and bit-for-bit agreement with the CPU backend's exp_list kernels, portable and
+// AVX2 (the AVX2 one repeats the core definition lane for lane; the OpenCL backend
+// compiles the core definition itself).
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/portable_exp.h"
+#include "cpu/sample_kernels.h"
+
+namespace {
+
+// Error of got in units of the last place of the exact result y > 0 (fp32
+// subnormals have the fixed ulp 2^-149).
+double ulp_error(float got, double y) {
+  int e;
+  std::frexp(y, &e);  // y in [2^(e-1), 2^e): one fp32 ulp there is 2^(e-24)
+  return std::fabs(double(got) - y) / std::ldexp(1.0, e - 24 < -149 ? -149 : e - 24);
+}
+
+constexpr uint32_t kMinArgBits = 0xC2DC0000u;  // -110.0f
+
+TEST(PortableExp, MinArgBits) { EXPECT_EQ(nt_as_u32(NT_EXP_MIN_ARG), kMinArgBits); }
+
+// Every 17th float from -0 (bits 0x80000000) down to NT_EXP_MIN_ARG: about 66
+// million inputs (an exhaustive sweep gives 0.94 ulp at most).
+TEST(PortableExp, WithinOneUlpOnGrid) {
+  double max_ulp = 0;
+  uint32_t worst = 0;
+  for (uint64_t b = 0x80000000u; b <= kMinArgBits; b += 17) {
+    const float d = nt_as_f32(uint32_t(b));
+    const double err = ulp_error(nt_portable_exp(d), std::exp(double(d)));
+    if (!(err <= max_ulp)) {  // also catches NaN
+      max_ulp = std::isnan(err) ? INFINITY : err;
+      worst = uint32_t(b);
+    }
+  }
+  EXPECT_LT(max_ulp, 1.0) << "worst input bits 0x" << std::hex << worst << " (d=" << nt_as_f32(worst)
+                          << ")";
+}
+
+TEST(PortableExp, EdgeCases) {
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(0.0f)), nt_as_u32(1.0f));
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(-0.0f)), nt_as_u32(1.0f));
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(-1e-30f)), nt_as_u32(1.0f));
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(-nt_as_f32(1u))), nt_as_u32(1.0f));  // -2^-149
+  EXPECT_EQ(nt_portable_exp(-3e-8f), std::nextafter(1.0f, 0.0f));
+  EXPECT_EQ(nt_portable_exp(-1.0f), float(std::exp(-1.0)));
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(-INFINITY)), 0u);
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(NAN)), 0u);
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(-NAN)), 0u);
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(NT_EXP_MIN_ARG)), 0u);
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(std::nextafter(NT_EXP_MIN_ARG, -INFINITY))), 0u);
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(-1e30f)), 0u);
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(-FLT_MAX)), 0u);
+  // The subnormal range rounds once: the smallest positive result and the
+  // boundary with the normal range.
+  EXPECT_EQ(nt_as_u32(nt_portable_exp(-103.9f)), 1u);
+  EXPECT_LE(ulp_error(nt_portable_exp(-87.5f), std::exp(-87.5)), 1.0);
+  for (float d = -110.0f; d <= 0.0f; d += 0.25f) {
+    const float p = nt_portable_exp(d);
+    EXPECT_TRUE(p >= 0.0f && p <= 1.0f) << "d=" << d << " p=" << p;
+  }
+}
+
+// The inputs of the kernel checks: a grid over [-112, 0], the edges (within
+// groups of eight and again at the end), random scores and random negative
+// float bits (-inf and NaNs included).
+std::vector<float> kernel_inputs() {
+  std::vector<float> s;
+  for (uint64_t b = 0x80000000u; b <= 0xC2E00000u; b += 257) s.push_back(nt_as_f32(uint32_t(b)));
+  const float edges[] = {0.0f, -0.0f, -1e-30f, -nt_as_f32(1u), -nt_as_f32(0x00800000u), -3e-8f,
+                         -0.5f, -1.0f, -87.0f, -87.5f, -88.0f, -103.9f, -103.97f, -104.0f,
+                         NT_EXP_MIN_ARG, std::nextafter(NT_EXP_MIN_ARG, 0.0f),
+                         std::nextafter(NT_EXP_MIN_ARG, -INFINITY), -1e30f, -FLT_MAX, -INFINITY,
+                         NAN, -NAN};
+  for (float e : edges) s.push_back(e);
+  const uint64_t seed = 0xe4b;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> wide(-120.0f, 0.0f), narrow(-2.0f, 0.0f);
+  for (int i = 0; i < 1000000; ++i) s.push_back(i % 2 ? wide(rng) : narrow(rng));
+  for (int i = 0; i < 1000000; ++i) {  // any negative float bits, NaNs and -inf included
+    s.push_back(nt_as_f32(0x80000000u | uint32_t(rng())));
+  }
+  for (float e : edges) s.push_back(e);  // and in the tail
+  return s;
+}
+
+// exp_list(s, n, s_max) must equal nt_portable_exp(s[i] - s_max) bit for bit.
+void expect_kernel_matches_core(const nt::cpu::sampling::Kernels& k) {
+  const std::vector<float> s = kernel_inputs();
+  // s <= 0 <= s_max keeps d = s - s_max in the kernels' domain d <= 0; the
+  // lengths differ by 3, so the AVX2 kernel's masked last group is exercised.
+  const struct { float s_max; int64_t drop; } runs[] = {{0.0f, 0}, {1.0f, 3}, {17.25f, 6}};
+  for (const auto& run : runs) {
+    const int64_t n = int64_t(s.size()) - run.drop;
+    std::vector<float> p(s.size(), 42.0f);
+    k.exp_list(s.data(), n, run.s_max, p.data());
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = nt_portable_exp(s[i] - run.s_max);
+      if (nt_as_u32(p[i]) != nt_as_u32(want) && mismatches++ < 5) {
+        ADD_FAILURE() << "s=" << s[i] << " (bits 0x" << std::hex << nt_as_u32(s[i]) << std::dec
+                      << ") s_max=" << run.s_max << ": kernel " << p[i] << " (0x" << std::hex
+                      << nt_as_u32(p[i]) << "), core " << want << " (0x" << nt_as_u32(want) << ")";
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << "s_max=" << run.s_max << " n=" << n;
+    for (size_t i = size_t(n); i < p.size(); ++i) ASSERT_EQ(p[i], 42.0f) << "wrote past n";
+  }
+}
+
+TEST(PortableExp, PortableKernelMatchesCore) {
+  expect_kernel_matches_core(nt::cpu::sampling::portable_kernels());
+}
+
+TEST(PortableExp, Avx2KernelMatchesCore) {
+  const nt::cpu::sampling::Kernels* k = nt::cpu::sampling::avx2_kernels();
+  if (k == nullptr) GTEST_SKIP() << "AVX2 kernels not compiled in";
+#if defined(__x86_64__) || defined(__i386__)
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")))
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+#endif
+  expect_kernel_matches_core(*k);
+}
+
+}  // namespace
