@@ -19,6 +19,7 @@ import ctypes as C
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -449,7 +450,7 @@ def run_checks(lib, gen):
 
 # ---- workloads --------------------------------------------------------------------------
 
-def bench_w3(lib, gen, l2, runs, warmup, rows_out, budget_end):
+def bench_w3(lib, gen, l2, runs, warmup, rows_out, budget_end, match):
     for rows, vocab in SHAPES:
         for kind in ("peaked", "flat"):
             copies = make_copies(rows, vocab, kind, torch.float32, gen, l2)
@@ -459,6 +460,8 @@ def bench_w3(lib, gen, l2, runs, warmup, rows_out, budget_end):
                     print("time budget reached, skipping the rest of W3", flush=True)
                     return
                 name = "W3 %s B=%d V=%d %s" % (cfg[0], rows, vocab, kind)
+                if not match.search(name):
+                    continue
                 try:
                     prm = RowParams(cfg, rows, "cuda")
                     smp = Sampler(lib, copies, prm)
@@ -494,7 +497,7 @@ def mask_bytes(bitmask, vocab, esize):
     return bitmask.numel() * 4 + full_masked * 16 + mixed * 32
 
 
-def bench_w4(lib, gen, l2, runs, warmup, rows_out, budget_end):
+def bench_w4(lib, gen, l2, runs, warmup, rows_out, budget_end, match):
     vocab = 128256
     for dtype in (torch.float32, torch.bfloat16):
         for rows in (1, 64, 256):
@@ -504,6 +507,8 @@ def bench_w4(lib, gen, l2, runs, warmup, rows_out, budget_end):
                     print("time budget reached, skipping the rest of W4", flush=True)
                     return
                 name = "W4 %s B=%d V=%d %s" % (str(dtype)[6:], rows, vocab, kind)
+                if not match.search(name):
+                    continue
                 try:
                     bm, _ = make_bitmask(rows, vocab, kind, gen)
                     args = [MaskArgs(view(x), view(bm), view(None)) for x in copies]
@@ -536,6 +541,7 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", choices=["w3", "w4"], default=None)
     ap.add_argument("--budget", type=float, default=300.0, help="seconds for the timed part")
+    ap.add_argument("--match", default="", help="time only the rows whose name matches this regex")
     args = ap.parse_args()
 
     lib = Lib(args.lib)
@@ -551,9 +557,9 @@ def main():
     rows = []
     end = time.time() + args.budget
     if args.only in (None, "w3"):
-        bench_w3(lib, gen, l2, args.runs, args.warmup, rows, end)
+        bench_w3(lib, gen, l2, args.runs, args.warmup, rows, end, re.compile(args.match))
     if args.only in (None, "w4"):
-        bench_w4(lib, gen, l2, args.runs, args.warmup, rows, end)
+        bench_w4(lib, gen, l2, args.runs, args.warmup, rows, end, re.compile(args.match))
 
     if args.json:
         with open(args.json, "w") as f:

@@ -12,14 +12,16 @@ build="${BUILD_DIR:-build-profile}"
 export PATH="/usr/local/cuda/bin:$PATH"
 t0=$(date +%s)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF -DNEXTTOK_TESTS=OFF \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-lineinfo -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF -DNEXTTOK_TESTS=OFF \
   >"$OUT/build.log" 2>&1 &&
   cmake --build "$build" -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "build $(($(date +%s) - t0))s"
 lib="$build/libnexttok.so"
 
-nvcc -O3 -arch=sm_90 -o "$build/dram_patterns" bench/micro/dram_patterns.cu &&
-  timeout 60 "$build/dram_patterns" 2>&1 | tee "$OUT/dram_patterns.log"
+if [ "${PROFILE_DRAM:-1}" = 1 ]; then
+  nvcc -O3 -arch=sm_90 -o "$build/dram_patterns" bench/micro/dram_patterns.cu &&
+    timeout 60 "$build/dram_patterns" 2>&1 | tee "$OUT/dram_patterns.log"
+fi
 
 sections=(--section SpeedOfLight --section WarpStateStats --section SchedulerStats
   --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis)
@@ -38,6 +40,16 @@ if [ "${PROFILE_SAMPLING:-1}" = 1 ]; then
   timeout 200 ncu --clock-control none -k regex:'sample_|apply_token_bitmask' "${sections[@]}" \
     python3 bench/profile_sampling.py --lib "$lib" --more >"$OUT/ncu_sampling.log" 2>&1
   echo "ncu sampling rc=$? $(($(date +%s) - t0))s"
+fi
+if [ "${PROFILE_SOURCE:-0}" = 1 ]; then
+  # Stall samples per SASS instruction of the sampling kernels (where in a
+  # kernel the warps wait, not only why), as CSV for a local look.
+  timeout 240 ncu --clock-control none -k regex:'sample_' --section SourceCounters \
+    --section WarpStateStats -f -o "$build/source" \
+    python3 bench/profile_sampling.py --lib "$lib" --more >"$OUT/ncu_source_run.log" 2>&1
+  echo "ncu source rc=$? $(($(date +%s) - t0))s"
+  ncu -i "$build/source.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip >"$OUT/ncu_source_sass.csv.gz"
+  echo "ncu source page $(wc -c <"$OUT/ncu_source_sass.csv.gz") bytes (gzip)"
 fi
 # The short view: per kernel, time, DRAM and SM throughput, the top stall reasons.
 python3 - "$OUT"/ncu_*.log <<'PY'

@@ -26,6 +26,9 @@ export NEXTTOK_OPENCL_DEVICE="${NEXTTOK_OPENCL_DEVICE:-1}"
 if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=OFF -DNEXTTOK_OPENCL=ON \
   -DNEXTTOK_TESTS=ON -DNEXTTOK_TOOLS=OFF >"$log/build.log" 2>&1 &&
   cmake --build "$build" -j "$(nproc)" >>"$log/build.log" 2>&1; then
+  # The test device the harness picked, by name, for the record.
+  NEXTTOK_TEST_REQUIRE=opencl "$build/tests/nexttok_op_tests" --gtest_filter='*EmptyBatchIsANoOp/opencl' 2>&1 |
+    grep -m1 "opencl test device" | tee -a "$log/summary.md"
   NEXTTOK_TEST_REQUIRE=opencl timeout "${CTEST_LIMIT:-400}" ctest --test-dir "$build" -R 'opencl' -j 8 --timeout 120 \
     --output-on-failure >"$log/ctest.log" 2>&1
   echo "ctest rc=$?" | tee -a "$log/summary.md"

@@ -60,6 +60,35 @@ __device__ __forceinline__ u32 warp_append(bool take, u32* counter) {
   return base + u32(__popc(m & lanes_below()));
 }
 
+// ---- warp bitonic sort, descending, in registers ------------------------------
+// N values per lane, element i = N * lane + j held as v[j]; afterwards element 0
+// (lane 0, v[0]) is the largest. No shared memory and no block barrier, so a
+// short list (up to 32 * N) is sorted by one warp while the others go on.
+template <int N>
+__device__ __forceinline__ void warp_sort_desc(u64 (&v)[N]) {
+  static_assert(N == 1 || N == 2, "one or two values per lane");
+  const u32 lane = lane_index();
+  for (int k = 2; k <= 32 * N; k <<= 1) {
+    for (int d = k >> 1; d > 0; d >>= 1) {
+      if (N == 2 && d == 1) {  // partner in the same lane
+        const bool desc = ((2 * lane) & u32(k)) == 0;
+        const u64 hi = v[0] > v[N - 1] ? v[0] : v[N - 1];
+        const u64 lo = v[0] > v[N - 1] ? v[N - 1] : v[0];
+        v[0] = desc ? hi : lo;
+        v[N - 1] = desc ? lo : hi;
+        continue;
+      }
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const u32 i = u32(N) * lane + u32(j);
+        const u64 o = __shfl_xor_sync(kFullMask, v[j], d / N);
+        const bool lower = (i & u32(d)) == 0, desc = (i & u32(k)) == 0;
+        v[j] = (lower == desc) ? (o > v[j] ? o : v[j]) : (o > v[j] ? v[j] : o);
+      }
+    }
+  }
+}
+
 // ---- count-only radix select --------------------------------------------------
 
 struct SelectScratch {

@@ -46,7 +46,7 @@ constexpr u32 kNoLimit = 0xFFFFFFFFu;
 struct ChunkRecord {
   u64 best;      // greedy: argmax composite; plain: Gumbel-max composite of finite scores
   u64 best_inf;  // Gumbel-max composite among +inf scores (plain and filtered rows)
-  u64 last;      // truncated chunk: its lowest kept candidate
+  u64 last;      // truncated chunk: every finite token it did not keep ranks below this
   float max_s;   // filtered rows that need the full mass: max finite score of the chunk
   float z;       // ... and sum of exp(s - max_s) over its finite scores
   u32 n_cand;
@@ -192,6 +192,29 @@ struct GumbelBest {
   float bound = -INFINITY;
 };
 
+// The rest of one token's step once its Philox word is known: the exact score,
+// the row's rules (keep), the Gumbel value, the running best.
+template <class Keep>
+__device__ __forceinline__ void gumbel_token(GumbelBest& g, const RowCfg& c, float x, u32 word,
+                                             u32 t, Keep&& keep) {
+  const float s = nt_scaled_score(x, c.p.temperature);
+  if (s == -INFINITY) return;
+  if (!keep(s, t)) return;
+  const float gum = nt_gumbel_from_uniform(nt_uniform_from_bits(word));
+  if (s == INFINITY) {
+    ++g.n_inf;
+    const u64 ci = composite(nt_order_key(gum), t);
+    g.best_inf = ci > g.best_inf ? ci : g.best_inf;
+  } else {
+    const float v = s + gum;
+    const u64 cv = composite(nt_order_key(v), t);
+    if (cv > g.best) {
+      g.best = cv;
+      g.bound = fmaxf(g.bound, v);
+    }
+  }
+}
+
 template <class Keep>
 __device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, const float* gbound,
                                              u32 t0, const float (&x)[4], Keep&& keep) {
@@ -205,26 +228,8 @@ __device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, con
   if (!any) return;
   const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    if (!(up[j] + gbound[b.v[j] >> 22] >= g.bound)) continue;
-    const float s = nt_scaled_score(x[j], c.p.temperature);
-    if (s == -INFINITY) continue;
-    const u32 t = t0 + u32(j);
-    if (!keep(s, t)) continue;
-    const float gum = nt_gumbel_from_uniform(nt_uniform_from_bits(b.v[j]));
-    if (s == INFINITY) {
-      ++g.n_inf;
-      const u64 ci = composite(nt_order_key(gum), t);
-      g.best_inf = ci > g.best_inf ? ci : g.best_inf;
-    } else {
-      const float v = s + gum;
-      const u64 cv = composite(nt_order_key(v), t);
-      if (cv > g.best) {
-        g.best = cv;
-        g.bound = fmaxf(g.bound, v);
-      }
-    }
-  }
+  for (int j = 0; j < 4; ++j)
+    if (up[j] + gbound[b.v[j] >> 22] >= g.bound) gumbel_token(g, c, x[j], b.v[j], t0 + u32(j), keep);
 }
 
 }  // namespace nt::cuda

@@ -36,13 +36,140 @@ __device__ void merge_argmax(const SampleArgs& a, const RowCfg& c, u32 row) {
 
 struct MergeInfo {
   u32 offset[kMaxSplits + 1];
-  u32 n_total, n_inf, any_truncated, valid, m_out;
+  u32 n_total, n_inf, any_truncated, m_out;
   u64 valid_floor, best_inf;
   double z_full;
   u32 counter;
-  u32 length;  // keep-set length L, 0 = hand over to the fallback
-  long long token;
 };
+
+// The keep-set length from the row's sorted candidates (m of them), 0 when they
+// cannot decide it (the fallback then does). count_pass(): candidates with
+// p >= min_p; prefix_at(i): running mass through candidate i; count_below(
+// target, lim): i < lim whose running mass is below target. Block-uniform
+// control flow, so the callbacks may hold block barriers.
+template <class CountPass, class PrefixAt, class CountBelow>
+__device__ __forceinline__ u32 keep_length(const RowCfg& c, bool joint, u32 m, bool known_all,
+                                           double z_full, CountPass&& count_pass,
+                                           PrefixAt&& prefix_at, CountBelow&& count_below) {
+  // n_k: exact when it is within the candidates
+  u32 nk = c.p.top_k ? u32(c.p.top_k) : kNoLimit;
+  if (known_all) nk = min(nk, m);
+  bool exact_any = nk <= m;
+  u32 len = nk <= m ? nk : kNoLimit;
+  // n_m: the count of p >= min_p; when every candidate passes, only a lower bound
+  if (c.p.min_p > 0.0f) {
+    const u32 pass = count_pass();
+    if (pass < m || known_all) {
+      len = min(len, pass);
+      exact_any = true;
+    }
+  }
+  if (c.p.top_p < 1.0f) {
+    if (c.p.top_p <= 0.0f) {
+      len = min(len, 1u);
+      exact_any = true;
+    } else {
+      double z = z_full;
+      if (!joint && c.p.top_k != 0) {
+        if (nk > m) return 0;  // the top-k set's mass is not known
+        z = prefix_at(nk - 1);
+      }
+      const u32 lim = min(nk, m);
+      const u32 below = count_below(double(c.p.top_p) * z, lim);
+      if (below < lim) {
+        len = min(len, below + 1);
+        exact_any = true;
+      } else if (nk <= m || known_all) {  // never reached (rounding): all of the range
+        len = min(len, lim);
+        exact_any = true;
+      }
+    }
+  }
+  return (exact_any && len <= m) ? len : 0u;
+}
+
+// Lists this short are sorted, cut and drawn from by one warp in registers:
+// the block version's sort alone costs 21 block barriers at 64 entries.
+constexpr u32 kWarpTailMax = 64;
+
+// The end of merge_filtered for m <= kWarpTailMax candidates (top[0, m),
+// unsorted), no +inf score (those rows are drawn before) and a Gumbel draw;
+// the same decisions as the block version.
+// Element i = 2 * lane + j sits in v[j], so a lane's running mass is its
+// predecessors' total plus its own pair.
+__device__ void merge_tail_warp(const SampleArgs& a, const RowCfg& c, u32 row, const u64* top,
+                                u32 m, bool known_all, double z_full, RowState state) {
+  const u32 lane = lane_index();
+  u64 v[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) v[j] = 2 * lane + j < m ? top[2 * lane + j] : 0ull;
+  warp_sort_desc<2>(v);
+  const float s_max = nt_key_to_float(composite_key(__shfl_sync(kFullMask, v[0], 0)));
+  float pv[2];
+  double pm[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const bool in = 2 * lane + j < m;
+    const float s = in ? nt_key_to_float(composite_key(v[j])) : -INFINITY;
+    pv[j] = in ? expf(s - s_max) : 0.0f;
+  }
+  pm[0] = pv[0];
+  pm[1] = double(pv[0]) + double(pv[1]);
+  double incl = pm[1];
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const double w = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= u32(o)) incl += w;
+  }
+  const double before = __shfl_up_sync(kFullMask, incl, 1);
+  pm[0] += lane ? before : 0.0;
+  pm[1] = incl;
+  auto prefix_at = [&](u32 i) {  // warp-uniform i < 64
+    const double p0 = __shfl_sync(kFullMask, pm[0], int(i / 2));
+    const double p1 = __shfl_sync(kFullMask, pm[1], int(i / 2));
+    return (i & 1u) ? p1 : p0;
+  };
+
+  const u32 length = keep_length(
+      c, a.joint != 0, m, known_all, z_full,
+      [&] {
+        u32 pass = 0;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) pass += (2 * lane + j < m && pv[j] >= c.p.min_p) ? 1u : 0u;
+        return warp_sum(pass);
+      },
+      prefix_at,
+      [&](double target, u32 lim) {
+        u32 below = 0;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) below += (2 * lane + j < lim && pm[j] < target) ? 1u : 0u;
+        return warp_sum(below);
+      });
+  if (length == 0) {
+    if (lane == 0) {
+      state.fallback = 1;
+      state.s_max = s_max;
+      a.row_states[row] = state;
+    }
+    return;
+  }
+  u64 best = 0;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    if (2 * lane + j < length) {
+      const u32 idx = composite_index(v[j]);
+      const float s = nt_key_to_float(composite_key(v[j]));
+      const float g = nt_token_gumbel(c.seed, c.offset, c.tag, idx);
+      const u64 cv = composite(nt_order_key(nt_perturbed_score(s, g, false)), idx);
+      best = cv > best ? cv : best;
+    }
+  }
+  best = warp_max(best);
+  if (lane == 0) {
+    write_token(a, row, (long long)composite_index(best));
+    a.row_states[row] = state;
+  }
+}
 
 __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   using Scan = cub::BlockScan<double, kMergeThreads>;
@@ -107,7 +234,6 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
       info.best_inf = bi;
       info.z_full = z;
       info.counter = 0;
-      info.length = 0;
     }
   }
   __syncthreads();
@@ -130,31 +256,28 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   // Each thread finds its candidates' chunks by binary search on the offsets
   // (non-decreasing over all kMaxSplits + 1 slots, empty chunks included), so
   // every load is independent: a loop over the chunks paid one L2 round trip
-  // per chunk in series, 64 of them at B = 1.
-  for (int i = tid; i < int(n_total); i += kMergeThreads) {
-    int k = 0;
+  // per chunk in series, 64 of them at B = 1. Candidates under the highest
+  // truncation floor are dropped on load: the ones at or above it are an exact
+  // prefix of the row's order (no chunk dropped anything ranking above its
+  // floor), and every later step only looks at a prefix no longer than that.
+  const bool any_truncated = info.any_truncated != 0;
+  const u64 floor = info.valid_floor;
+  for (int base = 0; base < int(n_total); base += kMergeThreads) {
+    const int i = base + tid;
+    u64 v = 0;
+    if (i < int(n_total)) {
+      int k = 0;
 #pragma unroll
-    for (int step = kMaxSplits / 2; step > 0; step >>= 1)
-      if (info.offset[k + step] <= u32(i)) k += step;
-    const u64* src = a.candidates + (size_t(row) * a.splits + k) * size_t(a.kchunk);
-    cand[i] = src[u32(i) - info.offset[k]];
+      for (int step = kMaxSplits / 2; step > 0; step >>= 1)
+        if (info.offset[k + step] <= u32(i)) k += step;
+      v = a.candidates[(size_t(row) * a.splits + k) * size_t(a.kchunk) + (u32(i) - info.offset[k])];
+    }
+    const bool take = i < int(n_total) && (!any_truncated || v >= floor);
+    const u32 pos = warp_append(take, &info.counter);
+    if (take) cand[pos] = v;
   }
   __syncthreads();
-
-  // Candidates at or above the highest truncation floor are an exact prefix of
-  // the row's order: nothing a chunk dropped ranks above its own lowest kept.
-  u32 valid = n_total;
-  if (info.any_truncated) {
-    const u64 floor = info.valid_floor;
-    for (int base = 0; base < int(n_total); base += kMergeThreads) {
-      const int i = base + tid;
-      const bool in = i < int(n_total) && cand[i] >= floor;
-      const u32 m = __ballot_sync(kFullMask, in);
-      if (lane_index() == 0 && m) atomicAdd(&info.counter, u32(__popc(m)));
-    }
-    __syncthreads();
-    valid = info.counter;
-  }
+  const u32 valid = info.counter;
   u32 m_count;
   if (n_inf > 0) {
     if (n_inf > min(valid, u32(kSortCap))) {
@@ -167,23 +290,29 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     }
     m_count = n_inf;
   } else {
-    m_count = min(min(n_total, valid), u32(kSortCap));
+    m_count = min(valid, u32(kSortCap));
     if (c.p.top_k) m_count = min(m_count, u32(c.p.top_k));
   }
-  // The top m_count candidates into `top`, sorted.
+  // The top m_count candidates into `top`.
   __syncthreads();
   if (tid == 0) info.counter = 0;
-  if (m_count < n_total) {
-    const u64 thr = block_select_kth<kMergeThreads>(cand, int(n_total), m_count, sel);
-    for (int base = 0; base < int(n_total); base += kMergeThreads) {
+  if (m_count < valid) {
+    const u64 thr = block_select_kth<kMergeThreads>(cand, int(valid), m_count, sel);
+    for (int base = 0; base < int(valid); base += kMergeThreads) {
       const int i = base + tid;
-      const u64 v = i < int(n_total) ? cand[i] : 0ull;
+      const u64 v = i < int(valid) ? cand[i] : 0ull;
       const bool take = v >= thr;
       const u32 pos = warp_append(take, &info.counter);
       if (take) top[pos] = v;
     }
   } else {
-    for (int i = tid; i < int(n_total); i += kMergeThreads) top[i] = cand[i];
+    for (int i = tid; i < int(valid); i += kMergeThreads) top[i] = cand[i];
+  }
+  const bool known_all = !any_truncated && m_count == n_total;
+  if (m_count <= kWarpTailMax && !c.has_u && n_inf == 0) {
+    __syncthreads();
+    if (tid < 32) merge_tail_warp(a, c, row, top, m_count, known_all, info.z_full, state);
+    return;
   }
   int n_sort = 1;
   while (n_sort < int(m_count)) n_sort <<= 1;
@@ -207,68 +336,34 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   prefix[2 * tid + 1] = pm[1];
   __syncthreads();
 
-  u32 length = 0;  // 0: cannot be decided from the candidates
-  if (inf_rule) {
-    length = m_count;
-  } else {
-    const bool known_all = !info.any_truncated && m_count == n_total;
-    const u32 M = m_count;
-    // n_k: exact when it is within the candidates
-    u32 nk = c.p.top_k ? u32(c.p.top_k) : kNoLimit;
-    if (known_all) nk = min(nk, M);
-    bool exact_any = nk <= M;
-    u32 len = nk <= M ? nk : kNoLimit;
-    // n_m: the count of p >= min_p; when every candidate passes, only a lower bound
-    if (c.p.min_p > 0.0f) {
-      u32 pass = 0;
+  // A block sum of per-thread counts, the same in every thread.
+  auto block_count = [&](u32 mine) {
+    const u32 total = ReduceU32(tmp.r32).Reduce(mine, SumU32());
+    if (tid == 0) info.m_out = total;
+    __syncthreads();
+    const u32 all = info.m_out;
+    __syncthreads();
+    return all;
+  };
+  const u32 length =
+      inf_rule ? m_count
+               : keep_length(
+                     c, a.joint != 0, m_count, known_all, info.z_full,
+                     [&] {
+                       u32 pass = 0;
 #pragma unroll
-      for (int j = 0; j < 2; ++j) pass += (2 * tid + j < int(M) && pv[j] >= c.p.min_p) ? 1u : 0u;
-      pass = ReduceU32(tmp.r32).Reduce(pass, SumU32());
-      if (tid == 0) info.m_out = pass;
-      __syncthreads();
-      pass = info.m_out;
-      __syncthreads();
-      if (pass < M || known_all) {
-        len = min(len, pass);
-        exact_any = true;
-      }
-    }
-    bool z_unknown = false;
-    if (c.p.top_p < 1.0f) {
-      if (c.p.top_p <= 0.0f) {
-        len = min(len, 1u);
-        exact_any = true;
-      } else {
-        double z = 0.0;
-        if (a.joint || c.p.top_k == 0)
-          z = info.z_full;
-        else if (nk <= M)
-          z = prefix[nk - 1];
-        else
-          z_unknown = true;
-        if (!z_unknown) {
-          const double target = double(c.p.top_p) * z;
-          const u32 lim = min(nk, M);
-          u32 below = 0;
+                       for (int j = 0; j < 2; ++j)
+                         pass += (2 * tid + j < int(m_count) && pv[j] >= c.p.min_p) ? 1u : 0u;
+                       return block_count(pass);
+                     },
+                     [&](u32 i) { return prefix[i]; },
+                     [&](double target, u32 lim) {
+                       u32 below = 0;
 #pragma unroll
-          for (int j = 0; j < 2; ++j) below += (u32(2 * tid + j) < lim && prefix[2 * tid + j] < target) ? 1u : 0u;
-          below = ReduceU32(tmp.r32).Reduce(below, SumU32());
-          if (tid == 0) info.m_out = below;
-          __syncthreads();
-          below = info.m_out;
-          __syncthreads();
-          if (below < lim) {
-            len = min(len, below + 1);
-            exact_any = true;
-          } else if (nk <= M || known_all) {  // never reached (rounding): all of the range
-            len = min(len, lim);
-            exact_any = true;
-          }
-        }
-      }
-    }
-    length = (!z_unknown && exact_any && len <= M) ? len : 0u;
-  }
+                       for (int j = 0; j < 2; ++j)
+                         below += (u32(2 * tid + j) < lim && prefix[2 * tid + j] < target) ? 1u : 0u;
+                       return block_count(below);
+                     });
   if (length == 0) {
     if (tid == 0) {
       state.fallback = 1;

@@ -9,46 +9,54 @@ namespace nt::cuda {
 
 // ---- kernel 1: scan one chunk ---------------------------------------------------
 
-// Runs on_group(t0, x[4]) over the chunk, one tile of 4096 tokens at a time,
-// and on_tile_end(last) after each tile (block-uniform; last: no tile follows).
+// Runs on_tile(tile, x, last) over the chunk, one tile of 4096 tokens at a time
+// (block-uniform; last: no tile follows). x[u][g] is token
+// tile + (u * kScanThreads + threadIdx.x) * G + g; tokens past `end` read -inf.
 // DEPTH register buffers rotate without copies (a copy would wait for the load
 // it moves), so DEPTH - 1 tiles stay in flight while one is consumed: with 2
 // CTAs of 512 threads per SM and 32 bytes per thread per tile, DEPTH 3 keeps
 // 64 KB per SM in flight, what ~4 TB/s at ~1 us latency needs; DEPTH 2 (32 KB)
 // suits register-heavy callers.
-template <nt_dtype DT, bool VEC, int DEPTH, class OnGroup, class OnTileEnd>
-__device__ __forceinline__ void scan_tiles(const typename LogitTraits<DT>::Storage* row,
-                                           int64_t begin, int64_t end, OnGroup&& on_group,
-                                           OnTileEnd&& on_tile_end) {
+template <nt_dtype DT, bool VEC, int DEPTH, class OnTile>
+__device__ __forceinline__ void scan_tile_loop(const typename LogitTraits<DT>::Storage* row,
+                                               int64_t begin, int64_t end, OnTile&& on_tile) {
   constexpr int G = group_tokens<DT, VEC>();
   constexpr int U = kTokensPerThread / G;
-  const int64_t tid = threadIdx.x;
+  // 32-bit positions (the vocabulary is below 2^31): 64-bit loop counters
+  // cost the filtered scan its last free registers.
+  const u32 first = u32(begin), stop = u32(end), tid = threadIdx.x;
   float buf[DEPTH][U][G];
-  auto load = [&](int64_t tile, float (&x)[U][G]) {
-    if (tile >= end) return;
+  auto load = [&](u32 tile, float (&x)[U][G]) {
+    if (tile >= stop) return;
 #pragma unroll
     for (int u = 0; u < U; ++u)
       load_group<DT, VEC, true>(row, tile + (u * kScanThreads + tid) * G, end, x[u]);
   };
 #pragma unroll
-  for (int d = 0; d < DEPTH; ++d) load(begin + int64_t(d) * kTileTokens, buf[d]);
-  for (int64_t base = begin; base < end; base += int64_t(DEPTH) * kTileTokens) {
+  for (int d = 0; d < DEPTH; ++d) load(first + u32(d * kTileTokens), buf[d]);
+  for (u32 base = first; base < stop; base += u32(DEPTH * kTileTokens)) {
 #pragma unroll
     for (int d = 0; d < DEPTH; ++d) {
-      const int64_t tile = base + int64_t(d) * kTileTokens;
-      if (tile >= end) break;
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int q = 0; q < G / 4; ++q) {
-          const float x4[4] = {buf[d][u][4 * q], buf[d][u][4 * q + 1], buf[d][u][4 * q + 2],
-                               buf[d][u][4 * q + 3]};
-          on_group(u32(tile + (u * kScanThreads + tid) * G + 4 * q), x4);
-        }
-      on_tile_end(tile + kTileTokens >= end);
-      load(tile + int64_t(DEPTH) * kTileTokens, buf[d]);
+      const u32 tile = base + u32(d * kTileTokens);
+      if (tile >= stop) break;
+      on_tile(tile, buf[d], tile + u32(kTileTokens) >= stop);
+      load(tile + u32(DEPTH * kTileTokens), buf[d]);
     }
   }
+}
+
+// on_group(t0, x[4]) over a thread's tile in groups of 4 tokens (a Philox block).
+template <int U, int G, class OnGroup>
+__device__ __forceinline__ void for_each_group(u32 tile, const float (&x)[U][G],
+                                               OnGroup&& on_group) {
+  const u32 tid = threadIdx.x;
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int q = 0; q < G / 4; ++q) {
+      const float x4[4] = {x[u][4 * q], x[u][4 * q + 1], x[u][4 * q + 2], x[u][4 * q + 3]};
+      on_group(tile + (u * kScanThreads + tid) * G + 4 * q, x4);
+    }
 }
 
 template <nt_dtype DT, bool VEC, int DEPTH>
@@ -58,22 +66,72 @@ __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
   using Reduce = cub::BlockReduce<u64, kScanThreads>;
   __shared__ typename Reduce::TempStorage tmp;
   u64 best = 0;
-  scan_tiles<DT, VEC, DEPTH>(
-      rowp, begin, end,
-      [&](u32 t0, const float (&x)[4]) {
+  scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool) {
+    for_each_group(tile, x, [&](u32 t0, const float (&x4)[4]) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const u64 c = composite(nt_order_key(x[j]), t0 + u32(j));
-          best = c > best ? c : best;
-        }
-      },
-      [](bool) {});
+      for (int j = 0; j < 4; ++j) {
+        const u64 c = composite(nt_order_key(x4[j]), t0 + u32(j));
+        best = c > best ? c : best;
+      }
+    });
+  });
   best = Reduce(tmp).Reduce(best, MaxU64());
   if (threadIdx.x != 0) return;
   if (a.splits == 1) {
     write_token(a, row, composite_key(best) > NT_KEY_NEG_INF ? (long long)composite_index(best) : -1);
   } else {
     a.chunks[size_t(row) * a.splits + chunk].best = best;
+  }
+}
+
+// Gumbel-max over a thread's tile. Philox runs for the groups that may still
+// win; the tokens that then pass their bin bound are taken one per lane per
+// round, so a warp runs the exact score and the two logs once per round, not
+// once for every token position at which any of its lanes passes.
+template <int U, int G>
+__device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, const float* gbound,
+                                            u32 tile, const float (&x)[U][G]) {
+  constexpr int N = U * G;
+  static_assert(N <= 32, "pending tokens are one bit each");
+  const u32 tid = threadIdx.x;
+  u32 word[N] = {};
+  u32 pending = 0;
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int q = 0; q < G / 4; ++q) {
+      float up[4];
+      bool any = false;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        up[j] = score_upper(x[u][4 * q + j], c);
+        any |= up[j] + kGumbelCeiling >= g.bound;
+      }
+      if (!any) continue;
+      const u32 t0 = tile + (u * kScanThreads + tid) * G + 4 * q;
+      const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        word[u * G + 4 * q + j] = b.v[j];
+        if (up[j] + gbound[b.v[j] >> 22] >= g.bound) pending |= 1u << (u * G + 4 * q + j);
+      }
+    }
+  while (__any_sync(kFullMask, pending != 0)) {
+    if (pending == 0) continue;
+    const int i = __ffs(pending) - 1;
+    pending &= pending - 1;
+    float xi = 0.0f;
+    u32 wi = 0;
+#pragma unroll
+    for (int k = 0; k < N; ++k)  // selects, not a dynamically indexed (local) array
+      if (k == i) {
+        xi = x[k / G][k % G];
+        wi = word[k];
+      }
+    // The bound may have risen since the word was checked.
+    if (!(score_upper(xi, c) + gbound[wi >> 22] >= g.bound)) continue;
+    const u32 t = tile + (u32(i / G) * kScanThreads + tid) * G + u32(i % G);
+    gumbel_token(g, c, xi, wi, t, [](float, u32) { return true; });
   }
 }
 
@@ -93,25 +151,21 @@ __device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int ch
   if (threadIdx.x < 2) shared_bound[threadIdx.x] = NT_KEY_NEG_INF;
   __syncthreads();
   GumbelBest g;
-  int tile = 0, syncs = 0;
-  scan_tiles<DT, VEC, DEPTH>(
-      rowp, begin, end,
-      [&](u32 t0, const float (&x)[4]) {
-        gumbel_group(g, c, gbound, t0, x, [](float, u32) { return true; });
-      },
-      [&](bool last) {
-        // Share the best value reached so far after each of the first 4 tiles,
-        // then every 4th (each barrier holds every warp's next loads back; the
-        // thread-local bound keeps pruning in between); slots alternate so that
-        // a slot is only read between the barrier after its writes and the next.
-        ++tile;
-        if (last || (tile > 4 && (tile & 3) != 0)) return;
-        u32* slot = &shared_bound[syncs++ & 1];
-        const u32 key = warp_max<u32>(composite_key(g.best));
-        if (lane_index() == 0) atomicMax(slot, key);
-        __syncthreads();
-        g.bound = fmaxf(g.bound, nt_key_to_float(*slot));
-      });
+  int tiles_done = 0, syncs = 0;
+  scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool last) {
+    gumbel_tile(g, c, gbound, tile, x);
+    // Share the best value reached so far after each of the first 4 tiles,
+    // then every 4th (each barrier holds every warp's next loads back; the
+    // thread-local bound keeps pruning in between); slots alternate so that
+    // a slot is only read between the barrier after its writes and the next.
+    ++tiles_done;
+    if (last || (tiles_done > 4 && (tiles_done & 3) != 0)) return;
+    u32* slot = &shared_bound[syncs++ & 1];
+    const u32 key = warp_max<u32>(composite_key(g.best));
+    if (lane_index() == 0) atomicMax(slot, key);
+    __syncthreads();
+    g.bound = fmaxf(g.bound, nt_key_to_float(*slot));
+  });
   const u64 best = ReduceU64(tmp.r64).Reduce(g.best, MaxU64());
   __syncthreads();
   const u64 best_inf = ReduceU64(tmp.r64).Reduce(g.best_inf, MaxU64());
@@ -151,6 +205,40 @@ __device__ u64 compact_top(u64* buf, int n, u32 keep, u32* count, SelectScratch&
   return thr;
 }
 
+// A lower bound of the chunk's keep-th largest composite from its first tile,
+// so that tile appends a few candidates instead of all 4096: each warp offers
+// the r-th largest of its lanes' best composites (r = ceil(keep / warps)), and
+// the smallest offer has at least r tokens at or above it in every warp, so at
+// least keep in the chunk. 0 when some warp has fewer than r real tokens.
+// Block-uniform call; keep <= 32 * warps.
+template <int U, int G>
+__device__ u64 first_tile_floor(u32 tile, const float (&x)[U][G], const RowCfg& c, u32 keep,
+                                u64* warp_offer) {
+  constexpr int kWarps = kScanThreads / 32;
+  float best_x = -INFINITY;
+  u32 best_t = 0;
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+      if (x[u][g] > best_x) {  // NaN and -inf never
+        best_x = x[u][g];
+        best_t = tile + (u * kScanThreads + threadIdx.x) * G + g;
+      }
+  u64 v[1] = {best_x > -INFINITY
+                  ? composite(nt_order_key(nt_scaled_score(best_x, c.p.temperature)), best_t)
+                  : 0ull};
+  warp_sort_desc<1>(v);
+  const u32 r = (keep + kWarps - 1) / kWarps;
+  const u64 offer = __shfl_sync(kFullMask, v[0], int(r) - 1);
+  if (lane_index() == 0) warp_offer[threadIdx.x / 32] = offer;
+  __syncthreads();
+  u64 floor = ~0ull;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) floor = warp_offer[w] < floor ? warp_offer[w] : floor;
+  return floor;
+}
+
 template <nt_dtype DT, bool VEC>
 __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                               const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
@@ -160,6 +248,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   using ReduceMZ = cub::BlockReduce<MaxSum, kScanThreads>;
   __shared__ SelectScratch sel;
   __shared__ u32 count, out_count;
+  __shared__ u64 warp_offer[kScanThreads / 32];
   __shared__ union {
     typename ReduceU64::TempStorage r64;
     typename ReduceU32::TempStorage r32;
@@ -168,52 +257,99 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
 
   const u32 keep = c.p.top_k ? min(u32(c.p.top_k), u32(a.kchunk)) : u32(a.kchunk);
   const bool need_z = c.p.top_p > 0.0f && c.p.top_p < 1.0f && (a.joint || c.p.top_k == 0);
+  // A thread's tile is skipped when the bound of its largest logit is below the
+  // admission bound (score_upper is monotone for T = 1 and for the reciprocal
+  // bound; the exact-division mode, T subnormal or huge, checks every token).
+  // Rows that need the full mass look at every token anyway.
+  const bool tile_filter = !need_z && c.bound_mode != 2;
+  const bool use_floor = tile_filter && keep <= u32(kScanThreads);
+  const u32 trigger = min(u32(a.kchunk), max(2 * keep, keep + 64));
+  constexpr int G = group_tokens<DT, VEC>();
+  const u32 tid = threadIdx.x;
   u64 thr = kNegInfCeiling;  // admit composites above it
   float thr_s = -INFINITY;   // scores whose upper bound is below it cannot pass
-  bool truncated = false;
+  bool truncated = false;    // some finite token was not kept ...
+  u64 kept_floor = 0;        // ... and every such token ranks below this
   MaxSum mz = {-INFINITY, 0.0f};
   u32 n_inf = 0;
   u64 best_inf = 0;
   if (threadIdx.x == 0) count = 0;
   __syncthreads();
 
-  scan_tiles<DT, VEC, 2>(
-      rowp, begin, end,
-      [&](u32 t0, const float (&x)[4]) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const u32 t = t0 + u32(j);
-          bool take = false;
-          u64 cv = 0;
-          if (need_z || score_upper(x[j], c) >= thr_s) {
-            const float s = nt_scaled_score(x[j], c.p.temperature);
-            cv = composite(nt_order_key(s), t);
-            take = cv > thr;
-            if (s == INFINITY) {
-              ++n_inf;
-              const u64 ci =
-                  composite(nt_order_key(nt_token_gumbel(c.seed, c.offset, c.tag, t)), t);
-              best_inf = ci > best_inf ? ci : best_inf;
-            } else if (need_z && s != -INFINITY) {
-              mz = max_sum_add(mz, s);
-            }
-          }
-          const u32 pos = warp_append(take, &count);
-          if (take) buf[pos] = cv;
-        }
-      },
-      [&](bool last) {
-        // After the last tile the final selection below does the same work.
-        if (last) return;
-        __syncthreads();
-        const u32 n = count;
-        __syncthreads();
-        if (n > u32(a.kchunk)) {
-          thr = compact_top<kScanThreads>(buf, int(n), keep, &count, sel);
-          thr_s = nt_key_to_float(composite_key(thr));
-          truncated = true;
-        }
+  scan_tile_loop<DT, VEC, 2>(rowp, begin, end, [&](u32 tile, const auto& x, bool last) {
+    if (use_floor && tile == begin) {
+      const u64 floor = first_tile_floor(tile, x, c, keep, warp_offer);
+      if (floor > kNegInfCeiling) {
+        thr = floor - 1;
+        thr_s = nt_key_to_float(composite_key(thr));
+        truncated = true;
+        kept_floor = floor;
+      }
+    }
+    bool maybe = true;
+    if (tile_filter) {
+      float m = -INFINITY;
+      for_each_group(tile, x, [&](u32, const float (&x4)[4]) {
+        m = fmaxf(fmaxf(m, fmaxf(x4[0], x4[1])), fmaxf(x4[2], x4[3]));
       });
+      maybe = score_upper(m, c) >= thr_s;
+    }
+    // The thread's candidates as bits, then one slot reservation per warp.
+    u32 admitted = 0;
+    if (maybe) {
+#pragma unroll
+      for (int i = 0; i < kTokensPerThread; ++i) {
+        const float xi = x[i / G][i % G];
+        if (!(need_z || score_upper(xi, c) >= thr_s)) continue;
+        const float s = nt_scaled_score(xi, c.p.temperature);
+        const u32 t = tile + (u32(i / G) * kScanThreads + tid) * G + u32(i % G);
+        if (composite(nt_order_key(s), t) > thr) admitted |= 1u << i;
+        if (s == INFINITY) {
+          ++n_inf;
+          const u64 ci = composite(nt_order_key(nt_token_gumbel(c.seed, c.offset, c.tag, t)), t);
+          best_inf = ci > best_inf ? ci : best_inf;
+        } else if (need_z && s != -INFINITY) {
+          mz = max_sum_add(mz, s);
+        }
+      }
+    }
+    // Set by the lane whose reservation ends past the trigger: the largest end
+    // is the final count, so the block compacts exactly when count > trigger.
+    bool over = false;
+    if (__any_sync(kFullMask, admitted != 0)) {
+      const u32 mine = u32(__popc(admitted));
+      u32 end_slot = mine;  // inclusive prefix over the warp's lanes
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const u32 v = __shfl_up_sync(kFullMask, end_slot, o);
+        if (lane_index() >= u32(o)) end_slot += v;
+      }
+      u32 base = 0;
+      if (lane_index() == 31) {
+        base = atomicAdd(&count, end_slot);
+        over = base + end_slot > trigger;
+      }
+      u32 pos = __shfl_sync(kFullMask, base, 31) + end_slot - mine;
+#pragma unroll
+      for (int i = 0; i < kTokensPerThread; ++i) {
+        if (!((admitted >> i) & 1u)) continue;
+        const u32 t = tile + (u32(i / G) * kScanThreads + tid) * G + u32(i % G);
+        buf[pos++] = composite(nt_order_key(nt_scaled_score(x[i / G][i % G], c.p.temperature)), t);
+      }
+    }
+    // After the last tile the final selection below does the same work. One
+    // barrier per tile: it also orders this tile's appends before the reads of
+    // `count` and `buf` in the compaction. Compacting at a small multiple of
+    // keep (not at the buffer's capacity) keeps the admission bound near the
+    // chunk's keep-th score, so few warps leave the per-tile test above.
+    if (last) return;
+    if (__syncthreads_or(over)) {
+      thr = compact_top<kScanThreads>(buf, int(count), keep, &count, sel);
+      thr_s = nt_key_to_float(composite_key(thr));
+      truncated = true;
+      kept_floor = thr;
+    }
+  });
 
   __syncthreads();
   const u32 n = count;
@@ -221,6 +357,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   if (n > keep) {
     thr = block_select_kth<kScanThreads>(buf, int(n), keep, sel);
     truncated = true;
+    kept_floor = thr;
     if (threadIdx.x == 0) out_count = 0;
     __syncthreads();
     for (int base = 0; base < int(n); base += kScanThreads) {
@@ -246,7 +383,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   r.n_pos_inf = ni;
   r.n_cand = min(n, keep);
   r.truncated = truncated;
-  r.last = truncated ? thr : 0ull;
+  r.last = truncated ? kept_floor : 0ull;
   r.max_s = total.m;
   r.z = total.z;
 }
@@ -262,8 +399,8 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const RowCfg c = load_row_cfg(a, row);
   // The mixed-row kernel carries the filtered path's registers: a third
-  // buffer would spill there.
-  constexpr int kDepth = MODE == kAnyRow ? 2 : 3;
+  // buffer would spill there. Greedy keeps one composite, so room for more.
+  constexpr int kDepth = MODE == kGreedyRow ? 4 : MODE == kAnyRow ? 2 : 3;
   if constexpr (MODE == kGreedyRow) {
     scan_greedy<DT, VEC, kDepth>(a, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kPlainRow) {

@@ -4,6 +4,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -64,6 +65,10 @@ class OpenclDevice final : public TestDevice {
       return false;
     }
     cl_device_id device = devices[index];
+    // Which device ran goes on record (two drivers can be installed side by side).
+    char device_name[256] = {};
+    clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof(device_name) - 1, device_name, nullptr);
+    std::fprintf(stderr, "[opencl test device %zu of %zu] %s\n", index, devices.size(), device_name);
     cl_int status = CL_SUCCESS;
     context_ = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &status);
     check(status, "clCreateContext");

@@ -113,6 +113,86 @@ TEST_P(Sample, LargeVocabularyMixedBatch) {
   expect_tokens_match(dev(), c);
 }
 
+// Long rows are split into chunks (and into tiles within a chunk) on GPUs, and a
+// chunk may admit only what its first tile says can still win: every winner
+// planted in one short run (at the row's start, middle or end, so in the first,
+// some middle or the last chunk and tile), top_k below and above what one warp
+// merges, and integer logits that tie across every chunk.
+TEST_P(Sample, WinnersPlantedInOneRunOfALongRow) {
+  uint64_t seed = 2700;
+  const RowConfig configs[] = {{0.7f, 50, 0.9f, 0.05f}, {1.0f, 20, 1.0f, 0.0f},
+                               {0.8f, 300, 0.95f, 0.0f}, {1.3f, 64, 0.8f, 0.0f}};
+  for (int64_t vocab : {50021, 128256})
+    for (int where = 0; where < 3; ++where)
+      for (const RowConfig& rc : configs) {
+        Rng rng(++seed);
+        SCOPED_TRACE(seed_trace(seed) + " V=" + std::to_string(vocab) + " where=" +
+                     std::to_string(where) + " top_k=" + std::to_string(rc.top_k));
+        SampleCase c;
+        c.rows = 2;
+        c.vocab = vocab;
+        c.temperature = scalar(rc.temperature);
+        c.top_k = scalar(rc.top_k);
+        c.top_p = scalar(rc.top_p);
+        c.min_p = scalar(rc.min_p);
+        set_seeds(c, rng, true);
+        auto plant = [&](int64_t r) {
+          float* row = &c.logits[size_t(r * vocab)];
+          fill_row(rng, false, c.dtype, row, vocab);
+          const int64_t run = 2 * rc.top_k + 40;
+          const int64_t at = where == 0 ? 0 : where == 1 ? rng.integer(0, vocab - run) : vocab - run;
+          for (int64_t i = at; i < at + run; ++i) row[i] = float(rng.uniform(6, 9));
+        };
+        c.logits.assign(size_t(c.rows * vocab), 0.0f);
+        for (int64_t r = 0; r < c.rows; ++r) {
+          plant(r);
+          for (int tries = 0; reference_sample(c, r).degenerate; ++tries) {
+            ASSERT_LT(tries, 100);
+            plant(r);
+          }
+        }
+        expect_tokens_match(dev(), c);
+      }
+  // Ties everywhere: the top_k boundary falls inside a value shared by every chunk.
+  for (int32_t top_k : {37, 200}) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " tied top_k=" + std::to_string(top_k));
+    SampleCase c;
+    c.rows = 2;
+    c.vocab = 128256;
+    c.logits.resize(size_t(c.rows * c.vocab));
+    for (auto& x : c.logits) x = float(rng.integer(-40, 0)) * 0.25f;
+    c.top_k = scalar(top_k);
+    c.temperature = scalar(0.9f);
+    set_seeds(c, rng, false);
+    expect_tokens_match(dev(), c);
+  }
+  // A batch that fills a GPU with one chunk per row: each chunk is several tiles,
+  // so candidates are compacted between tiles.
+  Rng rng(++seed);
+  SCOPED_TRACE(seed_trace(seed) + " one chunk per row");
+  SampleCase c;
+  c.rows = 300;
+  c.vocab = 30011;
+  std::vector<float> t, p, m;
+  std::vector<int32_t> k;
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const int32_t ks[] = {20, 50, 300, 1000};
+    t.push_back(float(rng.uniform(0.5, 1.5)));
+    k.push_back(ks[r % 4]);
+    p.push_back(r % 3 ? 0.9f : 1.0f);
+    m.push_back(r % 5 ? 0.0f : 0.05f);
+  }
+  c.temperature = {true, t};
+  c.top_k = {true, k};
+  c.top_p = {true, p};
+  c.min_p = {true, m};
+  set_seeds(c, rng, true);
+  fill_logits(c, rng, true);
+  redraw_degenerate_rows(c, rng, true);
+  expect_tokens_match(dev(), c);
+}
+
 // A batch of copies of one row, each drawing with its own explicit u: u at the
 // middle of chosen keep-set members' CDF intervals pins the keep-set and the
 // masses; u = 0, >= 1, < 0 and NaN check the edge rules.
