@@ -7,6 +7,8 @@
 # Included from CMakeLists.txt (after nexttok_objects exists), it adds the
 # generating command; run with -P, it is that command.
 
+# In dependency order: every program begins with them, in this order (the
+# table's head; kEmbeddedCoreHeaderCount says how many).
 set(NEXTTOK_OPENCL_CORE_HEADERS portable.h philox.h portable_log.h portable_exp.h ordering.h sampling.h half.h)
 
 if(CMAKE_SCRIPT_MODE_FILE)
@@ -29,6 +31,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
     list(APPEND names "${name}")
     math(EXPR index "${index} + 1")
   endforeach()
+  list(LENGTH CORE_FILES core_count)
   set(table "")
   set(i 0)
   foreach(name IN LISTS names)
@@ -40,7 +43,8 @@ if(CMAKE_SCRIPT_MODE_FILE)
     "#include \"opencl/embedded_sources.h\"\n\n"
     "namespace nt::opencl {\nnamespace {\n${entries}}  // namespace\n\n"
     "const EmbeddedSource kEmbeddedSources[] = {\n${table}};\n"
-    "const size_t kEmbeddedSourceCount = sizeof(kEmbeddedSources) / sizeof(kEmbeddedSources[0]);\n\n"
+    "const size_t kEmbeddedSourceCount = sizeof(kEmbeddedSources) / sizeof(kEmbeddedSources[0]);\n"
+    "const size_t kEmbeddedCoreHeaderCount = ${core_count};\n\n"
     "}  // namespace nt::opencl\n")
   execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUTPUT}.tmp" "${OUTPUT}")
   file(REMOVE "${OUTPUT}.tmp")

@@ -13,5 +13,8 @@ struct EmbeddedSource {
 
 extern const EmbeddedSource kEmbeddedSources[];
 extern const size_t kEmbeddedSourceCount;
+// The table starts with the core headers, in dependency order (the order of
+// NEXTTOK_OPENCL_CORE_HEADERS): every program begins with them.
+extern const size_t kEmbeddedCoreHeaderCount;
 
 }  // namespace nt::opencl

@@ -55,13 +55,9 @@ const char* embedded(const char* name) {
   fail(NT_ERROR_INTERNAL, std::string("OpenCL source ") + name + " is not embedded in the library");
 }
 
-// The core headers in dependency order (what each includes comes first).
-constexpr const char* kCoreHeaders[] = {"portable.h", "philox.h", "portable_log.h",
-                                        "portable_exp.h", "ordering.h", "sampling.h", "half.h"};
-
 std::string program_text(const ProgramSpec& spec) {
   std::string text;
-  for (const char* h : kCoreHeaders) text += embedded(h);
+  for (size_t i = 0; i < kEmbeddedCoreHeaderCount; ++i) text += kEmbeddedSources[i].text;
   text += embedded("common.cl");
   for (const char* f : spec.files) text += embedded(f);
   return text;
