@@ -21,18 +21,46 @@ def _load_torch(x):
     return _is_torch(x)
 
 
+class _Call:
+    """The numpy, cupy and jax path of one operation, run on array `x` (the
+    argument `arg`, whose framework allocates the outputs and gives the stream):
+    __init__ checks that `x` is an array (and 2-D unless two_d=False, giving
+    rows and cols), each operation checks its own arguments, then run()."""
+
+    def __init__(self, op, arg, x, two_d=True):
+        self.op = op
+        self.f = framework(x, op, arg)
+        if two_d:
+            self.rows, self.cols = shape2(x, op, arg)
+
+    def run(self, inputs, outputs, launch, in_place=None):
+        """Waits for `inputs`; allocates `outputs` [(shape, dtype)], after a copy
+        of `in_place` for an op that writes into its input (jax gets a new
+        array); launch(f, *those) calls the extension on f.stream. Returns the
+        one output or a tuple."""
+        f = self.f
+        f.ready(*inputs)
+        outs = [] if in_place is None else [f.copy(in_place)]
+        outs += [f.empty(shape, dtype) for shape, dtype in outputs]
+        launch(f, *outs)
+        f.done()
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _topk(rows, k):
+    """The outputs of a top-k head: values f32 [M, k], indices int64 [M, k] (k < 1
+    is left to the extension, whose check names it)."""
+    return [((rows, max(k, 0)), "float32"), ((rows, max(k, 0)), "int64")]
+
+
 def apply_token_bitmask(logits, bitmask, indices=None):
     """Sets logits[r, t] = -inf where bit t of bitmask[r] is 0 (1 = allowed), in place
     for torch, numpy and cupy (the same array is returned); jax gets a new array."""
     if _is_torch(logits) or _load_torch(logits):
         return _torch.apply_token_bitmask(logits, bitmask, indices)
-    op = "apply_token_bitmask"
-    f = framework(logits, op, "logits")
-    f.ready(logits, bitmask, indices)
-    out = f.copy(logits)
-    _ext.apply_token_bitmask(out, bitmask, indices, f.stream)
-    f.done()
-    return out
+    c = _Call("apply_token_bitmask", "logits", logits, two_d=False)
+    return c.run((logits, bitmask, indices), (), lambda f, out: _ext.apply_token_bitmask(
+        out, bitmask, indices, f.stream), in_place=logits)
 
 
 apply_allowed_mask = apply_token_bitmask
@@ -42,14 +70,9 @@ def bitmask_from_allowed(allowed):
     """bool [B, V] -> int32 [B, ceil(V/32)], bit t of row r set iff allowed[r, t]."""
     if _is_torch(allowed) or _load_torch(allowed):
         return _torch.bitmask_from_allowed(allowed)
-    op = "bitmask_from_allowed"
-    f = framework(allowed, op, "allowed")
-    rows, cols = shape2(allowed, op, "allowed")
-    f.ready(allowed)
-    out = f.empty((rows, (cols + 31) // 32), "int32")
-    _ext.bitmask_from_allowed(allowed, out, f.stream)
-    f.done()
-    return out
+    c = _Call("bitmask_from_allowed", "allowed", allowed)
+    return c.run((allowed,), [((c.rows, (c.cols + 31) // 32), "int32")], lambda f, out:
+                 _ext.bitmask_from_allowed(allowed, out, f.stream))
 
 
 def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
@@ -59,15 +82,11 @@ def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offse
     if _is_torch(logits) or _load_torch(logits):
         return _torch.sample(logits, temperature, top_k, top_p, min_p, seed, offset, uniform,
                              joint)
-    op = "sample"
-    f = framework(logits, op, "logits")
-    rows, _ = shape2(logits, op, "logits")
-    f.ready(logits, temperature, top_k, top_p, min_p, seed, offset, uniform)
-    tokens = f.empty((rows,), "int64")
-    _ext.sample(logits, tokens, temperature, top_k, top_p, min_p, seed, offset, uniform,
-                bool(joint), f.stream, f.alloc)
-    f.done()
-    return tokens
+    c = _Call("sample", "logits", logits)
+    return c.run((logits, temperature, top_k, top_p, min_p, seed, offset, uniform),
+                 [((c.rows,), "int64")], lambda f, tokens: _ext.sample(
+                     logits, tokens, temperature, top_k, top_p, min_p, seed, offset, uniform,
+                     bool(joint), f.stream, f.alloc))
 
 
 def lm_head_topk_dense(hidden, weight, k=50, bias=None):
@@ -75,15 +94,11 @@ def lm_head_topk_dense(hidden, weight, k=50, bias=None):
     indices int64 [M, k]), without materializing the [M, V] logits."""
     if _is_torch(hidden) or _load_torch(hidden):
         return _torch.lm_head_topk_dense(hidden, weight, k, bias)
-    op = "lm_head_topk_dense"
-    f = framework(hidden, op, "hidden")
-    rows, _ = shape2(hidden, op, "hidden")
-    k = index(k, op, "k")
-    f.ready(hidden, weight, bias)
-    values, indices = f.empty((rows, max(k, 0)), "float32"), f.empty((rows, max(k, 0)), "int64")
-    _ext.lm_head_topk_dense(hidden, weight, bias, k, values, indices, f.stream, f.alloc)
-    f.done()
-    return values, indices
+    c = _Call("lm_head_topk_dense", "hidden", hidden)
+    k = index(k, c.op, "k")
+    return c.run((hidden, weight, bias), _topk(c.rows, k), lambda f, values, indices:
+                 _ext.lm_head_topk_dense(hidden, weight, bias, k, values, indices, f.stream,
+                                         f.alloc))
 
 
 def lm_head_topk_binary(act_q, act_scale, wq, wscale, bias=None, group_size=128, k=50):
@@ -91,43 +106,30 @@ def lm_head_topk_binary(act_q, act_scale, wq, wscale, bias=None, group_size=128,
     indices int64 [M, k])."""
     if _is_torch(act_q) or _load_torch(act_q):
         return _torch.lm_head_topk_binary(act_q, act_scale, wq, wscale, bias, group_size, k)
-    op = "lm_head_topk_binary"
-    f = framework(act_q, op, "act_q")
-    rows, _ = shape2(act_q, op, "act_q")
-    k, group_size = index(k, op, "k"), index(group_size, op, "group_size")
-    f.ready(act_q, act_scale, wq, wscale, bias)
-    values, indices = f.empty((rows, max(k, 0)), "float32"), f.empty((rows, max(k, 0)), "int64")
-    _ext.lm_head_topk_binary(act_q, act_scale, wq, wscale, bias, group_size, k, values, indices,
-                             f.stream, f.alloc)
-    f.done()
-    return values, indices
+    c = _Call("lm_head_topk_binary", "act_q", act_q)
+    k, group_size = index(k, c.op, "k"), index(group_size, c.op, "group_size")
+    return c.run((act_q, act_scale, wq, wscale, bias), _topk(c.rows, k),
+                 lambda f, values, indices: _ext.lm_head_topk_binary(
+                     act_q, act_scale, wq, wscale, bias, group_size, k, values, indices,
+                     f.stream, f.alloc))
 
 
 def pack_weights(w):
     """Signs int8 [V, H] (-1/+1) -> int32 [V, H/32], bit j of word i = (w[v, 32i+j] > 0)."""
     if _is_torch(w) or _load_torch(w):
         return _torch.pack_weights(w)
-    op = "pack_weights"
-    f = framework(w, op, "w")
-    rows, cols = shape2(w, op, "w")
-    if cols % 32:
-        raise ValueError(f"{op}: argument 'w' must have H % 32 == 0, got H = {cols}")
-    f.ready(w)
-    out = f.empty((rows, cols // 32), "int32")
-    _ext.pack_weights(w, out, f.stream)
-    f.done()
-    return out
+    c = _Call("pack_weights", "w", w)
+    if c.cols % 32:
+        raise ValueError(f"{c.op}: argument 'w' must have H % 32 == 0, got H = {c.cols}")
+    return c.run((w,), [((c.rows, c.cols // 32), "int32")], lambda f, out:
+                 _ext.pack_weights(w, out, f.stream))
 
 
 def quantize_activations(x):
     """x [M, H] -> (act_q int8 [M, H], act_scale f32 [M]), scale = max|x| / 127."""
     if _is_torch(x) or _load_torch(x):
         return _torch.quantize_activations(x)
-    op = "quantize_activations"
-    f = framework(x, op, "x")
-    rows, cols = shape2(x, op, "x")
-    f.ready(x)
-    act_q, act_scale = f.empty((rows, cols), "int8"), f.empty((rows,), "float32")
-    _ext.quantize_activations(x, act_q, act_scale, f.stream)
-    f.done()
-    return act_q, act_scale
+    c = _Call("quantize_activations", "x", x)
+    return c.run((x,), [((c.rows, c.cols), "int8"), ((c.rows,), "float32")],
+                 lambda f, act_q, act_scale: _ext.quantize_activations(x, act_q, act_scale,
+                                                                         f.stream))

@@ -143,3 +143,19 @@ def index(v, op, arg):
     if not -(2**31) <= i < 2**31:
         raise ValueError(f"{op}: argument '{arg}' is out of range, got {i}")
     return i
+
+
+MAX_TOP_K = 2048  # kMaxTopK of the C library (src/core/check.h)
+
+
+def check_topk(op, k, vocab, vocab_arg):
+    """The C library's checks of what decides a top-k head's output shape [M, k]
+    (check_lm_head_dense/binary, src/core/check.cpp), with its wording: V >= 1
+    rows in `vocab_arg`, 1 <= k <= min(2048, V); ValueError otherwise. The torch
+    fake kernels allocate [M, k] without reaching the library, so they raise
+    these themselves (torch.compile then refuses what an eager call refuses)."""
+    if vocab < 1:
+        raise ValueError(f"{op}: argument '{vocab_arg}' must have at least one row (V >= 1)")
+    limit = min(vocab, MAX_TOP_K)
+    if not 1 <= k <= limit:
+        raise ValueError(f"{op}: argument 'k' must be in [1, min(2048, V) = {limit}], got {k}")

@@ -15,6 +15,7 @@ Eager calls on plain tensors skip the dispatcher hop to the Python kernel
 import torch
 
 from . import _nexttok as _ext
+from ._arrays import check_topk
 
 NAMESPACE = (__package__ or "nexttok").replace(".", "_")
 _lib = torch.library.Library(NAMESPACE, "DEF")
@@ -86,19 +87,23 @@ def _eager(*args):
 
 
 # ---- kernels (CPU and CUDA) and fake implementations --------------------------
+# Each op's outputs come from one function, used by its kernel and its fake
+# implementation alike: it checks the arguments that decide the output shapes
+# as the eager call does before launch, so torch.compile (which runs only the
+# fake) refuses at trace time what an eager call refuses, with the same error.
 def _apply_token_bitmask(logits, bitmask, indices):
     _ext.apply_token_bitmask(logits, bitmask, indices, _stream(logits))
 
 
 def _bitmask_from_allowed(allowed):
-    out = allowed.new_empty(*_mask_shape(allowed), dtype=torch.int32)
+    out = _mask_out(allowed)
     _ext.bitmask_from_allowed(allowed, out, _stream(allowed))
     return out
 
 
 def _sample(logits, temperature_t, temperature, top_k_t, top_k, top_p_t, top_p, min_p_t, min_p,
             seed_t, seed, offset_t, offset, uniform, joint):
-    tokens = logits.new_empty(logits.shape[0], dtype=torch.int64)
+    tokens = _tokens_out(logits)
     _ext.sample(logits, tokens,
                 temperature if temperature_t is None else temperature_t,
                 top_k if top_k_t is None else top_k_t,
@@ -110,69 +115,84 @@ def _sample(logits, temperature_t, temperature, top_k_t, top_k, top_p_t, top_p, 
     return tokens
 
 
-def _topk_out(x, k):
-    rows, k = (x.shape[0] if x.dim() == 2 else 0), max(k, 0)
-    return x.new_empty(rows, k, dtype=torch.float32), x.new_empty(rows, k, dtype=torch.int64)
-
-
 def _lm_head_topk_dense(hidden, weight, bias, k):
-    values, indices = _topk_out(hidden, k)
+    values, indices = _topk_out("lm_head_topk_dense", hidden, "hidden", weight, "weight", k)
     _ext.lm_head_topk_dense(hidden, weight, bias, k, values, indices, _stream(weight),
                             _alloc(weight))
     return values, indices
 
 
 def _lm_head_topk_binary(act_q, act_scale, wq, wscale, bias, group_size, k):
-    values, indices = _topk_out(act_q, k)
+    values, indices = _topk_out("lm_head_topk_binary", act_q, "act_q", wq, "wq", k)
     _ext.lm_head_topk_binary(act_q, act_scale, wq, wscale, bias, group_size, k, values, indices,
                              _stream(wq), _alloc(wq))
     return values, indices
 
 
 def _pack_weights(w):
-    out = w.new_empty(*_packed_shape(w), dtype=torch.int32)
+    out = _packed_out(w)
     _ext.pack_weights(w, out, _stream(w))
     return out
 
 
 def _quantize_activations(x):
-    _check_2d("quantize_activations", "x", x)
-    rows, cols = x.shape
-    act_q = x.new_empty(rows, cols, dtype=torch.int8)
-    act_scale = x.new_empty(rows, dtype=torch.float32)
+    act_q, act_scale = _quantized_out(x)
     _ext.quantize_activations(x, act_q, act_scale, _stream(x))
     return act_q, act_scale
 
 
-def _mask_shape(allowed):
-    _check_2d("bitmask_from_allowed", "allowed", allowed)
-    return (allowed.shape[0], (allowed.shape[1] + 31) // 32)
+def _mask_out(allowed):
+    rows, cols = _check_2d("bitmask_from_allowed", "allowed", allowed)
+    return allowed.new_empty((rows, (cols + 31) // 32), dtype=torch.int32)
 
 
-def _packed_shape(w):
-    _check_2d("pack_weights", "w", w)
-    if w.shape[1] % 32:
-        raise ValueError(f"pack_weights: argument 'w' must have H % 32 == 0, got H = {w.shape[1]}")
-    return (w.shape[0], w.shape[1] // 32)
+def _tokens_out(logits):
+    rows, _ = _check_2d("sample", "logits", logits)
+    return logits.new_empty((rows,), dtype=torch.int64)
+
+
+def _topk_out(op, x, x_arg, w, w_arg, k):
+    """values f32 [M, k] and indices int64 [M, k] for rows x [M, H], weights w [V, ...]."""
+    rows, _ = _check_2d(op, x_arg, x)
+    vocab, _ = _check_2d(op, w_arg, w)
+    check_topk(op, k, vocab, w_arg)
+    return (x.new_empty((rows, k), dtype=torch.float32),
+            x.new_empty((rows, k), dtype=torch.int64))
+
+
+def _packed_out(w):
+    rows, cols = _check_2d("pack_weights", "w", w)
+    if cols % 32:
+        raise ValueError(f"pack_weights: argument 'w' must have H % 32 == 0, got H = {cols}")
+    return w.new_empty((rows, cols // 32), dtype=torch.int32)
+
+
+def _quantized_out(x):
+    rows, cols = _check_2d("quantize_activations", "x", x)
+    return x.new_empty((rows, cols), dtype=torch.int8), x.new_empty((rows,), dtype=torch.float32)
 
 
 def _check_2d(op, arg, t):
-    if t.dim() != 2:
-        raise ValueError(f"{op}: argument '{arg}' must be 2-D, got shape {tuple(t.shape)}")
+    """(rows, cols) of a 2-D tensor (or array: a weight may come from another
+    framework), else the error that names the argument."""
+    shape = getattr(t, "shape", None)
+    if shape is None:
+        raise TypeError(f"{op}: argument '{arg}' must be an array, got {type(t).__name__}")
+    if len(shape) != 2:
+        raise ValueError(f"{op}: argument '{arg}' must be 2-D, got shape {tuple(shape)}")
+    return shape[0], shape[1]
 
 
 _FAKES = {
     "apply_token_bitmask": lambda logits, bitmask, indices: None,
-    "bitmask_from_allowed": lambda a: a.new_empty(_mask_shape(a), dtype=torch.int32),
-    "sample": lambda logits, *rest: logits.new_empty(logits.shape[:1], dtype=torch.int64),
-    "lm_head_topk_dense": lambda h, w, b, k: (h.new_empty((h.shape[0], k), dtype=torch.float32),
-                                              h.new_empty((h.shape[0], k), dtype=torch.int64)),
-    "lm_head_topk_binary": lambda q, s, wq, ws, b, g, k: (
-        q.new_empty((q.shape[0], k), dtype=torch.float32),
-        q.new_empty((q.shape[0], k), dtype=torch.int64)),
-    "pack_weights": lambda w: w.new_empty(_packed_shape(w), dtype=torch.int32),
-    "quantize_activations": lambda x: (x.new_empty(x.shape, dtype=torch.int8),
-                                       x.new_empty(x.shape[:1], dtype=torch.float32)),
+    "bitmask_from_allowed": _mask_out,
+    "sample": lambda logits, *rest: _tokens_out(logits),
+    "lm_head_topk_dense": lambda h, w, b, k: _topk_out("lm_head_topk_dense", h, "hidden", w,
+                                                       "weight", k),
+    "lm_head_topk_binary": lambda q, s, wq, ws, b, g, k: _topk_out("lm_head_topk_binary", q,
+                                                                   "act_q", wq, "wq", k),
+    "pack_weights": _packed_out,
+    "quantize_activations": _quantized_out,
 }
 
 for _name, _schema in _SCHEMAS.items():

@@ -16,16 +16,29 @@ std::string message(const char* op, const char* arg, const std::string& what) {
 
 std::string tname(nb::handle obj) { return nb::type_name(obj.type()).c_str(); }
 
-const char* dtype_name(nt_dtype d) {
-  static const char* names[] = {"float32", "float16", "bfloat16", "int8",
-                                "int32",   "int64",   "uint64",   "bool"};
-  return names[d];
-}
+// The one table of the dtypes nexttok takes, indexed by nt_dtype: the name
+// (torch's attribute name, numpy's, and the C library's word in its messages)
+// and the DLPack type it arrives as.
+struct Dtype {
+  const char* name;
+  nb::dlpack::dtype_code code;
+  uint8_t bits;
+};
+using Code = nb::dlpack::dtype_code;
+constexpr Dtype kDtypes[] = {
+    {"float32", Code::Float, 32}, {"float16", Code::Float, 16}, {"bfloat16", Code::Bfloat, 16},
+    {"int8", Code::Int, 8},       {"int32", Code::Int, 32},    {"int64", Code::Int, 64},
+    {"uint64", Code::UInt, 64},   {"bool", Code::Bool, 8},
+};
+constexpr int kDtypeCount = int(sizeof(kDtypes) / sizeof(kDtypes[0]));
+static_assert(kDtypeCount == NT_BOOL + 1, "one kDtypes entry per nt_dtype, in enum order");
+
+const char* dtype_name(nt_dtype d) { return kDtypes[d].name; }
 
 // ---- torch tensors, read through their attributes ---------------------------
 struct Torch {
   PyTypeObject* tensor = nullptr;
-  PyObject* dtypes[8] = {};  // indexed by nt_dtype
+  PyObject* dtypes[kDtypeCount] = {};  // indexed by nt_dtype
   PyObject *s_dtype, *s_shape, *s_stride, *s_data_ptr, *s_is_cuda, *s_is_cpu, *s_get_device;
 };
 
@@ -41,10 +54,8 @@ const Torch* torch_info() {
   }
   nb::object torch = nb::steal(mod);
   t.tensor = (PyTypeObject*)nb::getattr(torch, "Tensor").release().ptr();
-  const char* names[] = {"float32", "float16", "bfloat16", "int8",
-                         "int32",   "int64",   "uint64",   "bool"};
-  for (int i = 0; i < 8; ++i) {
-    nb::object d = nb::getattr(torch, names[i], nb::none());
+  for (int i = 0; i < kDtypeCount; ++i) {
+    nb::object d = nb::getattr(torch, kDtypes[i].name, nb::none());
     t.dtypes[i] = d.is_none() ? nullptr : d.release().ptr();
   }
   auto intern = [](const char* s) { return PyUnicode_InternFromString(s); };
@@ -109,7 +120,7 @@ View torch_view(const char* op, const char* arg, nb::handle obj) {
   View v;
   nb::object dtype = attr(obj, T.s_dtype);
   int code = -1;
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < kDtypeCount; ++i)
     if (T.dtypes[i] == dtype.ptr()) code = i;
   if (code < 0)
     raise_arg(PyExc_TypeError, op, arg,
@@ -139,17 +150,9 @@ View torch_view(const char* op, const char* arg, nb::handle obj) {
 
 // ---- every other array: DLPack or the buffer protocol ----------------------
 int dl_dtype(nb::dlpack::dtype d) {
-  using C = nb::dlpack::dtype_code;
   if (d.lanes != 1) return -1;
-  const C c = C(d.code);
-  if (c == C::Float && d.bits == 32) return NT_F32;
-  if (c == C::Float && d.bits == 16) return NT_F16;
-  if (c == C::Bfloat && d.bits == 16) return NT_BF16;
-  if (c == C::Int && d.bits == 8) return NT_I8;
-  if (c == C::Int && d.bits == 32) return NT_I32;
-  if (c == C::Int && d.bits == 64) return NT_I64;
-  if (c == C::UInt && d.bits == 64) return NT_U64;
-  if (c == C::Bool && d.bits == 8) return NT_BOOL;
+  for (int i = 0; i < kDtypeCount; ++i)
+    if (Code(d.code) == kDtypes[i].code && d.bits == kDtypes[i].bits) return i;
   return -1;
 }
 
@@ -180,6 +183,22 @@ View dl_view(const char* op, const char* arg, const Array& a) {
   return v;
 }
 
+// Whether an NT_ERROR_INVALID_ARGUMENT message is about an argument's dtype
+// (TypeError, as Python raises for a wrong type) rather than its shape, stride,
+// device or value (ValueError). The C API returns the one status code for all
+// of these (nexttok.h) and has no other field that tells them apart, so this
+// reads the wording of the C library's dtype check, TensorCheck::dtype in
+// src/core/check.cpp: "op: argument 'x' must be float32 or float16, got int8".
+// The only place that depends on that wording.
+bool is_dtype_message(const std::string& m) {
+  static const std::string lead = "' must be ";
+  const size_t at = m.find(lead);
+  if (at == std::string::npos) return false;
+  for (const Dtype& d : kDtypes)
+    if (m.compare(at + lead.size(), std::strlen(d.name), d.name) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 void raise_arg(PyObject* type, const char* op, const char* arg, const std::string& what) {
@@ -196,16 +215,9 @@ void raise_status(nt_status status, const char* c_arg, const char* py_arg) {
     if (at != std::string::npos) m.replace(at, from.size(), std::string("'") + py_arg + "'");
   }
   switch (status) {
-    case NT_ERROR_INVALID_ARGUMENT: {
-      // "...' must be int32, got ..." is a dtype error: TypeError, as Python does.
-      const size_t at = m.find("' must be ");
-      if (at != std::string::npos)
-        for (int d = 0; d < 8; ++d) {
-          const char* n = dtype_name(nt_dtype(d));
-          if (m.compare(at + 10, std::strlen(n), n) == 0) throw nb::type_error(m.c_str());
-        }
+    case NT_ERROR_INVALID_ARGUMENT:
+      if (is_dtype_message(m)) throw nb::type_error(m.c_str());
       throw nb::value_error(m.c_str());
-    }
     case NT_ERROR_UNSUPPORTED:
       PyErr_SetString(PyExc_NotImplementedError, m.c_str());
       throw nb::python_error();

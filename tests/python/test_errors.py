@@ -76,3 +76,33 @@ def test_argument_errors(call, exc, arg):
     with pytest.raises(exc) as info:
         call()
     assert any(f"'{a}'" in str(info.value) for a in arg.split("|")), str(info.value)
+
+
+# The torch fake kernels (nexttok.torch, what torch.compile runs) allocate the
+# top-k outputs without reaching the C library, so they refuse k and V through
+# nexttok._arrays.check_topk: it must say what the library says, where it says it.
+TOPK_CASES = [(k, v) for v in (0, 1, 40, 2048, 3000) for k in (-5, -1, 0, 1, 40, 41, 2048, 2049)]
+
+
+@pytest.mark.parametrize("k,v", TOPK_CASES)
+def test_check_topk_agrees_with_the_library(k, v):
+    from nexttok._arrays import check_topk
+
+    hidden, weight = np.zeros((2, 32), np.float32), np.zeros((v, 32), np.float32)
+    act_q, act_scale = np.zeros((2, 32), np.int8), np.ones(2, np.float32)
+    wq, wscale = np.zeros((v, 1), np.int32), np.ones((v, 1), np.float16)
+    calls = [("lm_head_topk_dense", "weight",
+              lambda: nexttok.lm_head_topk_dense(hidden, weight, k=k)),
+             ("lm_head_topk_binary", "wq",
+              lambda: nexttok.lm_head_topk_binary(act_q, act_scale, wq, wscale, group_size=32,
+                                                  k=k))]
+    for op, vocab_arg, call in calls:
+        try:
+            check_topk(op, k, v, vocab_arg)
+        except ValueError as e:
+            with pytest.raises(ValueError) as info:
+                call()
+            assert str(info.value) == str(e)
+        else:
+            values, indices = call()
+            assert values.shape == indices.shape == (2, k)

@@ -1,6 +1,8 @@
 """torch tensors, on the CPU and (when present) CUDA: results against torch's
 own ops on materialized logits, the torch.library registration, torch.compile
 and CUDA graphs."""
+import re
+
 import numpy as np
 import pytest
 
@@ -168,6 +170,71 @@ def test_opcheck(device):
     ]
     for name, args in cases:
         torch.library.opcheck(ops[name], args, test_utils=("test_schema", "test_faketensor"))
+
+
+# Calls the eager path refuses before launch for an argument that decides an
+# output's shape, on the tensors of shape_error_inputs: h, w, q, s, wq, ws.
+SHAPE_ERRORS = [
+    ("dense k<0", lambda h, w, q, s, wq, ws: nexttok.lm_head_topk_dense(h, w, k=-3)),
+    ("dense k=0", lambda h, w, q, s, wq, ws: nexttok.lm_head_topk_dense(h, w, k=0)),
+    ("dense k>V", lambda h, w, q, s, wq, ws: nexttok.lm_head_topk_dense(h, w, k=301)),
+    ("dense 1-D hidden", lambda h, w, q, s, wq, ws: nexttok.lm_head_topk_dense(h[0], w, k=5)),
+    ("dense 1-D weight", lambda h, w, q, s, wq, ws: nexttok.lm_head_topk_dense(h, w[0], k=5)),
+    ("binary k<0", lambda h, w, q, s, wq, ws: nexttok.lm_head_topk_binary(q, s, wq, ws,
+                                                                          group_size=64, k=-1)),
+    ("binary k>V", lambda h, w, q, s, wq, ws: nexttok.lm_head_topk_binary(q, s, wq, ws,
+                                                                          group_size=64, k=301)),
+    ("binary V=0", lambda h, w, q, s, wq, ws: nexttok.lm_head_topk_binary(q, s, wq[:0], ws[:0],
+                                                                          group_size=64, k=1)),
+    ("sample 1-D logits", lambda h, w, q, s, wq, ws: nexttok.sample(w[0])),
+    ("quantize 1-D x", lambda h, w, q, s, wq, ws: nexttok.quantize_activations(h[0])),
+    ("mask 1-D allowed", lambda h, w, q, s, wq, ws: nexttok.bitmask_from_allowed(h[0] > 0)),
+    ("pack H % 32", lambda h, w, q, s, wq, ws: nexttok.pack_weights(q[:, :40])),
+]
+
+
+def shape_error_inputs(device):
+    g = gen(device, 9)
+    return (torch.randn(2, 64, generator=g).to(device),
+            torch.randn(300, 64, generator=g).to(device), torch.ones(2, 64, dtype=torch.int8, device=device), torch.ones(2, device=device),
+            torch.zeros(300, 2, dtype=torch.int32, device=device),
+            torch.ones(300, 1, dtype=torch.float16, device=device))
+
+
+@pytest.mark.parametrize("call", [c for _, c in SHAPE_ERRORS], ids=[n for n, _ in SHAPE_ERRORS])
+def test_fake_kernels_raise_the_eager_errors(device, call):
+    """The fake implementations (what torch.compile runs while tracing) refuse
+    what the eager call refuses before launch, with the same exception and message."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    inputs = shape_error_inputs(device)
+    with pytest.raises((ValueError, TypeError)) as eager:
+        call(*inputs)
+    with FakeTensorMode() as mode:
+        fakes = [mode.from_tensor(t) for t in inputs]
+        with pytest.raises(type(eager.value)) as fake:
+            call(*fakes)
+    assert str(fake.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("k", [-1, 0, 301])
+def test_compile_refuses_k_while_tracing(device, k):
+    torch._dynamo.reset()
+    hidden, weight = shape_error_inputs(device)[:2]
+    with pytest.raises(ValueError, match="'k'") as eager:
+        nexttok.lm_head_topk_dense(hidden, weight, k=k)
+    compiled = []
+
+    def backend(gm, example_inputs):
+        compiled.append(gm)
+        return gm
+
+    head = torch.compile(lambda h, w: nexttok.lm_head_topk_dense(h, w, k=k), backend=backend,
+                         fullgraph=True)
+    # dynamo reports an error of a fake kernel as its own (TorchRuntimeError), message kept
+    with pytest.raises(Exception, match=re.escape(str(eager.value))):
+        head(hidden, weight)
+    assert not compiled  # refused by the fake kernel, not by the kernel at run time
 
 
 def decode_step(hidden, weight, mask, seeds, offset):
