@@ -7,8 +7,9 @@
 //            or the workspace's per-chunk capacity) plus, when top-p needs it,
 //            the chunk's max and sum of exp(s - max).
 //  merge     grid B: combines the chunks. Filtered rows select the row's top M
-//            candidates, sort them (M <= 1024), cut the keep-set and draw; a row
-//            whose keep-set may reach past its candidates is flagged.
+//            candidates, sort them (M <= 1024; one warp in registers when
+//            M <= 64), cut the keep-set and draw; a row whose keep-set may reach
+//            past its candidates is flagged.
 //  fallback  grid B: exits at once except for flagged rows, which it resolves
 //            exactly over the whole row in global memory (radix descent with
 //            fixed-point mass histograms, then one draw pass).
