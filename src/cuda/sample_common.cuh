@@ -216,9 +216,12 @@ __device__ __forceinline__ void gumbel_token(GumbelBest& g, const RowCfg& c, flo
   }
 }
 
-template <class Keep>
-__device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, const float* gbound,
-                                             u32 t0, const float (&x)[4], Keep&& keep) {
+// The first step over a group of 4 tokens (one Philox block): the block, when
+// some token of the group may still win, and which tokens then pass their bin
+// bound (bits 0-3; 0 when the block was not needed).
+__device__ __forceinline__ u32 gumbel_candidates(const GumbelBest& g, const RowCfg& c,
+                                                 const float* gbound, u32 t0,
+                                                 const float (&x)[4], u32 (&word)[4]) {
   float up[4];
   bool any = false;
 #pragma unroll
@@ -226,11 +229,25 @@ __device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, con
     up[j] = score_upper(x[j], c);
     any |= up[j] + kGumbelCeiling >= g.bound;
   }
-  if (!any) return;
+  if (!any) return 0;
   const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
+  u32 pass = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    word[j] = b.v[j];
+    if (up[j] + gbound[b.v[j] >> 22] >= g.bound) pass |= 1u << j;
+  }
+  return pass;
+}
+
+template <class Keep>
+__device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, const float* gbound,
+                                             u32 t0, const float (&x)[4], Keep&& keep) {
+  u32 word[4];
+  const u32 pass = gumbel_candidates(g, c, gbound, t0, x, word);
 #pragma unroll
   for (int j = 0; j < 4; ++j)
-    if (up[j] + gbound[b.v[j] >> 22] >= g.bound) gumbel_token(g, c, x[j], b.v[j], t0 + u32(j), keep);
+    if ((pass >> j) & 1u) gumbel_token(g, c, x[j], word[j], t0 + u32(j), keep);
 }
 
 }  // namespace nt::cuda

@@ -96,26 +96,14 @@ __device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, cons
   const u32 tid = threadIdx.x;
   u32 word[N] = {};
   u32 pending = 0;
+  int group = 0;
+  for_each_group(tile, x, [&](u32 t0, const float (&x4)[4]) {
+    u32 w4[4] = {};
+    pending |= gumbel_candidates(g, c, gbound, t0, x4, w4) << (4 * group);
 #pragma unroll
-  for (int u = 0; u < U; ++u)
-#pragma unroll
-    for (int q = 0; q < G / 4; ++q) {
-      float up[4];
-      bool any = false;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        up[j] = score_upper(x[u][4 * q + j], c);
-        any |= up[j] + kGumbelCeiling >= g.bound;
-      }
-      if (!any) continue;
-      const u32 t0 = tile + (u * kScanThreads + tid) * G + 4 * q;
-      const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        word[u * G + 4 * q + j] = b.v[j];
-        if (up[j] + gbound[b.v[j] >> 22] >= g.bound) pending |= 1u << (u * G + 4 * q + j);
-      }
-    }
+    for (int j = 0; j < 4; ++j) word[4 * group + j] = w4[j];
+    ++group;
+  });
   while (__any_sync(kFullMask, pending != 0)) {
     if (pending == 0) continue;
     const int i = __ffs(pending) - 1;
