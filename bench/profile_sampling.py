@@ -30,8 +30,11 @@ def main():
     if args.more:
         # B = 1 (a row split over the chip) and top-p alone (the exact fallback).
         row = logits[:1].contiguous()
+        flat = csb.make_logits(256, 128256, "flat", torch.float32, gen)
         for name, x, cfg in (("B=1 k50+p0.9+min-p", row, csb.CONFIGS[4]),
-                             ("B=256 top-p 0.9", logits, csb.CONFIGS[3])):
+                             ("B=256 top-p 0.9", logits, csb.CONFIGS[3]),
+                             ("B=1 top-p 0.9 flat", flat[:1].contiguous(), csb.CONFIGS[3]),
+                             ("B=256 top-p 0.9 flat", flat, csb.CONFIGS[3])):
             sampler = csb.Sampler(lib, [x], csb.RowParams(cfg, x.shape[0], "cuda"))
             print("profiling", name, flush=True)
             sampler(0)

@@ -118,8 +118,12 @@ typedef struct nt_sample_args {
   nt_tensor tokens;          /* i64 | i32 [B], written; -1 for an empty keep-set */
 } nt_sample_args;
 
-/* Bytes of workspace nt_sample needs for these shapes (may be 0). The workspace
- * lives on the logits' device; nothing is allocated by the call itself. On
+/* Bytes of workspace nt_sample needs for these arguments (may be 0): it depends
+ * on the shapes and, on CUDA, on whether a row may keep more tokens than its
+ * candidate lists hold (per-row parameters, or scalar top-p / min-p / explicit
+ * draws without a top-k of at most 1024: about 40 KB more per row). Query with
+ * per-row parameters to size one workspace for every call of a shape. The
+ * workspace lives on the logits' device; nothing is allocated by the call itself. On
  * OpenCL a workspace is a cl_mem of at least that many bytes (used from offset
  * 0) in the queue's context, as for every op that takes one. */
 NT_API nt_status nt_sample_workspace_size(const nt_sample_args* args, size_t* bytes);

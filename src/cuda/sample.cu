@@ -12,6 +12,7 @@
 #include "cuda/ops.cuh"
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_fallback.cuh"
+#include "cuda/sample_large_keep.cuh"
 #include "cuda/sample_merge.cuh"
 #include "cuda/sample_scan.cuh"
 
@@ -26,7 +27,10 @@ constexpr int kMergeSmemBytes = (kMaxMerged + kSortCap) * int(sizeof(u64));
 
 struct Plan {
   int splits = 1, chunk = 1, kchunk = 1, mass_bits = 40;
+  int mode = kAnyRow;            // RowClass of every row, or kAnyRow
+  bool fallback_needed = true;   // some row may keep more than its candidates
   size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
+  size_t large_rows_at = 0, large_cnt_at = 0, large_mass_at = 0, large_cand_at = 0;
 };
 
 int bit_length(uint64_t v) {
@@ -40,7 +44,8 @@ size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 // Many splits when few rows (B = 1 spreads a row over the chip), one split when
 // the rows alone fill it. Chunks are multiples of 8 tokens so that 16-byte
 // vectors and Philox blocks never straddle two chunks.
-Plan make_plan(int64_t rows, int64_t vocab, int sms) {
+Plan make_plan(const nt_sample_args& a, int sms) {
+  const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
   Plan p;
   const int64_t target = int64_t(sms) * kScanCtasPerSm;
   const int64_t cap =
@@ -60,6 +65,33 @@ Plan make_plan(int64_t rows, int64_t vocab, int sms) {
   at = align_up(at + size_t(rows) * size_t(splits) * size_t(p.kchunk) * sizeof(u64), 256);
   p.rows_at = at;
   at = align_up(at + size_t(rows) * sizeof(RowState), 256);
+
+  // With every parameter a scalar, the host knows each row's class and can
+  // pick a leaner scan and skip kernels that would find nothing to do.
+  const bool per_row = a.temperature.per_row || a.top_k.per_row || a.top_p.per_row || a.min_p.per_row;
+  const bool uniform = present(a.uniform);
+  if (!per_row) {
+    const nt_row_params r = nt_resolve_row_params(a.temperature.scalar, a.top_k.scalar,
+                                                  a.top_p.scalar, a.min_p.scalar, int32_t(vocab));
+    p.mode = r.greedy ? kGreedyRow
+             : (r.top_k == 0 && r.top_p >= 1.0f && r.min_p <= 0.0f && !uniform) ? kPlainRow
+                                                                               : kFilteredRow;
+    // A top-k within the chunk capacity always resolves in the merge (rows of
+    // +inf logits are drawn from the chunks' Gumbel-max among them).
+    p.fallback_needed = p.mode == kFilteredRow && !(r.top_k > 0 && r.top_k <= p.kchunk && !uniform);
+  }
+  // Rows that may keep more than their candidates get the large keep-set
+  // kernels' histograms and lists (40 KB a row).
+  if (p.fallback_needed) {
+    p.large_rows_at = at;
+    at = align_up(at + size_t(rows) * sizeof(LargeKeepRow), 256);
+    p.large_cnt_at = at;
+    at = align_up(at + size_t(rows) * kLargeBins * sizeof(u32), 256);
+    p.large_mass_at = at;
+    at = align_up(at + size_t(rows) * kLargeBins * sizeof(u64), 256);
+    p.large_cand_at = at;
+    at = align_up(at + size_t(rows) * kLargeCap * sizeof(u64), 256);
+  }
   p.bytes = rows == 0 ? 0 : at;
   return p;
 }
@@ -129,6 +161,12 @@ void launch_all(const Launch& l) {
     check_cuda(cudaGetLastError(), kOp);
   }
   if (l.run_fallback) {
+    sample_large_hist_kernel<DT, VEC><<<l.scan_grid, kLargeThreads, 0, l.stream>>>(l.args);
+    check_cuda(cudaGetLastError(), kOp);
+    sample_large_collect_kernel<DT, VEC><<<l.scan_grid, kLargeThreads, 0, l.stream>>>(l.args);
+    check_cuda(cudaGetLastError(), kOp);
+    sample_large_finish_kernel<<<l.args.rows, kLargeThreads, 0, l.stream>>>(l.args);
+    check_cuda(cudaGetLastError(), kOp);
     sample_fallback_kernel<DT, VEC><<<l.args.rows, kFallbackThreads, 0, l.stream>>>(l.args);
     check_cuda(cudaGetLastError(), kOp);
   }
@@ -148,7 +186,7 @@ size_t sample_workspace_size(const nt_sample_args& a) {
   const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
   if (rows == 0) return 0;
   DeviceScope scope(a.logits.device_id, kOp);
-  return make_plan(rows, vocab, device_limits(a.logits.device_id).sms).bytes;
+  return make_plan(a, device_limits(a.logits.device_id).sms).bytes;
 }
 
 void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
@@ -160,7 +198,7 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   const int device = a.logits.device_id;
   DeviceScope scope(device, kOp);
   const DeviceLimits limits = device_limits(device);
-  const Plan plan = make_plan(rows, vocab, limits.sms);
+  const Plan plan = make_plan(a, limits.sms);
   if (workspace_bytes < plan.bytes)
     fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace_bytes' is " + std::to_string(workspace_bytes) +
                                  " but " + std::to_string(plan.bytes) + " bytes are needed");
@@ -201,24 +239,16 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   g.candidates = reinterpret_cast<u64*>(ws + plan.candidates_at);
   g.row_states = reinterpret_cast<RowState*>(ws + plan.rows_at);
 
-  // With every parameter a scalar, the host knows each row's class and can
-  // pick a leaner scan and skip kernels that would find nothing to do.
-  l.mode = kAnyRow;
-  bool fallback_needed = true;
-  if (!g.temperature && !g.top_k && !g.top_p && !g.min_p) {
-    const nt_row_params p = nt_resolve_row_params(g.temperature_scalar, g.top_k_scalar,
-                                                  g.top_p_scalar, g.min_p_scalar, g.vocab);
-    l.mode = p.greedy ? kGreedyRow
-             : (p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f && !g.uniform) ? kPlainRow
-                                                                                : kFilteredRow;
-    // A top-k within the chunk capacity always resolves in the merge (rows of
-    // +inf logits are drawn from the chunks' Gumbel-max among them).
-    if (l.mode == kFilteredRow && p.top_k > 0 && p.top_k <= plan.kchunk && !g.uniform)
-      fallback_needed = false;
-  }
+  l.mode = plan.mode;
   const bool filtered = l.mode == kFilteredRow || l.mode == kAnyRow;
   l.run_merge = plan.splits > 1 || filtered;
-  l.run_fallback = filtered && fallback_needed;
+  l.run_fallback = filtered && plan.fallback_needed;
+  if (l.run_fallback) {
+    g.large.rows = reinterpret_cast<LargeKeepRow*>(ws + plan.large_rows_at);
+    g.large.cnt = reinterpret_cast<u32*>(ws + plan.large_cnt_at);
+    g.large.mass = reinterpret_cast<u64*>(ws + plan.large_mass_at);
+    g.large.cand = reinterpret_cast<u64*>(ws + plan.large_cand_at);
+  }
   l.scan_grid = dim3(u32(rows), u32(plan.splits), 1);
   l.scan_smem = filtered ? kScanSmemBytes : 0;
   l.merge_smem = filtered ? int((size_t(plan.splits) * plan.kchunk + kSortCap) * sizeof(u64)) : 0;

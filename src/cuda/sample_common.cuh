@@ -1,6 +1,6 @@
 // Device side of nt_sample (docs/SEMANTICS.md, "Sampling").
 //
-// Three kernels on the caller's stream, nothing allocated, nothing read back:
+// Kernels on the caller's stream, nothing allocated, nothing read back:
 //  scan      grid (B, splits): one CTA scans one chunk of one row. Greedy rows
 //            keep the chunk's argmax, plain rows (no top-k/p/min-p) the chunk's
 //            Gumbel-max, filtered rows the chunk's top K candidates (K = top_k,
@@ -10,9 +10,16 @@
 //            candidates, sort them (M <= 1024; one warp in registers when
 //            M <= 64), cut the keep-set and draw; a row whose keep-set may reach
 //            past its candidates is flagged.
-//  fallback  grid B: exits at once except for flagged rows, which it resolves
+//  large keep-set (sample_large_keep.cuh), three kernels, grids (B, splits)
+//            and B: flagged rows (a keep-set past the candidates: top-p over a
+//            flat row) in two passes: a fine histogram of counts and
+//            fixed-point masses over s_max - s, then the draw over the bins
+//            above the cut and the cut bin's tokens listed, sorted and cut.
+//  fallback  grid B: exits at once except for rows still flagged (an explicit
+//            draw, +inf scores, top-p renormalized on a top-k that cuts the
+//            row, a cut bin of more than kLargeCap tokens), which it resolves
 //            exactly over the whole row in global memory (radix descent with
-//            fixed-point mass histograms, then one draw pass).
+//            the same fixed-point masses, then one draw pass).
 // Every decision uses the core's arithmetic (IEEE division, ordering keys,
 // Philox, portable log), so tokens equal the CPU backend's for the same keep-set.
 #pragma once
@@ -64,6 +71,27 @@ struct RowState {
   u32 pad;
 };
 
+// A flagged row's state across the large keep-set kernels
+// (sample_large_keep.cuh); zeroed by the merge when it flags the row.
+struct LargeKeepRow {
+  u64 best;  // Gumbel-max composite over the bins above the cut
+  u64 above_mass;
+  u64 mass_target;
+  u32 n_cand;
+  u32 n_min_p;
+  u32 cut_bin;  // kNoCut: the whole row is kept
+  u32 above_count;
+  u32 count_target;
+  u32 active;  // 1: this path resolves the row
+};
+
+struct LargeKeepArgs {
+  LargeKeepRow* rows;
+  u32* cnt;    // [B][kLargeBins]
+  u64* mass;   // [B][kLargeBins]
+  u64* cand;   // [B][kLargeCap]
+};
+
 struct SampleArgs {
   const void* logits;
   int64_t row_stride;
@@ -92,6 +120,7 @@ struct SampleArgs {
   ChunkRecord* chunks;
   u64* candidates;
   RowState* row_states;
+  LargeKeepArgs large;  // rows == nullptr: the large keep-set kernels do not run
 };
 
 struct RowCfg {
@@ -127,6 +156,33 @@ __device__ __forceinline__ RowCfg load_row_cfg(const SampleArgs& a, u32 row) {
                                                    ? 1
                                                    : 2;
   return c;
+}
+
+// The keep-set's end as targets over the row's order (docs/SEMANTICS.md): the
+// prefix ends at the first token where the count reaches `count` or the
+// fixed-point mass reaches `mass`. z: the mass top-p is measured against.
+struct CutTargets {
+  u32 count;
+  u64 mass;
+};
+
+__device__ __forceinline__ CutTargets cut_targets(const RowCfg& c, u32 n_min_p, u64 z) {
+  CutTargets t{kNoLimit, ~0ull};
+  if (c.p.top_k) t.count = u32(c.p.top_k);
+  if (c.p.min_p > 0.0f) t.count = min(t.count, n_min_p);
+  if (c.p.top_p < 1.0f) {
+    if (c.p.top_p <= 0.0f)
+      t.count = 1;
+    else
+      t.mass = u64(ceil(double(c.p.top_p) * double(z)));
+  }
+  return t;
+}
+
+// Top-p measured on the top-k set (not joint) where top-k cuts the row: z is
+// then the mass of the first top_k tokens, not the row's.
+__device__ __forceinline__ bool top_p_needs_top_k_mass(const RowCfg& c, bool joint, u32 set_count) {
+  return c.p.top_p > 0.0f && c.p.top_p < 1.0f && !joint && c.p.top_k && u32(c.p.top_k) < set_count;
 }
 
 // An upper bound of s = x / T that costs a multiply: x * fl(1/T) is within

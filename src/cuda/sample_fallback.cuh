@@ -155,23 +155,13 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
   const u64 set_mass = shared_u64[0];
   Threshold cut = {0, 0, 0, 0};
   if (!inf_rule) {
-    u32 count_target = kNoLimit;
-    u64 mass_target = ~0ull;
-    if (c.p.top_k) count_target = u32(c.p.top_k);
-    if (min_p_on) count_target = min(count_target, shared_u32[1]);
-    if (c.p.top_p < 1.0f) {
-      if (c.p.top_p <= 0.0f) {
-        count_target = 1;
-      } else {
-        u64 z = set_mass;
-        if (!a.joint && c.p.top_k && u32(c.p.top_k) < set_count) {
-          const Threshold k_cut = descend(u32(c.p.top_k), ~0ull);
-          z = k_cut.above_mass + k_cut.bucket_mass;
-        }
-        mass_target = u64(ceil(double(c.p.top_p) * double(z)));
-      }
+    u64 z = set_mass;
+    if (top_p_needs_top_k_mass(c, a.joint != 0, set_count)) {
+      const Threshold k_cut = descend(u32(c.p.top_k), ~0ull);
+      z = k_cut.above_mass + k_cut.bucket_mass;
     }
-    if (count_target < set_count || mass_target <= set_mass) cut = descend(count_target, mass_target);
+    const CutTargets t = cut_targets(c, shared_u32[1], z);
+    if (t.count < set_count || t.mass <= set_mass) cut = descend(t.count, t.mass);
   }
   auto kept = [&](u64 cv) { return cut.depth == 0 || (cv >> (64 - cut.depth)) >= cut.prefix; };
 

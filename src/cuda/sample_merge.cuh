@@ -5,6 +5,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include "cuda/sample_common.cuh"
+#include "cuda/sample_large_keep.cuh"
 
 namespace nt::cuda {
 
@@ -443,6 +444,10 @@ __global__ void __launch_bounds__(kMergeThreads) sample_merge_kernel(SampleArgs 
     return;
   }
   merge_filtered(a, c, row);
+  if (a.large.rows) {
+    __syncthreads();
+    if (a.row_states[row].fallback) large_keep_reset(a, row);
+  }
 }
 
 }  // namespace nt::cuda

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/sampling.h"  // nt_token_gumbel: the test plants a draw's winner
 #include "ops/sample_support.h"
 
 namespace ntt {
@@ -191,6 +192,82 @@ TEST_P(Sample, WinnersPlantedInOneRunOfALongRow) {
   fill_logits(c, rng, true);
   redraw_degenerate_rows(c, rng, true);
   expect_tokens_match(dev(), c);
+}
+
+// Keep-sets of thousands of tokens (top-p over flat rows, top-k or min-p past
+// what the candidate lists hold) are cut where a token decides the draw.
+// Logits fall in levels of equal values along the index, so the order is the
+// index order; the test finds a "record" r (s_r + G_r beats every earlier
+// token) and sets top_k or top_p so that the keep-set ends exactly at r (the
+// draw must be r) or one token before it (the draw must not be r): an
+// off-by-one cut changes the token. Levels of 700 tokens are finer than a
+// GPU histogram bin's capacity; levels of 3000 are not (the exact radix
+// fallback takes those rows).
+TEST_P(Sample, KeepSetEndsAtAPlantedRecord) {
+  uint64_t seed = 2800;
+  for (int64_t vocab : {50021, 128256})
+    for (int64_t level : {700, 3000})
+      for (float temperature : {1.0f, 0.8f}) {
+        SampleCase c;
+        c.rows = 1;
+        c.vocab = vocab;
+        c.logits.resize(size_t(vocab));
+        for (int64_t i = 0; i < vocab; ++i) c.logits[size_t(i)] = -0.03f * float(i / level);
+        // A seed with a record far enough in (a keep-set past every candidate list).
+        int64_t record = -1;
+        std::vector<double> prefix(static_cast<size_t>(vocab));  // running exp(s_i - s_0), s_0 = 0
+        for (;;) {
+          ++seed;
+          float best = -INFINITY;
+          double run = 0.0;
+          for (int64_t i = 0; i < vocab; ++i) {
+            const float s = nt_scaled_score(c.logits[size_t(i)], temperature);
+            const float v = nt_perturbed_score(s, nt_token_gumbel(seed, 0, 0, uint32_t(i)), 0);
+            if (v > best) {
+              best = v;
+              if (i >= 3000 && record < 0) record = i;  // the first: its mass step is wide
+            }
+            run += std::exp(double(s));
+            prefix[size_t(i)] = run;
+          }
+          if (record >= 0) break;
+        }
+        SCOPED_TRACE(seed_trace(seed) + " V=" + std::to_string(vocab) + " level=" +
+                     std::to_string(level) + " T=" + std::to_string(temperature) +
+                     " record=" + std::to_string(record));
+        const double z = prefix[size_t(vocab - 1)];
+        auto top_p_ending_at = [&](int64_t last) {  // the middle of token last's mass step
+          return float((prefix[size_t(last - 1)] + prefix[size_t(last)]) / 2 / z);
+        };
+        c.temperature = scalar(temperature);
+        c.seed = per_row<uint64_t>({seed, seed, seed, seed});
+        c.offset = per_row<uint64_t>({0, 0, 0, 0});
+        c.rows = 4;
+        const std::vector<float> row = c.logits;
+        for (int r = 1; r < 4; ++r) c.logits.insert(c.logits.end(), row.begin(), row.end());
+        // Rows: top-p ending at the record, top-p one before, top-k the same two.
+        c.top_p = per_row<float>({top_p_ending_at(record), top_p_ending_at(record - 1), 1.0f, 1.0f});
+        c.top_k = per_row<int32_t>({0, 0, int32_t(record + 1), int32_t(record)});
+        for (int64_t r = 0; r < 4; ++r) {
+          const SampleReference ref = reference_sample(c, r);
+          ASSERT_FALSE(ref.degenerate) << "row " << r << ": " << ref.why_degenerate;
+          ASSERT_EQ(ref.token == record, r % 2 == 0) << "row " << r << ": the test's construction";
+        }
+        expect_tokens_match(dev(), c);
+        // The same rows one at a time with scalar parameters (the host then
+        // knows every row is filtered and picks that kernel).
+        for (int64_t r = 0; r < 4; ++r) {
+          SampleCase one;
+          one.vocab = vocab;
+          one.logits = row;
+          one.temperature = scalar(temperature);
+          one.seed = per_row<uint64_t>({seed});
+          one.offset = per_row<uint64_t>({0});
+          one.top_p = scalar(c.top_p.values[size_t(r)]);
+          one.top_k = scalar(c.top_k.values[size_t(r)]);
+          expect_tokens_match(dev(), one);
+        }
+      }
 }
 
 // A batch of copies of one row, each drawing with its own explicit u: u at the

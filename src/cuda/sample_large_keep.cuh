@@ -1,0 +1,320 @@
+// Kernels 3a-3c of nt_sample: rows whose keep-set reaches past the merged
+// candidates (top-p over a flat distribution keeps ~90% of the row), resolved
+// in two passes over the row, split over many CTAs like the scan.
+//
+//  hist     grid (B, splits): a count and a fixed-point mass histogram of the
+//           row over kLargeBins bins of s_max - s (1/kLargeBinsPerUnit wide; the
+//           last bin takes everything further down), added into the row's
+//           global histogram; the min-p count beside it.
+//  collect  grid (B, splits): every CTA finds the bin where the keep-set ends
+//           (the same decision in each: the histogram is final), draws the
+//           Gumbel-max over the bins above it and appends the tokens of that
+//           bin (at most kLargeCap, checked before) to the row's list.
+//  finish   grid B: sorts the list, cuts it where the count or mass target is
+//           reached, draws over the kept part, writes the token.
+//
+// Bins are monotone in the order (s_max - s and the scaling by a power of two
+// round monotonically), so every bin above the cut is kept whole and the cut
+// inside its bin is the one the radix descent of sample_fallback.cuh finds:
+// the same integer masses, the same targets, the same keep-set. Rows this path
+// does not take (an explicit draw, +inf scores, a top-p renormalized on a
+// top-k that cuts the row, a cut bin over kLargeCap tokens) stay flagged for
+// the fallback kernel.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "cuda/sample_common.cuh"
+
+namespace nt::cuda {
+
+constexpr int kLargeThreads = 512;
+constexpr int kLargeBins = 2048;
+constexpr float kLargeBinsPerUnit = 64.0f;  // a power of two: exact scaling
+constexpr int kLargeCap = 2048;
+constexpr int kLargeItems = kLargeCap / kLargeThreads;
+constexpr u32 kNoCut = kLargeBins;
+
+__device__ __forceinline__ int large_bin(float s, float s_max) {
+  const float q = (s_max - s) * kLargeBinsPerUnit;
+  return q < float(kLargeBins - 1) ? int(q) : kLargeBins - 1;
+}
+
+__device__ __forceinline__ bool large_keep_takes(const RowCfg& c, const RowState& st) {
+  return c.cls == kFilteredRow && st.fallback && st.n_pos_inf == 0 && !c.has_u;
+}
+
+// Called by the whole merge CTA after it flagged `row`.
+__device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
+  const LargeKeepArgs& L = a.large;
+  uint4* cnt = reinterpret_cast<uint4*>(L.cnt + size_t(row) * kLargeBins);
+  uint4* mass = reinterpret_cast<uint4*>(L.mass + size_t(row) * kLargeBins);
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (int i = int(threadIdx.x); i < kLargeBins / 4; i += int(blockDim.x)) cnt[i] = zero;
+  for (int i = int(threadIdx.x); i < kLargeBins / 2; i += int(blockDim.x)) mass[i] = zero;
+  if (threadIdx.x == 0) L.rows[row] = LargeKeepRow{};
+}
+
+// Tokens [begin, end) of the row, G at a time from each thread, every thread
+// the same number of times (tokens past `end` read as -inf), so warp
+// collectives may run inside. begin is a multiple of 8: groups never straddle
+// a Philox block.
+template <nt_dtype DT, bool VEC, class OnGroup>
+__device__ __forceinline__ void visit_chunk(const typename LogitTraits<DT>::Storage* row,
+                                            int64_t begin, int64_t end, OnGroup&& on_group) {
+  constexpr int G = group_tokens<DT, VEC>();
+  constexpr int64_t kStep = int64_t(kLargeThreads) * G;
+  const int64_t iters = (end - begin + kStep - 1) / kStep;
+  for (int64_t it = 0; it < iters; ++it) {
+    const int64_t t = begin + it * kStep + int64_t(threadIdx.x) * G;
+    float x[G];
+    load_group<DT, VEC, false>(row, t, end, x);
+#pragma unroll
+    for (int q = 0; q < G / 4; ++q) {
+      const float x4[4] = {x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]};
+      on_group(u32(t + 4 * q), x4);
+    }
+  }
+}
+
+template <nt_dtype DT, bool VEC>
+__global__ void __launch_bounds__(kLargeThreads) sample_large_hist_kernel(SampleArgs a) {
+  const LargeKeepArgs& L = a.large;
+  using S = typename LogitTraits<DT>::Storage;
+  using ReduceU32 = cub::BlockReduce<u32, kLargeThreads>;
+  const u32 row = blockIdx.x;
+  const RowCfg c = load_row_cfg(a, row);
+  const RowState st = a.row_states[row];
+  if (!large_keep_takes(c, st)) return;
+  // A bin's mass as two 32-bit words: shared memory has no 64-bit atomic add
+  // (the compiler loops on a 64-bit CAS); the carry out of the low word is
+  // seen in the value the 32-bit add returns.
+  __shared__ u32 cnt[kLargeBins], mass_lo[kLargeBins], mass_hi[kLargeBins];
+  __shared__ typename ReduceU32::TempStorage reduce;
+  for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
+    cnt[i] = 0;
+    mass_lo[i] = 0;
+    mass_hi[i] = 0;
+  }
+  __syncthreads();
+  const int64_t begin = int64_t(blockIdx.y) * a.chunk;
+  const int64_t end = min(begin + int64_t(a.chunk), int64_t(a.vocab));
+  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+  const double scale = ldexp(1.0, a.mass_bits);
+  const float s_max = st.s_max;
+  u32 n_min_p = 0;
+  visit_chunk<DT, VEC>(rowp, begin, end, [&](u32, const float (&x)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float s = nt_scaled_score(x[j], c.p.temperature);
+      if (s == -INFINITY) continue;
+      const float p = expf(s - s_max);
+      const int b = large_bin(s, s_max);
+      const u64 m = u64(__double2ull_rn(double(p) * scale));
+      atomicAdd(&cnt[b], 1u);
+      const u32 lo = u32(m), old_lo = atomicAdd(&mass_lo[b], lo);
+      const u32 hi = u32(m >> 32) + (old_lo + lo < old_lo ? 1u : 0u);
+      if (hi) atomicAdd(&mass_hi[b], hi);
+      n_min_p += (c.p.min_p > 0.0f && p >= c.p.min_p) ? 1u : 0u;
+    }
+  });
+  n_min_p = ReduceU32(reduce).Reduce(n_min_p, SumU32());
+  if (threadIdx.x == 0 && n_min_p) atomicAdd(&L.rows[row].n_min_p, n_min_p);
+  __syncthreads();
+  u32* gcnt = L.cnt + size_t(row) * kLargeBins;
+  u64* gmass = L.mass + size_t(row) * kLargeBins;
+  for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads)
+    if (cnt[i]) {
+      atomicAdd(&gcnt[i], cnt[i]);
+      atomicAdd(&gmass[i], (u64(mass_hi[i]) << 32) + mass_lo[i]);
+    }
+}
+
+// Where the keep-set ends in the row's histogram, or why this path cannot
+// tell (ok = 0). Called by every thread; warp 0 scans, 64 bins per lane.
+struct LargeCut {
+  u32 ok, cut_bin, above_count, count_target;
+  u64 above_mass, mass_target;
+};
+
+__device__ void large_find_cut(const SampleArgs& a, const RowCfg& c, const u32* cnt,
+                               const u64* mass, u32 n_min_p, LargeCut& out) {
+  constexpr int kPerLane = kLargeBins / 32;
+  if (threadIdx.x < 32) {
+    const u32 lane = lane_index();
+    u32 csum = 0;
+    u64 msum = 0;
+    for (int j = 0; j < kPerLane; ++j) {
+      csum += cnt[lane * kPerLane + j];
+      msum += mass[lane * kPerLane + j];
+    }
+    u32 cincl = csum;
+    u64 mincl = msum;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const u32 cv = __shfl_up_sync(kFullMask, cincl, o);
+      const u64 mv = __shfl_up_sync(kFullMask, mincl, o);
+      if (lane >= u32(o)) {
+        cincl += cv;
+        mincl += mv;
+      }
+    }
+    const u32 set_count = __shfl_sync(kFullMask, cincl, 31);
+    const u64 set_mass = __shfl_sync(kFullMask, mincl, 31);
+    LargeCut r{};
+    r.ok = !top_p_needs_top_k_mass(c, a.joint != 0, set_count);
+    const CutTargets t = cut_targets(c, n_min_p, set_mass);
+    r.count_target = t.count;
+    r.mass_target = t.mass;
+    r.cut_bin = kNoCut;
+    auto reached = [&](u32 cc, u64 mm) { return cc >= t.count || mm >= t.mass; };
+    if (lane == 0) out = r;
+    __syncwarp();
+    if (r.ok && (t.count < set_count || t.mass <= set_mass)) {
+      u32 crun = cincl - csum;
+      u64 mrun = mincl - msum;
+      if (reached(cincl, mincl) && !reached(crun, mrun)) {
+        for (int j = 0; j < kPerLane; ++j) {
+          const int b = int(lane) * kPerLane + j;
+          if (reached(crun + cnt[b], mrun + mass[b])) {
+            r.cut_bin = u32(b);
+            r.above_count = crun;
+            r.above_mass = mrun;
+            r.ok = cnt[b] <= u32(kLargeCap);
+            out = r;
+            break;
+          }
+          crun += cnt[b];
+          mrun += mass[b];
+        }
+      }
+    }
+  }
+  __syncthreads();
+}
+
+template <nt_dtype DT, bool VEC>
+__global__ void __launch_bounds__(kLargeThreads) sample_large_collect_kernel(SampleArgs a) {
+  const LargeKeepArgs& L = a.large;
+  using S = typename LogitTraits<DT>::Storage;
+  using ReduceU64 = cub::BlockReduce<u64, kLargeThreads>;
+  const u32 row = blockIdx.x;
+  const RowCfg c = load_row_cfg(a, row);
+  const RowState st = a.row_states[row];
+  if (!large_keep_takes(c, st)) return;
+  __shared__ u32 cnt[kLargeBins];
+  __shared__ u64 mass[kLargeBins];
+  __shared__ float gbound[kGumbelBins];
+  __shared__ LargeCut cut;
+  __shared__ typename ReduceU64::TempStorage reduce;
+  for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
+    cnt[i] = L.cnt[size_t(row) * kLargeBins + i];
+    mass[i] = L.mass[size_t(row) * kLargeBins + i];
+  }
+  build_gumbel_bounds<kLargeThreads>(gbound);
+  __syncthreads();
+  large_find_cut(a, c, cnt, mass, L.rows[row].n_min_p, cut);
+  if (!cut.ok) return;
+  LargeKeepRow& lk = L.rows[row];
+  if (blockIdx.y == 0 && threadIdx.x == 0) {
+    lk.cut_bin = cut.cut_bin;
+    lk.above_count = cut.above_count;
+    lk.above_mass = cut.above_mass;
+    lk.count_target = cut.count_target;
+    lk.mass_target = cut.mass_target;
+    lk.active = 1;
+  }
+  const int64_t begin = int64_t(blockIdx.y) * a.chunk;
+  const int64_t end = min(begin + int64_t(a.chunk), int64_t(a.vocab));
+  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+  const float s_max = st.s_max;
+  const int cut_bin = int(cut.cut_bin);
+  u64* list = L.cand + size_t(row) * kLargeCap;
+  GumbelBest g;
+  visit_chunk<DT, VEC>(rowp, begin, end, [&](u32 t0, const float (&x)[4]) {
+    if (cut_bin != int(kNoCut)) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float s = nt_scaled_score(x[j], c.p.temperature);
+        const bool in_cut = s != -INFINITY && large_bin(s, s_max) == cut_bin;
+        const u32 slot = warp_append(in_cut, &lk.n_cand);
+        if (in_cut) list[slot] = composite(nt_order_key(s), t0 + u32(j));
+      }
+    }
+    gumbel_group(g, c, gbound, t0, x, [&](float s, u32) { return large_bin(s, s_max) < cut_bin; });
+  });
+  const u64 best = ReduceU64(reduce).Reduce(g.best, MaxU64());
+  if (threadIdx.x == 0 && best) atomicMax(&lk.best, best);
+}
+
+__global__ void __launch_bounds__(kLargeThreads) sample_large_finish_kernel(SampleArgs a) {
+  const LargeKeepArgs& L = a.large;
+  using ScanU64 = cub::BlockScan<u64, kLargeThreads>;
+  using ReduceU64 = cub::BlockReduce<u64, kLargeThreads>;
+  using ReduceU32 = cub::BlockReduce<u32, kLargeThreads>;
+  const u32 row = blockIdx.x;
+  const RowCfg c = load_row_cfg(a, row);
+  const RowState st = a.row_states[row];
+  if (!large_keep_takes(c, st)) return;
+  const LargeKeepRow lk = L.rows[row];
+  if (!lk.active) return;
+  __shared__ u64 list[kLargeCap];
+  __shared__ u32 length;
+  __shared__ union {
+    typename ScanU64::TempStorage scan;
+    typename ReduceU64::TempStorage r64;
+    typename ReduceU32::TempStorage r32;
+  } tmp;
+  const int tid = int(threadIdx.x);
+  u64 best = 0;
+  if (lk.cut_bin != kNoCut) {
+    const int n = int(lk.n_cand);
+    int n_sort = 1;
+    while (n_sort < n) n_sort <<= 1;
+    for (int i = tid; i < n_sort; i += kLargeThreads)
+      list[i] = i < n ? L.cand[size_t(row) * kLargeCap + i] : 0ull;
+    bitonic_sort_desc<kLargeThreads>(list, n_sort);
+    // Element i = kLargeItems * tid + j; the keep-set takes the bin's first
+    // `length` elements: one past the last that reaches neither target.
+    const double scale = ldexp(1.0, a.mass_bits);
+    u64 m[kLargeItems];
+#pragma unroll
+    for (int j = 0; j < kLargeItems; ++j) {
+      const int i = kLargeItems * tid + j;
+      const float s = i < n ? nt_key_to_float(composite_key(list[i])) : -INFINITY;
+      m[j] = i < n ? u64(__double2ull_rn(double(expf(s - st.s_max)) * scale)) : 0ull;
+    }
+    ScanU64(tmp.scan).InclusiveSum(m, m);
+    u32 short_of = 0;
+#pragma unroll
+    for (int j = 0; j < kLargeItems; ++j) {
+      const int i = kLargeItems * tid + j;
+      short_of += (i < n && lk.above_count + u32(i) + 1 < lk.count_target &&
+                   lk.above_mass + m[j] < lk.mass_target)
+                      ? 1u
+                      : 0u;
+    }
+    __syncthreads();
+    short_of = ReduceU32(tmp.r32).Reduce(short_of, SumU32());
+    if (tid == 0) length = min(short_of + 1, u32(n));
+    __syncthreads();
+    const u32 len = length;
+    for (int i = tid; i < int(len); i += kLargeThreads) {
+      const u32 idx = composite_index(list[i]);
+      const float s = nt_key_to_float(composite_key(list[i]));
+      const float gum = nt_token_gumbel(c.seed, c.offset, c.tag, idx);
+      const u64 cv = composite(nt_order_key(nt_perturbed_score(s, gum, false)), idx);
+      best = cv > best ? cv : best;
+    }
+    __syncthreads();
+    best = ReduceU64(tmp.r64).Reduce(best, MaxU64());
+  }
+  if (tid == 0) {
+    best = best > lk.best ? best : lk.best;
+    write_token(a, row, best ? (long long)composite_index(best) : -1);
+    a.row_states[row].fallback = 0;
+  }
+}
+
+}  // namespace nt::cuda
