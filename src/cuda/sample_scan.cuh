@@ -243,7 +243,12 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
     typename ReduceMZ::TempStorage rmz;
   } tmp;
 
-  const u32 keep = c.p.top_k ? min(u32(c.p.top_k), u32(a.kchunk)) : u32(a.kchunk);
+  // Without a top-k the chunk keeps half its list: the buffer holds kchunk +
+  // one tile, so keep = kchunk would compact after every tile that admits
+  // anything (31 block selects per 128k row); at half, a compaction happens
+  // each time the admitted count doubles. Rows whose keep-set reaches past
+  // that are flagged by the merge and taken by the large keep-set kernels.
+  const u32 keep = c.p.top_k ? min(u32(c.p.top_k), u32(a.kchunk)) : max(1u, u32(a.kchunk) / 2);
   const bool need_z = c.p.top_p > 0.0f && c.p.top_p < 1.0f && (a.joint || c.p.top_k == 0);
   // A thread's tile is skipped when the bound of its largest logit is below the
   // admission bound (score_upper is monotone for T = 1 and for the reciprocal
