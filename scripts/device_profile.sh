@@ -3,7 +3,9 @@
 # times the raw DRAM access patterns the kernels could use (bench/micro), and
 # runs Nsight Compute with stall reasons and memory tables on the kernels that
 # miss their targets. Logs go to $OUT (default ./out); no tests run here
-# (scripts/device_check.sh does that).
+# (scripts/device_check.sh does that). Toggles: PROFILE_DRAM, PROFILE_LM_HEAD,
+# PROFILE_SAMPLING (on by default), PROFILE_SOURCE and PROFILE_SOURCE_LM_HEAD
+# (per-SASS stall samples of the sampling kernels / the binary decode kernel).
 set -u
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/out}"
@@ -50,6 +52,19 @@ if [ "${PROFILE_SOURCE:-0}" = 1 ]; then
   echo "ncu source rc=$? $(($(date +%s) - t0))s"
   ncu -i "$build/source.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip >"$OUT/ncu_source_sass.csv.gz"
   echo "ncu source page $(wc -c <"$OUT/ncu_source_sass.csv.gz") bytes (gzip)"
+fi
+if [ "${PROFILE_SOURCE_LM_HEAD:-0}" = 1 ]; then
+  # The same per-instruction stall samples for the binary head's decode kernel
+  # at M = 1 (W1), the LM head's widest gap to its target.
+  timeout 200 ncu --clock-control none -k regex:'binary_stream' --launch-count 1 \
+    --section SourceCounters --section WarpStateStats --section SpeedOfLight -f -o "$build/source_lm_head" \
+    python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m 1 --runs 2 --slow-runs 2 \
+    >"$OUT/ncu_lm_head_source_run.log" 2>&1
+  echo "ncu lm head source rc=$? $(($(date +%s) - t0))s"
+  ncu -i "$build/source_lm_head.ncu-rep" --page details >>"$OUT/ncu_lm_head_source_run.log" 2>&1
+  ncu -i "$build/source_lm_head.ncu-rep" --page source --csv --print-source sass 2>&1 |
+    gzip >"$OUT/ncu_lm_head_source_sass.csv.gz"
+  echo "ncu lm head source page $(wc -c <"$OUT/ncu_lm_head_source_sass.csv.gz") bytes (gzip)"
 fi
 # The short view: per kernel, time, DRAM and SM throughput, the top stall reasons.
 python3 - "$OUT"/ncu_*.log <<'PY'
