@@ -137,8 +137,14 @@ __device__ __forceinline__ void stream_stage(const BinaryStreamParams& p, const 
       cp_async(scale_stage + c.dst[j], scales + c.src[j], p.scale_copy, p.scale_copy);
 }
 
-template <int NT>
+// WPG: sign words per group (4 or 8: G = 128 or 256), a constant so that a
+// group's k-steps unroll with fixed shared-memory offsets, the seed and zero
+// starts of the two MMA chains are resolved at compile time, and the walk over
+// groups advances three pointers (at M = 1 the kernel is issue-bound: 91 M warp
+// instructions for 3.7 M MMAs, run 18).
+template <int NT, int WPG>
 __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(BinaryStreamParams p) {
+  static_assert(WPG == 4 || WPG == 8, "group of 128 or 256 columns");
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ topk::CtaShared<kStreamWarps> topk_shared;
   topk::CtaTopk<kStreamWarps> topk(topk_shared, p.cand, p.rows);
@@ -149,7 +155,7 @@ __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(Binary
   const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
   const int n_tiles = (row_end - row_begin + kStreamTileRows - 1) / kStreamTileRows;
   const int groups = p.cols / p.group;
-  const int words_per_group = p.group / 32;
+  constexpr int words_per_group = WPG;
   const StreamLayout L = stream_layout(p.cols, p.group, NT);
   uint2* frags = reinterpret_cast<uint2*>(smem);
   int32_t* seeds = reinterpret_cast<int32_t*>(smem + L.frag_bytes);
@@ -242,28 +248,30 @@ __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(Binary
 #pragma unroll
       for (int i = 0; i < 4; ++i) out[nt][i] = 0.0f;
 
+    const unsigned char* sign_lo = signs + 4 * (part * WPG + t);
+    const uint2* frag = frags + (part * WPG * NT) * 32 + lane;
+    const int32_t* seed = seeds + part * 16 + 2 * t;
     for (int gi = part; gi < groups; gi += kStreamParts) {
       // Even and odd k-steps accumulate apart (two MMA chains of half the
       // latency); only the even chain carries the seed.
       int32_t acc[2][NT][4];
-      for (int wb = 0; wb < words_per_group; wb += 4) {
-        const int word = gi * words_per_group + wb + t;
-        const uint32_t w_lo = *reinterpret_cast<const uint32_t*>(signs + 4 * word);
-        const uint32_t w_hi = *reinterpret_cast<const uint32_t*>(signs + 8 * L.sign_stride + 4 * word);
+#pragma unroll
+      for (int wb = 0; wb < WPG; wb += 4) {
+        const uint32_t w_lo = *reinterpret_cast<const uint32_t*>(sign_lo + 4 * wb);
+        const uint32_t w_hi = *reinterpret_cast<const uint32_t*>(sign_lo + 8 * L.sign_stride + 4 * wb);
 #pragma unroll
         for (int jj = 0; jj < 4; ++jj) {
           const int shift = 7 - 2 * jj;
           const uint32_t a[4] = {(w_lo << shift) & 0x80808080u, (w_hi << shift) & 0x80808080u,
                                  (w_lo << (shift - 1)) & 0x80808080u,
                                  (w_hi << (shift - 1)) & 0x80808080u};
-          const int ks = gi * words_per_group + wb + jj;
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
-            const uint2 b = frags[(ks * NT + nt) * 32 + lane];
+            const uint2 b = frag[((wb + jj) * NT + nt) * 32];
             int32_t(&chain)[4] = acc[jj & 1][nt];
             if (wb == 0 && jj == 0) {
-              const int2 s = *reinterpret_cast<const int2*>(seeds + gi * 16 + nt * 8 + 2 * t);
-              const int32_t c[4] = {s.x, s.y, s.x, s.y};
+              const int2 sd = *reinterpret_cast<const int2*>(seed + nt * 8);
+              const int32_t c[4] = {sd.x, sd.y, sd.x, sd.y};
               mma_u8s8_16832(chain, a, b.x, b.y, c);
             } else if (wb == 0 && jj == 1) {
               const int32_t zero[4] = {0, 0, 0, 0};
@@ -274,6 +282,9 @@ __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(Binary
           }
         }
       }
+      sign_lo += 4 * kStreamParts * WPG;
+      frag += kStreamParts * WPG * NT * 32;
+      seed += kStreamParts * 16;
       const float s_lo = __half2float(*reinterpret_cast<const __half*>(scales + 2 * gi));
       const float s_hi = __half2float(*reinterpret_cast<const __half*>(scales + 8 * L.scale_stride + 2 * gi));
 #pragma unroll

@@ -547,7 +547,7 @@ bool try_stream(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceL
   p.bias = bias;
   p.cand = cand;
   const int smem = L.fixed_bytes + stages * L.stage_bytes;
-  auto kernel = binary_stream_kernel<1>;
+  auto kernel = a.group_size == 128 ? binary_stream_kernel<1, 4> : binary_stream_kernel<1, 8>;
   // Raised once per device to the whole budget (a call's size depends on H).
   allow_dynamic_smem(kernel, budget, device, kOp);
   kernel<<<plan.topk.grid, kStreamThreads, smem, stream>>>(p);
