@@ -498,7 +498,7 @@ void launch_mma_rows(const BinaryParams& p, int grid, int smem_limit, int device
 // The decode kernel when its conditions hold (see lm_head_binary_stream.cuh);
 // returns false to leave the call to the other kernels.
 // Measured on the H200 at W1 (V=248,320, H=5,120; bench/results/2026-12-01-h200-run4
-// and run6): M=1 191-200 us vs 332 us for the wide kernel, M=4 215 vs 349, but
+// and run6): M=1 191-200 us (174 since run 19) vs 332 us for the wide kernel, M=4 215 vs 349, but
 // M=16 (two n-tiles) 533 vs 384, so only passes of up to 8 rows take it.
 constexpr int64_t kStreamRowsMeasuredFaster = 8;
 bool try_stream(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLimits& dev,
