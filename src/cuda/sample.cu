@@ -183,7 +183,7 @@ void launch_dtype(const Launch& l, bool vec) {
 }  // namespace
 
 size_t sample_workspace_size(const nt_sample_args& a) {
-  const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
+  const int64_t rows = a.logits.shape[0];
   if (rows == 0) return 0;
   DeviceScope scope(a.logits.device_id, kOp);
   return make_plan(a, device_limits(a.logits.device_id).sms).bytes;
