@@ -185,6 +185,14 @@ __device__ __forceinline__ bool top_p_needs_top_k_mass(const RowCfg& c, bool joi
   return c.p.top_p > 0.0f && c.p.top_p < 1.0f && !joint && c.p.top_k && u32(c.p.top_k) < set_count;
 }
 
+// The Gumbel-max composite of a stored candidate composite (score key, index).
+__device__ __forceinline__ u64 candidate_draw(const RowCfg& c, u64 v, bool inf_rule) {
+  const u32 idx = composite_index(v);
+  const float s = nt_key_to_float(composite_key(v));
+  const float g = nt_token_gumbel(c.seed, c.offset, c.tag, idx);
+  return composite(nt_order_key(nt_perturbed_score(s, g, inf_rule)), idx);
+}
+
 // An upper bound of s = x / T that costs a multiply: x * fl(1/T) is within
 // 3 * 2^-24 relative of the quotient, and the margin is 8 ulps. NaN stays NaN
 // (compares false everywhere, so NaN logits are skipped, as -inf scores are).

@@ -301,10 +301,7 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_finish_kernel(Samp
     __syncthreads();
     const u32 len = length;
     for (int i = tid; i < int(len); i += kLargeThreads) {
-      const u32 idx = composite_index(list[i]);
-      const float s = nt_key_to_float(composite_key(list[i]));
-      const float gum = nt_token_gumbel(c.seed, c.offset, c.tag, idx);
-      const u64 cv = composite(nt_order_key(nt_perturbed_score(s, gum, false)), idx);
+      const u64 cv = candidate_draw(c, list[i], false);
       best = cv > best ? cv : best;
     }
     __syncthreads();

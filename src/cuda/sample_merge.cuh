@@ -158,10 +158,7 @@ __device__ void merge_tail_warp(const SampleArgs& a, const RowCfg& c, u32 row, c
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     if (2 * lane + j < length) {
-      const u32 idx = composite_index(v[j]);
-      const float s = nt_key_to_float(composite_key(v[j]));
-      const float g = nt_token_gumbel(c.seed, c.offset, c.tag, idx);
-      const u64 cv = composite(nt_order_key(nt_perturbed_score(s, g, false)), idx);
+      const u64 cv = candidate_draw(c, v[j], false);
       best = cv > best ? cv : best;
     }
   }
@@ -380,10 +377,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     for (int j = 0; j < 2; ++j) {
       const int i = 2 * tid + j;
       if (i < int(length)) {
-        const u32 idx = composite_index(top[i]);
-        const float s = nt_key_to_float(composite_key(top[i]));
-        const float g = nt_token_gumbel(c.seed, c.offset, c.tag, idx);
-        const u64 cv = composite(nt_order_key(nt_perturbed_score(s, g, inf_rule)), idx);
+        const u64 cv = candidate_draw(c, top[i], inf_rule);
         best = cv > best ? cv : best;
       }
     }
