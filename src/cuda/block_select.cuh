@@ -209,6 +209,20 @@ __device__ __forceinline__ void warp_add_mass(MassScratch& s, int digit, u64 mas
   }
 }
 
+// Inclusive sums over the warp's lanes of a (count, mass) pair.
+__device__ __forceinline__ void warp_inclusive_sum_pair(u32& count, u64& mass) {
+  const u32 lane = lane_index();
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u32 cv = __shfl_up_sync(kFullMask, count, o);
+    const u64 mv = __shfl_up_sync(kFullMask, mass, o);
+    if (lane >= u32(o)) {
+      count += cv;
+      mass += mv;
+    }
+  }
+}
+
 // Warp 0: scanning digits 255 down from (base_count, base_mass), the first
 // bucket at whose end the count reaches count_target or the mass reaches
 // mass_target. found = 0 when no bucket does.
@@ -230,15 +244,7 @@ __device__ __forceinline__ void choose_bucket_by_targets(MassScratch& s, u32 bas
   }
   u32 cincl = csum;
   u64 mincl = msum;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const u32 cv = __shfl_up_sync(kFullMask, cincl, o);
-    const u64 mv = __shfl_up_sync(kFullMask, mincl, o);
-    if (lane >= u32(o)) {
-      cincl += cv;
-      mincl += mv;
-    }
-  }
+  warp_inclusive_sum_pair(cincl, mincl);
   if (lane == 0) s.found = 0;
   __syncwarp();
   u32 crun = cincl - csum;

@@ -185,6 +185,28 @@ __device__ __forceinline__ bool top_p_needs_top_k_mass(const RowCfg& c, bool joi
   return c.p.top_p > 0.0f && c.p.top_p < 1.0f && !joint && c.p.top_k && u32(c.p.top_k) < set_count;
 }
 
+// on_group(t0, x[4]) over tokens [begin, end) of a row, G at a time from each of
+// NT threads, every thread the same number of times (tokens past `end` read as
+// -inf), so warp collectives may run inside. begin is a multiple of 8: groups
+// never straddle a Philox block.
+template <nt_dtype DT, bool VEC, int NT, class OnGroup>
+__device__ __forceinline__ void visit_tokens(const typename LogitTraits<DT>::Storage* row,
+                                             int64_t begin, int64_t end, OnGroup&& on_group) {
+  constexpr int G = group_tokens<DT, VEC>();
+  constexpr int64_t kStep = int64_t(NT) * G;
+  const int64_t iters = (end - begin + kStep - 1) / kStep;
+  for (int64_t it = 0; it < iters; ++it) {
+    const int64_t t = begin + it * kStep + int64_t(threadIdx.x) * G;
+    float x[G];
+    load_group<DT, VEC, false>(row, t, end, x);
+#pragma unroll
+    for (int q = 0; q < G / 4; ++q) {
+      const float x4[4] = {x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]};
+      on_group(u32(t + 4 * q), x4);
+    }
+  }
+}
+
 // The Gumbel-max composite of a stored candidate composite (score key, index).
 __device__ __forceinline__ u64 candidate_draw(const RowCfg& c, u64 v, bool inf_rule) {
   const u32 idx = composite_index(v);

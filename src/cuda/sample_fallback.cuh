@@ -10,26 +10,6 @@ namespace nt::cuda {
 
 // ---- kernel 3: exact resolution of flagged rows over the whole row -----------
 
-// on_group(t0, x[4]) over the whole row, every lane the same number of times
-// (tokens past the row read as -inf), so warp collectives may run inside.
-template <nt_dtype DT, bool VEC, class OnGroup>
-__device__ __forceinline__ void visit_row(const typename LogitTraits<DT>::Storage* row,
-                                          int64_t vocab, OnGroup&& on_group) {
-  constexpr int G = group_tokens<DT, VEC>();
-  const int64_t step = int64_t(kFallbackThreads) * G;
-  const int64_t iters = (vocab + step - 1) / step;
-  for (int64_t it = 0; it < iters; ++it) {
-    const int64_t t = it * step + int64_t(threadIdx.x) * G;
-    float x[G];
-    load_group<DT, VEC, false>(row, t, vocab, x);
-#pragma unroll
-    for (int q = 0; q < G / 4; ++q) {
-      const float x4[4] = {x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]};
-      on_group(u32(t + 4 * q), x4);
-    }
-  }
-}
-
 struct Threshold {
   u64 prefix;
   int depth;  // 0: no cut
@@ -78,7 +58,7 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
   };
   // Histogram of the digit below `prefix` (depth bits) of every matching composite.
   auto build = [&](MassScratch& h, u64 prefix, int depth, u32* min_p_count) {
-    visit_row<DT, VEC>(rowp, vocab, [&](u32 t0, const float (&x)[4]) {
+    visit_tokens<DT, VEC, kFallbackThreads>(rowp, 0, vocab, [&](u32 t0, const float (&x)[4]) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float s = nt_scaled_score(x[j], c.p.temperature);
@@ -169,7 +149,7 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
     build_gumbel_bounds<kFallbackThreads>(gbound);
     __syncthreads();
     GumbelBest g;
-    visit_row<DT, VEC>(rowp, vocab, [&](u32 t0, const float (&x)[4]) {
+    visit_tokens<DT, VEC, kFallbackThreads>(rowp, 0, vocab, [&](u32 t0, const float (&x)[4]) {
       gumbel_group(g, c, gbound, t0, x, [&](float s, u32 t) {
         return t < u32(vocab) && in_set(s) && kept(composite(nt_order_key(s), t));
       });

@@ -56,28 +56,6 @@ __device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
   if (threadIdx.x == 0) L.rows[row] = LargeKeepRow{};
 }
 
-// Tokens [begin, end) of the row, G at a time from each thread, every thread
-// the same number of times (tokens past `end` read as -inf), so warp
-// collectives may run inside. begin is a multiple of 8: groups never straddle
-// a Philox block.
-template <nt_dtype DT, bool VEC, class OnGroup>
-__device__ __forceinline__ void visit_chunk(const typename LogitTraits<DT>::Storage* row,
-                                            int64_t begin, int64_t end, OnGroup&& on_group) {
-  constexpr int G = group_tokens<DT, VEC>();
-  constexpr int64_t kStep = int64_t(kLargeThreads) * G;
-  const int64_t iters = (end - begin + kStep - 1) / kStep;
-  for (int64_t it = 0; it < iters; ++it) {
-    const int64_t t = begin + it * kStep + int64_t(threadIdx.x) * G;
-    float x[G];
-    load_group<DT, VEC, false>(row, t, end, x);
-#pragma unroll
-    for (int q = 0; q < G / 4; ++q) {
-      const float x4[4] = {x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]};
-      on_group(u32(t + 4 * q), x4);
-    }
-  }
-}
-
 template <nt_dtype DT, bool VEC>
 __global__ void __launch_bounds__(kLargeThreads) sample_large_hist_kernel(SampleArgs a) {
   const LargeKeepArgs& L = a.large;
@@ -104,7 +82,7 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_hist_kernel(Sample
   const double scale = ldexp(1.0, a.mass_bits);
   const float s_max = st.s_max;
   u32 n_min_p = 0;
-  visit_chunk<DT, VEC>(rowp, begin, end, [&](u32, const float (&x)[4]) {
+  visit_tokens<DT, VEC, kLargeThreads>(rowp, begin, end, [&](u32, const float (&x)[4]) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const float s = nt_scaled_score(x[j], c.p.temperature);
@@ -151,15 +129,7 @@ __device__ void large_find_cut(const SampleArgs& a, const RowCfg& c, const u32* 
     }
     u32 cincl = csum;
     u64 mincl = msum;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const u32 cv = __shfl_up_sync(kFullMask, cincl, o);
-      const u64 mv = __shfl_up_sync(kFullMask, mincl, o);
-      if (lane >= u32(o)) {
-        cincl += cv;
-        mincl += mv;
-      }
-    }
+    warp_inclusive_sum_pair(cincl, mincl);
     const u32 set_count = __shfl_sync(kFullMask, cincl, 31);
     const u64 set_mass = __shfl_sync(kFullMask, mincl, 31);
     LargeCut r{};
@@ -232,7 +202,7 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_collect_kernel(Sam
   const int cut_bin = int(cut.cut_bin);
   u64* list = L.cand + size_t(row) * kLargeCap;
   GumbelBest g;
-  visit_chunk<DT, VEC>(rowp, begin, end, [&](u32 t0, const float (&x)[4]) {
+  visit_tokens<DT, VEC, kLargeThreads>(rowp, begin, end, [&](u32 t0, const float (&x)[4]) {
     if (cut_bin != int(kNoCut)) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
