@@ -423,6 +423,11 @@ def run_checks(lib, small, tiny=False):
         ("M=16 V=70001 H=5120 G=128 k=100 bias=f16", 31, 16, 70001, 5120, 128, f16, 100, {}),
         ("M=1 V=151936 H=3072 G=256 k=1", 32, 1, 151936, 3072, 256, None, 1, {}),
         ("M=9 V=4099 H=8192 G=128 k=300 planted", 33, 9, 4099, 8192, 128, None, 300, {"plant_k": 300}),
+        # passes of M <= 8 and G = 128 or 256 take the decode kernel (bit planes
+        # of 1, 2, 4 or 8 token rows)
+        ("M=5 V=40000 H=2048 G=128 k=50 bias=f32", 34, 5, 40000, 2048, 128, f32, 50, {}),
+        ("M=8 V=33333 H=1536 G=256 k=200 planted", 35, 8, 33333, 1536, 256, None, 200, {"plant_k": 200}),
+        ("M=2 V=65537 H=5120 G=128 k=2048 bias=f16", 36, 2, 65537, 5120, 128, f16, 2048, {}),
     ]
     if not small:
         binary.insert(0, ("W1 shape M=1 V=248320 H=5120 G=128 k=50", 27, 1, 248320, 5120, 128, None, 50, {}))
@@ -543,17 +548,17 @@ def run_bench(lib, runs, slow_runs, ms):
         rows.append((f"W1 binary M={m}", ours, lo, hi, read, base, dense_bytes + m * H * 2 + base_logit_bytes))
         print(f"W1 M={m}: ours {ours:.1f} us (min {lo:.1f}, max {hi:.1f}), baseline {base:.1f} us", flush=True)
         print(f"  kernels: {kernel_breakdown(call.run)}", flush=True)
-        if m <= 16:
-            # The same call pinned to the wide tensor-core kernel (the decode
-            # kernel's predecessor), for the comparison.
-            os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"] = "wide"
+        if m <= 8:
+            # The same call pinned to the decode kernel's expanded-sign
+            # arithmetic (the bit planes' predecessor), for the comparison.
+            os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"] = "expanded"
             try:
-                wide, wlo, whi = median_us(call.run, runs)
+                old, olo, ohi = median_us(call.run, runs)
             finally:
                 del os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"]
-            rows.append((f"W1 binary M={m}, wide kernel", wide, wlo, whi, read, base,
+            rows.append((f"W1 binary M={m}, expanded signs", old, olo, ohi, read, base,
                          dense_bytes + m * H * 2 + base_logit_bytes))
-            print(f"W1 M={m} wide kernel: {wide:.1f} us", flush=True)
+            print(f"W1 M={m} expanded signs: {old:.1f} us", flush=True)
 
         call = HeadCall(lib, "dense", K, m, "cuda", hidden=xb, weight=weight)
         workspace[f"W2 M={m}"] = call.workspace_bytes
@@ -575,6 +580,8 @@ def main():
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=generic (subprocess)")
     ap.add_argument("--check-wide", action="store_true",
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=wide (subprocess)")
+    ap.add_argument("--check-expanded", action="store_true",
+                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=expanded (subprocess)")
     ap.add_argument("--small", action="store_true", help="check without the full W1/W2 shapes")
     ap.add_argument("--tiny", action="store_true", help="check tiny shapes only (compute-sanitizer)")
     ap.add_argument("--bench", action="store_true")
@@ -593,7 +600,8 @@ def main():
         failures += chk.failures
         print(f"check: {len(chk.lines) - chk.failures} passed, {chk.failures} failed "
               f"({time.time() - t0:.0f} s)", flush=True)
-    for flag, path in ((args.check_generic, "generic"), (args.check_wide, "wide")):
+    for flag, path in ((args.check_generic, "generic"), (args.check_wide, "wide"),
+                       (args.check_expanded, "expanded")):
         if flag:
             env = dict(os.environ, NEXTTOK_CUDA_LM_HEAD_PATH=path)
             cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--check", "--small"]

@@ -5,6 +5,10 @@
 // the same path with scalar accesses, which never need a read. (Writing only
 // the masked elements of mixed vectors, leaving partial sectors to the memory
 // system, measured 40% slower on an H200 than this read-merge-write.)
+// Plain cached loads and stores: with the evict-first hints (ld.global.cs,
+// st.global.cs) the same kernel took 114 us instead of 69 us at B = 256 f32 in
+// steady state (bench/micro/mask_patterns.cu, run 20; ld.cs alone is enough to
+// cause it, while read-only kernels lose nothing to it).
 #include <cstdint>
 
 #include "core/check.h"
@@ -86,7 +90,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       for (int u = 0; u < kVectorsPerThread; ++u) {
         v[u] = make_uint4(0u, 0u, 0u, 0u);
         const bool whole = t[u] + G <= a.vocab;
-        if (whole && bits[u] != 0u && bits[u] != kAll) v[u] = load16<true>(row + t[u]);
+        if (whole && bits[u] != 0u && bits[u] != kAll) v[u] = load16<false>(row + t[u]);
       }
 #pragma unroll
       for (int u = 0; u < kVectorsPerThread; ++u) {

@@ -16,7 +16,8 @@
 // Arithmetic per group is the wide kernel's: signs become u8 A fragments with
 // one shift and one AND per register, D comes from int8 MMAs seeded at
 // kMagicBits - 64 * sum(a), and one FADD + FFMA per accumulator adds
-// scale * 64D to the partial score.
+// scale * 64D to the partial score. (Passes of 1 or 2 rows take the bit-plane
+// kernel of lm_head_binary_rows.cuh instead.)
 #pragma once
 
 #include <cuda_fp16.h>
@@ -120,13 +121,12 @@ __device__ __forceinline__ CopyPlan plan_copies(const BinaryStreamParams& p, con
   return c;
 }
 
-// Copies rows [row0, row0 + valid) of signs and scales into a stage.
+// Copies `valid` rows of signs and scales, from the tile's first row at
+// `signs` and `scales`, into a stage.
 __device__ __forceinline__ void stream_stage(const BinaryStreamParams& p, const StreamLayout& L,
-                                             const CopyPlan& c, unsigned char* stage, int row0,
+                                             const CopyPlan& c, unsigned char* stage,
+                                             const unsigned char* signs, const unsigned char* scales,
                                              int valid) {
-  const unsigned char* signs = reinterpret_cast<const unsigned char*>(p.wq + int64_t(row0) * p.wq_stride);
-  const unsigned char* scales =
-      reinterpret_cast<const unsigned char*>(p.wscale + int64_t(row0) * p.wscale_stride);
   unsigned char* scale_stage = stage + kStreamTileRows * L.sign_stride;
 #pragma unroll
   for (int j = 0; j < kStreamSignCopies; ++j)
@@ -140,8 +140,8 @@ __device__ __forceinline__ void stream_stage(const BinaryStreamParams& p, const 
 // WPG: sign words per group (4 or 8: G = 128 or 256), a constant so that a
 // group's k-steps unroll with fixed shared-memory offsets, the seed and zero
 // starts of the two MMA chains are resolved at compile time, and the walk over
-// groups advances three pointers (at M = 1 the kernel is issue-bound: 91 M warp
-// instructions for 3.7 M MMAs, run 18).
+// groups advances three pointers (at M = 1 the expanded-sign kernel is
+// issue-bound: 91 M warp instructions for 3.7 M MMAs, run 18).
 template <int NT, int WPG>
 __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(BinaryStreamParams p) {
   static_assert(WPG == 4 || WPG == 8, "group of 128 or 256 columns");
@@ -165,46 +165,74 @@ __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(Binary
   const int S = p.stages;
   const CopyPlan copies = plan_copies(p, L);
 
-  int issued = 0;
+  // Both sides of the pipeline walk pointers: no division and no 64-bit
+  // multiply per tile (the copy issue took a fifth of the instructions at
+  // M = 1 in run 21's profile).
+  unsigned char* const stages_end = stages + S * L.stage_bytes;
+  unsigned char* next_stage = stages;
+  const unsigned char* next_signs =
+      reinterpret_cast<const unsigned char*>(p.wq + int64_t(row_begin) * p.wq_stride);
+  const unsigned char* next_scales =
+      reinterpret_cast<const unsigned char*>(p.wscale + int64_t(row_begin) * p.wscale_stride);
+  const int64_t sign_step = int64_t(kStreamTileRows) * p.wq_stride * 4;
+  const int64_t scale_step = int64_t(kStreamTileRows) * p.wscale_stride * 2;
+  int next_row = row_begin;
   auto issue = [&]() {
-    if (issued < n_tiles) {
-      const int row0 = row_begin + issued * kStreamTileRows;
-      stream_stage(p, L, copies, stages + (issued % S) * L.stage_bytes, row0,
-                   min(kStreamTileRows, row_end - row0));
+    if (next_row < row_end) {
+      stream_stage(p, L, copies, next_stage, next_signs, next_scales,
+                   min(kStreamTileRows, row_end - next_row));
+      next_signs += sign_step;
+      next_scales += scale_step;
+      next_row += kStreamTileRows;
+      next_stage += L.stage_bytes;
+      if (next_stage == stages_end) next_stage = stages;
     }
-    ++issued;
     cp_async_commit();
   };
   for (int i = 0; i < S - 1; ++i) issue();
 
   // While the first stages load: the B fragments in the MMA's K order
-  // (cuda/lm_head_binary.cuh), token rows past the pass as zeros, and the seeds.
-  const int ksteps = p.cols / 32;
-  for (int e = threadIdx.x; e < ksteps * NT * 32 * 2; e += kStreamThreads) {
-    const int half = e & 1, ln = (e >> 1) & 31, rest = e >> 6;
-    const int nt = rest % NT, ks = rest / NT;
-    const int m = nt * 8 + (ln >> 2);
-    const int gi = ks / words_per_group, j = ks - gi * words_per_group;
-    uint32_t packed = 0;
-    if (m < p.rows) {
+  // (cuda/lm_head_binary.cuh), token rows past the pass as zeros, and the seeds
+  // (each fragment word's bytes taken off its group's seed by an integer
+  // atomic: exact in any order). The loads of a batch go out before any is
+  // used: a dependent round trip per element cost ~10 us at W1 (run 21).
+  for (int e = threadIdx.x; e < groups * 16; e += kStreamThreads) seeds[e] = kMagicBits;
+  __syncthreads();
+  const int elements = (p.cols / 32) * NT * 32 * 2;
+  constexpr int kBatch = 4;
+  for (int e0 = threadIdx.x; e0 < elements; e0 += kBatch * kStreamThreads) {
+    int8_t bytes[kBatch][4];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int e = e0 + b * kStreamThreads;
+      const int half = e & 1, ln = (e >> 1) & 31, rest = e >> 6;
+      const int nt = rest % NT, ks = rest / NT;
+      const int m = nt * 8 + (ln >> 2);
+      const int gi = ks / words_per_group, j = ks - gi * words_per_group;
       const int8_t* a = p.act_q + int64_t(m) * p.act_stride + gi * p.group;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int pos = 32 * j + 8 * (ln & 3) + 4 * half + i;
-        packed |= uint32_t(uint8_t(a[binary_permuted_column(words_per_group, pos)])) << (8 * i);
+        bytes[b][i] = e < elements && m < p.rows ? a[binary_permuted_column(words_per_group, pos)] : int8_t(0);
       }
     }
-    reinterpret_cast<uint32_t*>(frags)[2 * ((ks * NT + nt) * 32 + ln) + half] = packed;
-  }
-  for (int e = threadIdx.x; e < groups * 16; e += kStreamThreads) seeds[e] = kMagicBits;
-  __syncthreads();
-  for (int e = warp; e < groups * p.rows; e += kStreamWarps) {
-    const int gi = e / p.rows, m = e - gi * p.rows;
-    int32_t sum = 0;
-    for (int c = lane; c < p.group; c += 32) sum += p.act_q[int64_t(m) * p.act_stride + gi * p.group + c];
 #pragma unroll
-    for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-    if (lane == 0) seeds[gi * 16 + m] = kMagicBits - 64 * sum;
+    for (int b = 0; b < kBatch; ++b) {
+      const int e = e0 + b * kStreamThreads;
+      if (e >= elements) break;
+      const int half = e & 1, ln = (e >> 1) & 31, rest = e >> 6;
+      const int nt = rest % NT, ks = rest / NT;
+      const int m = nt * 8 + (ln >> 2);
+      uint32_t packed = 0;
+      int32_t sum = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        packed |= uint32_t(uint8_t(bytes[b][i])) << (8 * i);
+        sum += bytes[b][i];
+      }
+      reinterpret_cast<uint32_t*>(frags)[2 * ((ks * NT + nt) * 32 + ln) + half] = packed;
+      if (m < p.rows) atomicAdd(&seeds[(ks / words_per_group) * 16 + m], -64 * sum);
+    }
   }
 
   // The scores of tile q meet in partial buffer q & 1 and are reduced and
@@ -212,11 +240,14 @@ __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(Binary
   // the groups take turns), so a tile costs one CTA barrier; the top-k
   // buffers are cut every kStreamTilesPerCut tiles.
   const int reducers = p.rows >= 4 ? 4 : p.rows >= 2 ? 2 : 1;
+  const int turns = kStreamWarps / reducers;  // reducer groups taking turns
+  const int my_turn = warp / reducers, my_first = (warp % reducers) * 32 + lane;
+  static_assert(kStreamTileRows == 32, "score e of a tile is row e % 32 of token row e / 32");
   auto reduce_and_offer = [&](int q, int first, int step) {
     const int tile_row0 = row_begin + q * kStreamTileRows;
     const float4* buf = partials + (q & 1) * partial_buffer;
     for (int e = first; e < kStreamTileRows * p.rows; e += step) {
-      const int r = e / p.rows, m = e - r * p.rows;
+      const int r = e & 31, m = e >> 5;
       const int row = tile_row0 + r;
       if (row >= row_end) continue;
       const int mt = r >> 4, rg = r & 7, hi = (r >> 3) & 1;
@@ -230,17 +261,21 @@ __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(Binary
     }
   };
 
+  int turn = 0;  // the reducer group of tile q - 1
+  const unsigned char* stage = stages;
   for (int q = 0; q < n_tiles; ++q) {
     cp_async_wait_pending(S - 2);
     __syncthreads();
     issue();
-    if (q > 0 && warp / reducers == (q - 1) % (kStreamWarps / reducers))
-      reduce_and_offer(q - 1, (warp % reducers) * 32 + lane, reducers * 32);
+    if (q > 0) {
+      if (my_turn == turn) reduce_and_offer(q - 1, my_first, reducers * 32);
+      turn = turn + 1 == turns ? 0 : turn + 1;
+    }
     if (q > 0 && q % kStreamTilesPerCut == 0) topk.end_tile(kStreamTilesPerCut * kStreamTileRows, false);
 
-    const unsigned char* stage = stages + (q % S) * L.stage_bytes;
     const unsigned char* signs = stage + (mtile * 16 + g) * L.sign_stride;
     const unsigned char* scales = stage + kStreamTileRows * L.sign_stride + (mtile * 16 + g) * L.scale_stride;
+    float4* partial_out = partials + (q & 1) * partial_buffer + (part * 2 + mtile) * NT * 32 + lane;
 
     float out[NT][4];
 #pragma unroll
@@ -296,8 +331,9 @@ __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(Binary
     }
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
-      partials[(q & 1) * partial_buffer + ((part * 2 + mtile) * NT + nt) * 32 + lane] =
-          make_float4(out[nt][0], out[nt][1], out[nt][2], out[nt][3]);
+      partial_out[nt * 32] = make_float4(out[nt][0], out[nt][1], out[nt][2], out[nt][3]);
+    stage += L.stage_bytes;
+    if (stage == stages_end) stage = stages;
   }
   __syncthreads();
   if (n_tiles > 0) reduce_and_offer(n_tiles - 1, threadIdx.x, kStreamThreads);

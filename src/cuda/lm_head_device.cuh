@@ -63,6 +63,21 @@ __device__ __forceinline__ void mma_u8s8_16832(int32_t (&d)[4], const uint32_t (
 #endif
 }
 
+// D = A * B + C, m16n8k128 over bits: D[i][j] += popcount(A row i AND B
+// column j), exact. A holds two words (rows g and g + 8, bits 32t..32t+31 of
+// K), B one word (column g, the same K bits); the bit order within a word is
+// the same for both, so any packing that A and B share is a valid K order.
+__device__ __forceinline__ void mma_and_popc_168128(int32_t (&d)[4], uint32_t a0, uint32_t a1,
+                                                    uint32_t b, const int32_t (&c)[4]) {
+#if __CUDA_ARCH__ >= 800
+  asm(
+      "mma.sync.aligned.m16n8k128.row.col.s32.b1.b1.s32.and.popc {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+      "{%7,%8,%9,%10};\n"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a0), "r"(a1), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+#endif
+}
+
 // An element of an f32/f16/bf16 vector widened exactly to f32.
 __device__ __forceinline__ float widen(const void* data, nt_dtype dtype, int64_t i) {
   switch (dtype) {

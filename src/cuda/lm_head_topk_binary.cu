@@ -30,6 +30,7 @@
 
 #include "core/check.h"
 #include "cuda/lm_head_binary.cuh"
+#include "cuda/lm_head_binary_rows.cuh"
 #include "cuda/lm_head_binary_stream.cuh"
 #include "cuda/lm_head_device.cuh"
 #include "cuda/lm_head_host.cuh"
@@ -452,7 +453,7 @@ __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams 
 
 // ---- host -------------------------------------------------------------------
 
-// NEXTTOK_CUDA_LM_HEAD_PATH=generic|wide pins a kernel (tests and benchmarks
+// NEXTTOK_CUDA_LM_HEAD_PATH=generic|wide|expanded pins a kernel (tests and benchmarks
 // use it to compare the paths on one input, so it is read on every call).
 const char* forced_path() {
   const char* path = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
@@ -460,16 +461,62 @@ const char* forced_path() {
 }
 bool force_generic() { return std::strcmp(forced_path(), "generic") == 0; }
 bool force_wide() { return std::strcmp(forced_path(), "wide") == 0; }
+// The decode kernel with expanded signs instead of bit planes.
+bool force_expanded() { return std::strcmp(forced_path(), "expanded") == 0; }
+// Passes of up to this many token rows take the bit-plane kernel: at W1 (run
+// 20, bit planes inside the tile-barrier kernel) 141 / 159 us at M = 1 / 2
+// against 174 / 180 for expanded signs, but 205 / 310 against 190 / 211 at
+// M = 4 / 8 (one MMA per token row and group against one per 8 rows).
+constexpr int64_t kPlaneRowsMeasuredFaster = kRowsMaxTokenRows;
+
+// Warps and stages per warp of the bit-plane kernel (warps 0: it does not
+// fit). Warps before stages: at W1 M = 1 (run 26) 8 warps x 2 stages took
+// 100.9 us, 6 x 3 108.0 us, 4 x 4 127.0 us (the warps' own latency, not the
+// bytes in flight, bounds it).
+struct RowsConfig {
+  int warps = 0, stages = 0;
+};
+RowsConfig rows_config(int64_t cols, int group, int64_t rows, const DeviceLimits& dev) {
+  const RowsLayout L = rows_layout(int(cols), group, int(rows));
+  const int budget = dev.max_smem_optin - int(sizeof(RowsShared)) - 1024;
+  for (int warps : {kRowsWarps, 6, 4})
+    for (int stages = kRowsMaxStages; stages >= 2; --stages)
+      if (rows_smem_bytes(L, warps, stages) <= budget) return {warps, stages};
+  return {};
+}
+
+// The bit-plane kernel's per-warp candidate lists.
+struct WarpListPlan {
+  int rows_per_warp = 0, cap = 0;
+  size_t offset = 0, end = 0;
+};
 
 struct Plan {
   TopkPlan topk;
   ActLayout act;
+  WarpListPlan lists;
 };
 
 Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
   Plan p;
-  p.topk = make_topk_plan(a.wq.shape[0], a.act_q.shape[0], a.k, dev.sm_count, 0);
+  const int64_t rows = a.act_q.shape[0];
+  p.topk = make_topk_plan(a.wq.shape[0], rows, a.k, dev.sm_count, 0);
   p.act = act_layout(a.act_q.shape[1], a.group_size, p.topk.end);
+  p.lists.offset = p.lists.end = p.act.end;
+  if (rows <= kPlaneRowsMeasuredFaster) {
+    // Each warp a contiguous share of its CTA's range, in whole tiles; a list
+    // is cut when it could not take the next tile, so the cap bounds it by
+    // min(rows, 1.5k + 32) whatever V is.
+    const RowsConfig rc = rows_config(a.act_q.shape[1], a.group_size, rows, dev);
+    const int warps = rc.warps > 0 ? rc.warps : kRowsWarps;
+    const int tiles = (p.topk.rows_per_cta / kRowsTile + warps - 1) / warps;
+    p.lists.rows_per_warp = tiles * kRowsTile;
+    p.lists.cap = int(std::min<int64_t>(p.lists.rows_per_warp,
+                                        int64_t(a.k) + kRowsTile + std::max(kRowsTile, a.k / 2)));
+    p.lists.offset = align_up(p.act.end, 256);
+    p.lists.end = p.lists.offset + size_t(p.topk.grid) * kRowsWarps * size_t(rows) * size_t(p.lists.cap) *
+                                       sizeof(topk::Candidate);
+  }
   return p;
 }
 
@@ -495,6 +542,63 @@ void launch_mma_rows(const BinaryParams& p, int grid, int smem_limit, int device
   else launch_mma_wide<false>(p, grid, smem_limit, device, stream);
 }
 
+// Scale rows go in whole cp.async pieces (no partial piece may read past the
+// tensor): the largest of 16, 8, 4 bytes that divides the rows' alignment and
+// their length; 0 when none does.
+int scale_copy_bytes(const nt_lm_head_binary_args& a) {
+  const int64_t scale_row_bytes = 2 * (a.act_q.shape[1] / a.group_size);
+  int scale_copy = 16;
+  while (scale_copy >= 4 && (row_alignment(a.wscale) % scale_copy != 0 || scale_row_bytes % scale_copy != 0))
+    scale_copy /= 2;
+  return scale_copy >= 4 ? scale_copy : 0;
+}
+
+// The bit-plane kernel when its conditions hold (see lm_head_binary_rows.cuh);
+// returns false to leave the call to the other kernels.
+bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLimits& dev,
+              const topk::CandidateArgs& cand, topk::Candidate* warp_cand, const BiasArgs& bias,
+              int device, cudaStream_t stream) {
+  const int64_t rows = a.act_q.shape[0];
+  const int cols = static_cast<int>(a.act_q.shape[1]);
+  const int scale_copy = scale_copy_bytes(a);
+  if (force_generic() || force_wide() || force_expanded() || dev.cc_major < 8 ||
+      rows > kPlaneRowsMeasuredFaster || (a.group_size != 128 && a.group_size != 256) ||
+      row_alignment(a.wq) < 16 || scale_copy == 0)
+    return false;
+  const RowsLayout L = rows_layout(cols, a.group_size, int(rows));
+  const RowsConfig rc = rows_config(cols, a.group_size, rows, dev);
+  if (rc.warps == 0) return false;
+  const int budget = dev.max_smem_optin - int(sizeof(RowsShared)) - 1024;
+
+  BinaryRowsParams p{};
+  p.wq = static_cast<const uint32_t*>(a.wq.data);
+  p.wq_stride = a.wq.shape[0] > 1 ? a.wq.row_stride : 0;
+  p.wscale = static_cast<const uint16_t*>(a.wscale.data);
+  p.wscale_stride = a.wscale.shape[0] > 1 ? a.wscale.row_stride : 0;
+  p.act_q = static_cast<const int8_t*>(a.act_q.data);
+  p.act_stride = rows > 1 ? a.act_q.row_stride : 0;
+  p.act_scale = static_cast<const float*>(a.act_scale.data);
+  p.cols = cols;
+  p.vocab = static_cast<int>(a.wq.shape[0]);
+  p.rows = static_cast<int>(rows);
+  p.group = a.group_size;
+  p.rows_per_cta = plan.topk.rows_per_cta;
+  p.scale_copy = scale_copy;
+  p.stages = rc.stages;
+  p.bias = bias;
+  p.cand = cand;
+  p.warp_cand = warp_cand;
+  p.warp_cap = plan.lists.cap;
+  const bool wide_groups = a.group_size == 256;
+  auto kernel = rows == 1 ? (wide_groups ? binary_rows_kernel<8, 1> : binary_rows_kernel<4, 1>)
+                          : (wide_groups ? binary_rows_kernel<8, 2> : binary_rows_kernel<4, 2>);
+  // Raised once per device to the whole budget (a call's size depends on H).
+  allow_dynamic_smem(kernel, budget, device, kOp);
+  kernel<<<plan.topk.grid, 32 * rc.warps, rows_smem_bytes(L, rc.warps, rc.stages), stream>>>(p);
+  check_launch(kOp);
+  return true;
+}
+
 // The decode kernel when its conditions hold (see lm_head_binary_stream.cuh);
 // returns false to leave the call to the other kernels.
 // Measured on the H200 at W1 (V=248,320, H=5,120; bench/results/2026-12-01-h200-run4
@@ -506,15 +610,10 @@ bool try_stream(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceL
                 cudaStream_t stream) {
   const int64_t rows = a.act_q.shape[0];
   const int cols = static_cast<int>(a.act_q.shape[1]);
-  // Scale rows go in whole cp.async pieces (no partial piece may read past the
-  // tensor): the largest of 16, 8, 4 bytes that divides the rows' alignment
-  // and their length.
   const int64_t scale_row_bytes = 2 * (cols / a.group_size);
-  int scale_copy = 16;
-  while (scale_copy >= 4 && (row_alignment(a.wscale) % scale_copy != 0 || scale_row_bytes % scale_copy != 0))
-    scale_copy /= 2;
+  const int scale_copy = scale_copy_bytes(a);
   if (force_generic() || force_wide() || dev.cc_major < 8 || rows > kStreamRowsMeasuredFaster ||
-      (a.group_size != 128 && a.group_size != 256) || row_alignment(a.wq) < 16 || scale_copy < 4)
+      (a.group_size != 128 && a.group_size != 256) || row_alignment(a.wq) < 16 || scale_copy == 0)
     return false;
   // Each thread's share of a stage fits its fixed copy plan, whose offsets
   // within a tile are 32-bit.
@@ -562,7 +661,7 @@ size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
   using namespace lm_head;
   if (a.act_q.shape[0] == 0) return 0;
   DeviceGuard guard(a.wq.device_id, kOp);
-  return plan_for(a, device_limits(a.wq.device_id, kOp)).act.end + kWorkspaceSlack;
+  return plan_for(a, device_limits(a.wq.device_id, kOp)).lists.end + kWorkspaceSlack;
 }
 
 void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
@@ -607,7 +706,9 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
   const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
   const int merge_smem = topk::merge_smem_bytes(merge_resident);
   allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, device, kOp);
-  if (try_stream(a, plan, dev, cand, bias, device, stream)) {
+  if (try_rows(a, plan, dev, cand, reinterpret_cast<topk::Candidate*>(ws + plan.lists.offset), bias,
+               device, stream) ||
+      try_stream(a, plan, dev, cand, bias, device, stream)) {
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
                        a.indices.row_stride, 0, static_cast<int>(rows_total), merge_resident,

@@ -1,0 +1,182 @@
+// In-place f32 bitmask (W4: B=256, V=128,256, 50% random) against the DRAM
+// patterns around it, timed the way bench/cuda_sampling_bench.py times the
+// library (a spin before each call, inputs rotated over > 4x the L2), so the
+// mask kernel's time can be read against what read + write of the same bytes
+// costs in steady state, where every call also pays the write-back of the
+// previous call's dirty lines.
+//   nvcc -O3 -arch=sm_90 -o mask_patterns mask_patterns.cu && ./mask_patterns
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
+  std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); return 1; } } while (0)
+
+constexpr int kThreads = 256;
+
+__global__ void spin(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {}
+}
+
+// Load kinds: 0 ld.global.cs (evict-first), 1 ld.global.nc, 2 ld.global.
+template <int L>
+__device__ __forceinline__ float4 load(const float4* p) {
+  if constexpr (L == 0) return __ldcs(p);
+  else if constexpr (L == 1) return __ldg(p);
+  else return *p;
+}
+// Store kinds: 0 st.global.cs, 1 st.global, 2 st.global.wt... (cg: L2 only)
+template <int S>
+__device__ __forceinline__ void store(float4* p, float4 v) {
+  if constexpr (S == 0) __stcs(p, v);
+  else if constexpr (S == 1) *p = v;
+  else __stcg(p, v);
+}
+
+// Every vector read and written back unchanged: the read + write ceiling.
+template <int VPT>
+__global__ void __launch_bounds__(kThreads) copy_inplace(float4* x, int64_t n) {
+  float4 v[VPT];
+  const int64_t base = int64_t(blockIdx.x) * VPT * kThreads + threadIdx.x;
+#pragma unroll
+  for (int u = 0; u < VPT; ++u)
+    if (base + u * kThreads < n) v[u] = x[base + u * kThreads];
+#pragma unroll
+  for (int u = 0; u < VPT; ++u)
+    if (base + u * kThreads < n) x[base + u * kThreads] = v[u];
+}
+
+__global__ void __launch_bounds__(kThreads) read_only(const float4* x, int64_t n, float* sink) {
+  float s = 0.0f;
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n; i += int64_t(gridDim.x) * kThreads) {
+    const float4 v = __ldcs(x + i);
+    s += v.x + v.y + v.z + v.w;
+  }
+  if (s == 123.456f) *sink = s;
+}
+
+__global__ void __launch_bounds__(kThreads) write_only(float4* x, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n; i += int64_t(gridDim.x) * kThreads)
+    __stcs(x + i, make_float4(-1.0f, -1.0f, -1.0f, -1.0f));
+}
+
+// The library's scheme (one row per blockIdx.y, VPT vectors per thread;
+// fully allowed vectors untouched, fully masked written without a read, mixed
+// read-merge-write), with the load and store kinds as parameters.
+template <int L, int S, int VPT>
+__global__ void __launch_bounds__(kThreads) mask_rows(float* logits, int64_t vocab, const int32_t* mask,
+                                                      int64_t words) {
+  float* row = logits + int64_t(blockIdx.y) * vocab;
+  const int32_t* mrow = mask + int64_t(blockIdx.y) * words;
+  int64_t t[VPT];
+  uint32_t bits[VPT];
+  float4 v[VPT];
+#pragma unroll
+  for (int u = 0; u < VPT; ++u) {
+    t[u] = ((int64_t(blockIdx.x) * VPT + u) * kThreads + threadIdx.x) * 4;
+    bits[u] = t[u] + 4 <= vocab ? (uint32_t(__ldg(mrow + (t[u] >> 5))) >> (t[u] & 31)) & 15u : 15u;
+  }
+#pragma unroll
+  for (int u = 0; u < VPT; ++u)
+    if (bits[u] != 0u && bits[u] != 15u) v[u] = load<L>(reinterpret_cast<const float4*>(row + t[u]));
+#pragma unroll
+  for (int u = 0; u < VPT; ++u) {
+    if (bits[u] == 15u) continue;
+    float w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (!((bits[u] >> j) & 1u)) w[j] = -INFINITY;
+    store<S>(reinterpret_cast<float4*>(row + t[u]), make_float4(w[0], w[1], w[2], w[3]));
+  }
+}
+
+struct Timer {
+  std::vector<cudaEvent_t> a, b;
+  explicit Timer(int n) : a(n), b(n) {
+    for (int i = 0; i < n; ++i) { cudaEventCreate(&a[i]); cudaEventCreate(&b[i]); }
+  }
+};
+
+template <class F>
+float median_us(F launch, int copies, int runs) {
+  for (int i = 0; i < 10; ++i) launch(i % copies);
+  Timer t(runs);
+  for (int i = 0; i < runs; ++i) {
+    spin<<<1, 1>>>(20000);
+    cudaEventRecord(t.a[i]);
+    launch(i % copies);
+    cudaEventRecord(t.b[i]);
+  }
+  cudaDeviceSynchronize();
+  std::vector<float> us(runs);
+  for (int i = 0; i < runs; ++i) {
+    float ms = 0;
+    cudaEventElapsedTime(&ms, t.a[i], t.b[i]);
+    us[i] = ms * 1000.0f;
+  }
+  std::sort(us.begin(), us.end());
+  return us[runs / 2];
+}
+
+int main() {
+  const int64_t rows = 256, vocab = 128256, words = (vocab + 31) / 32;
+  const int64_t elems = rows * vocab, vec = elems / 4;
+  const int copies = 4;  // 4 x 131 MB, > 4x the 60 MiB L2
+  float* x = nullptr;
+  int32_t* mask = nullptr;
+  float* sink = nullptr;
+  CHECK(cudaMalloc(&x, copies * elems * 4));
+  CHECK(cudaMalloc(&mask, rows * words * 4));
+  CHECK(cudaMalloc(&sink, 4));
+  std::vector<int32_t> hm(rows * words);
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  for (auto& w : hm) {  // 50% random bits
+    s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+    w = int32_t(s >> 11);
+  }
+  CHECK(cudaMemcpy(mask, hm.data(), hm.size() * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(x, 0x3f, copies * elems * 4));
+  auto X = [&](int i) { return x + int64_t(i) * elems; };
+  const double mb = elems * 4 / 1e6;
+  const int runs = 100;
+  auto report = [&](const char* name, float us, double bytes_mb) {
+    std::printf("%-44s %8.1f us  %6.2f TB/s of %.0f MB\n", name, us, bytes_mb / us, bytes_mb);
+  };
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  report("read only (ld.cs)", median_us([&](int i) {
+    read_only<<<sms * 8, kThreads>>>(reinterpret_cast<float4*>(X(i)), vec, sink); }, copies, runs), mb);
+  report("write only (st.cs)", median_us([&](int i) {
+    write_only<<<sms * 8, kThreads>>>(reinterpret_cast<float4*>(X(i)), vec); }, copies, runs), mb);
+  report("cudaMemcpy D2D (half, read + write)", median_us([&](int i) {
+    cudaMemcpyAsync(X(i), X(i) + elems / 2, elems * 2, cudaMemcpyDeviceToDevice); }, copies, runs), mb);
+  report("copy in place VPT=4", median_us([&](int i) {
+    copy_inplace<4><<<unsigned((vec + 4 * kThreads - 1) / (4 * kThreads)), kThreads>>>(
+        reinterpret_cast<float4*>(X(i)), vec); }, copies, runs), 2 * mb);
+  const dim3 g4(unsigned((vocab / 4 + 4 * kThreads - 1) / (4 * kThreads)), unsigned(rows));
+  const dim3 g8(unsigned((vocab / 4 + 8 * kThreads - 1) / (8 * kThreads)), unsigned(rows));
+  report("mask ld.cs st.cs VPT=4 (library)", median_us([&](int i) {
+    mask_rows<0, 0, 4><<<g4, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
+  report("mask ld.nc st VPT=4", median_us([&](int i) {
+    mask_rows<1, 1, 4><<<g4, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
+  report("mask ld.nc st.cs VPT=4", median_us([&](int i) {
+    mask_rows<1, 0, 4><<<g4, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
+  report("mask ld st VPT=4", median_us([&](int i) {
+    mask_rows<2, 1, 4><<<g4, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
+  report("mask ld.cs st.cg VPT=4", median_us([&](int i) {
+    mask_rows<0, 2, 4><<<g4, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
+  report("mask ld.cs st.cs VPT=8", median_us([&](int i) {
+    mask_rows<0, 0, 8><<<g8, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
+  report("mask ld st VPT=8", median_us([&](int i) {
+    mask_rows<2, 1, 8><<<g8, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
+  // The same kernels on one copy (no rotation: the data stays partly in L2).
+  report("mask ld.cs st.cs VPT=4, one copy", median_us([&](int) {
+    mask_rows<0, 0, 4><<<g4, kThreads>>>(X(0), vocab, mask, words); }, 1, runs), 2 * mb);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  return 0;
+}
