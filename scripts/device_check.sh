@@ -112,7 +112,7 @@ if [ -x "$op_tests" ]; then
   [ "${LM_HEAD:-1}" = 1 ] && stage memcheck-lm-head 60 "$OUT/memcheck_lm_head.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
     --show-backtrace device "$op_tests" --gtest_filter='Devices/LmHead*.*/cuda'
   grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$OUT/memcheck_lm_head.log" | head -20
-  stage racecheck 75 "$OUT/racecheck.log" "$sanitizer" --tool racecheck --error-exitcode 1 \
+  stage racecheck 110 "$OUT/racecheck.log" "$sanitizer" --tool racecheck --error-exitcode 1 \
     "$op_tests" --gtest_filter='Devices/Sample.GreedyTakesTheFirstMaximum/cuda:Devices/Sample.NonFiniteLogits/cuda:Devices/Sample.FullyMaskedRowsGiveMinusOne/cuda:Devices/Bitmask.AllRows/cuda:Devices/Sample.LargeVocabularyMixedBatch/cuda:Devices/Sample.TopKBoundaryTiesGoToTheLowerIndex/cuda:Devices/Sample.ExplicitDrawMatchesInverseCdf/cuda:Devices/Sample.KeepSetEndsAtAPlantedRecord/cuda:Devices/LmHeadBinary.WinnersPlantedInOneChunk/cuda:Devices/LmHeadBinary.RepeatedCallsAreBitwiseEqual/cuda'
   grep -E "RACECHECK SUMMARY|hazard|PASSED|FAILED" "$OUT/racecheck.log" | head -20
 fi
