@@ -603,7 +603,8 @@ bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLim
 // returns false to leave the call to the other kernels.
 // Measured on the H200 at W1 (V=248,320, H=5,120; bench/results/2026-12-01-h200-run4
 // and run6): M=1 191-200 us (174 since run 19) vs 332 us for the wide kernel, M=4 215 vs 349, but
-// M=16 (two n-tiles) 533 vs 384, so only passes of up to 8 rows take it.
+// M=16 (two n-tiles) 533 vs 384, so only passes of up to 8 rows take it (and
+// since run 24 only those of 3 to 8 rows, as try_rows takes 1 and 2).
 constexpr int64_t kStreamRowsMeasuredFaster = 8;
 bool try_stream(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLimits& dev,
                 const topk::CandidateArgs& cand, const BiasArgs& bias, int device,
