@@ -41,6 +41,20 @@ __host__ __device__ __forceinline__ int binary_permuted_column(int words_per_gro
   return 32 * word + c + 8 * i;
 }
 
+// What the binary decode kernels read (lm_head_binary_stream.cuh,
+// lm_head_binary_rows.cuh), strides 0 for a single row; their parameter
+// structs extend it.
+struct BinaryOperands {
+  const uint32_t* wq;
+  int64_t wq_stride;  // words
+  const uint16_t* wscale;
+  int64_t wscale_stride;  // halves
+  const int8_t* act_q;
+  int64_t act_stride;
+  const float* act_scale;
+  int cols, vocab, rows, group;
+};
+
 // The int32 MMA accumulators start at this bias: then, while |x| < 2^22, the
 // bits of (kMagic + x) read as a float are exactly 12582912 + x.
 constexpr int32_t kMagicBits = 0x4B400000;

@@ -44,15 +44,7 @@ constexpr int kRowsTile = 16;  // vocabulary rows per warp tile: one MMA m-tile
 constexpr int kRowsMaxStages = 4;
 constexpr int kRowsMaxTokenRows = 2;
 
-struct BinaryRowsParams {
-  const uint32_t* wq;
-  int64_t wq_stride;  // words
-  const uint16_t* wscale;
-  int64_t wscale_stride;  // halves
-  const int8_t* act_q;
-  int64_t act_stride;
-  const float* act_scale;
-  int cols, vocab, rows, group;
+struct BinaryRowsParams : BinaryOperands {
   int rows_per_cta;  // a multiple of kRowsTile
   int scale_copy;    // bytes per cp.async of a scale row: 16, 8 or 4, dividing the row
   int stages;        // per warp

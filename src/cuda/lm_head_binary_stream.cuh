@@ -46,15 +46,8 @@ constexpr int kStreamTilesPerCut = 8;
 static_assert(kStreamTilesPerCut * kStreamTileRows <= kMaxTileRows,
               "offers between cuts must fit the candidate capacity");
 
-struct BinaryStreamParams {
-  const uint32_t* wq;
-  int64_t wq_stride;  // words
-  const uint16_t* wscale;
-  int64_t wscale_stride;  // halves
-  const int8_t* act_q;
-  int64_t act_stride;
-  const float* act_scale;
-  int cols, vocab, rows, group, rows_per_cta;
+struct BinaryStreamParams : BinaryOperands {
+  int rows_per_cta;
   int scale_copy;  // bytes per cp.async of a scale row: 16, 8 or 4, dividing the row
   int stages;
   BiasArgs bias;

@@ -542,6 +542,22 @@ void launch_mma_rows(const BinaryParams& p, int grid, int smem_limit, int device
   else launch_mma_wide<false>(p, grid, smem_limit, device, stream);
 }
 
+BinaryOperands binary_operands(const nt_lm_head_binary_args& a) {
+  BinaryOperands o{};
+  o.wq = static_cast<const uint32_t*>(a.wq.data);
+  o.wq_stride = a.wq.shape[0] > 1 ? a.wq.row_stride : 0;
+  o.wscale = static_cast<const uint16_t*>(a.wscale.data);
+  o.wscale_stride = a.wscale.shape[0] > 1 ? a.wscale.row_stride : 0;
+  o.act_q = static_cast<const int8_t*>(a.act_q.data);
+  o.act_stride = a.act_q.shape[0] > 1 ? a.act_q.row_stride : 0;
+  o.act_scale = static_cast<const float*>(a.act_scale.data);
+  o.cols = static_cast<int>(a.act_q.shape[1]);
+  o.vocab = static_cast<int>(a.wq.shape[0]);
+  o.rows = static_cast<int>(a.act_q.shape[0]);
+  o.group = a.group_size;
+  return o;
+}
+
 // Scale rows go in whole cp.async pieces (no partial piece may read past the
 // tensor): the largest of 16, 8, 4 bytes that divides the rows' alignment and
 // their length; 0 when none does.
@@ -571,17 +587,7 @@ bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLim
   const int budget = dev.max_smem_optin - int(sizeof(RowsShared)) - 1024;
 
   BinaryRowsParams p{};
-  p.wq = static_cast<const uint32_t*>(a.wq.data);
-  p.wq_stride = a.wq.shape[0] > 1 ? a.wq.row_stride : 0;
-  p.wscale = static_cast<const uint16_t*>(a.wscale.data);
-  p.wscale_stride = a.wscale.shape[0] > 1 ? a.wscale.row_stride : 0;
-  p.act_q = static_cast<const int8_t*>(a.act_q.data);
-  p.act_stride = rows > 1 ? a.act_q.row_stride : 0;
-  p.act_scale = static_cast<const float*>(a.act_scale.data);
-  p.cols = cols;
-  p.vocab = static_cast<int>(a.wq.shape[0]);
-  p.rows = static_cast<int>(rows);
-  p.group = a.group_size;
+  static_cast<BinaryOperands&>(p) = binary_operands(a);
   p.rows_per_cta = plan.topk.rows_per_cta;
   p.scale_copy = scale_copy;
   p.stages = rc.stages;
@@ -630,17 +636,7 @@ bool try_stream(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceL
   if (stages < 3) return false;
 
   BinaryStreamParams p{};
-  p.wq = static_cast<const uint32_t*>(a.wq.data);
-  p.wq_stride = a.wq.shape[0] > 1 ? a.wq.row_stride : 0;
-  p.wscale = static_cast<const uint16_t*>(a.wscale.data);
-  p.wscale_stride = a.wscale.shape[0] > 1 ? a.wscale.row_stride : 0;
-  p.act_q = static_cast<const int8_t*>(a.act_q.data);
-  p.act_stride = rows > 1 ? a.act_q.row_stride : 0;
-  p.act_scale = static_cast<const float*>(a.act_scale.data);
-  p.cols = cols;
-  p.vocab = static_cast<int>(a.wq.shape[0]);
-  p.rows = static_cast<int>(rows);
-  p.group = a.group_size;
+  static_cast<BinaryOperands&>(p) = binary_operands(a);
   p.rows_per_cta = plan.topk.rows_per_cta;
   p.scale_copy = scale_copy;
   p.stages = stages;
