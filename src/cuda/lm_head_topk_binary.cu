@@ -504,9 +504,9 @@ Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
   p.act = act_layout(a.act_q.shape[1], a.group_size, p.topk.end);
   p.lists.offset = p.lists.end = p.act.end;
   if (rows <= kPlaneRowsMeasuredFaster) {
-    // Each warp a contiguous share of its CTA's range, in whole tiles; a list
-    // is cut when it could not take the next tile, so the cap bounds it by
-    // min(rows, 1.5k + 32) whatever V is.
+    // A warp takes every W-th 16-row tile of its CTA's range; its list is cut
+    // when it could not take the next tile, so the cap bounds it by
+    // min(the warp's rows, 1.5k + 32) whatever V is.
     const RowsConfig rc = rows_config(a.act_q.shape[1], a.group_size, rows, dev);
     const int warps = rc.warps > 0 ? rc.warps : kRowsWarps;
     const int tiles = (p.topk.rows_per_cta / kRowsTile + warps - 1) / warps;
