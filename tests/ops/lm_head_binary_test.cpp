@@ -122,6 +122,22 @@ TEST_P(LmHeadBinary, WinnersPlantedInOneChunk) {
     }
 }
 
+// Passes of 1 or 2 rows on CUDA take the bit-plane kernel, whose warps keep
+// their own top-k lists and cut them when the next tile might not fit: with
+// V = 70,001 over at most ~132 CTAs of 8 warps each warp sees >= 64 rows, so
+// k = 5 and k = 40 lists are cut many times, G = 256 takes two MMA steps per
+// group, and the last CTA's range is ragged.
+TEST_P(LmHeadBinary, DecodeRowsOverManyWarpCuts) {
+  uint64_t seed = 12350;
+  for (int64_t rows : {1, 2})
+    for (int32_t group : {128, 256})
+      for (int32_t k : {5, 40}) {
+        Rng rng(++seed);
+        SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(rows) + " G=" + std::to_string(group));
+        expect_topk(dev(), grid_case(rng, rows, 70001, 512, group, k, seed % 2 == 0, NT_BF16), 0.0);
+      }
+}
+
 TEST_P(LmHeadBinary, RealisticInputsWithinTolerance) {
   uint64_t seed = 12300;
   for (int32_t group : {32, 128})
