@@ -5,6 +5,8 @@
 // are only ever read on the device.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/check.h"
@@ -13,7 +15,6 @@
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_fallback.cuh"
 #include "cuda/sample_large_keep.cuh"
-#include "cuda/sample_merge.cuh"
 #include "cuda/sample_scan.cuh"
 
 namespace nt::cuda {
@@ -22,8 +23,22 @@ namespace {
 constexpr const char* kOp = "sample";
 // Resident scan CTAs per multiprocessor the split count is planned for.
 constexpr int kScanCtasPerSm = 2;
-constexpr int kScanSmemBytes = (kMaxChunkCandidates + kTileTokens) * int(sizeof(u64));
+// The general filtered scan's list and one tile, or the list scan's per-warp
+// lists and radix histograms.
+constexpr int kScanSmemBytes =
+    std::max<int>((kMaxChunkCandidates + kTileTokens) * int(sizeof(u64)),
+                  kScanThreads / 32 * (kListCap * int(sizeof(u64)) + 256 * int(sizeof(u32))));
 constexpr int kMergeSmemBytes = (kMaxMerged + kSortCap) * int(sizeof(u64));
+static_assert(kScanSmemBytes >= (kMaxChunkCandidates + kSortCap) * int(sizeof(u64)),
+              "a one-chunk row's merge runs in the scan's shared memory");
+
+// NEXTTOK_CUDA_SAMPLE_SCAN=general pins the general filtered scan for rows the
+// list scan would take (tests and benchmarks compare the two on one input, so
+// it is read on every call).
+bool force_general_scan() {
+  const char* scan = std::getenv("NEXTTOK_CUDA_SAMPLE_SCAN");
+  return scan != nullptr && std::strcmp(scan, "general") == 0;
+}
 
 struct Plan {
   int splits = 1, chunk = 1, kchunk = 1, mass_bits = 40;
@@ -204,7 +219,7 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
                                  " but " + std::to_string(plan.bytes) + " bytes are needed");
   if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
     fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace' must be 16-byte aligned");
-  if (limits.smem_optin < kMergeSmemBytes + 16 * 1024)
+  if (limits.smem_optin < std::max(kScanSmemBytes, kMergeSmemBytes) + 16 * 1024)
     fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA device has too little shared memory per block (" +
                                    std::to_string(limits.smem_optin) + " bytes)");
 
@@ -241,7 +256,9 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
 
   l.mode = plan.mode;
   const bool filtered = l.mode == kFilteredRow || l.mode == kAnyRow;
-  l.run_merge = plan.splits > 1 || filtered;
+  g.merge_in_scan = filtered && plan.splits == 1;
+  g.list_scan = !force_general_scan();
+  l.run_merge = plan.splits > 1;
   l.run_fallback = filtered && plan.fallback_needed;
   if (l.run_fallback) {
     g.large.rows = reinterpret_cast<LargeKeepRow*>(ws + plan.large_rows_at);

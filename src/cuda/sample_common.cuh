@@ -5,8 +5,12 @@
 //            keep the chunk's argmax, plain rows (no top-k/p/min-p) the chunk's
 //            Gumbel-max, filtered rows the chunk's top K candidates (K = top_k,
 //            or the workspace's per-chunk capacity) plus, when top-p needs it,
-//            the chunk's max and sum of exp(s - max).
-//  merge     grid B: combines the chunks. Filtered rows select the row's top M
+//            the chunk's max and sum of exp(s - max). Filtered rows whose
+//            top-k keeps at most kListKeepMax per chunk take the list scan
+//            (per-warp lists, no per-tile barrier), the others the general
+//            filtered scan.
+//  merge     grid B: combines the chunks (a row of one chunk is merged by its
+//            scan CTA, with no merge launch). Filtered rows select the row's top M
 //            candidates, sort them (M <= 1024; one warp in registers when
 //            M <= 64), cut the keep-set and draw; a row whose keep-set may reach
 //            past its candidates is flagged.
@@ -40,6 +44,14 @@ constexpr int kTokensPerThread = 8;
 constexpr int kTileTokens = kScanThreads * kTokensPerThread;
 constexpr int kMaxChunkCandidates = 1024;
 constexpr int kCompactItems = (kMaxChunkCandidates + kTileTokens) / kScanThreads;
+// The list scan (sample_scan.cuh): per-warp candidate lists of kListCap
+// entries, ranked again each time they reach twice their length after the
+// last ranking (at least kListRefresh), cut back to keep when a tile (256
+// entries per warp) could overflow them.
+constexpr int kListKeepMax = 128;
+constexpr int kListCap = 512;
+constexpr int kListTrigger = kListCap - 32 * kTokensPerThread;
+constexpr int kListRefresh = 16;
 constexpr int kMergeThreads = 512;
 constexpr int kMaxMerged = 8192;
 constexpr int kSortCap = 1024;
@@ -117,6 +129,8 @@ struct SampleArgs {
   int chunk;
   int kchunk;
   int mass_bits;
+  int merge_in_scan;  // rows of one chunk: the scan CTA merges (no merge kernel)
+  int list_scan;      // 0: the general filtered scan for every filtered row
   ChunkRecord* chunks;
   u64* candidates;
   RowState* row_states;
@@ -207,6 +221,14 @@ __device__ __forceinline__ void visit_tokens(const typename LogitTraits<DT>::Sto
   }
 }
 
+// The composite (key of its Gumbel value, index) a +inf score of token t
+// competes with among the row's other +inf scores. Out of line: it is rare,
+// and Philox inlined at every unrolled token position of a scan loop takes
+// the registers that loop's loads in flight need.
+__device__ __noinline__ u64 pos_inf_composite(uint64_t seed, uint64_t offset, u32 tag, u32 t) {
+  return composite(nt_order_key(nt_token_gumbel(seed, offset, tag, t)), t);
+}
+
 // The Gumbel-max composite of a stored candidate composite (score key, index).
 __device__ __forceinline__ u64 candidate_draw(const RowCfg& c, u64 v, bool inf_rule) {
   const u32 idx = composite_index(v);
@@ -225,6 +247,17 @@ __device__ __forceinline__ float score_upper(float x, const RowCfg& c) {
     return q + (fabsf(q) * 4.8e-7f + 1e-37f);
   }
   return x / c.p.temperature;
+}
+
+// A logit bound for a score bound s: every logit x < logit_floor(s, c) has
+// nt_scaled_score(x, T) < s, so one compare of the raw logit rejects it. For
+// T != 1, s * T is moved down by 8 ulps (x / T rounds within half an ulp; the
+// product within another); NaN (s * T overflowing) rejects nothing. Not for
+// bound_mode 2 (T subnormal or huge), which checks every token.
+__device__ __forceinline__ float logit_floor(float s, const RowCfg& c) {
+  if (c.bound_mode == 0) return s;
+  const float q = s * c.p.temperature;
+  return q - (fabsf(q) * 4.8e-7f + 1e-37f);
 }
 
 // Upper bounds of the Gumbel value of each bin of the top 10 bits of a Philox

@@ -4,6 +4,8 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "cuda/sample_common.cuh"
+#include "cuda/sample_merge.cuh"
+#include "cuda/topk_cta.cuh"
 
 namespace nt::cuda {
 
@@ -227,6 +229,28 @@ __device__ u64 first_tile_floor(u32 tile, const float (&x)[U][G], const RowCfg& 
   return floor;
 }
 
+// Without a top-k the chunk keeps half its list: the buffer holds kchunk +
+// one tile, so keep = kchunk would compact after every tile that admits
+// anything (31 block selects per 128k row); at half, a compaction happens
+// each time the admitted count doubles. Rows whose keep-set reaches past
+// that are flagged by the merge and taken by the large keep-set kernels.
+__device__ __forceinline__ u32 filtered_keep(const SampleArgs& a, const RowCfg& c) {
+  return c.p.top_k ? min(u32(c.p.top_k), u32(a.kchunk)) : max(1u, u32(a.kchunk) / 2);
+}
+
+// Top-p measured on the whole row needs every token's mass.
+__device__ __forceinline__ bool filtered_needs_mass(const SampleArgs& a, const RowCfg& c) {
+  return c.p.top_p > 0.0f && c.p.top_p < 1.0f && (a.joint || c.p.top_k == 0);
+}
+
+// A thread's tile is skipped when the bound of its largest logit is below the
+// admission bound (score_upper is monotone for T = 1 and for the reciprocal
+// bound; the exact-division mode, T subnormal or huge, checks every token).
+// Rows that need the full mass look at every token anyway.
+__device__ __forceinline__ bool filtered_tile_filter(const SampleArgs& a, const RowCfg& c) {
+  return !filtered_needs_mass(a, c) && c.bound_mode != 2;
+}
+
 template <nt_dtype DT, bool VEC>
 __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                               const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
@@ -243,18 +267,9 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
     typename ReduceMZ::TempStorage rmz;
   } tmp;
 
-  // Without a top-k the chunk keeps half its list: the buffer holds kchunk +
-  // one tile, so keep = kchunk would compact after every tile that admits
-  // anything (31 block selects per 128k row); at half, a compaction happens
-  // each time the admitted count doubles. Rows whose keep-set reaches past
-  // that are flagged by the merge and taken by the large keep-set kernels.
-  const u32 keep = c.p.top_k ? min(u32(c.p.top_k), u32(a.kchunk)) : max(1u, u32(a.kchunk) / 2);
-  const bool need_z = c.p.top_p > 0.0f && c.p.top_p < 1.0f && (a.joint || c.p.top_k == 0);
-  // A thread's tile is skipped when the bound of its largest logit is below the
-  // admission bound (score_upper is monotone for T = 1 and for the reciprocal
-  // bound; the exact-division mode, T subnormal or huge, checks every token).
-  // Rows that need the full mass look at every token anyway.
-  const bool tile_filter = !need_z && c.bound_mode != 2;
+  const u32 keep = filtered_keep(a, c);
+  const bool need_z = filtered_needs_mass(a, c);
+  const bool tile_filter = filtered_tile_filter(a, c);
   const bool use_floor = tile_filter && keep <= u32(kScanThreads);
   const u32 trigger = min(u32(a.kchunk), max(2 * keep, keep + 64));
   constexpr int G = group_tokens<DT, VEC>();
@@ -299,7 +314,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
         if (composite(nt_order_key(s), t) > thr) admitted |= 1u << i;
         if (s == INFINITY) {
           ++n_inf;
-          const u64 ci = composite(nt_order_key(nt_token_gumbel(c.seed, c.offset, c.tag, t)), t);
+          const u64 ci = pos_inf_composite(c.seed, c.offset, c.tag, t);
           best_inf = ci > best_inf ? ci : best_inf;
         } else if (need_z && s != -INFINITY) {
           mz = max_sum_add(mz, s);
@@ -381,6 +396,246 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   r.z = total.z;
 }
 
+// The list scan's per-warp state between tiles (warp-uniform).
+struct WarpList {
+  u64 thr;      // admit composites above it; no token under it is needed
+  u32 count;    // entries in the warp's list
+  u32 refresh;  // the list is ranked again past this length
+};
+
+// Ranks a warp's list (called by the whole warp when it has grown past
+// `refresh`): publishes its `rank`-th best (its keep-th when the list could
+// overflow during the next tile), raises the bound to the smallest value every
+// warp has published, and drops the entries under the bound. Out of line:
+// rare, and the scan loop's code must stay small (instruction fetch).
+__device__ __noinline__ WarpList rank_warp_list(u64* list, WarpList w, u32 keep, u32 rank,
+                                                u32* hist, u64* warp_floor, u64* shared_thr) {
+  constexpr int kWarps = kScanThreads / 32;
+  constexpr int kRankMax = (kListKeepMax + kWarps - 1) / kWarps;
+  const u32 lane = lane_index();
+  __syncwarp();
+  u64 bound = 0;
+  if (w.count > u32(kListTrigger)) {
+    bound = topk::warp_compact_ranks(list, int(w.count), int(keep), hist);
+    w.count = keep;
+  } else {
+    // The published value only rises (the warp has seen `rank` tokens at or
+    // above both its old and its new one), so an atomic max publishes it and
+    // other warps read it without a barrier.
+    const u64 mine = topk::warp_rth_largest<kRankMax>(list, int(w.count), int(rank));
+    if (lane == 0) atomicMax(&warp_floor[threadIdx.x / 32], mine);
+    __syncwarp();
+    u64 f = lane < u32(kWarps) ? *static_cast<volatile u64*>(&warp_floor[lane]) : ~0ull;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const u64 g = __shfl_xor_sync(kFullMask, f, o);
+      f = g < f ? g : f;
+    }
+    if (f > kNegInfCeiling) bound = f - 1;  // every warp has seen `rank` tokens >= f
+  }
+  if (bound > w.thr) {
+    w.thr = bound;
+    if (lane == 0) atomicMax(shared_thr, bound);
+  }
+  w.count = u32(topk::warp_keep_at_or_above(list, int(w.count), w.thr));
+  w.refresh = min(u32(kListTrigger), max(u32(kListRefresh), 2 * w.count));
+  return w;
+}
+
+// Filtered rows whose chunk keeps few candidates (keep <= kListKeepMax) and
+// whose tiles can be skipped by a bound (no full mass needed), the common
+// top-k case: each warp appends to its own list in shared memory and ranks it
+// by itself, so the tiles need no block barrier (scan_filtered's per-tile
+// barrier and block selects were most of its time). The admission bound stays
+// block-wide without barriers: when its list has grown, a warp publishes its
+// r-th best (r = ceil(keep / warps)); every warp has seen r tokens at or above
+// its published value, so the smallest of them has keep tokens at or above it
+// in the chunk and bounds the chunk's keep-th best from below. It rises as
+// every warp's r-th best does, about as fast as the chunk's keep-th best (each
+// warp sees 1/warps of the tokens). The tile body is a loop over the few
+// tokens that pass the bound, so the loop's code stays small. At the end the
+// lists are cut to keep each, laid side by side and selected once.
+template <nt_dtype DT, bool VEC>
+__device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
+                                    const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
+                                    int64_t end, u64* buf, u32 keep) {
+  using ReduceU64 = cub::BlockReduce<u64, kScanThreads>;
+  using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
+  constexpr int kWarps = kScanThreads / 32;
+  constexpr int kKeepRegs = kListKeepMax / 32;
+  __shared__ SelectScratch sel;
+  __shared__ u64 shared_thr;
+  __shared__ u64 warp_floor[kWarps];  // warp w has seen `rank` tokens at or above warp_floor[w]
+  __shared__ u32 warp_count[kWarps];
+  __shared__ u32 out_count;
+  __shared__ u64 warp_offer[kWarps];
+  __shared__ union {
+    typename ReduceU64::TempStorage r64;
+    typename ReduceU32::TempStorage r32;
+  } tmp;
+  constexpr int G = group_tokens<DT, VEC>();
+  const u32 tid = threadIdx.x, warp = tid / 32, lane = lane_index();
+  const u32 rank = (keep + kWarps - 1) / kWarps;
+  u64* list = buf + size_t(warp) * kListCap;
+  u32* hist = reinterpret_cast<u32*>(buf + size_t(kWarps) * kListCap) + size_t(warp) * 256;
+  WarpList w{kNegInfCeiling, 0u, u32(kListRefresh)};
+  float thr_x = -INFINITY;  // logits below it score below the bound
+  u32 n_inf = 0;
+  u64 best_inf = 0;
+  auto raise = [&](u64 t) {
+    if (t > w.thr) w.thr = t;
+    thr_x = logit_floor(nt_key_to_float(composite_key(w.thr)), c);
+  };
+  if (tid == 0) shared_thr = kNegInfCeiling;
+  if (tid < u32(kWarps)) {
+    warp_floor[tid] = 0;
+    warp_count[tid] = 0;
+  }
+  __syncthreads();
+
+  scan_tile_loop<DT, VEC, 2>(rowp, begin, end, [&](u32 tile, const auto& x, bool) {
+    if (tile == begin) {
+      const u64 floor = first_tile_floor(tile, x, c, keep, warp_offer);
+      if (floor > kNegInfCeiling) {
+        raise(floor - 1);
+        if (tid == 0) atomicMax(&shared_thr, floor - 1);
+      }
+    } else {
+      raise(*static_cast<volatile u64*>(&shared_thr));
+    }
+    float m = -INFINITY;
+    for_each_group(tile, x, [&](u32, const float (&x4)[4]) {
+      m = fmaxf(fmaxf(m, fmaxf(x4[0], x4[1])), fmaxf(x4[2], x4[3]));
+    });
+    bool appended = false;
+    if (!(m < thr_x)) {
+      u32 pending = 0;
+#pragma unroll
+      for (int i = 0; i < kTokensPerThread; ++i)
+        pending |= x[i / G][i % G] < thr_x ? 0u : 1u << i;
+      while (pending) {
+        const int i = __ffs(pending) - 1;
+        pending &= pending - 1;
+        float xi = 0.0f;
+#pragma unroll
+        for (int k = 0; k < kTokensPerThread; ++k)  // selects, not a local-memory array
+          if (k == i) xi = x[k / G][k % G];
+        const u32 t = tile + (u32(i / G) * kScanThreads + tid) * G + u32(i % G);
+        const float s = nt_scaled_score(xi, c.p.temperature);
+        const u64 v = composite(nt_order_key(s), t);
+        if (v > w.thr) {
+          list[atomicAdd(&warp_count[warp], 1u)] = v;
+          appended = true;
+        }
+        if (s == INFINITY) {
+          ++n_inf;
+          const u64 ci = pos_inf_composite(c.seed, c.offset, c.tag, t);
+          best_inf = ci > best_inf ? ci : best_inf;
+        }
+      }
+    }
+    if (!__any_sync(kFullMask, appended)) return;
+    __syncwarp();
+    w.count = *static_cast<volatile u32*>(&warp_count[warp]);
+    // Past kListTrigger the next tile (up to 256 entries) could overflow.
+    if (w.count > w.refresh) {
+      w = rank_warp_list(list, w, keep, rank, hist, warp_floor, &shared_thr);
+      raise(w.thr);
+      if (lane == 0) warp_count[warp] = w.count;
+      __syncwarp();
+    }
+  });
+
+  raise(*static_cast<volatile u64*>(&shared_thr));
+  w.count = u32(topk::warp_keep_at_or_above(list, int(w.count), w.thr));
+  if (w.count > keep) {
+    const u64 kth = topk::warp_compact_ranks(list, int(w.count), int(keep), hist);
+    w.count = keep;
+    if (lane == 0) atomicMax(&shared_thr, kth);  // tokens were dropped
+  }
+  u64 mine[kKeepRegs];
+#pragma unroll
+  for (int j = 0; j < kKeepRegs; ++j) {
+    const u32 i = lane + 32u * j;
+    mine[j] = i < w.count ? list[i] : 0ull;
+  }
+  __syncwarp();
+  if (lane == 0) warp_count[warp] = w.count;
+  __syncthreads();
+  u32 at = 0, n = 0;
+#pragma unroll
+  for (int k = 0; k < kWarps; ++k) {
+    const u32 ck = warp_count[k];
+    at += u32(k) < warp ? ck : 0u;
+    n += ck;
+  }
+  // Every warp read its list above, so the lists may be overwritten.
+#pragma unroll
+  for (int j = 0; j < kKeepRegs; ++j) {
+    const u32 i = lane + 32u * j;
+    if (i < w.count) buf[at + i] = mine[j];
+  }
+  // Some finite token was dropped when a bound was ever raised or the lists
+  // hold more than keep; every dropped token ranks below each kept one.
+  const bool truncated = shared_thr > kNegInfCeiling || n > keep;
+  u64 kept_floor = 0;
+  if (truncated && n > 0)
+    kept_floor = block_select_kth<kScanThreads>(buf, int(n), min(n, keep), sel);
+  else
+    __syncthreads();
+  u64* out = a.candidates + (size_t(row) * a.splits + chunk) * size_t(a.kchunk);
+  if (n > keep) {
+    if (tid == 0) out_count = 0;
+    __syncthreads();
+    for (int base = 0; base < int(n); base += kScanThreads) {
+      const int i = base + int(tid);
+      const u64 v = i < int(n) ? buf[i] : 0ull;
+      const bool take = v >= kept_floor;
+      const u32 p = warp_append(take, &out_count);
+      if (take) out[p] = v;
+    }
+  } else {
+    for (int i = int(tid); i < int(n); i += kScanThreads) out[i] = buf[i];
+  }
+  const u64 bi = ReduceU64(tmp.r64).Reduce(best_inf, MaxU64());
+  __syncthreads();
+  const u32 ni = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
+  if (tid != 0) return;
+  ChunkRecord& r = a.chunks[size_t(row) * a.splits + chunk];
+  r.best_inf = bi;
+  r.n_pos_inf = ni;
+  r.n_cand = min(n, keep);
+  r.truncated = truncated;
+  r.last = truncated ? kept_floor : 0ull;
+  r.max_s = -INFINITY;
+  r.z = 0.0f;
+}
+
+// A filtered row's chunk: the list scan where it applies, else the general one.
+template <nt_dtype DT, bool VEC>
+__device__ void scan_filtered_chunk(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
+                                    const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
+                                    int64_t end, u64* buf) {
+  const u32 keep = filtered_keep(a, c);
+  if (a.list_scan && keep <= u32(kListKeepMax) && filtered_tile_filter(a, c))
+    scan_filtered_lists<DT, VEC>(a, c, row, chunk, rowp, begin, end, buf, keep);
+  else
+    scan_filtered<DT, VEC>(a, c, row, chunk, rowp, begin, end, buf);
+}
+
+// A row scanned by one CTA is merged by that CTA as soon as its chunk is done
+// (no second launch, no cold merge kernel; the merge overlaps other rows'
+// scans).
+__device__ __forceinline__ void merge_row_in_scan(const SampleArgs& a, const RowCfg& c, u32 row) {
+  static_assert(kMergeThreads == kScanThreads, "the merge runs on the scan's threads");
+  __syncthreads();  // the chunk's record and candidates, written above, are visible
+  merge_filtered(a, c, row);
+  if (a.large.rows) {
+    __syncthreads();
+    if (a.row_states[row].fallback) large_keep_reset(a, row);
+  }
+}
+
 template <nt_dtype DT, bool VEC, int MODE>
 __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
   using S = typename LogitTraits<DT>::Storage;
@@ -399,14 +654,17 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   } else if constexpr (MODE == kPlainRow) {
     scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kFilteredRow) {
-    scan_filtered<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+    scan_filtered_chunk<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+    if (a.merge_in_scan) merge_row_in_scan(a, c, row);
   } else {
-    if (c.cls == kGreedyRow)
+    if (c.cls == kGreedyRow) {
       scan_greedy<DT, VEC, kDepth>(a, row, chunk, rowp, begin, end);
-    else if (c.cls == kPlainRow)
+    } else if (c.cls == kPlainRow) {
       scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
-    else
-      scan_filtered<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+    } else {
+      scan_filtered_chunk<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+      if (a.merge_in_scan) merge_row_in_scan(a, c, row);
+    }
   }
 }
 

@@ -205,6 +205,99 @@ __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, 
   return min_key;
 }
 
+// Keeps the entries of buf[0, count) at or above `floor` in place (order kept);
+// returns how many. Called by one whole warp.
+template <class Rank>
+__device__ __forceinline__ int warp_keep_at_or_above(Rank* buf, int count, uint64_t floor) {
+  const int lane = threadIdx.x & 31;
+  int base = 0;
+  for (int r = 0; r < (count + 31) / 32; ++r) {
+    const int i = r * 32 + lane;
+    const uint64_t v = i < count ? uint64_t(buf[i]) : 0ull;
+    const bool keep = v != 0 && v >= floor;
+    const unsigned ball = __ballot_sync(0xffffffffu, keep);
+    __syncwarp();  // every lane has read its entry before any slot is rewritten
+    if (keep) buf[base + __popc(ball & ((1u << lane) - 1u))] = Rank(v);
+    base += __popc(ball);
+  }
+  __syncwarp();
+  return base;
+}
+
+// The rank T such that exactly k of the distinct nonzero ranks buf[0, count)
+// are >= T (1 <= k <= count). One whole warp; the buffer is streamed from
+// memory on every radix pass, so the caller's registers (a load pipeline in
+// flight) are not crowded out.
+template <class Rank>
+__device__ __noinline__ uint64_t warp_rank_bound(const Rank* buf, int count, int k, uint32_t* hist) {
+  const int lane = threadIdx.x & 31;
+  const int rounds = (count + 31) / 32;
+  return warp_rank_threshold(
+      [&](auto&& f) {
+        for (int r = 0; r < rounds; ++r) {
+          const int i = r * 32 + lane;
+          f(i < count ? uint64_t(buf[i]) : 0ull);
+        }
+      },
+      k, hist);
+}
+
+// The r-th largest (1 <= r <= R, r <= count) of the distinct nonzero ranks
+// buf[0, count), by one whole warp with no shared-memory atomics: each lane
+// keeps its own R best in registers, then r rounds of a warp max take the
+// overall best. For a small r the radix select costs far more: in its first
+// passes most entries fall in one histogram bin, so its atomics serialize.
+template <int R, class Rank>
+__device__ __noinline__ uint64_t warp_rth_largest(const Rank* buf, int count, int r) {
+  const int lane = threadIdx.x & 31;
+  uint64_t top[R];  // descending
+#pragma unroll
+  for (int j = 0; j < R; ++j) top[j] = 0;
+  for (int i = lane; i < count; i += 32) {
+    const uint64_t v = uint64_t(buf[i]);
+#pragma unroll
+    for (int j = R - 1; j >= 0; --j) {
+      const uint64_t above = j ? top[j - 1] : ~0ull;
+      if (v > top[j]) top[j] = v > above ? above : v;
+    }
+  }
+  uint64_t best = 0;
+  for (int k = 0; k < r; ++k) {
+    best = top[0];
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+      const uint64_t o = __shfl_xor_sync(0xffffffffu, best, d);
+      best = o > best ? o : best;
+    }
+    if (top[0] == best && best != 0) {  // ranks are distinct: one lane
+#pragma unroll
+      for (int j = 0; j < R - 1; ++j) top[j] = top[j + 1];
+      top[R - 1] = 0;
+    }
+  }
+  return best;
+}
+
+// Keeps the k largest of the distinct nonzero ranks buf[0, count) in buf[0, k)
+// (order kept) and returns the smallest kept. One whole warp; count > k >= 1.
+template <class Rank>
+__device__ __noinline__ Rank warp_compact_ranks(Rank* buf, int count, int k, uint32_t* hist) {
+  const uint64_t t = warp_rank_bound(buf, count, k, hist);
+  const int lane = threadIdx.x & 31;
+  uint64_t min_kept = ~0ull;
+  for (int i = lane; i < count; i += 32) {
+    const uint64_t v = uint64_t(buf[i]);
+    if (v >= t) min_kept = v < min_kept ? v : min_kept;
+  }
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    const uint64_t o = __shfl_xor_sync(0xffffffffu, min_kept, d);
+    min_kept = o < min_kept ? o : min_kept;
+  }
+  warp_keep_at_or_above(buf, count, t);
+  return Rank(min_kept);
+}
+
 // The per-CTA state of a scoring kernel; every method is called by all
 // threads of the CTA except offer().
 template <int kWarps>

@@ -121,8 +121,11 @@ TEST_P(Sample, LargeVocabularyMixedBatch) {
 // merges, and integer logits that tie across every chunk.
 TEST_P(Sample, WinnersPlantedInOneRunOfALongRow) {
   uint64_t seed = 2700;
+  // top_k 128 and 129: the largest keep the CUDA list scan takes, and the
+  // smallest it leaves to the general filtered scan.
   const RowConfig configs[] = {{0.7f, 50, 0.9f, 0.05f}, {1.0f, 20, 1.0f, 0.0f},
-                               {0.8f, 300, 0.95f, 0.0f}, {1.3f, 64, 0.8f, 0.0f}};
+                               {0.8f, 300, 0.95f, 0.0f}, {1.3f, 64, 0.8f, 0.0f},
+                               {0.9f, 128, 1.0f, 0.0f},  {1.1f, 129, 1.0f, 0.0f}};
   for (int64_t vocab : {50021, 128256})
     for (int where = 0; where < 3; ++where)
       for (const RowConfig& rc : configs) {
