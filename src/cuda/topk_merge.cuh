@@ -10,7 +10,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
+#include "core/error.h"
 #include "cuda/topk_cta.cuh"
 
 namespace nt::cuda::topk {
@@ -18,6 +20,8 @@ namespace nt::cuda::topk {
 constexpr int kMergeThreads = 1024;
 constexpr int kMergeSortMax = 2048;       // k <= 2048
 constexpr int kMergeMaxResident = 16384;  // candidates held in shared memory, at most
+constexpr int kMergeMaxGrid = kMergeThreads;  // scoring CTAs: one count per thread
+constexpr int kMergeLoadBatch = 8;            // candidate loads in flight per thread
 
 struct MergeArgs {
   const Candidate* cand;
@@ -35,6 +39,8 @@ struct MergeShared {
   int digit, above, count;
   int gathered;
   uint32_t floor_key;
+  int warp_start[32];
+  int offset[kMergeMaxGrid + 1];  // segment c's first candidate in the row's stored order
 };
 
 // Block-wide radix select; for_each(f) must call f(rank) the same number of
@@ -77,6 +83,7 @@ __device__ uint64_t block_rank_threshold(ForEach&& for_each, int need, MergeShar
 // A template so that every file including this header shares one kernel.
 template <int kThreads = kMergeThreads>
 __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
+  static_assert(kThreads >= kMergeMaxGrid && kThreads <= 1024, "one scoring CTA per thread");
   extern __shared__ __align__(16) unsigned char merge_smem[];
   __shared__ MergeShared s;
   uint64_t* sort_rank = reinterpret_cast<uint64_t*>(merge_smem);
@@ -91,22 +98,35 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   const size_t seg_stride = size_t(a.mp_stride) * a.cap;
   auto seg_count = [&](int c) { return a.counts[size_t(c) * a.mp_stride + m]; };
 
-  // The largest of the CTAs' final thresholds: no candidate under it can be
-  // among the row's k best (that CTA alone holds k at or above it).
+  // Thread c reads CTA c's count and final threshold (grid <= kThreads, one
+  // round of loads): the segments' offsets, and the largest threshold, under
+  // which no candidate can be among the row's k best (that CTA alone holds k
+  // at or above it).
   const uint32_t* cta_thresholds = reinterpret_cast<const uint32_t*>(a.counts) + size_t(a.grid) * a.mp_stride;
-  uint32_t floor_key = 0;
-  for (int c = threadIdx.x; c < a.grid; c += blockDim.x)
-    floor_key = max(floor_key, cta_thresholds[size_t(c) * a.mp_stride + m]);
+  const int c_own = int(threadIdx.x);
+  const int n_own = c_own < a.grid ? seg_count(c_own) : 0;
+  uint32_t floor_key = c_own < a.grid ? cta_thresholds[size_t(c_own) * a.mp_stride + m] : 0u;
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) floor_key = max(floor_key, __shfl_xor_sync(0xffffffffu, floor_key, d));
+  const int incl = warp_inclusive_sum(n_own);
   if (threadIdx.x == 0) {
     s.floor_key = 0;
     s.gathered = 0;
   }
+  if (lane == 31) s.warp_start[warp] = incl;
   __syncthreads();
   if (lane == 0) atomicMax(&s.floor_key, floor_key);
+  if (warp == 0) {
+    const int total = lane < kWarps ? s.warp_start[lane] : 0;
+    s.warp_start[lane] = warp_inclusive_sum(total) - total;
+  }
+  __syncthreads();
+  const int start = s.warp_start[warp] + incl - n_own;
+  if (c_own < a.grid) s.offset[c_own] = start;
+  if (c_own == a.grid - 1) s.offset[a.grid] = start + n_own;
   __syncthreads();
   floor_key = s.floor_key;
+  const int stored = s.offset[a.grid];
   auto admitted = [&](uint64_t rank) { return rank != 0 && uint32_t(rank >> 32) >= floor_key; };
 
   // Every stored candidate, one warp per CTA segment: f(rank, value), rank 0
@@ -126,20 +146,44 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   };
 
   // The admitted candidates into shared memory (in any order: the selection
-  // and the final sort do not depend on it). If they do not fit, the
-  // selection streams them from the workspace instead.
-  for_each_stored([&](uint64_t rank, float value) {
-    const bool keep = rank != 0;
-    const unsigned ball = __ballot_sync(0xffffffffu, keep);
-    int base = 0;
-    if (lane == 0 && ball != 0) base = atomicAdd(&s.gathered, __popc(ball));
-    base = __shfl_sync(0xffffffffu, base, 0);
-    const int slot = base + __popc(ball & ((1u << lane) - 1u));
-    if (keep && slot < a.resident) {
-      res_rank[slot] = rank;
-      res_value[slot] = value;
+  // and the final sort do not depend on it). Stored candidate i of the row is
+  // found by a binary search on the offsets, so each thread keeps
+  // kMergeLoadBatch independent loads in flight (a loop over the segments
+  // paid one count-then-data round trip per segment). If they do not fit,
+  // the selection streams them from the workspace instead.
+  for (int base = 0; base < stored; base += kThreads * kMergeLoadBatch) {
+    Candidate e[kMergeLoadBatch];
+    bool in[kMergeLoadBatch];
+#pragma unroll
+    for (int j = 0; j < kMergeLoadBatch; ++j) {
+      const int i = base + j * kThreads + int(threadIdx.x);
+      in[j] = i < stored;
+      e[j] = Candidate{0.0f, 0};
+      if (in[j]) {
+        int lo = 0, hi = a.grid;  // the last segment starting at or before i
+        while (lo + 1 < hi) {
+          const int mid = (lo + hi) >> 1;
+          if (s.offset[mid] <= i) lo = mid;
+          else hi = mid;
+        }
+        e[j] = cand[size_t(lo) * seg_stride + (i - s.offset[lo])];
+      }
     }
-  });
+#pragma unroll
+    for (int j = 0; j < kMergeLoadBatch; ++j) {
+      const uint64_t rank = in[j] ? rank_of(e[j].value, e[j].index) : 0ull;
+      const bool keep = admitted(rank);
+      const unsigned ball = __ballot_sync(0xffffffffu, keep);
+      int at = 0;
+      if (lane == 0 && ball != 0) at = atomicAdd(&s.gathered, __popc(ball));
+      at = __shfl_sync(0xffffffffu, at, 0);
+      const int slot = at + __popc(ball & ((1u << lane) - 1u));
+      if (keep && slot < a.resident) {
+        res_rank[slot] = rank;
+        res_value[slot] = e[j].value;
+      }
+    }
+  }
   __syncthreads();
   const int total = s.gathered;
   const bool resident = total <= a.resident;
@@ -227,6 +271,10 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
   merge.indices = indices + m0 * indices_stride;
   merge.indices_stride = indices_stride;
   merge.resident = resident;
+  if (grid > kMergeMaxGrid)
+    fail(NT_ERROR_UNSUPPORTED, "lm_head_topk: the merge takes at most " +
+                                   std::to_string(kMergeMaxGrid) + " scoring CTAs, got " +
+                                   std::to_string(grid));
   merge_topk_kernel<><<<rows, kMergeThreads, smem, stream>>>(merge);
 }
 
