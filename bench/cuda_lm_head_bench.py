@@ -397,14 +397,14 @@ def run_checks(lib, small, tiny=False):
         ("M=17 V=4000 H=2880 k=2048 (k > rows per CTA)", 9, 17, 4000, 2880, bf16, None, 2048, {}),
         ("V=1 k=1", 10, 3, 1, 64, bf16, None, 1, {}),
         ("M=10 V=30000 H=1024 k=50 bias=bf16", 13, 10, 30000, 1024, bf16, bf16, 50, {}),
-        # passes of M <= 4 take the row-stream kernel
-        ("row stream f16 M=1 V=20000 H=1000 k=100 bias=f32", 14, 1, 20000, 1000, f16, f32, 100, {}),
-        ("row stream M=1 V=30011 H=4096 k=2048 planted bias=bf16", 15, 1, 30011, 4096, bf16, bf16, 2048,
+        # single-row and few-row passes (the row-stream kernel on the direct path)
+        ("f16 M=1 V=20000 H=1000 k=100 bias=f32", 14, 1, 20000, 1000, f16, f32, 100, {}),
+        ("M=1 V=30011 H=4096 k=2048 planted bias=bf16", 15, 1, 30011, 4096, bf16, bf16, 2048,
          {"plant_k": 2048}),
-        ("row stream ties: rows repeat every 1024, M=1 V=8192 H=512 k=30", 16, 1, 8192, 512, bf16, None, 30,
+        ("ties: rows repeat every 1024, M=1 V=8192 H=512 k=30", 16, 1, 8192, 512, bf16, None, 30,
          {"period": 1024}),
-        ("M=68 (last pass row stream) V=9000 H=256 k=20 bias=f16", 17, 68, 9000, 256, bf16, f16, 20, {}),
-        ("row stream M=4 V=50001 H=2880 k=50 bias=bf16", 18, 4, 50001, 2880, bf16, bf16, 50, {}),
+        ("M=68 (last pass of 4 rows) V=9000 H=256 k=20 bias=f16", 17, 68, 9000, 256, bf16, f16, 20, {}),
+        ("M=4 V=50001 H=2880 k=50 bias=bf16", 18, 4, 50001, 2880, bf16, bf16, 50, {}),
     ]
     if not small:
         dense.insert(0, ("W2 shape M=1 V=248320 H=5120 k=50", 11, 1, 248320, 5120, bf16, None, 50, {}))
@@ -568,6 +568,15 @@ def run_bench(lib, runs, slow_runs, ms):
         rows.append((f"W2 dense bf16 M={m}", ours, lo, hi, read, base, read + base_logit_bytes))
         print(f"W2 M={m}: ours {ours:.1f} us (min {lo:.1f}, max {hi:.1f}), baseline {base:.1f} us", flush=True)
         print(f"  kernels: {kernel_breakdown(call.run)}", flush=True)
+        # The same call pinned to the direct (register-fed) kernels, the
+        # pre-sm_90 path, for the comparison.
+        os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"] = "direct"
+        try:
+            old, olo, ohi = median_us(call.run, slow_runs)
+        finally:
+            del os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"]
+        rows.append((f"W2 dense bf16 M={m}, direct loads", old, olo, ohi, read, base, read + base_logit_bytes))
+        print(f"W2 M={m} direct loads: {old:.1f} us", flush=True)
         del call
     return rows, workspace
 
@@ -582,6 +591,8 @@ def main():
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=wide (subprocess)")
     ap.add_argument("--check-expanded", action="store_true",
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=expanded (subprocess)")
+    ap.add_argument("--check-direct", action="store_true",
+                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=direct (subprocess)")
     ap.add_argument("--small", action="store_true", help="check without the full W1/W2 shapes")
     ap.add_argument("--tiny", action="store_true", help="check tiny shapes only (compute-sanitizer)")
     ap.add_argument("--bench", action="store_true")
@@ -601,7 +612,7 @@ def main():
         print(f"check: {len(chk.lines) - chk.failures} passed, {chk.failures} failed "
               f"({time.time() - t0:.0f} s)", flush=True)
     for flag, path in ((args.check_generic, "generic"), (args.check_wide, "wide"),
-                       (args.check_expanded, "expanded")):
+                       (args.check_expanded, "expanded"), (args.check_direct, "direct")):
         if flag:
             env = dict(os.environ, NEXTTOK_CUDA_LM_HEAD_PATH=path)
             cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--check", "--small"]

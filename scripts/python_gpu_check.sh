@@ -50,7 +50,7 @@ stage() {
 rm -rf "$site"
 stage build 300 "$log/build.log" python3 -m pip install --no-build-isolation --no-deps \
   --target "$site" -Cbuild-dir="$build" -Ccmake.define.NEXTTOK_CUDA="${NEXTTOK_PY_CUDA:-ON}" \
-  -Ccmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" -v . >/dev/null
+  -Ccmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90a}" -v . >/dev/null
 tail -5 "$log/build.log"
 
 stage pytest 240 "$log/pytest.log" env PYTHONPATH="$site" NEXTTOK_TEST_REQUIRE=cuda \

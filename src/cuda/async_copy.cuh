@@ -1,5 +1,6 @@
-// cp.async (sm_80+) into shared memory, for the LM-head pipelines. Callers
-// are only launched on sm_80+ devices.
+// Asynchronous copies into shared memory for the LM-head pipelines: cp.async
+// (sm_80+), and mbarriers with bulk tensor copies (sm_90). Callers are only
+// launched on devices that have them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -57,6 +58,97 @@ __device__ __forceinline__ void cp_async_wait_pending(int pending) {
     case 5: cp_async_wait<5>(); break;
     default: cp_async_wait<6>(); break;
   }
+}
+
+// ---- mbarriers and the tensor memory accelerator (sm_90) ------------------------
+// A pipeline stage is filled by bulk tensor copies that complete on the
+// stage's "full" barrier and handed back on its "empty" barrier. Barriers are
+// 8-byte words in shared memory; waits name the phase parity they wait for.
+
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(arrivals)
+               : "memory");
+#endif
+}
+
+// Makes initialized barriers visible to the copy engine (the async proxy);
+// a CTA barrier must follow before any thread uses them.
+__device__ __forceinline__ void mbarrier_init_fence() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// One arrival that also announces `bytes` still to land through copies.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+#endif
+}
+
+// Returns once the phase of parity `parity` has completed (a fresh barrier
+// counts its phase before phase 0, parity 1, as completed).
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+#if __CUDA_ARCH__ >= 900
+  const uint32_t addr = smem_addr(bar);
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+
+// A 2-D box of the tensor `map` (a CUtensorMap in kernel-parameter or global
+// memory) at element coordinates (x inner, y outer) into shared memory,
+// completing on `bar`.
+__device__ __forceinline__ void tma_load_2d(void* dst, const void* map, int32_t x, int32_t y,
+                                            uint64_t* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ void tma_prefetch_map(const void* map) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+#endif
+}
+
+// ldmatrix: four (x4) or two (x2) 8x8 matrices of 16-bit elements; lane l
+// gives the address of row l % 8 of matrix l / 8.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+#endif
+}
+
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], uint32_t addr) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(addr));
+#endif
 }
 
 }  // namespace nt::cuda

@@ -3,7 +3,15 @@
 // scored and selected in one pass over the weights; the [M,V] scores live only
 // in registers (see cuda/topk_cta.cuh and cuda/topk_merge.cuh for the top-k).
 //
-// Tensor-core path (bf16/f16, H % 8 == 0, 16-byte weight rows): a persistent
+// sm_90 (bf16/f16, H % 8 == 0, 16-byte aligned rows of weights and hidden
+// states): the weights stream through shared memory by bulk tensor copies
+// (cuda/lm_head_dense_staged.cuh, wgmma in the sm_90a build), for every M of
+// a pass. Measured on the H200 (bench/results/2026-12-01-h200-run29..31) at
+// 4.1-4.3 TB/s for M <= 16; twice as fast as the direct kernels below.
+//
+// Before sm_90, or with rows the copy engine cannot take, the weights go
+// straight to registers ("direct" kernels below).
+// Direct tensor-core path (bf16/f16, H % 8 == 0, 16-byte weight rows): a persistent
 // grid, one CTA per SM, each CTA owning a contiguous vocabulary range walked in
 // tiles of 256 rows (8 warps x 32 rows) against all token rows of the pass.
 // Weights go straight from memory to the MMA A-fragments with 16-byte loads,
@@ -21,15 +29,18 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/check.h"
+#include "cuda/lm_head_dense_staged.cuh"
 #include "cuda/lm_head_device.cuh"
 #include "cuda/lm_head_host.cuh"
 #include "cuda/lm_head_ops.cuh"
 #include "cuda/topk_cta.cuh"
+#include "cuda/tensor_map.cuh"
 #include "cuda/topk_merge.cuh"
 
 namespace nt::cuda {
@@ -429,27 +440,99 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p
 
 // ---- host -------------------------------------------------------------------
 
+// n-tiles of 8 token rows a staged pass of `rows` rows computes.
+int staged_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
+
+int staged_stage_bytes_for(int tiles) { return kStagedWeightBytes + tiles * 8 * 128; }
+
+// Stages that fit beside the kernel's static shared memory (top-k state and
+// barriers) and the 1024-byte alignment slack.
+int staged_stages(const DeviceLimits& dev, int rows) {
+  const int fixed = int(sizeof(topk::CtaShared<kStagedWarps>)) + 2 * kStagedMaxStages * 8 + 1024;
+  return std::min(kStagedMaxStages,
+                  (dev.max_smem_optin - fixed) / staged_stage_bytes_for(staged_tiles(rows)));
+}
+
+// Whether the staged kernel's code on this device came from sm_90+ sources:
+// a build without sm_90 code runs on Hopper from older PTX, in which the copy
+// engine's instructions compiled to nothing.
+bool staged_kernel_built(int device) {
+  static std::atomic<int> known[64];  // 0 unknown, 1 no, 2 yes
+  if (device >= 0 && device < 64 && known[device].load() != 0) return known[device].load() == 2;
+  cudaFuncAttributes attr{};
+  const bool built = cudaFuncGetAttributes(&attr, dense_staged_kernel<true, 1>) == cudaSuccess &&
+                     attr.ptxVersion >= 90;
+  (void)cudaGetLastError();
+  if (device >= 0 && device < 64) known[device].store(built ? 2 : 1);
+  return built;
+}
+
+template <bool kBf16, int NT>
+void launch_staged(const StagedParams& p, int grid, int device, cudaStream_t stream) {
+  auto kernel = dense_staged_kernel<kBf16, NT>;
+  const int smem = p.stages * staged_stage_bytes<NT>() + 1024;
+  allow_dynamic_smem(kernel, device_limits(device, kOp).max_smem_optin -
+                                 int(sizeof(topk::CtaShared<kStagedWarps>)) - 2 * kStagedMaxStages * 8,
+                     device, kOp);
+  kernel<<<grid, kStagedThreads, smem, stream>>>(p);
+}
+
+template <bool kBf16>
+void launch_staged_rows(const StagedParams& p, int grid, int device, cudaStream_t stream) {
+  switch (staged_tiles(p.rows)) {
+    case 1: launch_staged<kBf16, 1>(p, grid, device, stream); break;
+    case 2: launch_staged<kBf16, 2>(p, grid, device, stream); break;
+    case 4: launch_staged<kBf16, 4>(p, grid, device, stream); break;
+    default: launch_staged<kBf16, 8>(p, grid, device, stream); break;
+  }
+}
+
+// The tensor maps of one staged pass; a single-row matrix gets its own row
+// length as stride (the driver wants one even where no second row exists).
+StagedParams staged_params(const nt_lm_head_dense_args& a, const void* hidden, int rows) {
+  StagedParams p{};
+  const int64_t vocab = a.weight.shape[0], cols = a.weight.shape[1];
+  const uint64_t dense_row = align_up(size_t(cols) * 2, 16);
+  const uint64_t w_row = vocab > 1 ? uint64_t(a.weight.row_stride) * 2 : dense_row;
+  const uint64_t h_row = rows > 1 ? uint64_t(a.hidden.row_stride) * 2 : dense_row;
+  const int tiles = staged_tiles(rows);
+  if (!encode_swizzled_map_u16(&p.weight_map, a.weight.data, uint64_t(vocab), uint64_t(cols), w_row,
+                               kStagedBoxRows, kStagedChunkCols, true) ||
+      !encode_swizzled_map_u16(&p.hidden_map, hidden, uint64_t(rows), uint64_t(cols), h_row,
+                               uint32_t(tiles * 8), kStagedChunkCols, false))
+    fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
+  p.cols = int(cols);
+  p.vocab = int(vocab);
+  p.rows = rows;
+  return p;
+}
+
 struct Dispatch {
-  bool mma;
+  bool staged;  // dense_staged_kernel (sm_90)
+  bool mma;     // the direct tensor-core kernels
   int hidden_copy;
 };
 
 int mma_pass_rows(const DeviceLimits& dev);
 
-bool force_generic() {
-  static const bool forced = [] {
-    const char* e = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
-    return e != nullptr && std::strcmp(e, "generic") == 0;
-  }();
-  return forced;
+// NEXTTOK_CUDA_LM_HEAD_PATH=generic|direct pins the FFMA kernel or the direct
+// (register-fed) kernels (tests and benchmarks compare the paths on one
+// input, so it is read on every call).
+bool forced_path(const char* name) {
+  const char* e = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
+  return e != nullptr && std::strcmp(e, name) == 0;
 }
 
 Dispatch choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
-  Dispatch d{false, 0};
+  Dispatch d{false, false, 0};
   const int64_t cols = a.weight.shape[1];
   const int64_t hidden_align = row_alignment(a.hidden);
-  d.mma = !force_generic() && dev.cc_major >= 8 && a.weight.dtype != NT_F32 && cols % 8 == 0 &&
-          row_alignment(a.weight) >= 16 && hidden_align >= 4 && mma_pass_rows(dev) >= 8;
+  d.mma = !forced_path("generic") && dev.cc_major >= 8 && a.weight.dtype != NT_F32 &&
+          cols % 8 == 0 && row_alignment(a.weight) >= 16 && hidden_align >= 4 &&
+          mma_pass_rows(dev) >= 8;
+  d.staged = d.mma && !forced_path("direct") && dev.cc_major >= 9 && hidden_align >= 16 &&
+             staged_stages(dev, kPassRows) >= 2 && staged_kernel_built(a.weight.device_id) &&
+             tensor_map_encoder() != nullptr;
   d.hidden_copy = hidden_align >= 8 ? 8 : 4;
   return d;
 }
@@ -560,11 +643,19 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
   const int merge_smem = topk::merge_smem_bytes(merge_resident);
   allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, a.weight.device_id, kOp);
 
-  const int pass_rows = path.mma ? mma_pass_rows(dev) : kPassRows;
+  const int pass_rows = path.mma && !path.staged ? mma_pass_rows(dev) : kPassRows;
   for (int64_t m0 = 0; m0 < rows_total; m0 += pass_rows) {
     const int rows = static_cast<int>(std::min<int64_t>(pass_rows, rows_total - m0));
     const char* hidden = static_cast<const char*>(a.hidden.data) + m0 * a.hidden.row_stride * elt;
-    if (path.mma && row_stream_fits(rows, a.weight.shape[1], dev)) {
+    if (path.staged) {
+      StagedParams p = staged_params(a, hidden, rows);
+      p.rows_per_cta = plan.rows_per_cta;
+      p.stages = staged_stages(dev, rows);
+      p.bias = bias;
+      p.cand = cand;
+      if (a.weight.dtype == NT_BF16) launch_staged_rows<true>(p, plan.grid, a.weight.device_id, stream);
+      else launch_staged_rows<false>(p, plan.grid, a.weight.device_id, stream);
+    } else if (path.mma && row_stream_fits(rows, a.weight.shape[1], dev)) {
       RowStreamParams p{};
       p.weight = static_cast<const uint16_t*>(a.weight.data);
       p.weight_stride = a.weight.shape[0] > 1 ? a.weight.row_stride : 0;

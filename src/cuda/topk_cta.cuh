@@ -298,10 +298,13 @@ __device__ __noinline__ Rank warp_compact_ranks(Rank* buf, int count, int k, uin
   return Rank(min_kept);
 }
 
-// The per-CTA state of a scoring kernel; every method is called by all
-// threads of the CTA except offer().
-template <int kWarps>
+// The per-CTA state of a scoring kernel; every method but offer() is called
+// by all of its threads: the whole CTA (kBarrier = 0), or threads
+// [0, 32 * kWarps) that meet at named barrier kBarrier (the scoring warps of a
+// kernel whose other warps only copy data in).
+template <int kWarps, int kBarrier = 0>
 struct CtaTopk {
+  static constexpr int kThreads = 32 * kWarps;
   CtaShared<kWarps>& s;
   Candidate* mine;  // this CTA's [mp_stride][cap] slice
   CandidateArgs args;
@@ -310,11 +313,19 @@ struct CtaTopk {
   __device__ CtaTopk(CtaShared<kWarps>& shared, const CandidateArgs& a, int pass_rows)
       : s(shared), mine(a.cand + size_t(blockIdx.x) * a.mp_stride * a.cap), args(a),
         rows(pass_rows) {
-    for (int m = threadIdx.x; m < kMaxRows; m += blockDim.x) {
+    for (int m = threadIdx.x; m < kMaxRows; m += stride()) {
       s.threshold[m] = 0u;  // below every key: the first scores all enter
       s.count[m] = 0;
     }
-    __syncthreads();
+    sync();
+  }
+
+  __device__ __forceinline__ static int stride() { return kBarrier == 0 ? int(blockDim.x) : kThreads; }
+  __device__ __forceinline__ static void sync() {
+    if (kBarrier == 0)
+      __syncthreads();
+    else
+      asm volatile("bar.sync %0, %1;\n" ::"n"(kBarrier), "n"(kThreads) : "memory");
   }
 
   __device__ __forceinline__ void offer(int m, float score, int32_t index) {
@@ -327,7 +338,7 @@ struct CtaTopk {
   // After every tile: cut back each buffer that could not take `next_rows`
   // more candidates (or, at the end, any buffer above k).
   __device__ void end_tile(int next_rows, bool last) {
-    __syncthreads();
+    sync();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (int m = warp; m < rows; m += kWarps) {
       const int count = s.count[m];
@@ -341,9 +352,9 @@ struct CtaTopk {
         }
       }
     }
-    __syncthreads();
+    sync();
     if (last)
-      for (int m = threadIdx.x; m < rows; m += blockDim.x) {
+      for (int m = threadIdx.x; m < rows; m += stride()) {
         args.counts[size_t(blockIdx.x) * args.mp_stride + m] = s.count[m];
         args.counts[(size_t(gridDim.x) + blockIdx.x) * args.mp_stride + m] = int32_t(s.threshold[m]);
       }

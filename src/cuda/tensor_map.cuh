@@ -1,0 +1,50 @@
+// Host side of the bulk tensor copies (sm_90): tensor maps of 2-D row-major
+// matrices of 16-bit elements. The encoder is the driver's, fetched through
+// the runtime, so the library does not link libcuda (CPU-only machines load it).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap and its enums (types only)
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace nt::cuda {
+
+// nullptr when the driver has no tensor-map encoder (older than CUDA 12).
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encoder = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      fn = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encoder;
+}
+
+// A map of a [rows, cols] matrix of 16-bit elements whose rows lie row_bytes
+// apart (a multiple of 16; base 16-byte aligned), read in boxes of box_rows x
+// box_cols with box_cols * 2 == 128: the 128-byte swizzle, so that 16-byte
+// piece c of box row r lands at piece c ^ (r % 8) of its 128-byte line.
+// Elements outside the matrix read as zero. False when the driver refuses.
+inline bool encode_swizzled_map_u16(CUtensorMap* map, const void* base, uint64_t rows,
+                                    uint64_t cols, uint64_t row_bytes, uint32_t box_rows,
+                                    uint32_t box_cols, bool promote_256) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[2] = {cols, rows};
+  const cuuint64_t strides[1] = {row_bytes};
+  const cuuint32_t box[2] = {box_cols, box_rows};
+  const cuuint32_t steps[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(base), dims, strides,
+                box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                promote_256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+}  // namespace nt::cuda
