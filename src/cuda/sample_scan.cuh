@@ -251,6 +251,23 @@ __device__ __forceinline__ bool filtered_tile_filter(const SampleArgs& a, const 
   return !filtered_needs_mass(a, c) && c.bound_mode != 2;
 }
 
+// A filtered chunk's record for the merge: its best +inf draw and count, its
+// candidate count, whether it dropped any finite token (every dropped one
+// ranks below kept_floor), and its (max, mass) when top-p needs the row's.
+__device__ __forceinline__ void store_filtered_record(const SampleArgs& a, u32 row, int chunk,
+                                                      u64 best_inf, u32 n_pos_inf, u32 n_cand,
+                                                      bool truncated, u64 kept_floor,
+                                                      MaxSum mass) {
+  ChunkRecord& r = a.chunks[size_t(row) * a.splits + chunk];
+  r.best_inf = best_inf;
+  r.n_pos_inf = n_pos_inf;
+  r.n_cand = n_cand;
+  r.truncated = truncated;
+  r.last = truncated ? kept_floor : 0ull;
+  r.max_s = mass.m;
+  r.z = mass.z;
+}
+
 template <nt_dtype DT, bool VEC>
 __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                               const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
@@ -386,14 +403,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   MaxSum total = {-INFINITY, 0.0f};
   if (need_z) total = ReduceMZ(tmp.rmz).Reduce(mz, MaxSumMerge());
   if (threadIdx.x != 0) return;
-  ChunkRecord& r = a.chunks[size_t(row) * a.splits + chunk];
-  r.best_inf = bi;
-  r.n_pos_inf = ni;
-  r.n_cand = min(n, keep);
-  r.truncated = truncated;
-  r.last = truncated ? kept_floor : 0ull;
-  r.max_s = total.m;
-  r.z = total.z;
+  store_filtered_record(a, row, chunk, bi, ni, min(n, keep), truncated, kept_floor, total);
 }
 
 // The list scan's per-warp state between tiles (warp-uniform).
@@ -601,14 +611,8 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   __syncthreads();
   const u32 ni = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
   if (tid != 0) return;
-  ChunkRecord& r = a.chunks[size_t(row) * a.splits + chunk];
-  r.best_inf = bi;
-  r.n_pos_inf = ni;
-  r.n_cand = min(n, keep);
-  r.truncated = truncated;
-  r.last = truncated ? kept_floor : 0ull;
-  r.max_s = -INFINITY;
-  r.z = 0.0f;
+  store_filtered_record(a, row, chunk, bi, ni, min(n, keep), truncated, kept_floor,
+                        MaxSum{-INFINITY, 0.0f});
 }
 
 // A filtered row's chunk: the list scan where it applies, else the general one.
