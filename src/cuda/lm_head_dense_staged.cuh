@@ -54,14 +54,11 @@ struct StagedParams {
   topk::CandidateArgs cand;
 };
 
-// Bytes of one stage's token rows (8 * NT rows of 128 bytes).
-template <int NT>
-constexpr int staged_hidden_bytes() {
-  return NT * 8 * 128;
-}
-template <int NT>
-constexpr int staged_stage_bytes() {
-  return kStagedWeightBytes + staged_hidden_bytes<NT>();
+// Bytes of one stage's token rows (8 rows of 128 bytes per n-tile), and of
+// the whole stage, for a pass of n_tiles n-tiles (host and device).
+__host__ __device__ constexpr int staged_hidden_bytes(int n_tiles) { return n_tiles * 8 * 128; }
+__host__ __device__ constexpr int staged_stage_bytes(int n_tiles) {
+  return kStagedWeightBytes + staged_hidden_bytes(n_tiles);
 }
 
 // Byte offset, in a box of 128-byte swizzled lines, of 16-byte piece `piece`
@@ -76,7 +73,7 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
   extern __shared__ unsigned char staged_smem[];
   __shared__ topk::CtaShared<kStagedWarps> topk_shared;
   __shared__ uint64_t full[kStagedMaxStages], empty[kStagedMaxStages];
-  constexpr int kStageBytes = staged_stage_bytes<NT>();
+  constexpr int kStageBytes = staged_stage_bytes(NT);
   [[maybe_unused]] constexpr int NG = NT < 2 ? NT : 2;  // mma.sync: n-tiles per group
   // Swizzled boxes need 1024-byte aligned destinations.
   unsigned char* stages = reinterpret_cast<unsigned char*>(
@@ -106,7 +103,7 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
     for (int tile = 0; tile < n_tiles; ++tile) {
       const int row0 = row_begin + tile * kStagedTileRows;
       const int boxes = min(kStagedWarps, (row_end - row0 + kStagedBoxRows - 1) / kStagedBoxRows);
-      const uint32_t bytes = uint32_t(boxes * kStagedBoxBytes + staged_hidden_bytes<NT>());
+      const uint32_t bytes = uint32_t(boxes * kStagedBoxBytes + staged_hidden_bytes(NT));
       for (int ch = 0; ch < n_chunks; ++ch) {
         mbarrier_wait(&empty[slot], phase ^ 1u);
         unsigned char* stage = stages + slot * kStageBytes;

@@ -443,14 +443,12 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p
 // n-tiles of 8 token rows a staged pass of `rows` rows computes.
 int staged_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
 
-int staged_stage_bytes_for(int tiles) { return kStagedWeightBytes + tiles * 8 * 128; }
-
 // Stages that fit beside the kernel's static shared memory (top-k state and
 // barriers) and the 1024-byte alignment slack.
 int staged_stages(const DeviceLimits& dev, int rows) {
   const int fixed = int(sizeof(topk::CtaShared<kStagedWarps>)) + 2 * kStagedMaxStages * 8 + 1024;
   return std::min(kStagedMaxStages,
-                  (dev.max_smem_optin - fixed) / staged_stage_bytes_for(staged_tiles(rows)));
+                  (dev.max_smem_optin - fixed) / staged_stage_bytes(staged_tiles(rows)));
 }
 
 // Whether the staged kernel's code on this device came from sm_90+ sources:
@@ -470,7 +468,7 @@ bool staged_kernel_built(int device) {
 template <bool kBf16, int NT>
 void launch_staged(const StagedParams& p, int grid, int device, cudaStream_t stream) {
   auto kernel = dense_staged_kernel<kBf16, NT>;
-  const int smem = p.stages * staged_stage_bytes<NT>() + 1024;
+  const int smem = p.stages * staged_stage_bytes(NT) + 1024;
   allow_dynamic_smem(kernel, device_limits(device, kOp).max_smem_optin -
                                  int(sizeof(topk::CtaShared<kStagedWarps>)) - 2 * kStagedMaxStages * 8,
                      device, kOp);
