@@ -96,6 +96,24 @@ TEST_P(LmHeadDense, GridInputsExactWithTies) {
       }
 }
 
+// Every pass width the CUDA kernels plan for (n-tiles of 8 token rows: M = 8 | 9,
+// 16 | 17, 33, 64, and 65 for a second pass of one row), H = 200 (a ragged last
+// block for kernels that step 64 columns at a time), hidden rows 8 elements apart
+// beyond H (16-byte aligned: the bulk-copy kernel) and, for M = 17, 4 apart (rows a
+// bulk copy cannot take: the direct kernels), on exact grid inputs.
+TEST_P(LmHeadDense, EveryPassWidthWithRaggedColumns) {
+  uint64_t seed = 11700;
+  for (int64_t rows : {8, 9, 16, 17, 33, 64, 65}) {
+    Rng rng(++seed);
+    const nt_dtype dtype = rows % 2 ? NT_F16 : NT_BF16;
+    DenseCase c = grid_case(rng, dtype, rows, 3001, 200, 20, rows % 3 == 0, NT_F32);
+    c.x_stride = c.hidden + (rows == 17 ? 4 : 8);
+    SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(rows) + " hidden stride " +
+                 std::to_string(c.x_stride));
+    expect_topk(dev(), c, 0.0);
+  }
+}
+
 TEST_P(LmHeadDense, KEqualsVocabulary) {
   uint64_t seed = 11100;
   for (nt_dtype dtype : kFloatTypes)
