@@ -6,8 +6,8 @@
 // sm_90 (bf16/f16, H % 8 == 0, 16-byte aligned rows of weights and hidden
 // states): the weights stream through shared memory by bulk tensor copies
 // (cuda/lm_head_dense_staged.cuh, wgmma in the sm_90a build), for every M of
-// a pass. Measured on the H200 (bench/results/2026-12-01-h200-run29..31) at
-// 4.1-4.3 TB/s for M <= 16; twice as fast as the direct kernels below.
+// a pass. Measured on the H200 (bench/results/2026-12-01-h200-run32) at
+// 3.9-4.3 TB/s for M <= 16, twice as fast as the direct kernels below.
 //
 // Before sm_90, or with rows the copy engine cannot take, the weights go
 // straight to registers ("direct" kernels below).
@@ -39,8 +39,8 @@
 #include "cuda/lm_head_device.cuh"
 #include "cuda/lm_head_host.cuh"
 #include "cuda/lm_head_ops.cuh"
-#include "cuda/topk_cta.cuh"
 #include "cuda/tensor_map.cuh"
+#include "cuda/topk_cta.cuh"
 #include "cuda/topk_merge.cuh"
 
 namespace nt::cuda {
