@@ -453,16 +453,11 @@ __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams 
 
 // ---- host -------------------------------------------------------------------
 
-// NEXTTOK_CUDA_LM_HEAD_PATH=generic|wide|expanded pins a kernel (tests and benchmarks
-// use it to compare the paths on one input, so it is read on every call).
-const char* forced_path() {
-  const char* path = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
-  return path == nullptr ? "" : path;
-}
-bool force_generic() { return std::strcmp(forced_path(), "generic") == 0; }
-bool force_wide() { return std::strcmp(forced_path(), "wide") == 0; }
+// NEXTTOK_CUDA_LM_HEAD_PATH=generic|wide|expanded pins a kernel (lm_head_path_forced).
+bool force_generic() { return lm_head_path_forced("generic"); }
+bool force_wide() { return lm_head_path_forced("wide"); }
 // The decode kernel with expanded signs instead of bit planes.
-bool force_expanded() { return std::strcmp(forced_path(), "expanded") == 0; }
+bool force_expanded() { return lm_head_path_forced("expanded"); }
 // Passes of up to this many token rows take the bit-plane kernel: at W1 (run
 // 20, bit planes inside the tile-barrier kernel) 141 / 159 us at M = 1 / 2
 // against 174 / 180 for expanded signs, but 205 / 310 against 190 / 211 at

@@ -514,21 +514,16 @@ struct Dispatch {
 int mma_pass_rows(const DeviceLimits& dev);
 
 // NEXTTOK_CUDA_LM_HEAD_PATH=generic|direct pins the FFMA kernel or the direct
-// (register-fed) kernels (tests and benchmarks compare the paths on one
-// input, so it is read on every call).
-bool forced_path(const char* name) {
-  const char* e = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
-  return e != nullptr && std::strcmp(e, name) == 0;
-}
+// (register-fed) kernels (lm_head_path_forced).
 
 Dispatch choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
   Dispatch d{false, false, 0};
   const int64_t cols = a.weight.shape[1];
   const int64_t hidden_align = row_alignment(a.hidden);
-  d.mma = !forced_path("generic") && dev.cc_major >= 8 && a.weight.dtype != NT_F32 &&
+  d.mma = !lm_head_path_forced("generic") && dev.cc_major >= 8 && a.weight.dtype != NT_F32 &&
           cols % 8 == 0 && row_alignment(a.weight) >= 16 && hidden_align >= 4 &&
           mma_pass_rows(dev) >= 8;
-  d.staged = d.mma && !forced_path("direct") && dev.cc_major >= 9 && hidden_align >= 16 &&
+  d.staged = d.mma && !lm_head_path_forced("direct") && dev.cc_major >= 9 && hidden_align >= 16 &&
              staged_stages(dev, kPassRows) >= 2 && staged_kernel_built(a.weight.device_id) &&
              tensor_map_encoder() != nullptr;
   d.hidden_copy = hidden_align >= 8 ? 8 : 4;
