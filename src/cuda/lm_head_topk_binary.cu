@@ -25,8 +25,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "core/check.h"
 #include "cuda/lm_head_binary.cuh"

@@ -31,8 +31,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "core/check.h"
 #include "cuda/lm_head_dense_staged.cuh"
