@@ -9,6 +9,7 @@
 #   scripts/device_check.sh            # about 6-9 minutes
 #   BUILD_DIR=build-x CUDA_ARCHS=90 scripts/device_check.sh
 #   LM_HEAD=0 scripts/device_check.sh  # sampling and masks only (about 4 minutes)
+#   PDL=0 scripts/device_check.sh      # without the NEXTTOK_CUDA_PDL=1 stages (about 2 minutes)
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -99,6 +100,23 @@ if [ -f "$lib" ]; then
   grep -E "FAIL|ERROR|check" "$OUT/bench_lm_head.log" | head -30
 else
   rows+=("| bench | NOT RUN ($lib missing) | - |")
+fi
+
+# Per-kernel device time of a few W3 calls in a warm loop (CUPTI): how a
+# call's time splits over its scan and merge kernels.
+[ -f "$lib" ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
+
+# ---- programmatic dependent launch (cuda/launch.cuh; off by default until it
+# has run here): the CUDA cases and the LM-head checks with NEXTTOK_CUDA_PDL=1,
+# and the small-batch W3 rows and W1/W2 M=1/64 timed both ways. Logs are appended
+# to the ones above (the device returns at most 8 files). PDL=0 skips it.
+if [ "${PDL:-1}" = 1 ] && [ -f "$lib" ]; then
+  [ -x "$op_tests" ] && stage ctest-pdl 60 "$OUT/ctest.log" env NEXTTOK_CUDA_PDL=1 \
+    ctest --test-dir "$build" -R '/cuda$|CudaGraph' -j 8 --timeout 60 --output-on-failure
+  stage bench-pdl 60 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --only w3 \
+    --match 'B=(1|64) ' --pdl-compare --budget 45
+  [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head-pdl 60 "$OUT/bench_lm_head.log" env NEXTTOK_CUDA_PDL=1 \
+    python3 bench/cuda_lm_head_bench.py --lib "$lib" --check --small --bench --m 1,64
 fi
 
 # ---- sanitizers (last: they take whatever time is left) -------------------

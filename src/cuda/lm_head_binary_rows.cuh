@@ -96,6 +96,7 @@ __device__ __forceinline__ int32_t plane_coefficient(int n) { return n < 7 ? 1 <
 // WPG: sign words per group (4 or 8: G = 128 or 256); R: token rows (1 or 2).
 template <int WPG, int R>
 __global__ void __launch_bounds__(kRowsMaxThreads, 1) binary_rows_kernel(BinaryRowsParams p) {
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   static_assert(WPG == 4 || WPG == 8, "group of 128 or 256 columns");
   static_assert(R >= 1 && R <= kRowsMaxTokenRows, "token rows");
   extern __shared__ __align__(16) unsigned char smem[];

@@ -70,6 +70,7 @@ __device__ __forceinline__ uint32_t swizzled(int line, int piece) {
 template <bool kBf16, int NT>
 __global__ void __launch_bounds__(kStagedThreads, 1)
     dense_staged_kernel(const __grid_constant__ StagedParams p) {
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ unsigned char staged_smem[];
   __shared__ topk::CtaShared<kStagedWarps> topk_shared;
   __shared__ uint64_t full[kStagedMaxStages], empty[kStagedMaxStages];

@@ -211,6 +211,7 @@ __device__ __forceinline__ void binary_kstep(int32_t (&acc)[2][NT][4], const uin
 // shifts are immediates.
 template <int NT, bool kWide>
 __global__ void __launch_bounds__(kThreads, 1) binary_mma_kernel(BinaryParams p) {
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ topk::CtaShared<kWarps> topk_shared;
   topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
@@ -361,6 +362,7 @@ struct GenericParams {
 // block: D from dp4a of 0/1 sign bytes (D = 2 * D_plus - sum(a)), then one
 // fmaf per group, in increasing g.
 __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams p) {
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   __shared__ uint32_t w_tile[kGenericTileRows][kGenericWords + 1];
   __shared__ uint32_t x_tile[topk::kMaxRows][kGenericWords * 8 + 1];
   __shared__ topk::CtaShared<kWarps> topk_shared;
@@ -702,7 +704,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
                        a.indices.row_stride, 0, static_cast<int>(rows_total), merge_resident,
-                       merge_smem, stream);
+                       merge_smem, dependent_launch_enabled(device, kOp), stream);
     check_launch(kOp);
     return;
   }
@@ -766,7 +768,8 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
 
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
-                       a.indices.row_stride, m0, rows, merge_resident, merge_smem, stream);
+                       a.indices.row_stride, m0, rows, merge_resident, merge_smem,
+                       dependent_launch_enabled(device, kOp), stream);
     check_launch(kOp);
   }
 }

@@ -93,6 +93,7 @@ __device__ __forceinline__ void stage_hidden(const uint16_t* hidden, int64_t hid
 
 template <bool kBf16, int NT, int D>
 __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ topk::CtaShared<kWarps> topk_shared;
   topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
@@ -280,6 +281,7 @@ __device__ __forceinline__ void widen_piece(const uint4& w, float (&out)[8]) {
 
 template <bool kBf16, int NR>
 __global__ void __launch_bounds__(kStreamThreads, 1) dense_row_stream_kernel(RowStreamParams p) {
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ topk::CtaShared<kStreamWarps> topk_shared;
   topk::CtaTopk<kStreamWarps> topk(topk_shared, p.cand, NR);
@@ -386,6 +388,7 @@ __device__ __forceinline__ float load_widened(const void* base, int64_t i) {
 // block of scores accumulated with fmaf in increasing h.
 template <nt_dtype kType>
 __global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p) {
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   __shared__ float w_tile[kGenericTileRows][kGenericK + 1];
   __shared__ float x_tile[topk::kMaxRows][kGenericK + 1];
   __shared__ topk::CtaShared<kWarps> topk_shared;
@@ -692,7 +695,8 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
 
     topk::launch_merge(cand, plan.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
-                       a.indices.row_stride, m0, rows, merge_resident, merge_smem, stream);
+                       a.indices.row_stride, m0, rows, merge_resident, merge_smem,
+                       dependent_launch_enabled(a.weight.device_id, kOp), stream);
     check_launch(kOp);
   }
 }

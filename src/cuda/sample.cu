@@ -172,8 +172,8 @@ void launch_all(const Launch& l) {
   if (l.run_merge) {
     static std::atomic<int> done[64];
     if (l.merge_smem > 0) allow_dynamic_smem(sample_merge_kernel, l.device, kMergeSmemBytes, done);
-    sample_merge_kernel<<<l.args.rows, kMergeThreads, size_t(l.merge_smem), l.stream>>>(l.args);
-    check_cuda(cudaGetLastError(), kOp);
+    launch_kernel(sample_merge_kernel, dim3(l.args.rows), dim3(kMergeThreads), size_t(l.merge_smem),
+                  l.stream, dependent_launch_enabled(l.device, kOp), kOp, l.args);
   }
   if (l.run_fallback) {
     sample_large_hist_kernel<DT, VEC><<<l.scan_grid, kLargeThreads, 0, l.stream>>>(l.args);

@@ -33,6 +33,7 @@
 #include "core/ordering.h"
 #include "core/sampling.h"
 #include "cuda/block_select.cuh"
+#include "cuda/launch.cuh"
 #include "cuda/load.cuh"
 
 namespace nt::cuda {

@@ -431,6 +431,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
 }
 
 __global__ void __launch_bounds__(kMergeThreads) sample_merge_kernel(SampleArgs a) {
+  dependent_wait();  // the scan's chunk records and candidates
   const u32 row = blockIdx.x;
   const RowCfg c = load_row_cfg(a, row);
   if (c.cls != kFilteredRow) {

@@ -642,6 +642,7 @@ __device__ __forceinline__ void merge_row_in_scan(const SampleArgs& a, const Row
 
 template <nt_dtype DT, bool VEC, int MODE>
 __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   using S = typename LogitTraits<DT>::Storage;
   extern __shared__ u64 scan_buffer[];
   const u32 row = blockIdx.x;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "cuda/launch.cuh"
 #include "cuda/topk_cta.cuh"
 
 namespace nt::cuda::topk {
@@ -91,6 +92,7 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   uint64_t* res_rank = reinterpret_cast<uint64_t*>(merge_smem + kMergeSortMax * 12);
   float* res_value = reinterpret_cast<float*>(merge_smem + kMergeSortMax * 12 + a.resident * 8);
 
+  dependent_wait();  // the scoring pass's candidates
   const int m = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kWarps = kThreads / 32;
@@ -258,7 +260,8 @@ inline int merge_resident_capacity(int max_smem_optin) {
 // [m0, m0 + rows) of the outputs; shared by the dense and the binary head.
 inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
                          int64_t values_stride, int64_t* indices, int64_t indices_stride,
-                         int64_t m0, int rows, int resident, int smem, cudaStream_t stream) {
+                         int64_t m0, int rows, int resident, int smem, bool dependent,
+                         cudaStream_t stream) {
   MergeArgs merge{};
   merge.cand = cand.cand;
   merge.counts = cand.counts;
@@ -275,7 +278,8 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
     fail(NT_ERROR_UNSUPPORTED, "lm_head_topk: the merge takes at most " +
                                    std::to_string(kMergeMaxGrid) + " scoring CTAs, got " +
                                    std::to_string(grid));
-  merge_topk_kernel<><<<rows, kMergeThreads, smem, stream>>>(merge);
+  launch_kernel(merge_topk_kernel<>, dim3(rows), dim3(kMergeThreads), size_t(smem), stream, dependent,
+                "lm_head_topk", merge);
 }
 
 }  // namespace nt::cuda::topk

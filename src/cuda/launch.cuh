@@ -1,0 +1,79 @@
+// Programmatic dependent launch (sm_90+) for the kernels that only combine
+// what the kernel before them wrote (the merges of sampling and of the LM
+// heads): such a kernel may be launched while its predecessor on the stream
+// still runs, and waits in dependent_wait() for that predecessor's results, so
+// its launch latency and prologue hide behind the predecessor's tail instead
+// of following it. A predecessor lets it launch early with
+// allow_dependent_launch(); both are no-ops on older devices and in launches
+// made without the attribute.
+//
+// Off unless NEXTTOK_CUDA_PDL=1: it has not yet run on a GPU (no device was
+// lent the session it was written in). Turn it on by default once
+// scripts/device_check.sh passes with it and the figures show the gain.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "cuda/ops.cuh"
+
+namespace nt::cuda {
+
+// The first statement of every dependent kernel, in every CTA, before any read
+// of the predecessor's output: the dependent grid then cannot finish before
+// its predecessor has, so later work on the stream stays ordered after both.
+__device__ __forceinline__ void dependent_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// In a predecessor: its dependent may be scheduled once every CTA of this grid
+// has executed this (or exited). Dependent CTAs placed early wait in
+// dependent_wait() and only take room this grid's CTAs left free.
+__device__ __forceinline__ void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+// Whether launches on `device` use the attribute: compute capability 9 or
+// newer, and NEXTTOK_CUDA_PDL=1 (read on every call, so that one process can
+// time both ways).
+inline bool dependent_launch_enabled(int device, const char* op) {
+  const char* on = std::getenv("NEXTTOK_CUDA_PDL");
+  if (on == nullptr || std::strcmp(on, "1") != 0) return false;
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> major[kMaxDevices];
+  if (device < 0 || device >= kMaxDevices) return false;
+  int cc = major[device].load(std::memory_order_relaxed);
+  if (cc == 0) {
+    check_cuda(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, device), op);
+    major[device].store(cc, std::memory_order_relaxed);
+  }
+  return cc >= 9;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent
+// of the previous work on the stream when `dependent` is set.
+template <class... Params, class... Args>
+void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                   cudaStream_t stream, bool dependent, const char* op, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = dependent ? 1 : 0;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), op);
+}
+
+}  // namespace nt::cuda
