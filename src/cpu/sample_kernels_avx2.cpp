@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/word_floor.h"
 #include "cpu/sample_math.h"
 
 namespace nt::cpu::sampling {
@@ -213,33 +214,20 @@ inline void group_words(const int64_t* group, uint64_t seed, uint64_t offset, ui
 }
 
 // Most tokens of a large keep-set cannot win, and showing it needs only their
-// Philox word, not the two logs. A token scoring at most s_top needs
-// G >= best - s_top, and G grows with the uniform, so a uniform below
-// U(g) = exp(-exp(-g)) rules it out. The table holds, for g on a 1/8 grid,
-// the smallest value of (w >> 9) with a uniform >= U(g), rounded down; the
-// lookup lowers g by margins far above the portable log's error (< 1e-5) and
-// the rounding of s + G, so no token that could win or tie is skipped.
+// Philox word, not the two logs: the floors of core/word_floor.h (shared with
+// the CUDA scans), as values of (w >> 9).
 class WordFloor {
  public:
   WordFloor() {
-    for (int k = 0; k < kSteps; ++k) {
-      const double u = std::exp(-std::exp(-(kLow + k / 8.0)));
-      const double m = std::ceil(u * 8388608.0 - 0.5) - 1.0;
-      floor_[k] = m > 0.0 ? int32_t(m) : 0;
-    }
+    for (int k = 0; k < NT_WORD_FLOOR_STEPS; ++k) floor_[k] = nt_word_floor_entry(k);
   }
   int32_t operator()(float best, float s_top) const {
-    const double margin = 1e-3 + 1e-6 * (std::fabs(double(best)) + std::fabs(double(s_top)));
-    const double g = double(best) - double(s_top) - margin;
-    if (!(g >= kLow)) return 0;  // also best = -inf: nothing can be ruled out
-    const double k = std::floor((g - kLow) * 8.0);
-    return floor_[k >= kSteps - 1 ? kSteps - 1 : int(k)];
+    const int k = nt_word_floor_index(best, s_top);
+    return k < 0 ? 0 : floor_[k];
   }
 
  private:
-  static constexpr double kLow = -4.0;
-  static constexpr int kSteps = 168;  // up to g = 16.875, above every Gumbel value
-  int32_t floor_[kSteps];
+  int32_t floor_[NT_WORD_FLOOR_STEPS];
 };
 
 const WordFloor& word_floor() {

@@ -32,6 +32,7 @@
 
 #include "core/ordering.h"
 #include "core/sampling.h"
+#include "core/word_floor.h"
 #include "cuda/block_select.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/load.cuh"
@@ -58,7 +59,6 @@ constexpr int kMaxMerged = 8192;
 constexpr int kSortCap = 1024;
 constexpr int kMaxSplits = 64;
 constexpr int kFallbackThreads = 1024;
-constexpr int kGumbelBins = 1024;
 // Above every Gumbel value the 2^23 uniforms can give (the largest is 16.64).
 constexpr float kGumbelCeiling = 16.75f;
 constexpr u32 kNoLimit = 0xFFFFFFFFu;
@@ -261,13 +261,19 @@ __device__ __forceinline__ float logit_floor(float s, const RowCfg& c) {
   return q - (fabsf(q) * 4.8e-7f + 1e-37f);
 }
 
-// Upper bounds of the Gumbel value of each bin of the top 10 bits of a Philox
-// word (G is increasing in the word); the margin covers any last-ulp
-// non-monotonicity of the portable log.
+// The word floors of core/word_floor.h as thresholds on whole Philox words
+// ((w >> 9) >= f exactly when w >= f << 9), one table per CTA.
 template <int NT>
-__device__ void build_gumbel_bounds(float* bounds) {
-  for (int i = int(threadIdx.x); i < kGumbelBins; i += NT)
-    bounds[i] = nt_gumbel_from_uniform(nt_uniform_from_bits((u32(i + 1) << 22) - 1u)) + 1e-3f;
+__device__ void build_word_floors(u32* floors) {
+  for (int k = int(threadIdx.x); k < NT_WORD_FLOOR_STEPS; k += NT)
+    floors[k] = u32(nt_word_floor_entry(k)) << 9;
+}
+
+// The least Philox word with which a token scoring at most s_top may still
+// reach `best` (0: any word may).
+__device__ __forceinline__ u32 word_floor(const u32* floors, float best, float s_top) {
+  const int k = nt_word_floor_index(best, s_top);
+  return k < 0 ? 0u : floors[k];
 }
 
 __device__ __forceinline__ void write_token(const SampleArgs& a, u32 row, long long token) {
@@ -303,9 +309,10 @@ struct MaxSumMerge {
 
 // ---- Gumbel-max over groups of 4 tokens, with pruning ------------------------
 // A token can only win if s + G >= the best value seen, so most tokens skip
-// Philox (s + 16.75 below the bound) or the logs (s + bin bound below it). The
-// bound is a value some token of the row reached, and rounding is monotone, so
-// pruning never changes the argmax.
+// Philox (the group's top score + 16.75 below the bound) or the logs (a word
+// below the floor for the group's top score, core/word_floor.h). The bound is
+// a value some token of the row reached, and rounding is monotone, so pruning
+// never changes the argmax.
 struct GumbelBest {
   u64 best = 0;      // composite (key(s + G), ~index) over finite scores
   u64 best_inf = 0;  // composite (key(G), ~index) over +inf scores
@@ -337,34 +344,31 @@ __device__ __forceinline__ void gumbel_token(GumbelBest& g, const RowCfg& c, flo
 }
 
 // The first step over a group of 4 tokens (one Philox block): the block, when
-// some token of the group may still win, and which tokens then pass their bin
-// bound (bits 0-3; 0 when the block was not needed).
+// some token of the group may still win, and which tokens then reach the word
+// floor of the group's top score (bits 0-3; 0 when the block was not needed).
+// score_upper is monotone, so one call on the largest logit bounds the group
+// (fmaxf skips NaN logits; a group of NaNs needs no block).
 __device__ __forceinline__ u32 gumbel_candidates(const GumbelBest& g, const RowCfg& c,
-                                                 const float* gbound, u32 t0,
+                                                 const u32* floors, u32 t0,
                                                  const float (&x)[4], u32 (&word)[4]) {
-  float up[4];
-  bool any = false;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    up[j] = score_upper(x[j], c);
-    any |= up[j] + kGumbelCeiling >= g.bound;
-  }
-  if (!any) return 0;
+  const float s_top = score_upper(fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3])), c);
+  if (!(s_top + kGumbelCeiling >= g.bound)) return 0;
   const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
+  const u32 floor = word_floor(floors, g.bound, s_top);
   u32 pass = 0;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     word[j] = b.v[j];
-    if (up[j] + gbound[b.v[j] >> 22] >= g.bound) pass |= 1u << j;
+    if (b.v[j] >= floor) pass |= 1u << j;
   }
   return pass;
 }
 
 template <class Keep>
-__device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, const float* gbound,
+__device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, const u32* floors,
                                              u32 t0, const float (&x)[4], Keep&& keep) {
   u32 word[4];
-  const u32 pass = gumbel_candidates(g, c, gbound, t0, x, word);
+  const u32 pass = gumbel_candidates(g, c, floors, t0, x, word);
 #pragma unroll
   for (int j = 0; j < 4; ++j)
     if ((pass >> j) & 1u) gumbel_token(g, c, x[j], word[j], t0 + u32(j), keep);

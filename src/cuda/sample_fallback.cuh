@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
   if (!st.fallback) return;
 
   __shared__ MassScratch first, deeper;
-  __shared__ float gbound[kGumbelBins];
+  __shared__ u32 floors[NT_WORD_FLOOR_STEPS];
   __shared__ u32 shared_u32[2];
   __shared__ u64 shared_u64[2];
   __shared__ union {
@@ -146,11 +146,11 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
   auto kept = [&](u64 cv) { return cut.depth == 0 || (cv >> (64 - cut.depth)) >= cut.prefix; };
 
   if (!c.has_u) {
-    build_gumbel_bounds<kFallbackThreads>(gbound);
+    build_word_floors<kFallbackThreads>(floors);
     __syncthreads();
     GumbelBest g;
     visit_tokens<DT, VEC, kFallbackThreads>(rowp, 0, vocab, [&](u32 t0, const float (&x)[4]) {
-      gumbel_group(g, c, gbound, t0, x, [&](float s, u32 t) {
+      gumbel_group(g, c, floors, t0, x, [&](float s, u32 t) {
         return t < u32(vocab) && in_set(s) && kept(composite(nt_order_key(s), t));
       });
     });

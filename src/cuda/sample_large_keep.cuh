@@ -175,14 +175,14 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_collect_kernel(Sam
   if (!large_keep_takes(c, st)) return;
   __shared__ u32 cnt[kLargeBins];
   __shared__ u64 mass[kLargeBins];
-  __shared__ float gbound[kGumbelBins];
+  __shared__ u32 floors[NT_WORD_FLOOR_STEPS];
   __shared__ LargeCut cut;
   __shared__ typename ReduceU64::TempStorage reduce;
   for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
     cnt[i] = L.cnt[size_t(row) * kLargeBins + i];
     mass[i] = L.mass[size_t(row) * kLargeBins + i];
   }
-  build_gumbel_bounds<kLargeThreads>(gbound);
+  build_word_floors<kLargeThreads>(floors);
   __syncthreads();
   large_find_cut(a, c, cnt, mass, L.rows[row].n_min_p, cut);
   if (!cut.ok) return;
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_collect_kernel(Sam
         if (in_cut) list[slot] = composite(nt_order_key(s), t0 + u32(j));
       }
     }
-    gumbel_group(g, c, gbound, t0, x, [&](float s, u32) { return large_bin(s, s_max) < cut_bin; });
+    gumbel_group(g, c, floors, t0, x, [&](float s, u32) { return large_bin(s, s_max) < cut_bin; });
   });
   const u64 best = ReduceU64(reduce).Reduce(g.best, MaxU64());
   if (threadIdx.x == 0 && best) atomicMax(&lk.best, best);

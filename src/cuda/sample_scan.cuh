@@ -87,11 +87,14 @@ __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
 }
 
 // Gumbel-max over a thread's tile. Philox runs for the groups that may still
-// win; the tokens that then pass their bin bound are taken one per lane per
-// round, so a warp runs the exact score and the two logs once per round, not
-// once for every token position at which any of its lanes passes.
+// win; the tokens whose words then reach their group's floor are taken one
+// per lane per round, so a warp runs the exact score and the two logs once per
+// round, not once for every token position at which any of its lanes passes.
+// After each round the lanes share their bounds (every bound is a value some
+// token reached): on a row's first tile, where the bound starts at -inf and
+// every token passes, this is what keeps the rounds few.
 template <int U, int G>
-__device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, const float* gbound,
+__device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, const u32* floors,
                                             u32 tile, const float (&x)[U][G]) {
   constexpr int N = U * G;
   static_assert(N <= 32, "pending tokens are one bit each");
@@ -101,27 +104,31 @@ __device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, cons
   int group = 0;
   for_each_group(tile, x, [&](u32 t0, const float (&x4)[4]) {
     u32 w4[4] = {};
-    pending |= gumbel_candidates(g, c, gbound, t0, x4, w4) << (4 * group);
+    pending |= gumbel_candidates(g, c, floors, t0, x4, w4) << (4 * group);
 #pragma unroll
     for (int j = 0; j < 4; ++j) word[4 * group + j] = w4[j];
     ++group;
   });
   while (__any_sync(kFullMask, pending != 0)) {
-    if (pending == 0) continue;
-    const int i = __ffs(pending) - 1;
-    pending &= pending - 1;
-    float xi = 0.0f;
-    u32 wi = 0;
+    if (pending != 0) {
+      const int i = __ffs(pending) - 1;
+      pending &= pending - 1;
+      float xi = 0.0f;
+      u32 wi = 0;
 #pragma unroll
-    for (int k = 0; k < N; ++k)  // selects, not a dynamically indexed (local) array
-      if (k == i) {
-        xi = x[k / G][k % G];
-        wi = word[k];
+      for (int k = 0; k < N; ++k)  // selects, not a dynamically indexed (local) array
+        if (k == i) {
+          xi = x[k / G][k % G];
+          wi = word[k];
+        }
+      // The bound may have risen since the word was checked; this token's
+      // own score bound is tighter than its group's.
+      if (wi >= word_floor(floors, g.bound, score_upper(xi, c))) {
+        const u32 t = tile + (u32(i / G) * kScanThreads + tid) * G + u32(i % G);
+        gumbel_token(g, c, xi, wi, t, [](float, u32) { return true; });
       }
-    // The bound may have risen since the word was checked.
-    if (!(score_upper(xi, c) + gbound[wi >> 22] >= g.bound)) continue;
-    const u32 t = tile + (u32(i / G) * kScanThreads + tid) * G + u32(i % G);
-    gumbel_token(g, c, xi, wi, t, [](float, u32) { return true; });
+    }
+    g.bound = warp_max(g.bound);
   }
 }
 
@@ -131,19 +138,19 @@ __device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int ch
                            int64_t end) {
   using ReduceU64 = cub::BlockReduce<u64, kScanThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
-  __shared__ float gbound[kGumbelBins];
+  __shared__ u32 floors[NT_WORD_FLOOR_STEPS];
   __shared__ u32 shared_bound[2];
   __shared__ union {
     typename ReduceU64::TempStorage r64;
     typename ReduceU32::TempStorage r32;
   } tmp;
-  build_gumbel_bounds<kScanThreads>(gbound);
+  build_word_floors<kScanThreads>(floors);
   if (threadIdx.x < 2) shared_bound[threadIdx.x] = NT_KEY_NEG_INF;
   __syncthreads();
   GumbelBest g;
   int tiles_done = 0, syncs = 0;
   scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool last) {
-    gumbel_tile(g, c, gbound, tile, x);
+    gumbel_tile(g, c, floors, tile, x);
     // Share the best value reached so far after each of the first 4 tiles,
     // then every 4th (each barrier holds every warp's next loads back; the
     // thread-local bound keeps pruning in between); slots alternate so that
