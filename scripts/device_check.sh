@@ -9,7 +9,7 @@
 #   scripts/device_check.sh            # about 6-9 minutes
 #   BUILD_DIR=build-x CUDA_ARCHS=90 scripts/device_check.sh
 #   LM_HEAD=0 scripts/device_check.sh  # sampling and masks only (about 4 minutes)
-#   PDL=0 scripts/device_check.sh      # without the NEXTTOK_CUDA_PDL=1 stages (about 2 minutes)
+#   OPT_IN=0 scripts/device_check.sh   # without the opt-in paths' stages (about 3 minutes)
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -106,17 +106,23 @@ fi
 # call's time splits over its scan and merge kernels.
 [ -f "$lib" ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
 
-# ---- programmatic dependent launch (cuda/launch.cuh; off by default until it
-# has run here): the CUDA cases and the LM-head checks with NEXTTOK_CUDA_PDL=1,
-# and the small-batch W3 rows and W1/W2 M=1/64 timed both ways. Logs are appended
-# to the ones above (the device returns at most 8 files). PDL=0 skips it.
-if [ "${PDL:-1}" = 1 ] && [ -f "$lib" ]; then
+# ---- opt-in paths not yet measured (off by default until they have run here):
+# programmatic dependent launch of the merges (NEXTTOK_CUDA_PDL=1,
+# cuda/launch.cuh) and the bulk-copy greedy scan (NEXTTOK_CUDA_SAMPLE_SCAN=bulk).
+# Each: the CUDA cases with it on, then its rows timed beside the default.
+# Logs are appended to the ones above (the device returns at most 8 files).
+# OPT_IN=0 skips them.
+if [ "${OPT_IN:-1}" = 1 ] && [ -f "$lib" ]; then
   [ -x "$op_tests" ] && stage ctest-pdl 60 "$OUT/ctest.log" env NEXTTOK_CUDA_PDL=1 \
     ctest --test-dir "$build" -R '/cuda$|CudaGraph' -j 8 --timeout 60 --output-on-failure
   stage bench-pdl 60 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --only w3 \
     --match 'B=(1|64) ' --pdl-compare --budget 45
   [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head-pdl 60 "$OUT/bench_lm_head.log" env NEXTTOK_CUDA_PDL=1 \
     python3 bench/cuda_lm_head_bench.py --lib "$lib" --check --small --bench --m 1,64
+  [ -x "$op_tests" ] && stage ctest-bulk 60 "$OUT/ctest.log" env NEXTTOK_CUDA_SAMPLE_SCAN=bulk \
+    ctest --test-dir "$build" -R '/cuda$|CudaGraph' -j 8 --timeout 60 --output-on-failure
+  stage bench-bulk 60 "$OUT/bench.log" env NEXTTOK_CUDA_SAMPLE_SCAN=bulk python3 bench/cuda_sampling_bench.py \
+    --lib "$lib" --check --only w3 --match greedy --budget 30
 fi
 
 # ---- sanitizers (last: they take whatever time is left) -------------------

@@ -33,11 +33,27 @@ static_assert(kScanSmemBytes >= (kMaxChunkCandidates + kSortCap) * int(sizeof(u6
               "a one-chunk row's merge runs in the scan's shared memory");
 
 // NEXTTOK_CUDA_SAMPLE_SCAN=general pins the general filtered scan for rows the
-// list scan would take (tests and benchmarks compare the two on one input, so
-// it is read on every call).
-bool force_general_scan() {
+// list scan would take; =bulk streams greedy rows by bulk copies (off by
+// default until it has run on a GPU). Tests and benchmarks compare the scans
+// on one input, so it is read on every call.
+bool sample_scan_is(const char* name) {
   const char* scan = std::getenv("NEXTTOK_CUDA_SAMPLE_SCAN");
-  return scan != nullptr && std::strcmp(scan, "general") == 0;
+  return scan != nullptr && std::strcmp(scan, name) == 0;
+}
+
+// Whether the greedy scan's code on this device came from sm_90+ sources (a
+// build without sm_90 code runs on Hopper from older PTX, in which the bulk
+// copies compiled to nothing).
+bool bulk_scan_built(int device) {
+  static std::atomic<int> known[64];  // 0 unknown, 1 no, 2 yes
+  if (device >= 0 && device < 64 && known[device].load() != 0) return known[device].load() == 2;
+  cudaFuncAttributes attr{};
+  const bool built =
+      cudaFuncGetAttributes(&attr, sample_scan_kernel<NT_F32, true, kGreedyRow>) == cudaSuccess &&
+      attr.ptxVersion >= 90;
+  (void)cudaGetLastError();
+  if (device >= 0 && device < 64) known[device].store(built ? 2 : 1);
+  return built;
 }
 
 struct Plan {
@@ -114,20 +130,24 @@ Plan make_plan(const nt_sample_args& a, int sms) {
 struct DeviceLimits {
   int sms = 0;
   int smem_optin = 0;
+  int cc_major = 0;
 };
 
 DeviceLimits device_limits(int device) {
   constexpr int kMaxDevices = 64;
-  static std::atomic<int> sms[kMaxDevices], smem[kMaxDevices];
-  if (device >= 0 && device < kMaxDevices && sms[device].load(std::memory_order_relaxed) > 0)
-    return {sms[device].load(std::memory_order_relaxed), smem[device].load(std::memory_order_relaxed)};
+  static std::atomic<int> sms[kMaxDevices], smem[kMaxDevices], cc[kMaxDevices];
+  if (device >= 0 && device < kMaxDevices && sms[device].load(std::memory_order_acquire) > 0)
+    return {sms[device].load(std::memory_order_relaxed), smem[device].load(std::memory_order_relaxed),
+            cc[device].load(std::memory_order_relaxed)};
   DeviceLimits d;
   check_cuda(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device), kOp);
   check_cuda(cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
              kOp);
+  check_cuda(cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, device), kOp);
   if (device >= 0 && device < kMaxDevices) {
     smem[device].store(d.smem_optin, std::memory_order_relaxed);
-    sms[device].store(d.sms, std::memory_order_relaxed);
+    cc[device].store(d.cc_major, std::memory_order_relaxed);
+    sms[device].store(d.sms, std::memory_order_release);
   }
   return d;
 }
@@ -257,7 +277,7 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   l.mode = plan.mode;
   const bool filtered = l.mode == kFilteredRow || l.mode == kAnyRow;
   g.merge_in_scan = filtered && plan.splits == 1;
-  g.list_scan = !force_general_scan();
+  g.list_scan = !sample_scan_is("general");
   l.run_merge = plan.splits > 1;
   l.run_fallback = filtered && plan.fallback_needed;
   if (l.run_fallback) {
@@ -275,6 +295,10 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   const size_t esize = dtype_size(a.logits.dtype);
   const bool vec = reinterpret_cast<uintptr_t>(a.logits.data) % 16 == 0 &&
                    (rows == 1 || (size_t(a.logits.row_stride) * esize) % 16 == 0);
+  g.bulk_scan = l.mode == kGreedyRow && vec && limits.cc_major >= 9 && sample_scan_is("bulk") &&
+                bulk_scan_built(device);
+  if (g.bulk_scan) l.scan_smem = bulk_scan_smem_bytes(int(esize));
+  static_assert(bulk_scan_smem_bytes(4) <= kScanSmemBytes, "the scan's shared-memory limit covers it");
   switch (a.logits.dtype) {
     case NT_F32: launch_dtype<NT_F32>(l, vec); break;
     case NT_F16: launch_dtype<NT_F16>(l, vec); break;
