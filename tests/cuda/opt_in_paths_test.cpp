@@ -1,0 +1,229 @@
+// The CUDA backend's opt-in paths (README, "Switches"), which stay off by
+// default until they have run on a GPU, against the default paths on the same
+// inputs in one process (the switches are read on every call):
+//   NEXTTOK_CUDA_SAMPLE_SCAN=bulk  greedy rows by bulk copies: the first maximum,
+//                                  also with a ragged tail past a 16-byte unit;
+//   NEXTTOK_CUDA_PDL=1             merges as programmatic dependents: the same
+//                                  tokens, values and indices, eager and replayed
+//                                  from a captured graph.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nexttok/nexttok.hpp"
+
+namespace {
+
+#define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+
+bool have_gpu() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return n > 0 && nt_backend_available(NT_DEVICE_CUDA);
+}
+
+// Sets an environment variable for the scope (unset when value is null).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+template <class T>
+struct DeviceBuffer {
+  T* p = nullptr;
+  explicit DeviceBuffer(size_t n) {
+    if (cudaMalloc(&p, n * sizeof(T)) != cudaSuccess) p = nullptr;
+  }
+  ~DeviceBuffer() { cudaFree(p); }
+};
+
+// Tokens of one nt_sample call on the GPU with scalar parameters; the token
+// buffer is poisoned first so that an unwritten row shows.
+std::vector<int64_t> sample_on_gpu(const std::vector<float>& logits, int rows, int vocab,
+                                   float temperature, int top_k, float top_p, float min_p,
+                                   uint64_t seed, bool in_graph = false) {
+  const nexttok::Device dev = nexttok::Device::cuda(0);
+  DeviceBuffer<float> x(logits.size());
+  DeviceBuffer<int64_t> tokens(static_cast<size_t>(rows));
+  if (!x.p || !tokens.p) return {};
+  cudaMemcpy(x.p, logits.data(), logits.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemset(tokens.p, 0x5A, size_t(rows) * sizeof(int64_t));
+  nexttok::SampleParams p;
+  p.temperature.scalar = temperature;
+  p.top_k.scalar = top_k;
+  p.top_p.scalar = top_p;
+  p.min_p.scalar = min_p;
+  p.seed.scalar = seed;
+  p.offset.scalar = 7;
+  const nt_sample_args a = nexttok::sample_args(nexttok::matrix(x.p, rows, vocab, -1, dev),
+                                                nexttok::vector(tokens.p, rows, dev), p);
+  const size_t bytes = nexttok::sample_workspace_size(a);
+  DeviceBuffer<unsigned char> ws(bytes + 16);
+  cudaStream_t stream = nullptr;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (in_graph) {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    const nt_status st = nt_sample(&a, ws.p, bytes, stream);
+    cudaStreamEndCapture(stream, &graph);
+    if (st != NT_OK || !graph || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+      ADD_FAILURE() << "capture failed: " << nt_last_error();
+      return {};
+    }
+    cudaGraphLaunch(exec, stream);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  } else {
+    nexttok::sample(a, ws.p, bytes, stream);
+  }
+  cudaStreamSynchronize(stream);
+  cudaStreamDestroy(stream);
+  std::vector<int64_t> out(static_cast<size_t>(rows));
+  cudaMemcpy(out.data(), tokens.p, out.size() * sizeof(int64_t), cudaMemcpyDeviceToHost);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  return out;
+}
+
+std::vector<float> normal_logits(int rows, int vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.5f);
+  std::vector<float> x(size_t(rows) * vocab);
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+TEST(OptInPaths, BulkGreedyScanTakesTheFirstMaximum) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  // B = 1 with a ragged tail (V % 4 = 1), rows whose stride keeps 16-byte
+  // alignment, and rows of many tiles; maxima planted twice, near chunk and
+  // tile ends and in the tail.
+  const struct { int rows, vocab; } shapes[] = {{1, 50021}, {4, 50024}, {2, 128256}, {3, 4099}};
+  uint64_t seed = 31;
+  for (const auto& s : shapes) {
+    SCOPED_TRACE("B=" + std::to_string(s.rows) + " V=" + std::to_string(s.vocab));
+    std::vector<float> x = normal_logits(s.rows, s.vocab, ++seed);
+    std::mt19937_64 rng(seed);
+    std::vector<int64_t> expected(static_cast<size_t>(s.rows));
+    for (int r = 0; r < s.rows; ++r) {
+      float* row = &x[size_t(r) * s.vocab];
+      const int places[] = {s.vocab - 1, s.vocab - 3, 4095, 4096, int(rng() % uint64_t(s.vocab))};
+      const int a = places[r % 5] % s.vocab, b = int(rng() % uint64_t(s.vocab));
+      row[a] = row[b] = 40.0f + float(r);
+      expected[size_t(r)] = a < b ? a : b;
+    }
+    std::vector<int64_t> plain, bulk;
+    {
+      ScopedEnv off("NEXTTOK_CUDA_SAMPLE_SCAN", nullptr);
+      plain = sample_on_gpu(x, s.rows, s.vocab, 0.0f, 0, 1.0f, 0.0f, 1);
+    }
+    {
+      ScopedEnv on("NEXTTOK_CUDA_SAMPLE_SCAN", "bulk");
+      bulk = sample_on_gpu(x, s.rows, s.vocab, 0.0f, 0, 1.0f, 0.0f, 1);
+    }
+    EXPECT_EQ(plain, expected);
+    EXPECT_EQ(bulk, expected);
+  }
+}
+
+TEST(OptInPaths, DependentLaunchKeepsSampledTokens) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  // Small batches split each row over many CTAs, so a merge kernel follows
+  // the scan: greedy, plain, and filtered rows (k50 + p0.9 + min-p).
+  const struct { float t; int k; float p, m; } configs[] = {
+      {0.0f, 0, 1.0f, 0.0f}, {0.7f, 0, 1.0f, 0.0f}, {0.7f, 50, 0.9f, 0.05f}, {1.0f, 0, 0.9f, 0.0f}};
+  uint64_t seed = 77;
+  for (int rows : {1, 8})
+    for (const auto& c : configs) {
+      SCOPED_TRACE("B=" + std::to_string(rows) + " T=" + std::to_string(c.t) +
+                   " k=" + std::to_string(c.k) + " p=" + std::to_string(c.p));
+      const int vocab = 128256;
+      const std::vector<float> x = normal_logits(rows, vocab, ++seed);
+      std::vector<int64_t> plain, pdl, pdl_graph;
+      {
+        ScopedEnv off("NEXTTOK_CUDA_PDL", nullptr);
+        plain = sample_on_gpu(x, rows, vocab, c.t, c.k, c.p, c.m, seed);
+      }
+      {
+        ScopedEnv on("NEXTTOK_CUDA_PDL", "1");
+        pdl = sample_on_gpu(x, rows, vocab, c.t, c.k, c.p, c.m, seed);
+        pdl_graph = sample_on_gpu(x, rows, vocab, c.t, c.k, c.p, c.m, seed, true);
+      }
+      ASSERT_EQ(plain.size(), size_t(rows));
+      for (int64_t t : plain) EXPECT_TRUE(t >= 0 && t < vocab) << t;
+      EXPECT_EQ(pdl, plain);
+      EXPECT_EQ(pdl_graph, plain);
+    }
+}
+
+TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const nexttok::Device dev = nexttok::Device::cuda(0);
+  const int rows = 3, hidden = 512, vocab = 20011, k = 50;
+  std::mt19937_64 rng(2026);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> h(size_t(rows) * hidden), w(size_t(vocab) * hidden);
+  for (float& v : h) v = normal(rng);
+  for (float& v : w) v = normal(rng);
+  DeviceBuffer<float> dh(h.size()), dw(w.size()), values(size_t(rows) * k);
+  DeviceBuffer<int64_t> indices(static_cast<size_t>(rows) * k);
+  ASSERT_TRUE(dh.p && dw.p && values.p && indices.p);
+  CUDA_OK(cudaMemcpy(dh.p, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dw.p, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+  nt_lm_head_dense_args a{};
+  a.hidden = nexttok::matrix(dh.p, rows, hidden, -1, dev);
+  a.weight = nexttok::matrix(dw.p, vocab, hidden, -1, dev);
+  a.k = k;
+  a.values = nexttok::matrix(values.p, rows, k, -1, dev);
+  a.indices = nexttok::matrix(indices.p, rows, k, -1, dev);
+  size_t bytes = 0;
+  ASSERT_EQ(nt_lm_head_topk_dense_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
+  DeviceBuffer<unsigned char> ws(bytes + 16);
+  auto run = [&](const char* pdl) {
+    ScopedEnv env("NEXTTOK_CUDA_PDL", pdl);
+    cudaMemset(values.p, 0x7F, size_t(rows) * k * sizeof(float));
+    cudaMemset(indices.p, 0x7F, size_t(rows) * k * sizeof(int64_t));
+    EXPECT_EQ(nt_lm_head_topk_dense(&a, ws.p, bytes, nullptr), NT_OK) << nt_last_error();
+    cudaDeviceSynchronize();
+    std::vector<float> v(size_t(rows) * k);
+    std::vector<int64_t> i(size_t(rows) * k);
+    cudaMemcpy(v.data(), values.p, v.size() * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemcpy(i.data(), indices.p, i.size() * sizeof(int64_t), cudaMemcpyDeviceToHost);
+    return std::make_pair(v, i);
+  };
+  const auto plain = run(nullptr);
+  const auto pdl = run("1");
+  for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
+  EXPECT_EQ(pdl.first, plain.first);
+  EXPECT_EQ(pdl.second, plain.second);
+}
+
+}  // namespace
