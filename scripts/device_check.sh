@@ -81,7 +81,7 @@ grep -E "error|warning: .*(spill|stack)" "$build_log" | head -20
 # ---- tests -------------------------------------------------------------------
 op_tests="$build/tests/nexttok_op_tests"
 if [ -x "$op_tests" ]; then
-  stage ctest 90 "$OUT/ctest.log" ctest --test-dir "$build" -R '/cuda$|CudaGraph' -j 8 --timeout 60 \
+  stage ctest 90 "$OUT/ctest.log" ctest --test-dir "$build" -R '/cuda$|CudaGraph|OptInPaths' -j 8 --timeout 60 \
     --output-on-failure
   tail -15 "$OUT/ctest.log"
 else
@@ -114,13 +114,13 @@ fi
 # OPT_IN=0 skips them.
 if [ "${OPT_IN:-1}" = 1 ] && [ -f "$lib" ]; then
   [ -x "$op_tests" ] && stage ctest-pdl 60 "$OUT/ctest.log" env NEXTTOK_CUDA_PDL=1 \
-    ctest --test-dir "$build" -R '/cuda$|CudaGraph' -j 8 --timeout 60 --output-on-failure
+    ctest --test-dir "$build" -R '/cuda$|CudaGraph|OptInPaths' -j 8 --timeout 60 --output-on-failure
   stage bench-pdl 60 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --only w3 \
     --match 'B=(1|64) ' --pdl-compare --budget 45
   [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head-pdl 60 "$OUT/bench_lm_head.log" env NEXTTOK_CUDA_PDL=1 \
     python3 bench/cuda_lm_head_bench.py --lib "$lib" --check --small --bench --m 1,64
   [ -x "$op_tests" ] && stage ctest-bulk 60 "$OUT/ctest.log" env NEXTTOK_CUDA_SAMPLE_SCAN=bulk \
-    ctest --test-dir "$build" -R '/cuda$|CudaGraph' -j 8 --timeout 60 --output-on-failure
+    ctest --test-dir "$build" -R '/cuda$|CudaGraph|OptInPaths' -j 8 --timeout 60 --output-on-failure
   stage bench-bulk 60 "$OUT/bench.log" env NEXTTOK_CUDA_SAMPLE_SCAN=bulk python3 bench/cuda_sampling_bench.py \
     --lib "$lib" --check --only w3 --match greedy --budget 30
 fi
