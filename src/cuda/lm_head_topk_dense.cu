@@ -452,18 +452,10 @@ int staged_stages(const DeviceLimits& dev, int rows) {
                   (dev.max_smem_optin - fixed) / staged_stage_bytes(staged_tiles(rows)));
 }
 
-// Whether the staged kernel's code on this device came from sm_90+ sources:
-// a build without sm_90 code runs on Hopper from older PTX, in which the copy
-// engine's instructions compiled to nothing.
 bool staged_kernel_built(int device) {
-  static std::atomic<int> known[64];  // 0 unknown, 1 no, 2 yes
-  if (device >= 0 && device < 64 && known[device].load() != 0) return known[device].load() == 2;
-  cudaFuncAttributes attr{};
-  const bool built = cudaFuncGetAttributes(&attr, dense_staged_kernel<true, 1>) == cudaSuccess &&
-                     attr.ptxVersion >= 90;
-  (void)cudaGetLastError();
-  if (device >= 0 && device < 64) known[device].store(built ? 2 : 1);
-  return built;
+  static std::atomic<int> known[64];
+  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), device,
+                              known);
 }
 
 template <bool kBf16, int NT>

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <string>
 
 #include "core/error.h"
@@ -15,6 +16,19 @@ namespace nt::cuda {
 inline void check_cuda(cudaError_t err, const char* op) {
   if (err != cudaSuccess)
     fail(NT_ERROR_BACKEND, std::string(op) + ": CUDA error: " + cudaGetErrorString(err));
+}
+
+// Whether `kernel`'s code on `device` came from sm_90+ sources: a build without
+// sm_90 code runs on Hopper from older PTX, in which the copy engine's
+// instructions (bulk copies, mbarriers) compiled to nothing. `known` caches
+// the answer per device (0 unknown, 1 no, 2 yes).
+inline bool kernel_has_sm90_code(const void* kernel, int device, std::atomic<int> (&known)[64]) {
+  if (device >= 0 && device < 64 && known[device].load() != 0) return known[device].load() == 2;
+  cudaFuncAttributes attr{};
+  const bool built = cudaFuncGetAttributes(&attr, kernel) == cudaSuccess && attr.ptxVersion >= 90;
+  (void)cudaGetLastError();
+  if (device >= 0 && device < 64) known[device].store(built ? 2 : 1);
+  return built;
 }
 
 // Makes the tensors' device current for the scope of an op and restores the

@@ -41,19 +41,10 @@ bool sample_scan_is(const char* name) {
   return scan != nullptr && std::strcmp(scan, name) == 0;
 }
 
-// Whether the greedy scan's code on this device came from sm_90+ sources (a
-// build without sm_90 code runs on Hopper from older PTX, in which the bulk
-// copies compiled to nothing).
 bool bulk_scan_built(int device) {
-  static std::atomic<int> known[64];  // 0 unknown, 1 no, 2 yes
-  if (device >= 0 && device < 64 && known[device].load() != 0) return known[device].load() == 2;
-  cudaFuncAttributes attr{};
-  const bool built =
-      cudaFuncGetAttributes(&attr, sample_scan_kernel<NT_F32, true, kGreedyRow>) == cudaSuccess &&
-      attr.ptxVersion >= 90;
-  (void)cudaGetLastError();
-  if (device >= 0 && device < 64) known[device].store(built ? 2 : 1);
-  return built;
+  static std::atomic<int> known[64];
+  return kernel_has_sm90_code(reinterpret_cast<const void*>(sample_scan_kernel<NT_F32, true, kGreedyRow>),
+                              device, known);
 }
 
 struct Plan {
