@@ -747,8 +747,9 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   // The mixed-row kernel carries the filtered path's registers: a third
   // buffer would spill there. Greedy keeps one composite, so room for more.
   // The list scan's third buffer (64 KB in flight per SM instead of 32: its
-  // rows streamed at 1.8 TB/s with two, run 32) spills only on the paths that
-  // append or rank, never on a tile that is rejected whole.
+  // rows streamed at 1.8 TB/s with two, run 32) spills on the paths that
+  // append, rank or read a ragged tail; a tile rejected whole costs f32 rows
+  // no spill and f16/bf16 rows one 4-byte store (SASS, sm_90a).
   constexpr int kDepth = MODE == kGreedyRow ? 4 : MODE == kAnyRow ? 2 : 3;
   constexpr int kListDepth = MODE == kAnyRow ? 2 : 3;
   if constexpr (MODE == kGreedyRow) {
