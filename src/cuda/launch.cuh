@@ -14,7 +14,6 @@
 
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -41,21 +40,13 @@ __device__ __forceinline__ void allow_dependent_launch() {
 #endif
 }
 
-// Whether launches on `device` use the attribute: compute capability 9 or
-// newer, and NEXTTOK_CUDA_PDL=1 (read on every call, so that one process can
-// time both ways).
-inline bool dependent_launch_enabled(int device, const char* op) {
+// Whether launches use the attribute on a device of compute capability
+// `cc_major` (the callers' cached device limits): 9 or newer, and
+// NEXTTOK_CUDA_PDL=1 (read on every call, so that one process can time both
+// ways).
+inline bool dependent_launch_enabled(int cc_major) {
   const char* on = std::getenv("NEXTTOK_CUDA_PDL");
-  if (on == nullptr || std::strcmp(on, "1") != 0) return false;
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> major[kMaxDevices];
-  if (device < 0 || device >= kMaxDevices) return false;
-  int cc = major[device].load(std::memory_order_relaxed);
-  if (cc == 0) {
-    check_cuda(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, device), op);
-    major[device].store(cc, std::memory_order_relaxed);
-  }
-  return cc >= 9;
+  return cc_major >= 9 && on != nullptr && std::strcmp(on, "1") == 0;
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent

@@ -704,7 +704,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
                        a.indices.row_stride, 0, static_cast<int>(rows_total), merge_resident,
-                       merge_smem, dependent_launch_enabled(device, kOp), stream);
+                       merge_smem, dependent_launch_enabled(dev.cc_major), stream);
     check_launch(kOp);
     return;
   }
@@ -769,7 +769,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
                        a.indices.row_stride, m0, rows, merge_resident, merge_smem,
-                       dependent_launch_enabled(device, kOp), stream);
+                       dependent_launch_enabled(dev.cc_major), stream);
     check_launch(kOp);
   }
 }

@@ -688,7 +688,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
     topk::launch_merge(cand, plan.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
                        a.indices.row_stride, m0, rows, merge_resident, merge_smem,
-                       dependent_launch_enabled(a.weight.device_id, kOp), stream);
+                       dependent_launch_enabled(dev.cc_major), stream);
     check_launch(kOp);
   }
 }

@@ -89,7 +89,6 @@ __device__ __forceinline__ void widen_vector(uint4 v, float (&out)[LogitTraits<D
 template <nt_dtype DT, bool VEC, bool STREAM>
 __device__ __forceinline__ void load_group(const typename LogitTraits<DT>::Storage* row, int64_t t,
                                            int64_t end, float (&out)[group_tokens<DT, VEC>()]) {
-  using S = typename LogitTraits<DT>::Storage;
   constexpr int G = group_tokens<DT, VEC>();
   if constexpr (VEC) {
     if (t + G <= end) {

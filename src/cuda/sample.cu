@@ -31,6 +31,7 @@ constexpr int kScanSmemBytes =
 constexpr int kMergeSmemBytes = (kMaxMerged + kSortCap) * int(sizeof(u64));
 static_assert(kScanSmemBytes >= (kMaxChunkCandidates + kSortCap) * int(sizeof(u64)),
               "a one-chunk row's merge runs in the scan's shared memory");
+static_assert(bulk_scan_smem_bytes(4) <= kScanSmemBytes, "the bulk scan's slots fit the scan's limit");
 
 // NEXTTOK_CUDA_SAMPLE_SCAN=general pins the general filtered scan for rows the
 // list scan would take; =bulk streams greedy rows by bulk copies (off by
@@ -159,6 +160,7 @@ struct Launch {
   dim3 scan_grid;
   int scan_smem;
   int merge_smem;
+  bool dependent_merge;  // the merge as a programmatic dependent (cuda/launch.cuh)
   int device;
   cudaStream_t stream;
 };
@@ -184,7 +186,7 @@ void launch_all(const Launch& l) {
     static std::atomic<int> done[64];
     if (l.merge_smem > 0) allow_dynamic_smem(sample_merge_kernel, l.device, kMergeSmemBytes, done);
     launch_kernel(sample_merge_kernel, dim3(l.args.rows), dim3(kMergeThreads), size_t(l.merge_smem),
-                  l.stream, dependent_launch_enabled(l.device, kOp), kOp, l.args);
+                  l.stream, l.dependent_merge, kOp, l.args);
   }
   if (l.run_fallback) {
     sample_large_hist_kernel<DT, VEC><<<l.scan_grid, kLargeThreads, 0, l.stream>>>(l.args);
@@ -280,6 +282,7 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   l.scan_grid = dim3(u32(rows), u32(plan.splits), 1);
   l.scan_smem = filtered ? kScanSmemBytes : 0;
   l.merge_smem = filtered ? int((size_t(plan.splits) * plan.kchunk + kSortCap) * sizeof(u64)) : 0;
+  l.dependent_merge = dependent_launch_enabled(limits.cc_major);
   l.device = device;
   l.stream = stream;
 
@@ -289,7 +292,6 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   g.bulk_scan = l.mode == kGreedyRow && vec && limits.cc_major >= 9 && sample_scan_is("bulk") &&
                 bulk_scan_built(device);
   if (g.bulk_scan) l.scan_smem = bulk_scan_smem_bytes(int(esize));
-  static_assert(bulk_scan_smem_bytes(4) <= kScanSmemBytes, "the scan's shared-memory limit covers it");
   switch (a.logits.dtype) {
     case NT_F32: launch_dtype<NT_F32>(l, vec); break;
     case NT_F16: launch_dtype<NT_F16>(l, vec); break;

@@ -111,7 +111,7 @@ __device__ __forceinline__ void scan_tile_loop_bulk(const typename LogitTraits<D
 #pragma unroll
         for (int g = 0; g < G; ++g) {
           const u32 t = tile + (u * kScanThreads + tid) * G + u32(g);
-          x[u][g] = t < in_smem ? widen<DT>(slot[t - tile]) : t < stop ? widen<DT>(__ldg(row + t)) : -INFINITY;
+          x[u][g] = t < in_smem ? widen<DT>(slot[t - tile]) : t < stop ? widen<DT>(load1<true>(row + t)) : -INFINITY;
         }
     }
     __syncthreads();  // every thread has read the slot
