@@ -428,6 +428,8 @@ def run_checks(lib, small, tiny=False):
         ("M=5 V=40000 H=2048 G=128 k=50 bias=f32", 34, 5, 40000, 2048, 128, f32, 50, {}),
         ("M=8 V=33333 H=1536 G=256 k=200 planted", 35, 8, 33333, 1536, 256, None, 200, {"plant_k": 200}),
         ("M=2 V=65537 H=5120 G=128 k=2048 bias=f16", 36, 2, 65537, 5120, 128, f16, 2048, {}),
+        # H = 3,584: a partial last box of signs, scale rows of 56 bytes (cp.async pieces)
+        ("M=1 V=100003 H=3584 G=128 k=50 bias=bf16", 37, 1, 100003, 3584, 128, bf16, 50, {}),
     ]
     if not small:
         binary.insert(0, ("W1 shape M=1 V=248320 H=5120 G=128 k=50", 27, 1, 248320, 5120, 128, None, 50, {}))
@@ -513,6 +515,15 @@ def copy_bandwidth():
     return 2 * a.numel() / (med * 1e-6) / 1e12
 
 
+def pinned_median_us(path, fn, runs):
+    """median_us with NEXTTOK_CUDA_LM_HEAD_PATH=path while the graph is captured."""
+    os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"] = path
+    try:
+        return median_us(fn, runs)
+    finally:
+        del os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"]
+
+
 def run_bench(lib, runs, slow_runs, ms):
     V, H, G, K = 248320, 5120, 128, 50
     rows = []
@@ -551,14 +562,17 @@ def run_bench(lib, runs, slow_runs, ms):
         if m <= 8:
             # The same call pinned to the decode kernel's expanded-sign
             # arithmetic (the bit planes' predecessor), for the comparison.
-            os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"] = "expanded"
-            try:
-                old, olo, ohi = median_us(call.run, runs)
-            finally:
-                del os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"]
+            old, olo, ohi = pinned_median_us("expanded", call.run, runs)
             rows.append((f"W1 binary M={m}, expanded signs", old, olo, ohi, read, base,
                          dense_bytes + m * H * 2 + base_logit_bytes))
             print(f"W1 M={m} expanded signs: {old:.1f} us", flush=True)
+        if m <= 2 and torch.cuda.get_device_capability()[0] >= 9:
+            # The bit-plane kernel with its stages filled by cp.async pieces
+            # instead of bulk copies.
+            old, olo, ohi = pinned_median_us("pieces", call.run, runs)
+            rows.append((f"W1 binary M={m}, cp.async pieces", old, olo, ohi, read, base,
+                         dense_bytes + m * H * 2 + base_logit_bytes))
+            print(f"W1 M={m} cp.async pieces: {old:.1f} us", flush=True)
 
         call = HeadCall(lib, "dense", K, m, "cuda", hidden=xb, weight=weight)
         workspace[f"W2 M={m}"] = call.workspace_bytes
@@ -570,11 +584,7 @@ def run_bench(lib, runs, slow_runs, ms):
         print(f"  kernels: {kernel_breakdown(call.run)}", flush=True)
         # The same call pinned to the direct (register-fed) kernels, the
         # pre-sm_90 path, for the comparison.
-        os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"] = "direct"
-        try:
-            old, olo, ohi = median_us(call.run, slow_runs)
-        finally:
-            del os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"]
+        old, olo, ohi = pinned_median_us("direct", call.run, slow_runs)
         rows.append((f"W2 dense bf16 M={m}, direct loads", old, olo, ohi, read, base, read + base_logit_bytes))
         print(f"W2 M={m} direct loads: {old:.1f} us", flush=True)
         del call
@@ -593,6 +603,8 @@ def main():
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=expanded (subprocess)")
     ap.add_argument("--check-direct", action="store_true",
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=direct (subprocess)")
+    ap.add_argument("--check-pieces", action="store_true",
+                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=pieces (subprocess)")
     ap.add_argument("--small", action="store_true", help="check without the full W1/W2 shapes")
     ap.add_argument("--tiny", action="store_true", help="check tiny shapes only (compute-sanitizer)")
     ap.add_argument("--bench", action="store_true")
@@ -612,7 +624,8 @@ def main():
         print(f"check: {len(chk.lines) - chk.failures} passed, {chk.failures} failed "
               f"({time.time() - t0:.0f} s)", flush=True)
     for flag, path in ((args.check_generic, "generic"), (args.check_wide, "wide"),
-                       (args.check_expanded, "expanded"), (args.check_direct, "direct")):
+                       (args.check_expanded, "expanded"), (args.check_direct, "direct"),
+                       (args.check_pieces, "pieces")):
         if flag:
             env = dict(os.environ, NEXTTOK_CUDA_LM_HEAD_PATH=path)
             cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--check", "--small"]

@@ -96,7 +96,7 @@ if [ -f "$lib" ]; then
   grep -E "FAIL|ERROR|checks:" "$OUT/bench.log" | head -30
   # W1/W2: the fused LM heads beside cuBLAS + torch.topk, with torch.equal checks.
   [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head 170 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py \
-    --lib "$lib" --check --check-wide --check-expanded --check-direct --bench
+    --lib "$lib" --check --check-wide --check-expanded --check-direct --check-pieces --bench
   grep -E "FAIL|ERROR|check" "$OUT/bench_lm_head.log" | head -30
 else
   rows+=("| bench | NOT RUN ($lib missing) | - |")

@@ -149,6 +149,12 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #endif
 }
 
+// Byte offset, in a box of 128-byte swizzled lines, of 16-byte piece `piece`
+// of line `line` (the copy engine put it at piece ^ (line % 8)).
+__device__ __forceinline__ uint32_t swizzled(int line, int piece) {
+  return uint32_t(line * 128 + ((piece ^ (line & 7)) << 4));
+}
+
 __device__ __forceinline__ void tma_prefetch_map(const void* map) {
 #if __CUDA_ARCH__ >= 900
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");

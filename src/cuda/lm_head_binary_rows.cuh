@@ -18,15 +18,18 @@
 // which 7 of 8 columns are padding at M = 1).
 //
 // Schedule: the CTA's vocabulary range goes in tiles of 16 rows, warp w of W
-// taking tiles w, w + W, ... through its own cp.async stages (no CTA barrier
-// per tile: with one, a quarter of the stall samples were that barrier, run
-// 21), so the CTA still reads one contiguous stream. Each warp keeps its own exact top-k list per
+// taking tiles w, w + W, ... through its own stages (no CTA barrier per tile:
+// with one, a quarter of the stall samples were that barrier, run 21), so the
+// CTA still reads one contiguous stream. On sm_90 a stage is filled by bulk
+// tensor copies that one lane issues (six per tile at W1), elsewhere by
+// cp.async pieces from every lane. Each warp keeps its own exact top-k list per
 // token row (offers above the warp's threshold, a warp-level radix cut when
 // the list could overflow, cuda/topk_cta.cuh); at the end the CTA selects the
 // k best of its warps' lists into its candidate slice for the merge
 // (cuda/topk_merge.cuh), as every other scoring kernel does.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap (types only)
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -48,41 +51,68 @@ struct BinaryRowsParams : BinaryOperands {
   int rows_per_cta;  // a multiple of kRowsTile
   int scale_copy;    // bytes per cp.async of a scale row: 16, 8 or 4, dividing the row
   int stages;        // per warp
+  // 1: stages filled by bulk tensor copies on the stage's mbarrier (sm_90
+  // code; sign and scale rows at 16-byte aligned strides, scale rows a
+  // multiple of 16 bytes); 0: by cp.async pieces.
+  int tensor_copies;
+  CUtensorMap sign_map;   // [V, H / 16] 16-bit units: boxes of 16 rows x 128 bytes, swizzled
+  CUtensorMap scale_map;  // [V, H / G] halves: boxes of 16 whole rows
   BiasArgs bias;
   topk::CandidateArgs cand;    // the CTAs' lists, read by the merge
   topk::Candidate* warp_cand;  // [CTA][warp][token row][warp_cap]
   int warp_cap;
 };
 
+constexpr int kRowsBoxBytes = kRowsTile * 128;  // 16 rows x 1,024 columns of signs
+
+// A stage holds a tile's signs as boxes of 16 rows x 128 bytes with the
+// 128-byte swizzle (piece j of row r at j ^ (r % 8): the 8 rows a lane
+// quad-column reads fall in 8 different bank groups), then its 16 scale rows.
+// The bulk copies write that layout themselves and need 1,024-byte aligned
+// stages; the cp.async pieces write it by the same formula.
 struct RowsLayout {
-  int sign_stride;   // bytes per staged sign row (word stride = 4 mod 32: no bank conflicts)
-  int scale_stride;  // bytes per staged scale row (an odd count of 16-byte units)
+  int boxes;         // sign boxes per stage (a partial last one when H % 1024 != 0)
+  int sign_bytes;    // boxes * kRowsBoxBytes
+  int scale_stride;  // bytes per staged scale row
   int stage_bytes;
   int frag_bytes;  // B fragments: [k-step of 128][token row][lane] x 4 bytes
   int seed_bytes;  // [group][token row][lane of a quad] x 4 bytes
   int fixed_bytes;
+  int align;  // of the dynamic shared memory's first stage and fixed area
 };
 
-__host__ __device__ inline RowsLayout rows_layout(int cols, int group, int token_rows) {
+__host__ __device__ inline RowsLayout rows_layout(int cols, int group, int token_rows, bool tensor_copies) {
   RowsLayout l;
-  const int row_words = cols / 32;
-  l.sign_stride = 4 * (row_words + ((36 - row_words % 32) % 32));
-  int scale_units = (2 * (cols / group) + 15) / 16;
-  if (scale_units % 2 == 0) ++scale_units;
-  l.scale_stride = 16 * scale_units;
-  l.stage_bytes = kRowsTile * (l.sign_stride + l.scale_stride);
+  l.boxes = (cols + 1023) / 1024;
+  l.sign_bytes = l.boxes * kRowsBoxBytes;
+  const int scale_row = 2 * (cols / group);
   l.frag_bytes = cols * token_rows;
   l.seed_bytes = (cols / group) * token_rows * 16;
-  l.fixed_bytes = l.frag_bytes + l.seed_bytes;
+  if (tensor_copies) {
+    // Boxes of whole rows land unpadded; at W1 (40 groups, 80 bytes) the 8
+    // rows a quad-column reads still fall in 8 different banks.
+    l.align = 1024;
+    l.scale_stride = scale_row;
+  } else {
+    l.align = 16;
+    int scale_units = (scale_row + 15) / 16;  // an odd count: 8 rows hit 8 banks
+    if (scale_units % 2 == 0) ++scale_units;
+    l.scale_stride = 16 * scale_units;
+  }
+  const int mask = l.align - 1;
+  l.stage_bytes = (l.sign_bytes + kRowsTile * l.scale_stride + mask) & ~mask;
+  l.fixed_bytes = (l.frag_bytes + l.seed_bytes + mask) & ~mask;
   return l;
 }
 
-// Dynamic shared memory of a CTA of `warps` warps with `stages` stages each.
+// Dynamic shared memory of a CTA of `warps` warps with `stages` stages each
+// (and the slack to align it).
 __host__ __device__ inline int rows_smem_bytes(const RowsLayout& l, int warps, int stages) {
-  return l.fixed_bytes + warps * stages * l.stage_bytes;
+  return l.fixed_bytes + warps * stages * l.stage_bytes + (l.align > 16 ? l.align : 0);
 }
 
 struct RowsShared {
+  uint64_t full[kRowsWarps][kRowsMaxStages];  // bulk tensor copies: a warp's stages
   uint32_t threshold[kRowsWarps][kRowsMaxTokenRows];
   int32_t count[kRowsWarps][kRowsMaxTokenRows];
   uint32_t hist[kRowsWarps][256];
@@ -95,12 +125,17 @@ __device__ __forceinline__ int32_t plane_coefficient(int n) { return n < 7 ? 1 <
 
 // WPG: sign words per group (4 or 8: G = 128 or 256); R: token rows (1 or 2).
 template <int WPG, int R>
-__global__ void __launch_bounds__(kRowsMaxThreads, 1) binary_rows_kernel(BinaryRowsParams p) {
+__global__ void __launch_bounds__(kRowsMaxThreads, 1)
+    binary_rows_kernel(const __grid_constant__ BinaryRowsParams p) {
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   static_assert(WPG == 4 || WPG == 8, "group of 128 or 256 columns");
   static_assert(R >= 1 && R <= kRowsMaxTokenRows, "token rows");
-  extern __shared__ __align__(16) unsigned char smem[];
+  extern __shared__ __align__(16) unsigned char rows_smem[];
   __shared__ RowsShared s;
+  const RowsLayout L = rows_layout(p.cols, p.group, R, p.tensor_copies != 0);
+  // Aligned by an offset from the shared array itself, so that the compiler
+  // keeps every access through it a shared-memory one (LDS, not generic).
+  unsigned char* const smem = rows_smem + ((0u - smem_addr(rows_smem)) & uint32_t(L.align - 1));
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int warps = blockDim.x >> 5;
@@ -113,34 +148,65 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1) binary_rows_kernel(BinaryR
   const int row_begin = cta_begin + warp * kRowsTile;
   const int row_step = warps * kRowsTile;
   const int groups = p.cols / p.group;
-  const RowsLayout L = rows_layout(p.cols, p.group, R);
   uint32_t* frags = reinterpret_cast<uint32_t*>(smem);
   int32_t* seeds = reinterpret_cast<int32_t*>(smem + L.frag_bytes);
   const int S = p.stages;
   unsigned char* const stages = smem + L.fixed_bytes + warp * S * L.stage_bytes;
   unsigned char* const stages_end = stages + S * L.stage_bytes;
 
-  // The warp's copies of a tile: lane l takes row l % 16 and every second
-  // 16-byte piece of it from piece l / 16 (sign rows), the same for the scale
-  // rows in scale_copy pieces, so a tile costs no division.
+  // The warp's copies of a tile. Bulk tensor copies: lane 0 issues the
+  // boxes (the pieces cost ~25 instructions per lane and tile, run 25's SASS;
+  // one bulk copy per row, through the compiler's per-lane issue loop, ~9 per
+  // row). Pieces: lane l takes row l % 16 and every second 16-byte piece of
+  // it from piece l / 16 (sign rows), the same for the scale rows in
+  // scale_copy pieces, so a tile costs no division.
   const int copy_row = lane & 15, copy_first = lane >> 4;
   const int sign_pieces = p.cols / 128;
   const int scale_pieces = 2 * groups / p.scale_copy;
   const int64_t sign_row_bytes = p.wq_stride * 4, scale_row_bytes = p.wscale_stride * 2;
+  uint32_t piece_dst[4];  // of the lane's pieces copy_first + 2u in a box
+#pragma unroll
+  for (int u = 0; u < 4; ++u) piece_dst[u] = swizzled(copy_row, copy_first + 2 * u);
   const unsigned char* next_signs =
       reinterpret_cast<const unsigned char*>(p.wq) + (row_begin + copy_row) * sign_row_bytes;
   const unsigned char* next_scales =
       reinterpret_cast<const unsigned char*>(p.wscale) + (row_begin + copy_row) * scale_row_bytes;
   unsigned char* next_stage = stages;
+  int next_slot = 0;
   int next_row = row_begin;
   const int last_row = row_begin + n_tiles * row_step;  // past the warp's last tile
+  if (p.tensor_copies) {
+    if (lane < S) mbarrier_init(&s.full[warp][lane], 1);
+    if (lane == 0) {
+      tma_prefetch_map(&p.sign_map);
+      tma_prefetch_map(&p.scale_map);
+    }
+    mbarrier_init_fence();
+    __syncwarp();
+  }
   auto issue = [&]() {
     if (next_row < last_row) {
-      if (next_row + copy_row < cta_end) {
-        unsigned char* sign_dst = next_stage + copy_row * L.sign_stride;
-        for (int q = copy_first; q < sign_pieces; q += 2)
-          cp_async(sign_dst + 16 * q, next_signs + 16 * q, 16, 16);
-        unsigned char* scale_dst = next_stage + kRowsTile * L.sign_stride + copy_row * L.scale_stride;
+      if (p.tensor_copies) {
+        if (lane == 0) {
+          uint64_t* full = &s.full[warp][next_slot];
+          // Boxes count whole, rows past V included (they land as zeros).
+          mbarrier_arrive_expect_tx(full, uint32_t(L.sign_bytes + kRowsTile * L.scale_stride));
+          fence_proxy_async_shared();  // the stage's last reads (before __syncwarp) come first
+          for (int b = 0; b < L.boxes; ++b)
+            tma_load_2d(next_stage + b * kRowsBoxBytes, &p.sign_map, 64 * b, next_row, full);
+          tma_load_2d(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full);
+        }
+        next_slot = next_slot + 1 == S ? 0 : next_slot + 1;
+      } else if (next_row + copy_row < cta_end) {
+        unsigned char* box = next_stage;
+        for (int q0 = 0; q0 < sign_pieces; q0 += 8, box += kRowsBoxBytes) {
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            const int q = q0 + copy_first + 2 * u;
+            if (q < sign_pieces) cp_async(box + piece_dst[u], next_signs + 16 * q, 16, 16);
+          }
+        }
+        unsigned char* scale_dst = next_stage + L.sign_bytes + copy_row * L.scale_stride;
         for (int q = copy_first; q < scale_pieces; q += 2)
           cp_async(scale_dst + p.scale_copy * q, next_scales + p.scale_copy * q, p.scale_copy, p.scale_copy);
       }
@@ -154,92 +220,147 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1) binary_rows_kernel(BinaryR
   };
   for (int i = 0; i < S - 1; ++i) issue();
 
-  // While the first stages load: the B fragments (one warp per 32-column
-  // chunk of a token row: 8 ballots give its bit planes; lane n stores plane n
-  // and takes its share off its quad lane's seed with an integer atomic, exact
-  // in any order), token rows past the pass as zeros.
-  for (int e = threadIdx.x; e < groups * R * 4; e += blockDim.x) seeds[e] = kMagicBits;
+  // While the first stages load: the B fragments, one warp per 32-column
+  // chunk of a token row (8 ballots give its bit planes, lane n < 8 stores
+  // plane n), token rows past the pass as zeros; then the seeds from the
+  // stored planes, one thread per (group, token row, quad lane), so no lane
+  // branches per plane and no atomics (run 25: the per-plane branch and
+  // atomic made this prologue ~5,000 instructions per warp).
   if (lane < R) {
     s.count[warp][lane] = 0;
     s.threshold[warp][lane] = 0u;  // below every key: the first scores all enter
   }
-  __syncthreads();
   // The loads of a batch go out before any is used (a dependent round trip
   // per chunk is microseconds while the first stages stream in).
   const int chunks = p.cols / 32;
   constexpr int kBatch = 16;
-  for (int e0 = warp; e0 < chunks * R; e0 += kBatch * warps) {
-    int act[kBatch];
 #pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const int e = e0 + b * warps, m = e / chunks, c = e - m * chunks;
-      act[b] = e < chunks * R && m < p.rows ? int(p.act_q[int64_t(m) * p.act_stride + 32 * c + lane]) : 0;
-    }
+  for (int m = 0; m < R; ++m) {
+    const int8_t* act_row = p.act_q + int64_t(m) * p.act_stride + lane;
+    for (int c0 = warp; c0 < chunks; c0 += kBatch * warps) {
+      int act[kBatch];
 #pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const int e = e0 + b * warps, m = e / chunks, c = e - m * chunks;
-      if (e >= chunks * R) break;
+      for (int b = 0; b < kBatch; ++b) {
+        const int c = c0 + b * warps;
+        act[b] = c < chunks && m < p.rows ? int(act_row[32 * c]) : 0;
+      }
 #pragma unroll
-      for (int n = 0; n < 8; ++n) {
-        const uint32_t bits = __ballot_sync(0xffffffffu, (act[b] >> n) & 1);
-        if (lane == n) {
-          frags[((c >> 2) * R + m) * 32 + n * 4 + (c & 3)] = bits;
-          atomicAdd(&seeds[((c / WPG) * R + m) * 4 + (n >> 1)], -plane_coefficient(n) * __popc(bits));
+      for (int b = 0; b < kBatch; ++b) {
+        const int c = c0 + b * warps;
+        if (c >= chunks) break;
+        uint32_t plane = 0;
+#pragma unroll
+        for (int n = 0; n < 8; ++n) {
+          const uint32_t bits = __ballot_sync(0xffffffffu, (act[b] & (1 << n)) != 0);
+          plane = lane == n ? bits : plane;
         }
+        if (lane < 8) frags[((c >> 2) * R + m) * 32 + lane * 4 + (c & 3)] = plane;
       }
     }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < groups * R * 4; e += blockDim.x) {
+    const int tq = e & 3, m = (e >> 2) % R, gi = (e >> 2) / R;
+    int32_t seed = kMagicBits;
+#pragma unroll
+    for (int w = 0; w < WPG; ++w) {
+      const int c = gi * WPG + w;
+      const uint32_t* planes = frags + ((c >> 2) * R + m) * 32 + (c & 3);
+      seed -= plane_coefficient(2 * tq) * __popc(planes[8 * tq]) +
+              plane_coefficient(2 * tq + 1) * __popc(planes[8 * tq + 4]);
+    }
+    seeds[e] = seed;
   }
   __syncthreads();
 
   // Lane t's plane weights 2 c_2t and 2 c_2t+1.
   const int32_t w0 = 2 * plane_coefficient(2 * t), w1 = 2 * plane_coefficient(2 * t + 1);
+  float act_scale[R];
+#pragma unroll
+  for (int m = 0; m < R; ++m) act_scale[m] = m < p.rows ? p.act_scale[m] : 0.0f;
   topk::Candidate* lists = p.warp_cand + (size_t(blockIdx.x) * kRowsWarps + warp) * R * p.warp_cap;
+  // Lane (g, t) reads word t of piece j of rows g and g + 8 at these offsets
+  // in a box (the swizzle), j = 0..7.
+  uint32_t piece_offset[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) piece_offset[j] = swizzled(g, j) + 4 * t;
+  constexpr int kPiecesPerGroup = WPG / 4;
+  constexpr int kGroupsPerBox = 8 / kPiecesPerGroup;
   const unsigned char* stage = stages;
+  int wait_slot = 0;
+  uint32_t wait_phase = 0;
   for (int q = 0; q < n_tiles; ++q) {
-    cp_async_wait_pending(S - 2);
-    __syncwarp();  // every lane's copies of tile q landed, and tile q - 1 is read
+    if (p.tensor_copies) {
+      mbarrier_wait(&s.full[warp][wait_slot], wait_phase);
+      if (++wait_slot == S) {
+        wait_slot = 0;
+        wait_phase ^= 1u;
+      }
+    } else {
+      cp_async_wait_pending(S - 2);
+    }
+    __syncwarp();  // tile q landed (every lane's copies), and tile q - 1 is read
     issue();
 
-    const uint32_t* word = reinterpret_cast<const uint32_t*>(stage + g * L.sign_stride) + t;
-    const uint16_t* scale = reinterpret_cast<const uint16_t*>(stage + kRowsTile * L.sign_stride +
-                                                              g * L.scale_stride);
-    const int hi_words = 2 * L.sign_stride;       // 8 rows on, in words
-    const int hi_halves = 4 * L.scale_stride;     // 8 rows on, in halves
-    const uint32_t* frag = frags + lane;
-    const int32_t* seed = seeds + t;
     float lo[R], hi[R];
 #pragma unroll
     for (int m = 0; m < R; ++m) lo[m] = hi[m] = 0.0f;
-#pragma unroll 4
-    for (int gi = 0; gi < groups; ++gi) {
-      int32_t d[R][4];
+    // Group i of a box: its pieces, scales (two groups per 32-bit load), B
+    // fragments and seeds; `guarded` for the partial last box.
+    auto box_groups = [&](const unsigned char* box, const uint16_t* scale, const uint32_t* frag,
+                          const int32_t* seed, int groups_left) {
+      const int hi_halves = 4 * L.scale_stride;  // 8 rows on, in halves
 #pragma unroll
-      for (int h = 0; h < WPG / 4; ++h) {
-        const uint32_t a_lo = word[4 * h], a_hi = word[hi_words + 4 * h];
+      for (int i = 0; i < kGroupsPerBox; i += 2) {
+        if (i >= groups_left) break;
+        const uint32_t s_lo2 = *reinterpret_cast<const uint32_t*>(scale + i);
+        const uint32_t s_hi2 = *reinterpret_cast<const uint32_t*>(scale + hi_halves + i);
 #pragma unroll
-        for (int m = 0; m < R; ++m) {
-          if (h == 0) {
-            const int32_t zero[4] = {0, 0, 0, 0};
-            mma_and_popc_168128(d[m], a_lo, a_hi, frag[(h * R + m) * 32], zero);
-          } else {
-            mma_and_popc_168128(d[m], a_lo, a_hi, frag[(h * R + m) * 32], d[m]);
+        for (int i2 = 0; i2 < 2; ++i2) {
+          if (i + i2 >= groups_left) break;
+          int32_t d[R][4];
+#pragma unroll
+          for (int h = 0; h < kPiecesPerGroup; ++h) {
+            const int j = (i + i2) * kPiecesPerGroup + h;
+            const unsigned char* piece = box + piece_offset[j];
+            const uint32_t a_lo = *reinterpret_cast<const uint32_t*>(piece);
+            const uint32_t a_hi = *reinterpret_cast<const uint32_t*>(piece + 8 * 128);
+#pragma unroll
+            for (int m = 0; m < R; ++m) {
+              if (h == 0) {
+                const int32_t zero[4] = {0, 0, 0, 0};
+                mma_and_popc_168128(d[m], a_lo, a_hi, frag[(j * R + m) * 32], zero);
+              } else {
+                mma_and_popc_168128(d[m], a_lo, a_hi, frag[(j * R + m) * 32], d[m]);
+              }
+            }
+          }
+          const float s_lo = __half2float(__ushort_as_half(uint16_t(s_lo2 >> (16 * i2))));
+          const float s_hi = __half2float(__ushort_as_half(uint16_t(s_hi2 >> (16 * i2))));
+#pragma unroll
+          for (int m = 0; m < R; ++m) {
+            const int32_t sd = seed[((i + i2) * R + m) * 4];
+            const int32_t x_lo = d[m][1] * w1 + (d[m][0] * w0 + sd);
+            const int32_t x_hi = d[m][3] * w1 + (d[m][2] * w0 + sd);
+            lo[m] = fmaf(s_lo, __int_as_float(x_lo) - kMagicValue, lo[m]);
+            hi[m] = fmaf(s_hi, __int_as_float(x_hi) - kMagicValue, hi[m]);
           }
         }
       }
-      const float s_lo = __half2float(__ushort_as_half(scale[gi]));
-      const float s_hi = __half2float(__ushort_as_half(scale[hi_halves + gi]));
-#pragma unroll
-      for (int m = 0; m < R; ++m) {
-        const int32_t sd = seed[4 * m];
-        const int32_t x_lo = d[m][1] * w1 + (d[m][0] * w0 + sd);
-        const int32_t x_hi = d[m][3] * w1 + (d[m][2] * w0 + sd);
-        lo[m] = fmaf(s_lo, __int_as_float(x_lo) - kMagicValue, lo[m]);
-        hi[m] = fmaf(s_hi, __int_as_float(x_hi) - kMagicValue, hi[m]);
-      }
-      word += WPG;
-      frag += (WPG / 4) * R * 32;
-      seed += R * 4;
+    };
+    const unsigned char* box = stage;
+    const uint16_t* scale = reinterpret_cast<const uint16_t*>(stage + L.sign_bytes + g * L.scale_stride);
+    const uint32_t* frag = frags + lane;
+    const int32_t* seed = seeds + t;
+    int groups_left = groups;
+    for (; groups_left >= kGroupsPerBox; groups_left -= kGroupsPerBox) {
+      box_groups(box, scale, frag, seed, kGroupsPerBox);
+      box += kRowsBoxBytes;
+      scale += kGroupsPerBox;
+      frag += 8 * R * 32;
+      seed += kGroupsPerBox * R * 4;
     }
+    if (groups_left > 0) box_groups(box, scale, frag, seed, groups_left);
 
     // The quad's shares meet (a fixed order: deterministic); lane t = 0 of
     // quad g offers rows g and g + 8 of the tile.
@@ -255,7 +376,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1) binary_rows_kernel(BinaryR
         for (int half = 0; half < 2; ++half) {
           const int row = tile_row0 + g + 8 * half;
           if (row >= cta_end) continue;
-          const float score = add_bias(p.act_scale[m] * (half ? hi[m] : lo[m]), p.bias, row);
+          const float score = add_bias(act_scale[m] * (half ? hi[m] : lo[m]), p.bias, row);
           // Rows come in increasing order: an equal key loses to the kept one.
           if (nt_order_key(score) > s.threshold[warp][m]) {
             const int slot = atomicAdd(&s.count[warp][m], 1);

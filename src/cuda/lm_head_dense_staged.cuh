@@ -61,12 +61,6 @@ __host__ __device__ constexpr int staged_stage_bytes(int n_tiles) {
   return kStagedWeightBytes + staged_hidden_bytes(n_tiles);
 }
 
-// Byte offset, in a box of 128-byte swizzled lines, of 16-byte piece `piece`
-// of line `line` (the copy engine put it at piece ^ (line % 8)).
-__device__ __forceinline__ uint32_t swizzled(int line, int piece) {
-  return uint32_t(line * 128 + ((piece ^ (line & 7)) << 4));
-}
-
 template <bool kBf16, int NT>
 __global__ void __launch_bounds__(kStagedThreads, 1)
     dense_staged_kernel(const __grid_constant__ StagedParams p) {

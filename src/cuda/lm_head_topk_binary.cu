@@ -24,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "core/check.h"
@@ -34,6 +35,7 @@
 #include "cuda/lm_head_host.cuh"
 #include "cuda/lm_head_ops.cuh"
 #include "cuda/topk_cta.cuh"
+#include "cuda/tensor_map.cuh"
 #include "cuda/topk_merge.cuh"
 
 namespace nt::cuda {
@@ -471,10 +473,11 @@ constexpr int64_t kPlaneRowsMeasuredFaster = kRowsMaxTokenRows;
 struct RowsConfig {
   int warps = 0, stages = 0;
 };
-RowsConfig rows_config(int64_t cols, int group, int64_t rows, const DeviceLimits& dev) {
-  const RowsLayout L = rows_layout(int(cols), group, int(rows));
+constexpr int kRowsMinWarps = 4;
+RowsConfig rows_config(int64_t cols, int group, int64_t rows, const DeviceLimits& dev, bool tensor_copies) {
+  const RowsLayout L = rows_layout(int(cols), group, int(rows), tensor_copies);
   const int budget = dev.max_smem_optin - int(sizeof(RowsShared)) - 1024;
-  for (int warps : {kRowsWarps, 6, 4})
+  for (int warps : {kRowsWarps, 6, kRowsMinWarps})
     for (int stages = kRowsMaxStages; stages >= 2; --stages)
       if (rows_smem_bytes(L, warps, stages) <= budget) return {warps, stages};
   return {};
@@ -501,10 +504,9 @@ Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
   if (rows <= kPlaneRowsMeasuredFaster) {
     // A warp takes every W-th 16-row tile of its CTA's range; its list is cut
     // when it could not take the next tile, so the cap bounds it by
-    // min(the warp's rows, 1.5k + 32) whatever V is.
-    const RowsConfig rc = rows_config(a.act_q.shape[1], a.group_size, rows, dev);
-    const int warps = rc.warps > 0 ? rc.warps : kRowsWarps;
-    const int tiles = (p.topk.rows_per_cta / kRowsTile + warps - 1) / warps;
+    // min(the warp's rows, 1.5k + 32) whatever V is. Sized for the fewest
+    // warps a launch takes, so it holds whichever copies fill the stages.
+    const int tiles = (p.topk.rows_per_cta / kRowsTile + kRowsMinWarps - 1) / kRowsMinWarps;
     p.lists.rows_per_warp = tiles * kRowsTile;
     p.lists.cap = int(std::min<int64_t>(p.lists.rows_per_warp,
                                         int64_t(a.k) + kRowsTile + std::max(kRowsTile, a.k / 2)));
@@ -564,6 +566,32 @@ int scale_copy_bytes(const nt_lm_head_binary_args& a) {
   return scale_copy >= 4 ? scale_copy : 0;
 }
 
+// Whether the bit-plane kernel may fill its stages by bulk tensor copies:
+// sm_90 code for the kernel, sign and scale rows at 16-byte aligned strides,
+// scale rows a multiple of 16 bytes and at most 256 halves (one box).
+// NEXTTOK_CUDA_LM_HEAD_PATH=pieces keeps the cp.async pieces (for timing both
+// in one process).
+bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
+  static std::atomic<int> known[64];
+  const int64_t groups = a.act_q.shape[1] / a.group_size;
+  return dev.cc_major >= 9 && !lm_head_path_forced("pieces") && (2 * groups) % 16 == 0 && groups <= 256 &&
+         row_alignment(a.wq) % 16 == 0 && row_alignment(a.wscale) % 16 == 0 &&
+         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_rows_kernel<4, 1>), device, known);
+}
+
+// The tensor maps of the bit-plane kernel's bulk copies; false when the
+// driver refuses one. A single row gets its own length as stride (the driver
+// wants one even where no second row exists).
+bool rows_tensor_maps(const nt_lm_head_binary_args& a, BinaryRowsParams& p) {
+  const int64_t vocab = a.wq.shape[0], cols = a.act_q.shape[1], groups = cols / a.group_size;
+  const uint64_t sign_row = vocab > 1 ? uint64_t(a.wq.row_stride) * 4 : align_up(size_t(cols / 8), 16);
+  const uint64_t scale_row = vocab > 1 ? uint64_t(a.wscale.row_stride) * 2 : align_up(size_t(2 * groups), 16);
+  return encode_map_u16(&p.sign_map, a.wq.data, uint64_t(vocab), uint64_t(cols / 16), sign_row, kRowsTile,
+                        64, CU_TENSOR_MAP_SWIZZLE_128B, true) &&
+         encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_row, kRowsTile,
+                        uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false);
+}
+
 // The bit-plane kernel when its conditions hold (see lm_head_binary_rows.cuh);
 // returns false to leave the call to the other kernels.
 bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLimits& dev,
@@ -576,16 +604,18 @@ bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLim
       rows > kPlaneRowsMeasuredFaster || (a.group_size != 128 && a.group_size != 256) ||
       row_alignment(a.wq) < 16 || scale_copy == 0)
     return false;
-  const RowsLayout L = rows_layout(cols, a.group_size, int(rows));
-  const RowsConfig rc = rows_config(cols, a.group_size, rows, dev);
+  BinaryRowsParams p{};
+  static_cast<BinaryOperands&>(p) = binary_operands(a);
+  const bool tensor_copies = rows_tensor_copies(a, dev, device) && rows_tensor_maps(a, p);
+  const RowsLayout L = rows_layout(cols, a.group_size, int(rows), tensor_copies);
+  const RowsConfig rc = rows_config(cols, a.group_size, rows, dev, tensor_copies);
   if (rc.warps == 0) return false;
   const int budget = dev.max_smem_optin - int(sizeof(RowsShared)) - 1024;
 
-  BinaryRowsParams p{};
-  static_cast<BinaryOperands&>(p) = binary_operands(a);
   p.rows_per_cta = plan.topk.rows_per_cta;
   p.scale_copy = scale_copy;
   p.stages = rc.stages;
+  p.tensor_copies = tensor_copies ? 1 : 0;
   p.bias = bias;
   p.cand = cand;
   p.warp_cand = warp_cand;

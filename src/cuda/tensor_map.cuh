@@ -29,12 +29,13 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 // A map of a [rows, cols] matrix of 16-bit elements whose rows lie row_bytes
 // apart (a multiple of 16; base 16-byte aligned), read in boxes of box_rows x
-// box_cols with box_cols * 2 == 128: the 128-byte swizzle, so that 16-byte
-// piece c of box row r lands at piece c ^ (r % 8) of its 128-byte line.
-// Elements outside the matrix read as zero. False when the driver refuses.
-inline bool encode_swizzled_map_u16(CUtensorMap* map, const void* base, uint64_t rows,
-                                    uint64_t cols, uint64_t row_bytes, uint32_t box_rows,
-                                    uint32_t box_cols, bool promote_256) {
+// box_cols (box_cols * 2 a multiple of 16, and 128 with the 128-byte swizzle:
+// then 16-byte piece c of box row r lands at piece c ^ (r % 8) of its
+// 128-byte line). Elements outside the matrix read as zero. False when the
+// driver refuses.
+inline bool encode_map_u16(CUtensorMap* map, const void* base, uint64_t rows, uint64_t cols,
+                           uint64_t row_bytes, uint32_t box_rows, uint32_t box_cols,
+                           CUtensorMapSwizzle swizzle, bool promote_256) {
   const auto encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {cols, rows};
@@ -42,9 +43,17 @@ inline bool encode_swizzled_map_u16(CUtensorMap* map, const void* base, uint64_t
   const cuuint32_t box[2] = {box_cols, box_rows};
   const cuuint32_t steps[2] = {1, 1};
   return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(base), dims, strides,
-                box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                 promote_256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The 128-byte swizzled map (box_cols * 2 == 128).
+inline bool encode_swizzled_map_u16(CUtensorMap* map, const void* base, uint64_t rows,
+                                    uint64_t cols, uint64_t row_bytes, uint32_t box_rows,
+                                    uint32_t box_cols, bool promote_256) {
+  return encode_map_u16(map, base, rows, cols, row_bytes, box_rows, box_cols, CU_TENSOR_MAP_SWIZZLE_128B,
+                        promote_256);
 }
 
 }  // namespace nt::cuda

@@ -2,9 +2,10 @@
 // (logit = act_scale * sum_g wscale * D + bias, D the exact integer group dot).
 // "Grid" inputs make every fp32 step exact: act_scale a power of two, wscale a
 // multiple of 2^-6, bias a multiple of 2^-2; |sum_g wscale D| <= 127 H, so with
-// H <= 1024 and act_scale = 2^-7 every value needs fewer than 24 bits. Those
-// must match exactly, ties included; realistic inputs are held to 1e-4 of the
-// row's largest |logit| (SPEC.md).
+// H <= 2048 and act_scale = 2^-7 every value is a multiple of 2^-13 of at most
+// 2^11 in magnitude: 24 significant bits. Those must match exactly, ties
+// included; realistic inputs are held to 1e-4 of the row's largest |logit|
+// (SPEC.md).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -126,16 +127,25 @@ TEST_P(LmHeadBinary, WinnersPlantedInOneChunk) {
 // their own top-k lists and cut them when the next tile might not fit: with
 // V = 70,001 over at most ~132 CTAs of 8 warps each warp sees >= 64 rows, so
 // k = 5 and k = 40 lists are cut many times, G = 256 takes two MMA steps per
-// group, and the last CTA's range is ragged.
+// group, and the last CTA's range is ragged. At H = 512 the scale rows (8 or
+// 4 bytes) go in cp.async pieces; at 8 groups (16 bytes) on sm_90 a tile's
+// rows land by bulk copies, also from rows padded to 16-byte strides.
 TEST_P(LmHeadBinary, DecodeRowsOverManyWarpCuts) {
   uint64_t seed = 12350;
   for (int64_t rows : {1, 2})
     for (int32_t group : {128, 256})
-      for (int32_t k : {5, 40}) {
-        Rng rng(++seed);
-        SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(rows) + " G=" + std::to_string(group));
-        expect_topk(dev(), grid_case(rng, rows, 70001, 512, group, k, seed % 2 == 0, NT_BF16), 0.0);
-      }
+      for (int64_t hidden : {int64_t(512), int64_t(8 * group)})
+        for (int32_t k : {5, 40}) {
+          Rng rng(++seed);
+          SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(rows) + " G=" + std::to_string(group) +
+                       " H=" + std::to_string(hidden));
+          BinaryCase c = grid_case(rng, rows, 70001, hidden, group, k, seed % 2 == 0, NT_BF16);
+          if (hidden > 512 && seed % 2 == 1) {
+            c.wq_stride = hidden / 32 + 4;
+            c.wscale_stride = hidden / group + 8;
+          }
+          expect_topk(dev(), c, 0.0);
+        }
 }
 
 TEST_P(LmHeadBinary, RealisticInputsWithinTolerance) {
