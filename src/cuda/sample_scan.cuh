@@ -558,7 +558,7 @@ __device__ __noinline__ WarpList rank_warp_list(u64* list, WarpList w, u32 keep,
 // warp sees 1/warps of the tokens). The tile body is a loop over the few
 // tokens that pass the bound, so the loop's code stays small. At the end the
 // lists are cut to keep each, laid side by side and selected once.
-template <nt_dtype DT, bool VEC, int DEPTH>
+template <nt_dtype DT, bool VEC>
 __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                                     int64_t end, u64* buf, u32 keep) {
@@ -596,7 +596,7 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   }
   __syncthreads();
 
-  scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool) {
+  scan_tile_loop<DT, VEC, 2>(rowp, begin, end, [&](u32 tile, const auto& x, bool) {
     if (tile == begin) {
       const u64 floor = first_tile_floor(tile, x, c, keep, warp_offer);
       if (floor > kNegInfCeiling) {
@@ -709,13 +709,13 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
 }
 
 // A filtered row's chunk: the list scan where it applies, else the general one.
-template <nt_dtype DT, bool VEC, int LIST_DEPTH>
+template <nt_dtype DT, bool VEC>
 __device__ void scan_filtered_chunk(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                                     int64_t end, u64* buf) {
   const u32 keep = filtered_keep(a, c);
   if (a.list_scan && keep <= u32(kListKeepMax) && filtered_tile_filter(a, c))
-    scan_filtered_lists<DT, VEC, LIST_DEPTH>(a, c, row, chunk, rowp, begin, end, buf, keep);
+    scan_filtered_lists<DT, VEC>(a, c, row, chunk, rowp, begin, end, buf, keep);
   else
     scan_filtered<DT, VEC>(a, c, row, chunk, rowp, begin, end, buf);
 }
@@ -746,18 +746,13 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   const RowCfg c = load_row_cfg(a, row);
   // The mixed-row kernel carries the filtered path's registers: a third
   // buffer would spill there. Greedy keeps one composite, so room for more.
-  // The list scan's third buffer (64 KB in flight per SM instead of 32: its
-  // rows streamed at 1.8 TB/s with two, run 32) spills on the paths that
-  // append, rank or read a ragged tail; a tile rejected whole costs f32 rows
-  // no spill and f16/bf16 rows one 4-byte store (SASS, sm_90a).
   constexpr int kDepth = MODE == kGreedyRow ? 4 : MODE == kAnyRow ? 2 : 3;
-  constexpr int kListDepth = MODE == kAnyRow ? 2 : 3;
   if constexpr (MODE == kGreedyRow) {
     scan_greedy<DT, VEC, kDepth, true>(a, row, chunk, rowp, begin, end, scan_buffer);
   } else if constexpr (MODE == kPlainRow) {
     scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kFilteredRow) {
-    scan_filtered_chunk<DT, VEC, kListDepth>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+    scan_filtered_chunk<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
     if (a.merge_in_scan) merge_row_in_scan(a, c, row);
   } else {
     if (c.cls == kGreedyRow) {
@@ -765,7 +760,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
     } else if (c.cls == kPlainRow) {
       scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
     } else {
-      scan_filtered_chunk<DT, VEC, kListDepth>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+      scan_filtered_chunk<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
       if (a.merge_in_scan) merge_row_in_scan(a, c, row);
     }
   }
