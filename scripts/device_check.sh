@@ -9,7 +9,9 @@
 #   scripts/device_check.sh            # about 6-9 minutes
 #   BUILD_DIR=build-x CUDA_ARCHS=90 scripts/device_check.sh
 #   LM_HEAD=0 scripts/device_check.sh  # sampling and masks only (about 4 minutes)
-#   OPT_IN=0 scripts/device_check.sh   # without the opt-in paths' stages (about 3 minutes)
+#   PDL=0 scripts/device_check.sh      # without the NEXTTOK_CUDA_PDL=1 stages (about 2 minutes)
+#   NCU_SASS='merge_topk|binary_rows' scripts/device_check.sh  # plus a per-instruction profile
+#   SANITIZE=0 scripts/device_check.sh # without compute-sanitizer
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -106,39 +108,33 @@ fi
 # call's time splits over its scan and merge kernels.
 [ -f "$lib" ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
 
-# ---- opt-in paths not yet measured (off by default until they have run here):
-# programmatic dependent launch of the merges (NEXTTOK_CUDA_PDL=1,
-# cuda/launch.cuh) and the bulk-copy greedy scan (NEXTTOK_CUDA_SAMPLE_SCAN=bulk).
-# Each: the CUDA cases with it on, then its rows timed beside the default.
-# Logs are appended to the ones above (the device returns at most 8 files).
-# OPT_IN=0 skips them.
-if [ "${OPT_IN:-1}" = 1 ] && [ -f "$lib" ]; then
+# ---- programmatic dependent launch (cuda/launch.cuh; off by default until it
+# has run here): the CUDA cases and the LM-head checks with NEXTTOK_CUDA_PDL=1,
+# and the small-batch W3 rows and W1/W2 M=1/64 timed both ways. Logs are appended
+# to the ones above (the device returns at most 8 files). PDL=0 skips it.
+if [ "${PDL:-1}" = 1 ] && [ -f "$lib" ]; then
   [ -x "$op_tests" ] && stage ctest-pdl 60 "$OUT/ctest.log" env NEXTTOK_CUDA_PDL=1 \
     ctest --test-dir "$build" -R '/cuda$|CudaGraph|OptInPaths' -j 8 --timeout 60 --output-on-failure
   stage bench-pdl 60 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --only w3 \
     --match 'B=(1|64) ' --pdl-compare --budget 45
   [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head-pdl 60 "$OUT/bench_lm_head.log" env NEXTTOK_CUDA_PDL=1 \
     python3 bench/cuda_lm_head_bench.py --lib "$lib" --check --small --bench --m 1,64
-  [ -x "$op_tests" ] && stage ctest-bulk 60 "$OUT/ctest.log" env NEXTTOK_CUDA_SAMPLE_SCAN=bulk \
-    ctest --test-dir "$build" -R '/cuda$|CudaGraph|OptInPaths' -j 8 --timeout 60 --output-on-failure
-  stage bench-bulk 60 "$OUT/bench.log" env NEXTTOK_CUDA_SAMPLE_SCAN=bulk python3 bench/cuda_sampling_bench.py \
-    --lib "$lib" --check --only w3 --match greedy --budget 30
 fi
 
 # ---- sanitizers (last: they take whatever time is left) -------------------
-if [ -x "$op_tests" ]; then
+if [ "${SANITIZE:-1}" = 1 ] && [ -x "$op_tests" ]; then
   # Under the sanitizers: every sampling and mask case except the 40,000-draw
   # distribution tests, smallest first for racecheck (it is the slowest).
   stage memcheck 70 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
     --show-backtrace device "$op_tests" \
     --gtest_filter='Devices/Sample.*/cuda:Devices/Bitmask.*/cuda'
   grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$OUT/memcheck.log" | head -20
-  [ "${LM_HEAD:-1}" = 1 ] && stage memcheck-lm-head 60 "$OUT/memcheck_lm_head.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
+  [ "${LM_HEAD:-1}" = 1 ] && stage memcheck-lm-head 60 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
     --show-backtrace device "$op_tests" --gtest_filter='Devices/LmHead*.*/cuda'
-  grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$OUT/memcheck_lm_head.log" | head -20
-  stage racecheck 110 "$OUT/racecheck.log" "$sanitizer" --tool racecheck --error-exitcode 1 \
-    "$op_tests" --gtest_filter='Devices/Sample.GreedyTakesTheFirstMaximum/cuda:Devices/Sample.NonFiniteLogits/cuda:Devices/Sample.FullyMaskedRowsGiveMinusOne/cuda:Devices/Bitmask.AllRows/cuda:Devices/Sample.LargeVocabularyMixedBatch/cuda:Devices/Sample.TopKBoundaryTiesGoToTheLowerIndex/cuda:Devices/Sample.ExplicitDrawMatchesInverseCdf/cuda:Devices/Sample.KeepSetEndsAtAPlantedRecord/cuda:Devices/LmHeadBinary.WinnersPlantedInOneChunk/cuda:Devices/LmHeadDense.WinnersPlantedInOneChunk/cuda:Devices/LmHeadBinary.RepeatedCallsAreBitwiseEqual/cuda'
-  grep -E "RACECHECK SUMMARY|hazard|PASSED|FAILED" "$OUT/racecheck.log" | head -20
+  grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$OUT/memcheck.log" | head -20
+  stage racecheck 110 "$OUT/memcheck.log" "$sanitizer" --tool racecheck --error-exitcode 1 \
+    "$op_tests" --gtest_filter='Devices/Sample.GreedyTakesTheFirstMaximum/cuda:Devices/Sample.NonFiniteLogits/cuda:Devices/Sample.FullyMaskedRowsGiveMinusOne/cuda:Devices/Bitmask.AllRows/cuda:Devices/Sample.LargeVocabularyMixedBatch/cuda:Devices/Sample.TopKBoundaryTiesGoToTheLowerIndex/cuda:Devices/Sample.ExplicitDrawMatchesInverseCdf/cuda:Devices/Sample.KeepSetEndsAtAPlantedRecord/cuda:Devices/LmHeadBinary.WinnersPlantedInOneChunk/cuda:Devices/LmHeadDense.WinnersPlantedInOneChunk/cuda:Devices/LmHeadBinary.RepeatedCallsAreBitwiseEqual/cuda:Devices/LmHeadBinary.DecodeRowsOverManyWarpCuts/cuda'
+  grep -E "RACECHECK SUMMARY|hazard|PASSED|FAILED" "$OUT/memcheck.log" | head -20
 fi
 
 # ---- profiler: what limits the kernels (DRAM throughput, occupancy) ------------
@@ -151,6 +147,15 @@ if [ -f "$lib" ]; then
   [ "${LM_HEAD:-1}" = 1 ] && stage ncu-lm-head 90 "$OUT/ncu.log" "$ncu_bin" --clock-control none \
     -k regex:'binary_|dense_|merge_topk' --launch-count 8 --metrics "$metrics" \
     python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m 1 --runs 3 --slow-runs 3
+fi
+
+# ---- per-instruction profile (NCU_SASS=<kernel regex>; off by default): the
+# first launch of each matching kernel in an M=1 W1/W2 run, SASS with its
+# instruction counts and stall samples as CSV, appended to ncu.log.
+if [ -n "${NCU_SASS:-}" ] && [ -f "$lib" ]; then
+  stage ncu-sass 120 "$OUT/ncu.log" "$ncu_bin" --clock-control none -k "regex:$NCU_SASS" --launch-count 2 \
+    --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
+    python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m 1 --runs 2 --slow-runs 2
 fi
 
 # ---- summary ------------------------------------------------------------------

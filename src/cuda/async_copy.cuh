@@ -1,6 +1,6 @@
-// Asynchronous copies into shared memory for the LM-head pipelines and the
-// bulk sampling scan: cp.async (sm_80+), and mbarriers with bulk (tensor)
-// copies (sm_90). Callers are only launched on devices that have them.
+// Asynchronous copies into shared memory for the LM-head pipelines: cp.async
+// (sm_80+), and mbarriers with bulk tensor copies (sm_90). Callers are only
+// launched on devices that have them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -123,19 +123,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, int32_t 
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
-      : "memory");
-#endif
-}
-
-// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global
-// memory into shared memory by the copy engine, completing on `bar`.
-__device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes,
-                                             uint64_t* bar) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-          smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar))
       : "memory");
 #endif
 }

@@ -31,21 +31,13 @@ constexpr int kScanSmemBytes =
 constexpr int kMergeSmemBytes = (kMaxMerged + kSortCap) * int(sizeof(u64));
 static_assert(kScanSmemBytes >= (kMaxChunkCandidates + kSortCap) * int(sizeof(u64)),
               "a one-chunk row's merge runs in the scan's shared memory");
-static_assert(bulk_scan_smem_bytes(4) <= kScanSmemBytes, "the bulk scan's slots fit the scan's limit");
 
 // NEXTTOK_CUDA_SAMPLE_SCAN=general pins the general filtered scan for rows the
-// list scan would take; =bulk streams greedy rows by bulk copies (off by
-// default until it has run on a GPU). Tests and benchmarks compare the scans
-// on one input, so it is read on every call.
-bool sample_scan_is(const char* name) {
+// list scan would take (tests and benchmarks compare the two on one input, so
+// it is read on every call).
+bool force_general_scan() {
   const char* scan = std::getenv("NEXTTOK_CUDA_SAMPLE_SCAN");
-  return scan != nullptr && std::strcmp(scan, name) == 0;
-}
-
-bool bulk_scan_built(int device) {
-  static std::atomic<int> known[64];
-  return kernel_has_sm90_code(reinterpret_cast<const void*>(sample_scan_kernel<NT_F32, true, kGreedyRow>),
-                              device, known);
+  return scan != nullptr && std::strcmp(scan, "general") == 0;
 }
 
 struct Plan {
@@ -270,7 +262,7 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   l.mode = plan.mode;
   const bool filtered = l.mode == kFilteredRow || l.mode == kAnyRow;
   g.merge_in_scan = filtered && plan.splits == 1;
-  g.list_scan = !sample_scan_is("general");
+  g.list_scan = !force_general_scan();
   l.run_merge = plan.splits > 1;
   l.run_fallback = filtered && plan.fallback_needed;
   if (l.run_fallback) {
@@ -289,9 +281,6 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   const size_t esize = dtype_size(a.logits.dtype);
   const bool vec = reinterpret_cast<uintptr_t>(a.logits.data) % 16 == 0 &&
                    (rows == 1 || (size_t(a.logits.row_stride) * esize) % 16 == 0);
-  g.bulk_scan = l.mode == kGreedyRow && vec && limits.cc_major >= 9 && sample_scan_is("bulk") &&
-                bulk_scan_built(device);
-  if (g.bulk_scan) l.scan_smem = bulk_scan_smem_bytes(int(esize));
   switch (a.logits.dtype) {
     case NT_F32: launch_dtype<NT_F32>(l, vec); break;
     case NT_F16: launch_dtype<NT_F16>(l, vec); break;

@@ -132,7 +132,6 @@ struct SampleArgs {
   int mass_bits;
   int merge_in_scan;  // rows of one chunk: the scan CTA merges (no merge kernel)
   int list_scan;      // 0: the general filtered scan for every filtered row
-  int bulk_scan;      // greedy rows stream their chunks by bulk copies (scan_tile_loop_bulk)
   ChunkRecord* chunks;
   u64* candidates;
   RowState* row_states;

@@ -3,7 +3,6 @@
 
 #include <cub/block/block_reduce.cuh>
 
-#include "cuda/async_copy.cuh"
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_merge.cuh"
 #include "cuda/topk_cta.cuh"
@@ -48,81 +47,6 @@ __device__ __forceinline__ void scan_tile_loop(const typename LogitTraits<DT>::S
   }
 }
 
-// scan_tile_loop's tiles and on_tile calls (the same x[u][g] in every thread)
-// from a chunk streamed into shared memory by the copy engine (sm_90, 16-byte
-// aligned rows): one thread keeps kBulkStages tiles in flight by bulk copies,
-// so the bytes in flight per SM are set by shared memory (2 CTAs x 4 x 16 KB
-// for f32), not by the registers that bound scan_tile_loop's buffers. A CTA
-// barrier after each tile's reads hands its slot back. The last tile's bytes
-// past a multiple of 16 are read from global memory. `slots`: kBulkStages *
-// kTileTokens logits of dynamic shared memory, 16-byte aligned.
-constexpr int kBulkStages = 4;
-
-// Dynamic shared memory of the bulk scan for logits of `element_bytes`.
-constexpr int bulk_scan_smem_bytes(int element_bytes) {
-  return kBulkStages * kTileTokens * element_bytes;
-}
-
-template <nt_dtype DT, class OnTile>
-__device__ __forceinline__ void scan_tile_loop_bulk(const typename LogitTraits<DT>::Storage* row,
-                                                    int64_t begin, int64_t end, void* slots,
-                                                    OnTile&& on_tile) {
-  using S = typename LogitTraits<DT>::Storage;
-  constexpr int G = group_tokens<DT, true>();
-  constexpr int U = kTokensPerThread / G;
-  __shared__ uint64_t full[kBulkStages];
-  S* const slot0 = static_cast<S*>(slots);
-  const u32 first = u32(begin), stop = u32(end), tid = threadIdx.x;
-  const int n_tiles = int((stop - first + kTileTokens - 1) / kTileTokens);
-  // Tokens of tile i that arrive by the copy engine: whole 16-byte units.
-  auto copied = [&](int i) {
-    const u32 tile = first + u32(i) * kTileTokens;
-    const u32 tokens = min(u32(kTileTokens), stop - tile);
-    return (tokens * u32(sizeof(S))) / 16u * (16u / u32(sizeof(S)));
-  };
-  auto issue = [&](int i) {  // thread 0 only
-    uint64_t* bar = &full[i % kBulkStages];
-    const u32 bytes = copied(i) * u32(sizeof(S));
-    mbarrier_arrive_expect_tx(bar, bytes);
-    if (bytes != 0)
-      bulk_load_1d(slot0 + size_t(i % kBulkStages) * kTileTokens, row + first + u32(i) * kTileTokens,
-                   bytes, bar);
-  };
-  if (tid == 0) {
-    for (int st = 0; st < kBulkStages; ++st) mbarrier_init(&full[st], 1);
-    mbarrier_init_fence();
-  }
-  __syncthreads();
-  if (tid == 0)
-    for (int i = 0; i < min(kBulkStages, n_tiles); ++i) issue(i);
-  for (int i = 0; i < n_tiles; ++i) {
-    const u32 tile = first + u32(i) * kTileTokens;
-    const S* slot = slot0 + size_t(i % kBulkStages) * kTileTokens;
-    mbarrier_wait(&full[i % kBulkStages], u32(i / kBulkStages) & 1u);
-    float x[U][G];
-    const u32 in_smem = tile + copied(i);
-    if (in_smem - tile == u32(kTileTokens)) {  // a whole tile: one 16-byte read per group
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        widen_vector<DT>(*reinterpret_cast<const uint4*>(slot + (u * kScanThreads + tid) * G), x[u]);
-    } else {
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-          const u32 t = tile + (u * kScanThreads + tid) * G + u32(g);
-          x[u][g] = t < in_smem ? widen<DT>(slot[t - tile]) : t < stop ? widen<DT>(load1<true>(row + t)) : -INFINITY;
-        }
-    }
-    __syncthreads();  // every thread has read the slot
-    if (tid == 0 && i + kBulkStages < n_tiles) {
-      fence_proxy_async_shared();
-      issue(i + kBulkStages);
-    }
-    on_tile(tile, x, i + 1 == n_tiles);
-  }
-}
-
 // on_group(t0, x[4]) over a thread's tile in groups of 4 tokens (a Philox block).
 template <int U, int G, class OnGroup>
 __device__ __forceinline__ void for_each_group(u32 tile, const float (&x)[U][G],
@@ -137,16 +61,14 @@ __device__ __forceinline__ void for_each_group(u32 tile, const float (&x)[U][G],
     }
 }
 
-// BULK: the kernel carries the bulk tile loop too (greedy-row kernels only:
-// the mixed-row kernel has no registers to spare for it).
-template <nt_dtype DT, bool VEC, int DEPTH, bool BULK>
+template <nt_dtype DT, bool VEC, int DEPTH>
 __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
                             const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
-                            int64_t end, void* bulk_slots) {
+                            int64_t end) {
   using Reduce = cub::BlockReduce<u64, kScanThreads>;
   __shared__ typename Reduce::TempStorage tmp;
   u64 best = 0;
-  auto on_tile = [&](u32 tile, const auto& x, bool) {
+  scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool) {
     for_each_group(tile, x, [&](u32 t0, const float (&x4)[4]) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -154,15 +76,7 @@ __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
         best = c > best ? c : best;
       }
     });
-  };
-  if constexpr (VEC && BULK) {
-    if (a.bulk_scan)
-      scan_tile_loop_bulk<DT>(rowp, begin, end, bulk_slots, on_tile);
-    else
-      scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, on_tile);
-  } else {
-    scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, on_tile);
-  }
+  });
   best = Reduce(tmp).Reduce(best, MaxU64());
   if (threadIdx.x != 0) return;
   if (a.splits == 1) {
@@ -737,7 +651,7 @@ template <nt_dtype DT, bool VEC, int MODE>
 __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   using S = typename LogitTraits<DT>::Storage;
-  extern __shared__ __align__(16) u64 scan_buffer[];
+  extern __shared__ u64 scan_buffer[];
   const u32 row = blockIdx.x;
   const int chunk = int(blockIdx.y);
   const int64_t begin = int64_t(chunk) * a.chunk;
@@ -748,7 +662,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   // buffer would spill there. Greedy keeps one composite, so room for more.
   constexpr int kDepth = MODE == kGreedyRow ? 4 : MODE == kAnyRow ? 2 : 3;
   if constexpr (MODE == kGreedyRow) {
-    scan_greedy<DT, VEC, kDepth, true>(a, row, chunk, rowp, begin, end, scan_buffer);
+    scan_greedy<DT, VEC, kDepth>(a, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kPlainRow) {
     scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kFilteredRow) {
@@ -756,7 +670,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
     if (a.merge_in_scan) merge_row_in_scan(a, c, row);
   } else {
     if (c.cls == kGreedyRow) {
-      scan_greedy<DT, VEC, kDepth, false>(a, row, chunk, rowp, begin, end, scan_buffer);
+      scan_greedy<DT, VEC, kDepth>(a, row, chunk, rowp, begin, end);
     } else if (c.cls == kPlainRow) {
       scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
     } else {
