@@ -22,7 +22,7 @@ constexpr int kMergeThreads = 1024;
 constexpr int kMergeSortMax = 2048;       // k <= 2048
 constexpr int kMergeMaxResident = 16384;  // candidates held in shared memory, at most
 constexpr int kMergeMaxGrid = kMergeThreads;  // scoring CTAs: one count per thread
-constexpr int kMergeLoadBatch = 8;            // candidate loads in flight per thread
+constexpr int kMergeSegBatch = 4;  // segments a warp loads before it uses any
 
 struct MergeArgs {
   const Candidate* cand;
@@ -128,7 +128,6 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   if (c_own == a.grid - 1) s.offset[a.grid] = start + n_own;
   __syncthreads();
   floor_key = s.floor_key;
-  const int stored = s.offset[a.grid];
   auto admitted = [&](uint64_t rank) { return rank != 0 && uint32_t(rank >> 32) >= floor_key; };
 
   // Every stored candidate, one warp per CTA segment: f(rank, value), rank 0
@@ -148,41 +147,73 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   };
 
   // The admitted candidates into shared memory (in any order: the selection
-  // and the final sort do not depend on it). Stored candidate i of the row is
-  // found by a binary search on the offsets, so each thread keeps
-  // kMergeLoadBatch independent loads in flight (a loop over the segments
-  // paid one count-then-data round trip per segment). If they do not fit,
-  // the selection streams them from the workspace instead.
-  for (int base = 0; base < stored; base += kThreads * kMergeLoadBatch) {
-    Candidate e[kMergeLoadBatch];
-    bool in[kMergeLoadBatch];
+  // and the final sort do not depend on it). Warp w takes segments w,
+  // w + kWarps, ... and issues the first 64 loads of kMergeSegBatch segments
+  // before it uses any (one round trip for a batch, and no search for a
+  // candidate's segment: at W1 M = 1 a binary search per candidate was ~40% of
+  // the kernel's instructions, run 30/34). If they do not fit, the selection
+  // streams them from the workspace instead.
+  auto gather_resident = [&](const Candidate& e, bool in) {
+    const uint64_t rank = in ? rank_of(e.value, e.index) : 0ull;
+    const bool keep = admitted(rank);
+    const unsigned ball = __ballot_sync(0xffffffffu, keep);
+    int at = 0;
+    if (lane == 0 && ball != 0) at = atomicAdd(&s.gathered, __popc(ball));
+    at = __shfl_sync(0xffffffffu, at, 0);
+    const int slot = at + __popc(ball & ((1u << lane) - 1u));
+    if (keep && slot < a.resident) {
+      res_rank[slot] = rank;
+      res_value[slot] = e.value;
+    }
+  };
+  for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeSegBatch) {
+    Candidate e[kMergeSegBatch][2];
+    int n[kMergeSegBatch];
 #pragma unroll
-    for (int j = 0; j < kMergeLoadBatch; ++j) {
-      const int i = base + j * kThreads + int(threadIdx.x);
-      in[j] = i < stored;
-      e[j] = Candidate{0.0f, 0};
-      if (in[j]) {
-        int lo = 0, hi = a.grid;  // the last segment starting at or before i
-        while (lo + 1 < hi) {
-          const int mid = (lo + hi) >> 1;
-          if (s.offset[mid] <= i) lo = mid;
-          else hi = mid;
-        }
-        e[j] = cand[size_t(lo) * seg_stride + (i - s.offset[lo])];
+    for (int b = 0; b < kMergeSegBatch; ++b) {
+      const int c = c0 + b * kWarps;
+      n[b] = c < a.grid ? s.offset[c + 1] - s.offset[c] : 0;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int i = 32 * h + lane;
+        e[b][h] = i < n[b] ? cand[size_t(c) * seg_stride + i] : Candidate{0.0f, 0};
       }
     }
+    // One shared-memory atomic for the batch's admitted candidates.
+    uint64_t rank[kMergeSegBatch][2];
+    unsigned ball[kMergeSegBatch][2];
+    int admitted_here = 0;
 #pragma unroll
-    for (int j = 0; j < kMergeLoadBatch; ++j) {
-      const uint64_t rank = in[j] ? rank_of(e[j].value, e[j].index) : 0ull;
-      const bool keep = admitted(rank);
-      const unsigned ball = __ballot_sync(0xffffffffu, keep);
-      int at = 0;
-      if (lane == 0 && ball != 0) at = atomicAdd(&s.gathered, __popc(ball));
-      at = __shfl_sync(0xffffffffu, at, 0);
-      const int slot = at + __popc(ball & ((1u << lane) - 1u));
-      if (keep && slot < a.resident) {
-        res_rank[slot] = rank;
-        res_value[slot] = e[j].value;
+    for (int b = 0; b < kMergeSegBatch; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint64_t r = 32 * h + lane < n[b] ? rank_of(e[b][h].value, e[b][h].index) : 0ull;
+        rank[b][h] = admitted(r) ? r : 0ull;
+        ball[b][h] = __ballot_sync(0xffffffffu, rank[b][h] != 0);
+        admitted_here += __popc(ball[b][h]);
+      }
+    int at = 0;
+    if (lane == 0 && admitted_here != 0) at = atomicAdd(&s.gathered, admitted_here);
+    at = __shfl_sync(0xffffffffu, at, 0);
+    const unsigned below = (1u << lane) - 1u;
+#pragma unroll
+    for (int b = 0; b < kMergeSegBatch; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int slot = at + __popc(ball[b][h] & below);
+        if (rank[b][h] != 0 && slot < a.resident) {
+          res_rank[slot] = rank[b][h];
+          res_value[slot] = e[b][h].value;
+        }
+        at += __popc(ball[b][h]);
+      }
+#pragma unroll
+    for (int b = 0; b < kMergeSegBatch; ++b) {
+      // The rest of a segment longer than 64 (k > 64).
+      const int c = c0 + b * kWarps;
+      for (int i0 = 64; i0 < n[b]; i0 += 32) {
+        const int i = i0 + lane;
+        gather_resident(i < n[b] ? cand[size_t(c) * seg_stride + i] : Candidate{0.0f, 0}, i < n[b]);
       }
     }
   }
@@ -222,19 +253,28 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
     sort_rank[i] = 0ull;
     sort_value[i] = 0.0f;
   }
-  for (int size = 2; size <= padded; size <<= 1) {
-    for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      __syncthreads();
-      for (int i = threadIdx.x; i < padded / 2; i += blockDim.x) {
-        const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
-        const bool descending = (lo & size) == 0;
-        const uint64_t rl = sort_rank[lo], rh = sort_rank[hi];
-        if ((rl < rh) == descending) {
-          sort_rank[lo] = rh;
-          sort_rank[hi] = rl;
-          const float v = sort_value[lo];
-          sort_value[lo] = sort_value[hi];
-          sort_value[hi] = v;
+  // Up to 64 winners (k <= 64, W1/W2's k = 50): warp 0 sorts alone, with warp
+  // barriers instead of 21 CTA-wide ones.
+  const bool one_warp = padded <= 64;
+  if (one_warp) __syncthreads();
+  if (!one_warp || warp == 0) {
+    for (int size = 2; size <= padded; size <<= 1) {
+      for (int stride = size >> 1; stride > 0; stride >>= 1) {
+        if (one_warp)
+          __syncwarp();
+        else
+          __syncthreads();
+        for (int i = threadIdx.x; i < padded / 2; i += blockDim.x) {
+          const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
+          const bool descending = (lo & size) == 0;
+          const uint64_t rl = sort_rank[lo], rh = sort_rank[hi];
+          if ((rl < rh) == descending) {
+            sort_rank[lo] = rh;
+            sort_rank[hi] = rl;
+            const float v = sort_value[lo];
+            sort_value[lo] = sort_value[hi];
+            sort_value[hi] = v;
+          }
         }
       }
     }
