@@ -108,8 +108,8 @@ fi
 # call's time splits over its scan and merge kernels.
 [ -f "$lib" ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
 
-# ---- programmatic dependent launch (cuda/launch.cuh; off by default until it
-# has run here): the CUDA cases and the LM-head checks with NEXTTOK_CUDA_PDL=1,
+# ---- programmatic dependent launch (cuda/launch.cuh; off by default, its gain
+# mixed in run 34): the CUDA cases and the LM-head checks with NEXTTOK_CUDA_PDL=1,
 # and the small-batch W3 rows and W1/W2 M=1/64 timed both ways. Logs are appended
 # to the ones above (the device returns at most 8 files). PDL=0 skips it.
 if [ "${PDL:-1}" = 1 ] && [ -f "$lib" ]; then

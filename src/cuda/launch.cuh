@@ -7,9 +7,11 @@
 // allow_dependent_launch(); both are no-ops on older devices and in launches
 // made without the attribute.
 //
-// Off unless NEXTTOK_CUDA_PDL=1: it has not yet run on a GPU (no device was
-// lent the session it was written in). Turn it on by default once
-// scripts/device_check.sh passes with it and the figures show the gain.
+// Off unless NEXTTOK_CUDA_PDL=1. On the H200 (bench/results/2026-12-02-h200-run34)
+// the CUDA cases pass with it and tokens are unchanged, but the gain is mixed:
+// 0.5-1.3 us on B=1/B=64 greedy, plain and top-k rows and on the M=1 heads,
+// 3-7 us lost on B=64 rows that run the top-p fallback after the merge. A
+// default that skips it where the fallback runs is the next thing to measure.
 #pragma once
 
 #include <cuda_runtime.h>
