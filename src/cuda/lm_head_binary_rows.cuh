@@ -305,8 +305,9 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     float lo[R], hi[R];
 #pragma unroll
     for (int m = 0; m < R; ++m) lo[m] = hi[m] = 0.0f;
-    // Group i of a box: its pieces, scales (two groups per 32-bit load), B
-    // fragments and seeds; `guarded` for the partial last box.
+    // The first groups_left groups of a box (all of them but in a partial
+    // last box): their pieces, scales (two groups per 32-bit load), B
+    // fragments and seeds.
     auto box_groups = [&](const unsigned char* box, const uint16_t* scale, const uint32_t* frag,
                           const int32_t* seed, int groups_left) {
       const int hi_halves = 4 * L.scale_stride;  // 8 rows on, in halves
