@@ -73,7 +73,8 @@ __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) 
 }
 
 // Makes initialized barriers visible to the copy engine (the async proxy);
-// a CTA barrier must follow before any thread uses them.
+// a barrier among the threads that use them (the CTA's, or a warp's for
+// per-warp mbarriers) must follow before any of them does.
 __device__ __forceinline__ void mbarrier_init_fence() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");

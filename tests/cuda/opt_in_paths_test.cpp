@@ -195,9 +195,9 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
 }
 
 // Decode passes (M = 1, 2) of the binary head: H = 5,120 (5 sign boxes a
-// tile, stages of bulk tensor copies on sm_90) and H = 3,584 (a partial last
-// box, scale rows of 56 bytes: cp.async pieces), so the tiles split into parts
-// with a short last one either way.
+// tile, bulk tensor copies on sm_90; on the H200 M = 1 takes parts of 2 + 2 + 1
+// boxes, M = 2 five parts of one) and H = 3,584 (cp.async pieces, scale rows
+// of 56 bytes; parts of 2 + 2 boxes, the last box partial).
 TEST(OptInPaths, SplitTilesKeepBinaryTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const nexttok::Device dev = nexttok::Device::cuda(0);
