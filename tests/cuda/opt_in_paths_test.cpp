@@ -152,6 +152,22 @@ TEST(OptInPaths, DependentLaunchKeepsSampledTokens) {
     }
 }
 
+// One LM-head call's outputs: `call()` runs it into `values` and `indices`
+// (n each), poisoned first so that an unwritten entry shows.
+template <class Call>
+std::pair<std::vector<float>, std::vector<int64_t>> topk_outputs(Call&& call, float* values, int64_t* indices,
+                                                                 size_t n) {
+  cudaMemset(values, 0x7F, n * sizeof(float));
+  cudaMemset(indices, 0x7F, n * sizeof(int64_t));
+  EXPECT_EQ(call(), NT_OK) << nt_last_error();
+  cudaDeviceSynchronize();
+  std::vector<float> v(n);
+  std::vector<int64_t> i(n);
+  cudaMemcpy(v.data(), values, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaMemcpy(i.data(), indices, n * sizeof(int64_t), cudaMemcpyDeviceToHost);
+  return {v, i};
+}
+
 TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const nexttok::Device dev = nexttok::Device::cuda(0);
@@ -177,15 +193,8 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
   DeviceBuffer<unsigned char> ws(bytes + 16);
   auto run = [&](const char* pdl) {
     ScopedEnv env("NEXTTOK_CUDA_PDL", pdl);
-    cudaMemset(values.p, 0x7F, size_t(rows) * k * sizeof(float));
-    cudaMemset(indices.p, 0x7F, size_t(rows) * k * sizeof(int64_t));
-    EXPECT_EQ(nt_lm_head_topk_dense(&a, ws.p, bytes, nullptr), NT_OK) << nt_last_error();
-    cudaDeviceSynchronize();
-    std::vector<float> v(size_t(rows) * k);
-    std::vector<int64_t> i(size_t(rows) * k);
-    cudaMemcpy(v.data(), values.p, v.size() * sizeof(float), cudaMemcpyDeviceToHost);
-    cudaMemcpy(i.data(), indices.p, i.size() * sizeof(int64_t), cudaMemcpyDeviceToHost);
-    return std::make_pair(v, i);
+    return topk_outputs([&] { return nt_lm_head_topk_dense(&a, ws.p, bytes, nullptr); }, values.p, indices.p,
+                        size_t(rows) * k);
   };
   const auto plain = run(nullptr);
   const auto pdl = run("1");
@@ -238,15 +247,8 @@ TEST(OptInPaths, SplitTilesKeepBinaryTopK) {
         size_t bytes = 0;
         EXPECT_EQ(nt_lm_head_topk_binary_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
         DeviceBuffer<unsigned char> ws(bytes + 16);
-        cudaMemset(values.p, 0x7F, size_t(rows) * k * sizeof(float));
-        cudaMemset(indices.p, 0x7F, size_t(rows) * k * sizeof(int64_t));
-        EXPECT_EQ(nt_lm_head_topk_binary(&a, ws.p, bytes, nullptr), NT_OK) << nt_last_error();
-        cudaDeviceSynchronize();
-        std::vector<float> v(size_t(rows) * k);
-        std::vector<int64_t> i(size_t(rows) * k);
-        cudaMemcpy(v.data(), values.p, v.size() * sizeof(float), cudaMemcpyDeviceToHost);
-        cudaMemcpy(i.data(), indices.p, i.size() * sizeof(int64_t), cudaMemcpyDeviceToHost);
-        return std::make_pair(v, i);
+        return topk_outputs([&] { return nt_lm_head_topk_binary(&a, ws.p, bytes, nullptr); }, values.p,
+                            indices.p, size_t(rows) * k);
       };
       const auto plain = run(nullptr);
       const auto split = run("split-tiles");
