@@ -66,35 +66,28 @@ __device__ __forceinline__ T load1(const T* p) {
   }
 }
 
-// One 16-byte vector of logits (4 f32 or 8 f16/bf16, in token order) as fp32.
-template <nt_dtype DT>
-__device__ __forceinline__ void widen_vector(uint4 v, float (&out)[LogitTraits<DT>::kVecTokens]) {
-  using S = typename LogitTraits<DT>::Storage;
-  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-  if constexpr (DT == NT_F32) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) out[j] = __uint_as_float(w[j]);
-  } else {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      out[2 * j] = widen<DT>(S(w[j] & 0xFFFFu));
-      out[2 * j + 1] = widen<DT>(S(w[j] >> 16));
-    }
-  }
-}
-
 // Tokens [t, t + G) of a row as fp32; tokens at or past `end` read as -inf,
 // which no selection ever keeps. With VEC, t is a multiple of G and the row base
 // is 16-byte aligned.
 template <nt_dtype DT, bool VEC, bool STREAM>
 __device__ __forceinline__ void load_group(const typename LogitTraits<DT>::Storage* row, int64_t t,
                                            int64_t end, float (&out)[group_tokens<DT, VEC>()]) {
+  using S = typename LogitTraits<DT>::Storage;
   constexpr int G = group_tokens<DT, VEC>();
-  if constexpr (VEC) {
-    if (t + G <= end) {
-      widen_vector<DT>(load16<STREAM>(row + t), out);
-      return;
+  if (VEC && t + G <= end) {
+    const uint4 v = load16<STREAM>(row + t);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    if constexpr (DT == NT_F32) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[j] = __uint_as_float(w[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        out[2 * j] = widen<DT>(S(w[j] & 0xFFFFu));
+        out[2 * j + 1] = widen<DT>(S(w[j] >> 16));
+      }
     }
+    return;
   }
 #pragma unroll
   for (int j = 0; j < G; ++j)
