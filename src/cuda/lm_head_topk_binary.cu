@@ -584,15 +584,16 @@ int scale_copy_bytes(const nt_lm_head_binary_args& a) {
 }
 
 // Whether the bit-plane kernel may fill its stages by bulk tensor copies:
-// sm_90 code for the kernel, sign and scale rows at 16-byte aligned strides,
-// scale rows a multiple of 16 bytes and at most 256 halves (one box).
+// sm_90 code for the kernel, scale rows at 16-byte aligned strides (sign rows
+// are, for any call try_rows takes), a multiple of 16 bytes and at most 256
+// halves (one box).
 // NEXTTOK_CUDA_LM_HEAD_PATH=pieces keeps the cp.async pieces (for timing both
 // in one process).
 bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
   static std::atomic<int> known[64];
   const int64_t groups = a.act_q.shape[1] / a.group_size;
   return dev.cc_major >= 9 && !lm_head_path_forced("pieces") && (2 * groups) % 16 == 0 && groups <= 256 &&
-         row_alignment(a.wq) % 16 == 0 && row_alignment(a.wscale) % 16 == 0 &&
+         row_alignment(a.wscale) % 16 == 0 &&
          kernel_has_sm90_code(reinterpret_cast<const void*>(binary_rows_kernel<4, 1, kRowsWarps>), device, known);
 }
 

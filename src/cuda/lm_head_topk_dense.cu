@@ -487,10 +487,10 @@ StagedParams staged_params(const nt_lm_head_dense_args& a, const void* hidden, i
   const uint64_t w_row = vocab > 1 ? uint64_t(a.weight.row_stride) * 2 : dense_row;
   const uint64_t h_row = rows > 1 ? uint64_t(a.hidden.row_stride) * 2 : dense_row;
   const int tiles = staged_tiles(rows);
-  if (!encode_swizzled_map_u16(&p.weight_map, a.weight.data, uint64_t(vocab), uint64_t(cols), w_row,
-                               kStagedBoxRows, kStagedChunkCols, true) ||
-      !encode_swizzled_map_u16(&p.hidden_map, hidden, uint64_t(rows), uint64_t(cols), h_row,
-                               uint32_t(tiles * 8), kStagedChunkCols, false))
+  if (!encode_map_u16(&p.weight_map, a.weight.data, uint64_t(vocab), uint64_t(cols), w_row, kStagedBoxRows,
+                      kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, true) ||
+      !encode_map_u16(&p.hidden_map, hidden, uint64_t(rows), uint64_t(cols), h_row, uint32_t(tiles * 8),
+                      kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, false))
     fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
   p.cols = int(cols);
   p.vocab = int(vocab);

@@ -48,12 +48,4 @@ inline bool encode_map_u16(CUtensorMap* map, const void* base, uint64_t rows, ui
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// The 128-byte swizzled map (box_cols * 2 == 128).
-inline bool encode_swizzled_map_u16(CUtensorMap* map, const void* base, uint64_t rows,
-                                    uint64_t cols, uint64_t row_bytes, uint32_t box_rows,
-                                    uint32_t box_cols, bool promote_256) {
-  return encode_map_u16(map, base, rows, cols, row_bytes, box_rows, box_cols, CU_TENSOR_MAP_SWIZZLE_128B,
-                        promote_256);
-}
-
 }  // namespace nt::cuda

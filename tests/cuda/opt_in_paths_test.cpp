@@ -207,6 +207,8 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
 // tile, bulk tensor copies on sm_90; on the H200 M = 1 takes parts of 2 + 2 + 1
 // boxes, M = 2 five parts of one) and H = 3,584 (cp.async pieces, scale rows
 // of 56 bytes; parts of 2 + 2 boxes, the last box partial).
+// (On a GPU with too little shared memory for 16 warps both runs take the
+// 8-warp kernel and the comparison is trivially equal; the H200 fits them.)
 TEST(OptInPaths, SplitTilesKeepBinaryTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const nexttok::Device dev = nexttok::Device::cuda(0);
