@@ -573,11 +573,6 @@ def run_bench(lib, runs, slow_runs, ms):
             rows.append((f"W1 binary M={m}, cp.async pieces", old, olo, ohi, read, base,
                          dense_bytes + m * H * 2 + base_logit_bytes))
             print(f"W1 M={m} cp.async pieces: {old:.1f} us", flush=True)
-            # 16 warps with each tile split over stages (opt-in until measured).
-            new, nlo, nhi = pinned_median_us("split-tiles", call.run, runs)
-            rows.append((f"W1 binary M={m}, split tiles (16 warps)", new, nlo, nhi, read, base,
-                         dense_bytes + m * H * 2 + base_logit_bytes))
-            print(f"W1 M={m} split tiles: {new:.1f} us", flush=True)
 
         call = HeadCall(lib, "dense", K, m, "cuda", hidden=xb, weight=weight)
         workspace[f"W2 M={m}"] = call.workspace_bytes
@@ -610,8 +605,6 @@ def main():
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=direct (subprocess)")
     ap.add_argument("--check-pieces", action="store_true",
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=pieces (subprocess)")
-    ap.add_argument("--check-split-tiles", action="store_true",
-                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=split-tiles (subprocess)")
     ap.add_argument("--small", action="store_true", help="check without the full W1/W2 shapes")
     ap.add_argument("--tiny", action="store_true", help="check tiny shapes only (compute-sanitizer)")
     ap.add_argument("--bench", action="store_true")
@@ -632,7 +625,7 @@ def main():
               f"({time.time() - t0:.0f} s)", flush=True)
     for flag, path in ((args.check_generic, "generic"), (args.check_wide, "wide"),
                        (args.check_expanded, "expanded"), (args.check_direct, "direct"),
-                       (args.check_pieces, "pieces"), (args.check_split_tiles, "split-tiles")):
+                       (args.check_pieces, "pieces")):
         if flag:
             env = dict(os.environ, NEXTTOK_CUDA_LM_HEAD_PATH=path)
             cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--check", "--small"]

@@ -22,9 +22,7 @@
 // with one, a quarter of the stall samples were that barrier, run 21), so the
 // CTA still reads one contiguous stream. On sm_90 a stage is filled by bulk
 // tensor copies that one lane issues (six per tile at W1), elsewhere by
-// cp.async pieces from every lane. A stage holds a whole tile with 8 warps;
-// with split tiles (16 warps, opt-in until measured) a part of its sign boxes
-// and the tile's scale rows, and a tile takes `parts` stages. Each warp keeps its own exact top-k list per
+// cp.async pieces from every lane. Each warp keeps its own exact top-k list per
 // token row (offers above the warp's threshold, a warp-level radix cut when
 // the list could overflow, cuda/topk_cta.cuh); at the end the CTA selects the
 // k best of its warps' lists into its candidate slice for the merge
@@ -43,12 +41,8 @@
 
 namespace nt::cuda::lm_head {
 
-// Warps per CTA: 8, 6 or 4 with whole tiles per stage; 16 with split tiles
-// (NEXTTOK_CUDA_LM_HEAD_PATH=split-tiles until measured). The per-warp lists
-// are laid out for kRowsMaxWarps in every configuration.
-constexpr int kRowsWarps = 8;
-constexpr int kRowsSplitWarps = 16;
-constexpr int kRowsMaxWarps = kRowsSplitWarps;
+constexpr int kRowsWarps = 8;  // at most; the host picks 4 or 8
+constexpr int kRowsMaxThreads = kRowsWarps * 32;
 constexpr int kRowsTile = 16;  // vocabulary rows per warp tile: one MMA m-tile
 constexpr int kRowsMaxStages = 4;
 constexpr int kRowsMaxTokenRows = 2;
@@ -57,7 +51,6 @@ struct BinaryRowsParams : BinaryOperands {
   int rows_per_cta;  // a multiple of kRowsTile
   int scale_copy;    // bytes per cp.async of a scale row: 16, 8 or 4, dividing the row
   int stages;        // per warp
-  int stage_boxes;   // sign boxes per stage: a whole tile's, or a part of it (split tiles)
   // 1: stages filled by bulk tensor copies on the stage's mbarrier (sm_90
   // code; sign and scale rows at 16-byte aligned strides, scale rows a
   // multiple of 16 bytes); 0: by cp.async pieces.
@@ -78,10 +71,8 @@ constexpr int kRowsBoxBytes = kRowsTile * 128;  // 16 rows x 1,024 columns of si
 // The bulk copies write that layout themselves and need 1,024-byte aligned
 // stages; the cp.async pieces write it by the same formula.
 struct RowsLayout {
-  int boxes;         // sign boxes per tile (a partial last one when H % 1024 != 0)
-  int stage_boxes;   // per stage: all of them, or a part (a tile then takes `parts` stages)
-  int parts;
-  int sign_bytes;    // stage_boxes * kRowsBoxBytes
+  int boxes;         // sign boxes per stage (a partial last one when H % 1024 != 0)
+  int sign_bytes;    // boxes * kRowsBoxBytes
   int scale_stride;  // bytes per staged scale row
   int stage_bytes;
   int frag_bytes;  // B fragments: [k-step of 128][token row][lane] x 4 bytes
@@ -90,13 +81,10 @@ struct RowsLayout {
   int align;  // of the dynamic shared memory's first stage and fixed area
 };
 
-__host__ __device__ inline RowsLayout rows_layout(int cols, int group, int token_rows, bool tensor_copies,
-                                                  int stage_boxes) {
+__host__ __device__ inline RowsLayout rows_layout(int cols, int group, int token_rows, bool tensor_copies) {
   RowsLayout l;
   l.boxes = (cols + 1023) / 1024;
-  l.stage_boxes = stage_boxes < l.boxes ? stage_boxes : l.boxes;
-  l.parts = (l.boxes + l.stage_boxes - 1) / l.stage_boxes;
-  l.sign_bytes = l.stage_boxes * kRowsBoxBytes;
+  l.sign_bytes = l.boxes * kRowsBoxBytes;
   const int scale_row = 2 * (cols / group);
   l.frag_bytes = cols * token_rows;
   l.seed_bytes = (cols / group) * token_rows * 16;
@@ -123,12 +111,11 @@ __host__ __device__ inline int rows_smem_bytes(const RowsLayout& l, int warps, i
   return l.fixed_bytes + warps * stages * l.stage_bytes + (l.align > 16 ? l.align : 0);
 }
 
-template <int W>
 struct RowsShared {
-  uint64_t full[W][kRowsMaxStages];  // bulk tensor copies: a warp's stages
-  uint32_t threshold[W][kRowsMaxTokenRows];
-  int32_t count[W][kRowsMaxTokenRows];
-  uint32_t hist[W][256];
+  uint64_t full[kRowsWarps][kRowsMaxStages];  // bulk tensor copies: a warp's stages
+  uint32_t threshold[kRowsWarps][kRowsMaxTokenRows];
+  int32_t count[kRowsWarps][kRowsMaxTokenRows];
+  uint32_t hist[kRowsWarps][256];
   topk::MergeShared select;
   int32_t gathered;
 };
@@ -136,16 +123,16 @@ struct RowsShared {
 // The bit-plane coefficient c_n of plane n (see the top of the file).
 __device__ __forceinline__ int32_t plane_coefficient(int n) { return n < 7 ? 1 << n : -128; }
 
-// WPG: sign words per group (4 or 8: G = 128 or 256); R: token rows (1 or 2);
-// W: warps at most (kRowsWarps, or kRowsSplitWarps for split tiles).
-template <int WPG, int R, int W>
-__global__ void __launch_bounds__(32 * W, 1) binary_rows_kernel(const __grid_constant__ BinaryRowsParams p) {
+// WPG: sign words per group (4 or 8: G = 128 or 256); R: token rows (1 or 2).
+template <int WPG, int R>
+__global__ void __launch_bounds__(kRowsMaxThreads, 1)
+    binary_rows_kernel(const __grid_constant__ BinaryRowsParams p) {
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   static_assert(WPG == 4 || WPG == 8, "group of 128 or 256 columns");
   static_assert(R >= 1 && R <= kRowsMaxTokenRows, "token rows");
   extern __shared__ __align__(16) unsigned char rows_smem[];
-  __shared__ RowsShared<W> s;
-  const RowsLayout L = rows_layout(p.cols, p.group, R, p.tensor_copies != 0, p.stage_boxes);
+  __shared__ RowsShared s;
+  const RowsLayout L = rows_layout(p.cols, p.group, R, p.tensor_copies != 0);
   // Aligned by an offset from the shared array itself, so that the compiler
   // keeps every access through it a shared-memory one (LDS, not generic).
   unsigned char* const smem = rows_smem + ((0u - smem_addr(rows_smem)) & uint32_t(L.align - 1));
@@ -186,7 +173,7 @@ __global__ void __launch_bounds__(32 * W, 1) binary_rows_kernel(const __grid_con
       reinterpret_cast<const unsigned char*>(p.wscale) + (row_begin + copy_row) * scale_row_bytes;
   unsigned char* next_stage = stages;
   int next_slot = 0;
-  int next_row = row_begin, next_part = 0;
+  int next_row = row_begin;
   const int last_row = row_begin + n_tiles * row_step;  // past the warp's last tile
   if (p.tensor_copies) {
     if (lane < S) mbarrier_init(&s.full[warp][lane], 1);
@@ -197,43 +184,35 @@ __global__ void __launch_bounds__(32 * W, 1) binary_rows_kernel(const __grid_con
     mbarrier_init_fence();
     __syncwarp();
   }
-  // Fills the next stage: part next_part of the tile at next_row (its sign
-  // boxes, and the tile's whole scale rows, which every part carries).
   auto issue = [&]() {
     if (next_row < last_row) {
-      const int b0 = next_part * L.stage_boxes;
-      const int nb = min(L.stage_boxes, L.boxes - b0);
       if (p.tensor_copies) {
         if (lane == 0) {
           uint64_t* full = &s.full[warp][next_slot];
           // Boxes count whole, rows past V included (they land as zeros).
-          mbarrier_arrive_expect_tx(full, uint32_t(nb * kRowsBoxBytes + kRowsTile * L.scale_stride));
+          mbarrier_arrive_expect_tx(full, uint32_t(L.sign_bytes + kRowsTile * L.scale_stride));
           fence_proxy_async_shared();  // the stage's last reads (before __syncwarp) come first
-          for (int b = 0; b < nb; ++b)
-            tma_load_2d(next_stage + b * kRowsBoxBytes, &p.sign_map, 64 * (b0 + b), next_row, full);
+          for (int b = 0; b < L.boxes; ++b)
+            tma_load_2d(next_stage + b * kRowsBoxBytes, &p.sign_map, 64 * b, next_row, full);
           tma_load_2d(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full);
         }
         next_slot = next_slot + 1 == S ? 0 : next_slot + 1;
       } else if (next_row + copy_row < cta_end) {
         unsigned char* box = next_stage;
-        const int q_end = min(sign_pieces, 8 * (b0 + nb));
-        for (int q0 = 8 * b0; q0 < q_end; q0 += 8, box += kRowsBoxBytes) {
+        for (int q0 = 0; q0 < sign_pieces; q0 += 8, box += kRowsBoxBytes) {
 #pragma unroll
           for (int u = 0; u < 4; ++u) {
             const int q = q0 + copy_first + 2 * u;
-            if (q < q_end) cp_async(box + piece_dst[u], next_signs + 16 * q, 16, 16);
+            if (q < sign_pieces) cp_async(box + piece_dst[u], next_signs + 16 * q, 16, 16);
           }
         }
         unsigned char* scale_dst = next_stage + L.sign_bytes + copy_row * L.scale_stride;
         for (int q = copy_first; q < scale_pieces; q += 2)
           cp_async(scale_dst + p.scale_copy * q, next_scales + p.scale_copy * q, p.scale_copy, p.scale_copy);
       }
-      if (++next_part == L.parts) {
-        next_part = 0;
-        next_signs += row_step * sign_row_bytes;
-        next_scales += row_step * scale_row_bytes;
-        next_row += row_step;
-      }
+      next_signs += row_step * sign_row_bytes;
+      next_scales += row_step * scale_row_bytes;
+      next_row += row_step;
       next_stage += L.stage_bytes;
       if (next_stage == stages_end) next_stage = stages;
     }
@@ -299,7 +278,7 @@ __global__ void __launch_bounds__(32 * W, 1) binary_rows_kernel(const __grid_con
   float act_scale[R];
 #pragma unroll
   for (int m = 0; m < R; ++m) act_scale[m] = m < p.rows ? p.act_scale[m] : 0.0f;
-  topk::Candidate* lists = p.warp_cand + (size_t(blockIdx.x) * kRowsMaxWarps + warp) * R * p.warp_cap;
+  topk::Candidate* lists = p.warp_cand + (size_t(blockIdx.x) * kRowsWarps + warp) * R * p.warp_cap;
   // Lane (g, t) reads word t of piece j of rows g and g + 8 at these offsets
   // in a box (the swizzle), j = 0..7.
   uint32_t piece_offset[8];
@@ -311,6 +290,18 @@ __global__ void __launch_bounds__(32 * W, 1) binary_rows_kernel(const __grid_con
   int wait_slot = 0;
   uint32_t wait_phase = 0;
   for (int q = 0; q < n_tiles; ++q) {
+    if (p.tensor_copies) {
+      mbarrier_wait(&s.full[warp][wait_slot], wait_phase);
+      if (++wait_slot == S) {
+        wait_slot = 0;
+        wait_phase ^= 1u;
+      }
+    } else {
+      cp_async_wait_pending(S - 2);
+    }
+    __syncwarp();  // tile q landed (every lane's copies), and tile q - 1 is read
+    issue();
+
     float lo[R], hi[R];
 #pragma unroll
     for (int m = 0; m < R; ++m) lo[m] = hi[m] = 0.0f;
@@ -358,39 +349,19 @@ __global__ void __launch_bounds__(32 * W, 1) binary_rows_kernel(const __grid_con
         }
       }
     };
+    const unsigned char* box = stage;
+    const uint16_t* scale = reinterpret_cast<const uint16_t*>(stage + L.sign_bytes + g * L.scale_stride);
     const uint32_t* frag = frags + lane;
     const int32_t* seed = seeds + t;
-    int box_index = 0;
-    for (int part = 0; part < L.parts; ++part) {
-      if (p.tensor_copies) {
-        mbarrier_wait(&s.full[warp][wait_slot], wait_phase);
-        if (++wait_slot == S) {
-          wait_slot = 0;
-          wait_phase ^= 1u;
-        }
-      } else {
-        cp_async_wait_pending(S - 2);
-      }
-      __syncwarp();  // the stage landed (every lane's copies), and the one before is read
-      issue();
-      const unsigned char* box = stage;
-      const uint16_t* scale = reinterpret_cast<const uint16_t*>(stage + L.sign_bytes + g * L.scale_stride) +
-                              box_index * kGroupsPerBox;
-      const int part_end = min(L.boxes, box_index + L.stage_boxes);
-      for (; box_index < part_end; ++box_index) {
-        const int groups_left = groups - box_index * kGroupsPerBox;
-        if (groups_left >= kGroupsPerBox)
-          box_groups(box, scale, frag, seed, kGroupsPerBox);
-        else
-          box_groups(box, scale, frag, seed, groups_left);
-        box += kRowsBoxBytes;
-        scale += kGroupsPerBox;
-        frag += 8 * R * 32;
-        seed += kGroupsPerBox * R * 4;
-      }
-      stage += L.stage_bytes;
-      if (stage == stages_end) stage = stages;
+    int groups_left = groups;
+    for (; groups_left >= kGroupsPerBox; groups_left -= kGroupsPerBox) {
+      box_groups(box, scale, frag, seed, kGroupsPerBox);
+      box += kRowsBoxBytes;
+      scale += kGroupsPerBox;
+      frag += 8 * R * 32;
+      seed += kGroupsPerBox * R * 4;
     }
+    if (groups_left > 0) box_groups(box, scale, frag, seed, groups_left);
 
     // The quad's shares meet (a fixed order: deterministic); lane t = 0 of
     // quad g offers rows g and g + 8 of the tile.
@@ -429,6 +400,8 @@ __global__ void __launch_bounds__(32 * W, 1) binary_rows_kernel(const __grid_con
         __syncwarp();
       }
     }
+    stage += L.stage_bytes;
+    if (stage == stages_end) stage = stages;
   }
   cp_async_wait<0>();
 

@@ -466,37 +466,20 @@ bool force_expanded() { return lm_head_path_forced("expanded"); }
 // M = 4 / 8 (one MMA per token row and group against one per 8 rows).
 constexpr int64_t kPlaneRowsMeasuredFaster = kRowsMaxTokenRows;
 
-// The bit-plane kernel with 16 warps, each tile's signs split over stages of
-// fewer boxes (shared memory holds 2 whole-tile stages for 8 warps only):
-// off until measured, NEXTTOK_CUDA_LM_HEAD_PATH=split-tiles turns it on.
-bool split_tiles() { return lm_head_path_forced("split-tiles"); }
-
-// Dynamic shared memory the bit-plane kernel of W warps may take.
-template <int W>
-int rows_budget(const DeviceLimits& dev) {
-  return dev.max_smem_optin - int(sizeof(RowsShared<W>)) - 1024;
-}
-
-// Warps, stages per warp and sign boxes per stage of the bit-plane kernel
-// (warps 0: it does not fit). Warps before stages: at W1 M = 1 (run 26) 8
-// warps x 2 stages took 100.9 us, 6 x 3 108.0 us, 4 x 4 127.0 us (the warps'
-// own latency, not the bytes in flight, bounds it). Split tiles: 16 warps x 2
-// stages of as many boxes as fit.
+// Warps and stages per warp of the bit-plane kernel (warps 0: it does not
+// fit). Warps before stages: at W1 M = 1 (run 26) 8 warps x 2 stages took
+// 100.9 us, 6 x 3 108.0 us, 4 x 4 127.0 us (the warps' own latency, not the
+// bytes in flight, bounds it).
 struct RowsConfig {
-  int warps = 0, stages = 0, stage_boxes = 0;
+  int warps = 0, stages = 0;
 };
 constexpr int kRowsMinWarps = 4;
 RowsConfig rows_config(int64_t cols, int group, int64_t rows, const DeviceLimits& dev, bool tensor_copies) {
-  const int boxes = int((cols + 1023) / 1024);
-  if (split_tiles())
-    for (int stage_boxes = boxes; stage_boxes >= 1; --stage_boxes)
-      if (rows_smem_bytes(rows_layout(int(cols), group, int(rows), tensor_copies, stage_boxes), kRowsSplitWarps,
-                          2) <= rows_budget<kRowsSplitWarps>(dev))
-        return {kRowsSplitWarps, 2, stage_boxes};
-  const RowsLayout L = rows_layout(int(cols), group, int(rows), tensor_copies, boxes);
+  const RowsLayout L = rows_layout(int(cols), group, int(rows), tensor_copies);
+  const int budget = dev.max_smem_optin - int(sizeof(RowsShared)) - 1024;
   for (int warps : {kRowsWarps, 6, kRowsMinWarps})
     for (int stages = kRowsMaxStages; stages >= 2; --stages)
-      if (rows_smem_bytes(L, warps, stages) <= rows_budget<kRowsWarps>(dev)) return {warps, stages, boxes};
+      if (rows_smem_bytes(L, warps, stages) <= budget) return {warps, stages};
   return {};
 }
 
@@ -528,7 +511,7 @@ Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
     p.lists.cap = int(std::min<int64_t>(p.lists.rows_per_warp,
                                         int64_t(a.k) + kRowsTile + std::max(kRowsTile, a.k / 2)));
     p.lists.offset = align_up(p.act.end, 256);
-    p.lists.end = p.lists.offset + size_t(p.topk.grid) * kRowsMaxWarps * size_t(rows) * size_t(p.lists.cap) *
+    p.lists.end = p.lists.offset + size_t(p.topk.grid) * kRowsWarps * size_t(rows) * size_t(p.lists.cap) *
                                        sizeof(topk::Candidate);
   }
   return p;
@@ -594,7 +577,7 @@ bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev
   const int64_t groups = a.act_q.shape[1] / a.group_size;
   return dev.cc_major >= 9 && !lm_head_path_forced("pieces") && (2 * groups) % 16 == 0 && groups <= 256 &&
          row_alignment(a.wscale) % 16 == 0 &&
-         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_rows_kernel<4, 1, kRowsWarps>), device, known);
+         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_rows_kernel<4, 1>), device, known);
 }
 
 // The tensor maps of the bit-plane kernel's bulk copies; false when the
@@ -608,17 +591,6 @@ bool rows_tensor_maps(const nt_lm_head_binary_args& a, BinaryRowsParams& p) {
                         64, CU_TENSOR_MAP_SWIZZLE_128B, true) &&
          encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_row, kRowsTile,
                         uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false);
-}
-
-template <int W>
-void launch_rows(const BinaryRowsParams& p, bool wide_groups, int rows, int grid, int warps, int smem,
-                 const DeviceLimits& dev, int device, cudaStream_t stream) {
-  auto kernel = rows == 1 ? (wide_groups ? binary_rows_kernel<8, 1, W> : binary_rows_kernel<4, 1, W>)
-                          : (wide_groups ? binary_rows_kernel<8, 2, W> : binary_rows_kernel<4, 2, W>);
-  // Raised once per device to the whole budget (a call's size depends on H).
-  allow_dynamic_smem(kernel, rows_budget<W>(dev), device, kOp);
-  kernel<<<grid, 32 * warps, smem, stream>>>(p);
-  check_launch(kOp);
 }
 
 // The bit-plane kernel when its conditions hold (see lm_head_binary_rows.cuh);
@@ -636,25 +608,26 @@ bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLim
   BinaryRowsParams p{};
   static_cast<BinaryOperands&>(p) = binary_operands(a);
   const bool tensor_copies = rows_tensor_copies(a, dev, device) && rows_tensor_maps(a, p);
+  const RowsLayout L = rows_layout(cols, a.group_size, int(rows), tensor_copies);
   const RowsConfig rc = rows_config(cols, a.group_size, rows, dev, tensor_copies);
   if (rc.warps == 0) return false;
-  const RowsLayout L = rows_layout(cols, a.group_size, int(rows), tensor_copies, rc.stage_boxes);
+  const int budget = dev.max_smem_optin - int(sizeof(RowsShared)) - 1024;
 
   p.rows_per_cta = plan.topk.rows_per_cta;
   p.scale_copy = scale_copy;
   p.stages = rc.stages;
-  p.stage_boxes = rc.stage_boxes;
   p.tensor_copies = tensor_copies ? 1 : 0;
   p.bias = bias;
   p.cand = cand;
   p.warp_cand = warp_cand;
   p.warp_cap = plan.lists.cap;
-  if (rc.warps > kRowsWarps)
-    launch_rows<kRowsSplitWarps>(p, a.group_size == 256, int(rows), plan.topk.grid, rc.warps,
-                                 rows_smem_bytes(L, rc.warps, rc.stages), dev, device, stream);
-  else
-    launch_rows<kRowsWarps>(p, a.group_size == 256, int(rows), plan.topk.grid, rc.warps,
-                            rows_smem_bytes(L, rc.warps, rc.stages), dev, device, stream);
+  const bool wide_groups = a.group_size == 256;
+  auto kernel = rows == 1 ? (wide_groups ? binary_rows_kernel<8, 1> : binary_rows_kernel<4, 1>)
+                          : (wide_groups ? binary_rows_kernel<8, 2> : binary_rows_kernel<4, 2>);
+  // Raised once per device to the whole budget (a call's size depends on H).
+  allow_dynamic_smem(kernel, budget, device, kOp);
+  kernel<<<plan.topk.grid, 32 * rc.warps, rows_smem_bytes(L, rc.warps, rc.stages), stream>>>(p);
+  check_launch(kOp);
   return true;
 }
 

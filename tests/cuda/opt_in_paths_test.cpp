@@ -1,17 +1,13 @@
-// The CUDA backend's opt-in paths (README, "Switches") against the defaults on
-// the same inputs in one process (the switches are read on every call):
-//   NEXTTOK_CUDA_PDL=1                      merges as programmatic dependents: the
-//                                           same tokens, values and indices, eager
-//                                           and replayed from a captured graph;
-//   NEXTTOK_CUDA_LM_HEAD_PATH=split-tiles   the binary head's decode kernel with 16
-//                                           warps and tiles over several stages: the
-//                                           same values and indices, bit for bit.
+// The CUDA backend's opt-in path (README, "Switches") against the default on
+// the same inputs in one process (the switch is read on every call):
+//   NEXTTOK_CUDA_PDL=1  merges as programmatic dependents: the same tokens,
+//                       values and indices, eager and replayed from a captured
+//                       graph.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <utility>
@@ -201,66 +197,6 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
   for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
   EXPECT_EQ(pdl.first, plain.first);
   EXPECT_EQ(pdl.second, plain.second);
-}
-
-// Decode passes (M = 1, 2) of the binary head: H = 5,120 (5 sign boxes a
-// tile, bulk tensor copies on sm_90; on the H200 M = 1 takes parts of 2 + 2 + 1
-// boxes, M = 2 five parts of one) and H = 3,584 (cp.async pieces, scale rows
-// of 56 bytes; parts of 2 + 2 boxes, the last box partial).
-// (On a GPU with too little shared memory for 16 warps both runs take the
-// 8-warp kernel and the comparison is trivially equal; the H200 fits them.)
-TEST(OptInPaths, SplitTilesKeepBinaryTopK) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const nexttok::Device dev = nexttok::Device::cuda(0);
-  const int vocab = 30011, group = 128, k = 50;
-  std::mt19937_64 rng(2027);
-  for (int hidden : {5120, 3584})
-    for (int rows : {1, 2}) {
-      SCOPED_TRACE("H=" + std::to_string(hidden) + " M=" + std::to_string(rows));
-      const int words = hidden / 32, groups = hidden / group;
-      std::vector<int8_t> act(size_t(rows) * hidden);
-      for (int8_t& q : act) q = int8_t(int(rng() % 255) - 127);
-      std::vector<float> act_scale(size_t(rows), 0.01f);
-      std::vector<int32_t> wq(size_t(vocab) * words);
-      for (int32_t& w : wq) w = int32_t(uint32_t(rng()));
-      std::vector<uint16_t> wscale(size_t(vocab) * groups);  // f16 in [2^-7, 2^-4)
-      for (uint16_t& h : wscale) h = uint16_t(0x2000 + rng() % 0x0C00);
-      DeviceBuffer<int8_t> d_act(act.size());
-      DeviceBuffer<float> d_scale(act_scale.size()), values(size_t(rows) * k);
-      DeviceBuffer<int32_t> d_wq(wq.size());
-      DeviceBuffer<uint16_t> d_wscale(wscale.size());
-      DeviceBuffer<int64_t> indices(size_t(rows) * k);
-      ASSERT_TRUE(d_act.p && d_scale.p && values.p && d_wq.p && d_wscale.p && indices.p);
-      CUDA_OK(cudaMemcpy(d_act.p, act.data(), act.size(), cudaMemcpyHostToDevice));
-      CUDA_OK(cudaMemcpy(d_scale.p, act_scale.data(), act_scale.size() * 4, cudaMemcpyHostToDevice));
-      CUDA_OK(cudaMemcpy(d_wq.p, wq.data(), wq.size() * 4, cudaMemcpyHostToDevice));
-      CUDA_OK(cudaMemcpy(d_wscale.p, wscale.data(), wscale.size() * 2, cudaMemcpyHostToDevice));
-      nt_lm_head_binary_args a{};
-      a.act_q = nexttok::matrix(d_act.p, rows, hidden, -1, dev);
-      a.act_scale = nexttok::vector(d_scale.p, rows, dev);
-      a.wq = nexttok::matrix(d_wq.p, vocab, words, -1, dev);
-      a.wscale = nexttok::matrix(d_wscale.p, NT_F16, vocab, groups, -1, dev);
-      a.group_size = group;
-      a.k = k;
-      a.values = nexttok::matrix(values.p, rows, k, -1, dev);
-      a.indices = nexttok::matrix(indices.p, rows, k, -1, dev);
-      auto run = [&](const char* path) {
-        ScopedEnv env("NEXTTOK_CUDA_LM_HEAD_PATH", path);
-        size_t bytes = 0;
-        EXPECT_EQ(nt_lm_head_topk_binary_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
-        DeviceBuffer<unsigned char> ws(bytes + 16);
-        return topk_outputs([&] { return nt_lm_head_topk_binary(&a, ws.p, bytes, nullptr); }, values.p,
-                            indices.p, size_t(rows) * k);
-      };
-      const auto plain = run(nullptr);
-      const auto split = run("split-tiles");
-      for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
-      for (size_t j = 1; j < plain.first.size(); ++j)
-        if (j % k != 0) EXPECT_GE(plain.first[j - 1], plain.first[j]) << "values sorted descending";
-      EXPECT_EQ(split.second, plain.second);
-      for (size_t j = 0; j < plain.first.size(); ++j)
-        ASSERT_EQ(std::memcmp(&split.first[j], &plain.first[j], sizeof(float)), 0) << "position " << j;
-    }
 }
 
 }  // namespace
