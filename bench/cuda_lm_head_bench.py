@@ -573,6 +573,17 @@ def run_bench(lib, runs, slow_runs, ms):
             rows.append((f"W1 binary M={m}, cp.async pieces", old, olo, ohi, read, base,
                          dense_bytes + m * H * 2 + base_logit_bytes))
             print(f"W1 M={m} cp.async pieces: {old:.1f} us", flush=True)
+            # The pass kernel (warpgroup MMAs on sm_90) instead of the bit planes.
+            old, olo, ohi = pinned_median_us("wide", call.run, runs)
+            rows.append((f"W1 binary M={m}, pass kernel", old, olo, ohi, read, base,
+                         dense_bytes + m * H * 2 + base_logit_bytes))
+            print(f"W1 M={m} pass kernel: {old:.1f} us", flush=True)
+        if m >= 16:
+            # Warp MMAs (sm_80's kernel) where sm_90 takes warpgroup MMAs.
+            old, olo, ohi = pinned_median_us("sync-mma", call.run, runs)
+            rows.append((f"W1 binary M={m}, warp MMAs", old, olo, ohi, read, base,
+                         dense_bytes + m * H * 2 + base_logit_bytes))
+            print(f"W1 M={m} warp MMAs: {old:.1f} us", flush=True)
 
         call = HeadCall(lib, "dense", K, m, "cuda", hidden=xb, weight=weight)
         workspace[f"W2 M={m}"] = call.workspace_bytes
@@ -605,6 +616,8 @@ def main():
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=direct (subprocess)")
     ap.add_argument("--check-pieces", action="store_true",
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=pieces (subprocess)")
+    ap.add_argument("--check-sync-mma", action="store_true",
+                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma (subprocess)")
     ap.add_argument("--small", action="store_true", help="check without the full W1/W2 shapes")
     ap.add_argument("--tiny", action="store_true", help="check tiny shapes only (compute-sanitizer)")
     ap.add_argument("--bench", action="store_true")
@@ -625,7 +638,7 @@ def main():
               f"({time.time() - t0:.0f} s)", flush=True)
     for flag, path in ((args.check_generic, "generic"), (args.check_wide, "wide"),
                        (args.check_expanded, "expanded"), (args.check_direct, "direct"),
-                       (args.check_pieces, "pieces")):
+                       (args.check_pieces, "pieces"), (args.check_sync_mma, "sync-mma")):
         if flag:
             env = dict(os.environ, NEXTTOK_CUDA_LM_HEAD_PATH=path)
             cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--check", "--small"]

@@ -12,6 +12,8 @@
 #   PDL=0 scripts/device_check.sh      # without the NEXTTOK_CUDA_PDL=1 stages (about 2 minutes)
 #   NCU_SASS='merge_topk|binary_rows' scripts/device_check.sh  # plus a per-instruction profile
 #   SANITIZE=0 scripts/device_check.sh # without compute-sanitizer
+#   SAMPLING=0 scripts/device_check.sh # LM heads only (no W3/W4 bench, sampling profiles or sanitizer runs)
+#   NCU_M=16 ...                       # the profiler stages at M = 16 instead of 1
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -93,12 +95,12 @@ fi
 # ---- benchmark ----------------------------------------------------------------
 lib="$build/libnexttok.so"
 if [ -f "$lib" ]; then
-  stage bench 160 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --check \
+  [ "${SAMPLING:-1}" = 1 ] && stage bench 160 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --check \
     --budget 100 --json "$OUT/bench.json"
   grep -E "FAIL|ERROR|checks:" "$OUT/bench.log" | head -30
   # W1/W2: the fused LM heads beside cuBLAS + torch.topk, with torch.equal checks.
   [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head 170 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py \
-    --lib "$lib" --check --check-wide --check-expanded --check-direct --check-pieces --bench
+    --lib "$lib" --check --check-wide --check-expanded --check-direct --check-pieces --check-sync-mma --bench
   grep -E "FAIL|ERROR|check" "$OUT/bench_lm_head.log" | head -30
 else
   rows+=("| bench | NOT RUN ($lib missing) | - |")
@@ -106,7 +108,7 @@ fi
 
 # Per-kernel device time of a few W3 calls in a warm loop (CUPTI): how a
 # call's time splits over its scan and merge kernels.
-[ -f "$lib" ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
+[ -f "$lib" ] && [ "${SAMPLING:-1}" = 1 ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
 
 # ---- programmatic dependent launch (cuda/launch.cuh; off by default, its gain
 # mixed in run 34): the CUDA cases and the LM-head checks with NEXTTOK_CUDA_PDL=1,
@@ -125,11 +127,11 @@ fi
 if [ "${SANITIZE:-1}" = 1 ] && [ -x "$op_tests" ]; then
   # Under the sanitizers: every sampling and mask case except the 40,000-draw
   # distribution tests, smallest first for racecheck (it is the slowest).
-  stage memcheck 70 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
+  [ "${SAMPLING:-1}" = 1 ] && stage memcheck 70 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
     --show-backtrace device "$op_tests" \
     --gtest_filter='Devices/Sample.*/cuda:Devices/Bitmask.*/cuda'
   grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$OUT/memcheck.log" | head -20
-  [ "${LM_HEAD:-1}" = 1 ] && stage memcheck-lm-head 60 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
+  [ "${LM_HEAD:-1}" = 1 ] && stage memcheck-lm-head 90 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
     --show-backtrace device "$op_tests" --gtest_filter='Devices/LmHead*.*/cuda'
   grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$OUT/memcheck.log" | head -20
   stage racecheck 110 "$OUT/memcheck.log" "$sanitizer" --tool racecheck --error-exitcode 1 \
@@ -141,12 +143,12 @@ fi
 ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size
 if [ -f "$lib" ]; then
-  stage ncu-sampling 60 "$OUT/ncu.log" "$ncu_bin" --clock-control none \
+  [ "${SAMPLING:-1}" = 1 ] && stage ncu-sampling 60 "$OUT/ncu.log" "$ncu_bin" --clock-control none \
     -k regex:'sample_|apply_token_bitmask' --metrics "$metrics" \
     python3 bench/profile_sampling.py --lib "$lib"
   [ "${LM_HEAD:-1}" = 1 ] && stage ncu-lm-head 90 "$OUT/ncu.log" "$ncu_bin" --clock-control none \
     -k regex:'binary_|dense_|merge_topk' --launch-count 8 --metrics "$metrics" \
-    python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m 1 --runs 3 --slow-runs 3
+    python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m "${NCU_M:-1}" --runs 3 --slow-runs 3
 fi
 
 # ---- per-instruction profile (NCU_SASS=<kernel regex>; off by default): the
@@ -155,7 +157,7 @@ fi
 if [ -n "${NCU_SASS:-}" ] && [ -f "$lib" ]; then
   stage ncu-sass 120 "$OUT/ncu.log" "$ncu_bin" --clock-control none -k "regex:$NCU_SASS" --launch-count 2 \
     --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
-    python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m 1 --runs 2 --slow-runs 2
+    python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m "${NCU_M:-1}" --runs 2 --slow-runs 2
 fi
 
 # ---- summary ------------------------------------------------------------------

@@ -41,6 +41,16 @@ __host__ __device__ __forceinline__ int binary_permuted_column(int words_per_gro
   return 32 * word + c + 8 * i;
 }
 
+// Source column (within its group) of byte `q` of a group's layout in the
+// MMA's own K order, which the warpgroup MMA reads from shared memory: within
+// each k-step, lane t's first class at k = 4t..4t+3 and its second at
+// k = 16 + 4t.. (the register-fragment order of A), where the permuted layout
+// above puts them side by side for one 8-byte load.
+__host__ __device__ __forceinline__ int binary_k_order_column(int words_per_group, int q) {
+  const int j = q >> 5, half = (q >> 4) & 1, t = (q >> 2) & 3, i = q & 3;
+  return binary_permuted_column(words_per_group, 32 * j + 8 * t + 4 * half + i);
+}
+
 // What the binary decode kernels read (lm_head_binary_stream.cuh,
 // lm_head_binary_rows.cuh), strides 0 for a single row; their parameter
 // structs extend it.

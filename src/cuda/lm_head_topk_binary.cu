@@ -16,7 +16,11 @@
 // wscale * 64D to the fp32 score (the exact factor 1/64 joins act_scale). A prep kernel permutes the activations into
 // the MMA's K order and computes the seeds, once per call.
 //
-// Passes of up to 8 rows with G = 128 or 256 take the decode kernel of
+// On sm_90 (an sm_90a build) passes of 3 to 64 rows with G = 128 or 256 take
+// binary_wgmma_kernel instead: the same stages and integers, but one
+// warpgroup MMA per m64 block for all token rows of the pass.
+//
+// Elsewhere, passes of up to 8 rows with G = 128 or 256 take the decode kernel of
 // cuda/lm_head_binary_stream.cuh instead (whole rows per stage, the same MMA
 // arithmetic). Any other case runs a plain tile kernel (dp4a on 0/1 sign
 // bytes) with the same top-k.
@@ -37,6 +41,7 @@
 #include "cuda/topk_cta.cuh"
 #include "cuda/tensor_map.cuh"
 #include "cuda/topk_merge.cuh"
+#include "cuda/wgmma.cuh"
 
 namespace nt::cuda {
 namespace lm_head {
@@ -79,6 +84,7 @@ struct PrepParams {
   int8_t* act_perm;  // [rows][padded_cols]
   int64_t padded_cols;
   int32_t* seed;  // [groups][kPassRows]
+  int k_order;    // the warpgroup-MMA kernel's K order (binary_k_order_column)
 };
 
 __global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
@@ -88,7 +94,8 @@ __global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
   const int words = p.group / 32;
   for (int i = threadIdx.x; i < p.cols; i += blockDim.x) {
     const int group_base = i / p.group * p.group;
-    dst[i] = src[group_base + binary_permuted_column(words, i - group_base)];
+    const int q = i - group_base;
+    dst[i] = src[group_base + (p.k_order ? binary_k_order_column(words, q) : binary_permuted_column(words, q))];
   }
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int g = warp; g < p.cols / p.group; g += blockDim.x >> 5) {
@@ -133,9 +140,10 @@ __host__ __device__ inline StageLayout stage_layout(int group, int rows) {
   return s;
 }
 
-// Copies chunk `ch` of tile `tile` (rows [row0, row0 + valid_rows)) into a stage.
-__device__ void stage_chunk(const BinaryParams& p, const StageLayout& L, unsigned char* stage,
-                            int row0, int valid_rows, int ch) {
+// The sign words and scales of chunk `ch` of rows [row0, row0 + valid_rows)
+// into a stage (both tensor-core kernels).
+__device__ void stage_signs_and_scales(const BinaryParams& p, const StageLayout& L, unsigned char* stage,
+                                       int row0, int valid_rows, int ch) {
   const int col0 = ch * kChunkCols;
   const int bits = min(kChunkCols, p.cols - col0);
   const int groups = bits / p.group;
@@ -162,9 +170,18 @@ __device__ void stage_chunk(const BinaryParams& p, const StageLayout& L, unsigne
                           ch * (kChunkCols / p.group) + 2 * c;
     cp_async(scales + r * L.scale_row_bytes + 4 * c, src, 4, 2 * c + 1 < groups ? 4 : 2);
   }
+}
+
+// Copies chunk `ch` of tile `tile` (rows [row0, row0 + valid_rows)) into a stage.
+__device__ void stage_chunk(const BinaryParams& p, const StageLayout& L, unsigned char* stage,
+                            int row0, int valid_rows, int ch) {
+  stage_signs_and_scales(p, L, stage, row0, valid_rows, ch);
+  const int col0 = ch * kChunkCols;
+  const int bits = min(kChunkCols, p.cols - col0);
+  const int groups = bits / p.group;
 
   // permuted activations: bits bytes per token row, 16-byte copies
-  unsigned char* act = scales + L.scale_bytes;
+  unsigned char* act = stage + L.sign_bytes + L.scale_bytes;
   const int act_per_row = bits / 16;
   for (int i = threadIdx.x; i < p.rows * act_per_row; i += kThreads) {
     const int r = i / act_per_row, c = i - r * act_per_row;
@@ -336,6 +353,200 @@ __global__ void __launch_bounds__(kThreads, 1) binary_mma_kernel(BinaryParams p)
               }
           }
       }
+      topk.end_tile(kTileRows, tile == n_tiles - 1);
+    }
+  }
+  cp_async_wait<0>();
+}
+
+// ---- warpgroup-MMA scoring kernel (sm_90a) -----------------------------------
+//
+// binary_mma_kernel's tiles, chunks, cp.async stages and arithmetic, with one
+// warpgroup MMA (m64 x 8NT x k32) where that kernel issues NT warp MMAs of
+// 8 token rows each, so the MMA count no longer grows with the token rows.
+// Warpgroup wg takes tile rows [128wg, 128wg + 128) as two m64 blocks. A, the
+// signs, comes from registers as bytes +-64: ((w << (7 - c)) & 0x80808080) ^
+// 0xC0C0C0C0 maps bit 1 to 0x40 and bit 0 to 0xC0, so the MMA (s8 x s8) yields
+// 64 * D directly and every accumulator starts at kMagicBits: the same
+// integers, hence the same fp32 scores, as binary_mma_kernel's seeded
+// accumulators. B, the activations, sits in the MMA's K order
+// (binary_k_order_column) in 128-byte swizzled boxes of 128 columns x 8NT rows.
+
+// Stage: stage_layout's sign and scale slices, then the chunk's activation
+// boxes at a 1024-byte boundary (the swizzle's period).
+struct KOrderStageLayout {
+  int act_offset, box_bytes, bytes;
+};
+
+__host__ __device__ inline KOrderStageLayout k_order_stage_layout(int group, int nt) {
+  const StageLayout s = stage_layout(group, 0);
+  KOrderStageLayout k;
+  k.act_offset = (s.sign_bytes + s.scale_bytes + 1023) / 1024 * 1024;
+  k.box_bytes = nt * 8 * 128;
+  k.bytes = k.act_offset + (kChunkCols / 128) * k.box_bytes;
+  return k;
+}
+
+// Chunk `ch` of the tile's signs and scales, and of the pass's activations:
+// 16-byte piece c of token row r goes to box c / 8, swizzled; rows past the
+// pass up to the box's 8NT are zero-filled.
+__device__ void stage_chunk_k_order(const BinaryParams& p, const StageLayout& L, const KOrderStageLayout& K,
+                                    int box_rows, unsigned char* stage, int row0, int valid_rows, int ch) {
+  stage_signs_and_scales(p, L, stage, row0, valid_rows, ch);
+  const int col0 = ch * kChunkCols;
+  const int pieces = min(kChunkCols, p.cols - col0) / 16;
+  unsigned char* act = stage + K.act_offset;
+  for (int i = threadIdx.x; i < box_rows * pieces; i += kThreads) {
+    const int r = i / pieces, c = i - r * pieces;
+    const bool real = r < p.rows;
+    cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7),
+             p.act_perm + int64_t(real ? r : 0) * p.padded_cols + col0 + 16 * c, 16, real ? 16 : 0);
+  }
+}
+
+__device__ __forceinline__ uint32_t signs_as_pm64(uint32_t w, int shift) {
+  return ((w << shift) & 0x80808080u) ^ 0xC0C0C0C0u;
+}
+
+// kSteps = G / 32 k-steps per group (G = 128 or 256).
+template <int NT, int kSteps>
+__global__ void __launch_bounds__(kThreads, 1) binary_wgmma_kernel(BinaryParams p) {
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
+  extern __shared__ unsigned char wgmma_smem[];
+  __shared__ topk::CtaShared<kWarps> topk_shared;
+  topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
+  // Swizzled boxes need 1024-byte aligned destinations.
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(wgmma_smem) + 1023) & ~uintptr_t(1023));
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int wg = warp >> 2;
+  const int row_begin = blockIdx.x * p.rows_per_cta;
+  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
+  const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
+  const int n_chunks = (p.cols + kChunkCols - 1) / kChunkCols;
+  const int total_chunks = n_tiles * n_chunks;
+  const StageLayout L = stage_layout(p.group, 0);
+  const KOrderStageLayout K = k_order_stage_layout(p.group, NT);
+  const int S = p.stages;
+
+  int issued = 0;
+  auto issue = [&]() {
+    if (issued < total_chunks) {
+      const int tile = issued / n_chunks, ch = issued - tile * n_chunks;
+      const int row0 = row_begin + tile * kTileRows;
+      stage_chunk_k_order(p, L, K, 8 * NT, smem + (issued % S) * K.bytes, row0,
+                          min(kTileRows, row_end - row0), ch);
+    }
+    ++issued;
+    cp_async_commit();
+  };
+  for (int i = 0; i < S - 1; ++i) issue();
+
+  // Scores times 64, out[m][n][i] in the accumulator layout: rows g (i < 2)
+  // and g + 8 of block m, token rows 8n + 2t + (i & 1).
+  float out[2][NT][4];
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out[m][n][i] = 0.0f;
+  // Tile row of this lane's fragment row g in block m.
+  auto frag_row = [&](int m) { return 128 * wg + 64 * m + 16 * (warp & 3) + g; };
+
+  for (int q = 0; q < total_chunks; ++q) {
+    cp_async_wait_pending(S - 2);
+    // The MMAs read B through the async proxy; cp.async wrote it through the
+    // generic one.
+    fence_proxy_async_shared();
+    __syncthreads();
+    issue();
+
+    const int tile = q / n_chunks, ch = q - tile * n_chunks;
+    const int tile_row0 = row_begin + tile * kTileRows;
+    // Every warpgroup scores every tile, rows past the CTA's range from stale
+    // stage rows that are never offered: a branch around the MMAs, even a
+    // warpgroup-uniform one, makes ptxas serialize them (C7520).
+    {
+      const unsigned char* stage = smem + (q % S) * K.bytes;
+      const unsigned char* scales = stage + L.sign_bytes;
+      const uint32_t act = smem_addr(stage + K.act_offset);
+      const int groups = min(kChunkCols, p.cols - ch * kChunkCols) / p.group;
+
+      for (int gi = 0; gi < groups; ++gi) {
+        int32_t acc[2][NT * 4];
+        uint32_t a[2][kSteps][4];
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+#pragma unroll
+          for (int i = 0; i < NT * 4; ++i) acc[m][i] = kMagicBits;
+#pragma unroll
+          for (int wb = 0; wb < kSteps / 4; ++wb) {
+            // word t (+4) of the group, classes 2jj and 2jj + 1 at k-step 4wb + jj
+            const int word = gi * kSteps + 4 * wb + t;
+            const uint32_t w_lo = *reinterpret_cast<const uint32_t*>(stage + frag_row(m) * kSignRowBytes + 4 * word);
+            const uint32_t w_hi =
+                *reinterpret_cast<const uint32_t*>(stage + (frag_row(m) + 8) * kSignRowBytes + 4 * word);
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj) {
+              uint32_t(&r)[4] = a[m][4 * wb + jj];
+              r[0] = signs_as_pm64(w_lo, 7 - 2 * jj);
+              r[1] = signs_as_pm64(w_hi, 7 - 2 * jj);
+              r[2] = signs_as_pm64(w_lo, 6 - 2 * jj);
+              r[3] = signs_as_pm64(w_hi, 6 - 2 * jj);
+            }
+          }
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+#pragma unroll
+          for (int j = 0; j < kSteps; ++j) {
+            const int col = gi * 32 * kSteps + 32 * j;
+            wgmma_s8_m64k32<8 * NT>(acc[m], a[m][j],
+                                    wgmma_desc_sw128(act + uint32_t((col >> 7) * K.box_bytes + (col & 127))));
+          }
+          wgmma_commit();
+        }
+        // Block 0's scores while block 1's MMAs run.
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+          if (m == 0)
+            wgmma_wait<1>();
+          else
+            wgmma_wait<0>();
+          wgmma_fence_operands(acc[m]);
+          const float s_lo =
+              __half2float(*reinterpret_cast<const __half*>(scales + frag_row(m) * L.scale_row_bytes + 2 * gi));
+          const float s_hi = __half2float(
+              *reinterpret_cast<const __half*>(scales + (frag_row(m) + 8) * L.scale_row_bytes + 2 * gi));
+#pragma unroll
+          for (int n = 0; n < NT; ++n)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              out[m][n][i] = fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[m][4 * n + i]) - kMagicValue, out[m][n][i]);
+        }
+      }
+    }
+
+    if (ch == n_chunks - 1) {
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int tok = n * 8 + 2 * t + e;
+          const float scale = tok < p.rows ? p.act_scale[tok] * 0.015625f : 0.0f;
+#pragma unroll
+          for (int m = 0; m < 2; ++m)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = tile_row0 + frag_row(m) + 8 * h;
+              if (row < row_end && tok < p.rows)
+                topk.offer(tok, add_bias(scale * out[m][n][2 * h + e], p.bias, row), row);
+              out[m][n][2 * h + e] = 0.0f;
+            }
+        }
       topk.end_tile(kTileRows, tile == n_tiles - 1);
     }
   }
@@ -539,6 +750,48 @@ void launch_mma_rows(const BinaryParams& p, int grid, int smem_limit, int device
   else launch_mma_wide<false>(p, grid, smem_limit, device, stream);
 }
 
+// Whether passes take the warpgroup-MMA kernel: its sm_90a code is in the
+// build (NEXTTOK_CUDA_SM90A, CMakeLists.txt) and loaded on this device, and
+// G = 128 or 256. NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma keeps binary_mma_kernel
+// (and the stream decode kernel for passes of 3 to 8 rows) instead, and
+// =expanded the stream decode kernel, for timing and checking them in one
+// process.
+bool wgmma_usable(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
+#if defined(NEXTTOK_CUDA_SM90A)
+  static std::atomic<int> known[64];
+  return dev.cc_major == 9 && (a.group_size == 128 || a.group_size == 256) && !force_generic() &&
+         !force_expanded() && !lm_head_path_forced("sync-mma") &&
+         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_wgmma_kernel<1, 4>), device, known);
+#else
+  (void)a, (void)dev, (void)device;
+  return false;
+#endif
+}
+
+// Dynamic shared memory of the warpgroup-MMA kernel for a pass of `rows`,
+// including the 1024 bytes its stage alignment may skip.
+int wgmma_n_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
+int wgmma_stages(int group, int rows, int smem_budget) {
+  return std::min(kMaxStages, (smem_budget - 1024) / k_order_stage_layout(group, wgmma_n_tiles(rows)).bytes);
+}
+
+template <int NT, int kSteps>
+void launch_wgmma(const BinaryParams& p, int grid, int smem_limit, int device, cudaStream_t stream) {
+  auto kernel = binary_wgmma_kernel<NT, kSteps>;
+  allow_dynamic_smem(kernel, smem_limit, device, kOp);
+  kernel<<<grid, kThreads, p.stages * k_order_stage_layout(p.group, NT).bytes + 1024, stream>>>(p);
+}
+
+template <int kSteps>
+void launch_wgmma_steps(const BinaryParams& p, int grid, int smem_limit, int device, cudaStream_t stream) {
+  switch (wgmma_n_tiles(p.rows)) {
+    case 1: launch_wgmma<1, kSteps>(p, grid, smem_limit, device, stream); break;
+    case 2: launch_wgmma<2, kSteps>(p, grid, smem_limit, device, stream); break;
+    case 4: launch_wgmma<4, kSteps>(p, grid, smem_limit, device, stream); break;
+    default: launch_wgmma<8, kSteps>(p, grid, smem_limit, device, stream); break;
+  }
+}
+
 BinaryOperands binary_operands(const nt_lm_head_binary_args& a) {
   BinaryOperands o{};
   o.wq = static_cast<const uint32_t*>(a.wq.data);
@@ -726,12 +979,16 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
                    row_alignment(a.wscale) >= 4 &&
                    smem_budget >= 2 * stage_layout(a.group_size, pass_rows).bytes;
   if (!mma) pass_rows = kPassRows;
+  // The warpgroup-MMA kernel takes every pass of 3 or more rows (and, pinned
+  // to the pass kernels by NEXTTOK_CUDA_LM_HEAD_PATH=wide, of 1 or 2).
+  const bool wgmma = mma && wgmma_usable(a, dev, device) && wgmma_stages(a.group_size, kPassRows, smem_budget) >= 2;
+  if (wgmma) pass_rows = kPassRows;
   const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
   const int merge_smem = topk::merge_smem_bytes(merge_resident);
   allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, device, kOp);
   if (try_rows(a, plan, dev, cand, reinterpret_cast<topk::Candidate*>(ws + plan.lists.offset), bias,
                device, stream) ||
-      try_stream(a, plan, dev, cand, bias, device, stream)) {
+      (!wgmma && try_stream(a, plan, dev, cand, bias, device, stream))) {
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
                        a.indices.row_stride, 0, static_cast<int>(rows_total), merge_resident,
@@ -755,6 +1012,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
       prep.act_perm = reinterpret_cast<int8_t*>(ws + plan.act.act_offset);
       prep.padded_cols = plan.act.padded_cols;
       prep.seed = reinterpret_cast<int32_t*>(ws + plan.act.seed_offset);
+      prep.k_order = wgmma ? 1 : 0;
       binary_prep_kernel<<<rows, 256, 0, stream>>>(prep);
       check_launch(kOp);
 
@@ -773,10 +1031,16 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
       p.group = a.group_size;
       p.rows_per_cta = plan.topk.rows_per_cta;
       p.wq_copy = static_cast<int>(std::min<int64_t>(16, wq_align));
-      p.stages = std::min(kMaxStages, smem_budget / stage_layout(p.group, rows).bytes);
+      p.stages = wgmma ? wgmma_stages(p.group, rows, smem_budget)
+                       : std::min(kMaxStages, smem_budget / stage_layout(p.group, rows).bytes);
       p.bias = bias;
       p.cand = cand;
-      launch_mma_rows(p, plan.topk.grid, smem_budget, device, stream);
+      if (!wgmma)
+        launch_mma_rows(p, plan.topk.grid, smem_budget, device, stream);
+      else if (p.group == 128)
+        launch_wgmma_steps<4>(p, plan.topk.grid, smem_budget, device, stream);
+      else
+        launch_wgmma_steps<8>(p, plan.topk.grid, smem_budget, device, stream);
     } else {
       GenericParams p{};
       p.wq = static_cast<const uint32_t*>(a.wq.data);

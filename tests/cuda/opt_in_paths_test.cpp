@@ -1,13 +1,17 @@
-// The CUDA backend's opt-in path (README, "Switches") against the default on
-// the same inputs in one process (the switch is read on every call):
-//   NEXTTOK_CUDA_PDL=1  merges as programmatic dependents: the same tokens,
-//                       values and indices, eager and replayed from a captured
-//                       graph.
+// The CUDA backend's opt-in paths (README, "Switches") against the defaults on
+// the same inputs in one process (the switches are read on every call):
+//   NEXTTOK_CUDA_PDL=1                   merges as programmatic dependents: the
+//                                        same tokens, values and indices, eager
+//                                        and replayed from a captured graph;
+//   NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma   the binary head's passes on warp MMAs
+//                                        where sm_90 takes warpgroup MMAs: the
+//                                        same values and indices, bit for bit.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <utility>
@@ -197,6 +201,76 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
   for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
   EXPECT_EQ(pdl.first, plain.first);
   EXPECT_EQ(pdl.second, plain.second);
+}
+
+
+// The two pass kernels of the binary head compute the same integers and the
+// same fp32 sums in the same order, so their outputs agree bit for bit on
+// unstructured inputs (W1's H = 5,120 at G = 128; G = 256 at H = 2,048), at
+// every token-row width (M = 4, 16, 20, 64) and over two passes (M = 67).
+// On devices without the warpgroup kernel both calls take the same kernel.
+TEST(OptInPaths, SyncMmaKeepsBinaryTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const nexttok::Device dev = nexttok::Device::cuda(0);
+  const int vocab = 30011, k = 50;
+  std::mt19937_64 rng(2028);
+  struct Shape {
+    int hidden, group, rows;
+  };
+  for (const Shape& s : {Shape{5120, 128, 4}, Shape{5120, 128, 16}, Shape{5120, 128, 64}, Shape{2048, 256, 20},
+                         Shape{2048, 256, 67}}) {
+    SCOPED_TRACE("H=" + std::to_string(s.hidden) + " G=" + std::to_string(s.group) + " M=" + std::to_string(s.rows));
+    const int words = s.hidden / 32, groups = s.hidden / s.group;
+    std::vector<int8_t> act(size_t(s.rows) * s.hidden);
+    for (int8_t& q : act) q = int8_t(int(rng() % 255) - 127);
+    std::vector<float> act_scale(size_t(s.rows));
+    for (float& a : act_scale) a = 0.001f * float(1 + rng() % 16);
+    std::vector<int32_t> wq(size_t(vocab) * words);
+    for (int32_t& w : wq) w = int32_t(uint32_t(rng()));
+    std::vector<uint16_t> wscale(size_t(vocab) * groups);  // f16 in [2^-7, 2^-4)
+    for (uint16_t& h : wscale) h = uint16_t(0x2000 + rng() % 0x0C00);
+    std::vector<float> bias(static_cast<size_t>(vocab));
+    for (float& b : bias) b = 0.01f * float(int(rng() % 201) - 100);
+    DeviceBuffer<int8_t> d_act(act.size());
+    DeviceBuffer<float> d_scale(act_scale.size()), d_bias(bias.size()), values(size_t(s.rows) * k);
+    DeviceBuffer<int32_t> d_wq(wq.size());
+    DeviceBuffer<uint16_t> d_wscale(wscale.size());
+    DeviceBuffer<int64_t> indices(size_t(s.rows) * k);
+    ASSERT_TRUE(d_act.p && d_scale.p && d_bias.p && values.p && d_wq.p && d_wscale.p && indices.p);
+    CUDA_OK(cudaMemcpy(d_act.p, act.data(), act.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_scale.p, act_scale.data(), act_scale.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_bias.p, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_wq.p, wq.data(), wq.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_wscale.p, wscale.data(), wscale.size() * 2, cudaMemcpyHostToDevice));
+    nt_lm_head_binary_args a{};
+    a.act_q = nexttok::matrix(d_act.p, s.rows, s.hidden, -1, dev);
+    a.act_scale = nexttok::vector(d_scale.p, s.rows, dev);
+    a.wq = nexttok::matrix(d_wq.p, vocab, words, -1, dev);
+    a.wscale = nexttok::matrix(d_wscale.p, NT_F16, vocab, groups, -1, dev);
+    a.bias = nexttok::vector(d_bias.p, vocab, dev);
+    a.group_size = s.group;
+    a.k = k;
+    a.values = nexttok::matrix(values.p, s.rows, k, -1, dev);
+    a.indices = nexttok::matrix(indices.p, s.rows, k, -1, dev);
+    auto run = [&](const char* path) {
+      ScopedEnv env("NEXTTOK_CUDA_LM_HEAD_PATH", path);
+      size_t bytes = 0;
+      EXPECT_EQ(nt_lm_head_topk_binary_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
+      DeviceBuffer<unsigned char> ws(bytes + 16);
+      return topk_outputs([&] { return nt_lm_head_topk_binary(&a, ws.p, bytes, nullptr); }, values.p,
+                          indices.p, size_t(s.rows) * k);
+    };
+    const auto plain = run(nullptr);
+    const auto sync = run("sync-mma");
+    for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
+    for (size_t j = 1; j < plain.first.size(); ++j)
+      if (j % k != 0) {
+        EXPECT_GE(plain.first[j - 1], plain.first[j]) << "values sorted descending";
+      }
+    EXPECT_EQ(sync.second, plain.second);
+    for (size_t j = 0; j < plain.first.size(); ++j)
+      ASSERT_EQ(std::memcmp(&sync.first[j], &plain.first[j], sizeof(float)), 0) << "position " << j;
+  }
 }
 
 }  // namespace

@@ -176,6 +176,26 @@ TEST_P(LmHeadBinary, QuantizedActivationsEndToEnd) {
   expect_topk(dev(), c, 1e-4);
 }
 
+// Passes of 3 to 64 rows on sm_90 take the warpgroup-MMA kernel, one MMA per
+// m64 block for 8, 16, 32 or 64 token rows (M = 9, 16, 29, 66 = 64 + 2: all
+// four widths and a second pass), with a chunk of one group after full ones
+// (H = 640 at G = 128, 768 at G = 256); V = 34,000 gives each of up to 132
+// CTAs two 256-row tiles, the second ragged.
+TEST_P(LmHeadBinary, PassesOfManyRowsExact) {
+  struct Shape {
+    int64_t rows, hidden, vocab;
+    int32_t group, k;
+  };
+  uint64_t seed = 12400;
+  for (const Shape& s : {Shape{66, 640, 34000, 128, 50}, Shape{29, 768, 9001, 256, 300},
+                         Shape{16, 512, 9001, 128, 1}, Shape{9, 512, 9001, 256, 2048}}) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(s.rows) + " H=" + std::to_string(s.hidden) +
+                 " G=" + std::to_string(s.group));
+    expect_topk(dev(), grid_case(rng, s.rows, s.vocab, s.hidden, s.group, s.k, seed % 2 == 0, NT_F16), 0.0);
+  }
+}
+
 TEST_P(LmHeadBinary, RepeatedCallsAreBitwiseEqual) {
   Rng rng(12450);
   const BinaryCase c = realistic_case(rng, 4, 4099, 512, 128, 100, true);
