@@ -578,8 +578,8 @@ def run_bench(lib, runs, slow_runs, ms):
             rows.append((f"W1 binary M={m}, pass kernel", old, olo, ohi, read, base,
                          dense_bytes + m * H * 2 + base_logit_bytes))
             print(f"W1 M={m} pass kernel: {old:.1f} us", flush=True)
-        if m >= 16:
-            # Warp MMAs (sm_80's kernel) where sm_90 takes warpgroup MMAs.
+        if m >= 3:
+            # Warp MMAs (sm_80's pass kernel) where sm_90 takes warpgroup MMAs.
             old, olo, ohi = pinned_median_us("sync-mma", call.run, runs)
             rows.append((f"W1 binary M={m}, warp MMAs", old, olo, ohi, read, base,
                          dense_bytes + m * H * 2 + base_logit_bytes))

@@ -87,18 +87,20 @@ struct PrepParams {
   int k_order;    // the warpgroup-MMA kernel's K order (binary_k_order_column)
 };
 
+// CTA (x, y): columns [1024x, 1024x + 1024) of token row y (whole groups).
+constexpr int kPrepCols = 1024;
 __global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
-  const int r = blockIdx.x;
+  const int r = blockIdx.y;
+  const int col0 = blockIdx.x * kPrepCols, col_end = min(p.cols, col0 + kPrepCols);
   const int8_t* src = p.act_q + int64_t(r) * p.act_stride;
   int8_t* dst = p.act_perm + int64_t(r) * p.padded_cols;
   const int words = p.group / 32;
-  for (int i = threadIdx.x; i < p.cols; i += blockDim.x) {
-    const int group_base = i / p.group * p.group;
-    const int q = i - group_base;
-    dst[i] = src[group_base + (p.k_order ? binary_k_order_column(words, q) : binary_permuted_column(words, q))];
+  for (int i = col0 + threadIdx.x; i < col_end; i += blockDim.x) {
+    const int q = i & (p.group - 1);  // G is a power of two
+    dst[i] = src[i - q + (p.k_order ? binary_k_order_column(words, q) : binary_permuted_column(words, q))];
   }
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int g = warp; g < p.cols / p.group; g += blockDim.x >> 5) {
+  for (int g = col0 / p.group + warp; g < col_end / p.group; g += blockDim.x >> 5) {
     int32_t sum = 0;
     for (int j = lane; j < p.group; j += 32) sum += src[g * p.group + j];
 #pragma unroll
@@ -121,6 +123,7 @@ struct BinaryParams {
   int cols, vocab, rows, group, rows_per_cta;
   int wq_copy;  // largest cp.async size the sign rows allow: 16, 8 or 4
   int stages;
+  uint32_t sign_flip;  // 0xC0C0C0C0 (binary_wgmma_kernel)
   BiasArgs bias;
   topk::CandidateArgs cand;
 };
@@ -153,7 +156,7 @@ __device__ void stage_signs_and_scales(const BinaryParams& p, const StageLayout&
   int gran = p.wq_copy;
   while (sign_bytes % gran != 0) gran >>= 1;
   const int per_row = sign_bytes / gran;
-  for (int i = threadIdx.x; i < valid_rows * per_row; i += kThreads) {
+  for (int i = threadIdx.x; i < valid_rows * per_row; i += blockDim.x) {
     const int r = i / per_row, c = i - r * per_row;
     const unsigned char* src = reinterpret_cast<const unsigned char*>(
                                    p.wq + int64_t(row0 + r) * p.wq_stride + col0 / 32) +
@@ -164,7 +167,7 @@ __device__ void stage_signs_and_scales(const BinaryParams& p, const StageLayout&
   // scales: groups halves per row, in 4-byte copies (the last may be half full)
   unsigned char* scales = stage + L.sign_bytes;
   const int scale_words = (groups + 1) / 2;
-  for (int i = threadIdx.x; i < valid_rows * scale_words; i += kThreads) {
+  for (int i = threadIdx.x; i < valid_rows * scale_words; i += blockDim.x) {
     const int r = i / scale_words, c = i - r * scale_words;
     const uint16_t* src = p.wscale + int64_t(row0 + r) * p.wscale_stride +
                           ch * (kChunkCols / p.group) + 2 * c;
@@ -361,16 +364,21 @@ __global__ void __launch_bounds__(kThreads, 1) binary_mma_kernel(BinaryParams p)
 
 // ---- warpgroup-MMA scoring kernel (sm_90a) -----------------------------------
 //
-// binary_mma_kernel's tiles, chunks, cp.async stages and arithmetic, with one
+// binary_mma_kernel's tiles, chunks, stage slices and arithmetic, with one
 // warpgroup MMA (m64 x 8NT x k32) where that kernel issues NT warp MMAs of
 // 8 token rows each, so the MMA count no longer grows with the token rows.
-// Warpgroup wg takes tile rows [128wg, 128wg + 128) as two m64 blocks. A, the
-// signs, comes from registers as bytes +-64: ((w << (7 - c)) & 0x80808080) ^
-// 0xC0C0C0C0 maps bit 1 to 0x40 and bit 0 to 0xC0, so the MMA (s8 x s8) yields
-// 64 * D directly and every accumulator starts at kMagicBits: the same
-// integers, hence the same fp32 scores, as binary_mma_kernel's seeded
-// accumulators. B, the activations, sits in the MMA's K order
-// (binary_k_order_column) in 128-byte swizzled boxes of 128 columns x 8NT rows.
+// Four warpgroups (16 warps: the expansion and scaling are issue-bound, and
+// 8 warps left the schedulers waiting on dependent latencies, run 38) each take
+// one m64 block of a 256-row tile. A, the signs, comes from registers as bytes
+// +-64: ((w << (7 - c)) & 0x80808080) ^ 0xC0C0C0C0 maps bit 1 to 0x40 and bit
+// 0 to 0xC0, so the MMA (s8 x s8) yields 64 * D directly and every accumulator
+// starts at kMagicBits: the same integers, hence the same fp32 scores, as
+// binary_mma_kernel's seeded accumulators. B, the activations, sits in the
+// MMA's K order (binary_k_order_column) in 128-byte swizzled boxes of 128
+// columns x 8NT rows.
+
+constexpr int kWgmmaWarps = 16;
+constexpr int kWgmmaThreads = kWgmmaWarps * 32;
 
 // Stage: stage_layout's sign and scale slices, then the chunk's activation
 // boxes at a 1024-byte boundary (the swizzle's period).
@@ -389,38 +397,75 @@ __host__ __device__ inline KOrderStageLayout k_order_stage_layout(int group, int
 
 // Chunk `ch` of the tile's signs and scales, and of the pass's activations:
 // 16-byte piece c of token row r goes to box c / 8, swizzled; rows past the
-// pass up to the box's 8NT are zero-filled.
+// pass up to the box's 8NT are zero-filled. A whole chunk of 16-byte sign
+// pieces (every chunk but a ragged last one, at W1 all) has its shape in
+// constants: run-time divisions in these loops were ~40% of the kernel's
+// issue slots (run 38).
+template <int NT, int kSteps>
 __device__ void stage_chunk_k_order(const BinaryParams& p, const StageLayout& L, const KOrderStageLayout& K,
-                                    int box_rows, unsigned char* stage, int row0, int valid_rows, int ch) {
-  stage_signs_and_scales(p, L, stage, row0, valid_rows, ch);
+                                    unsigned char* stage, int row0, int valid_rows, int ch) {
   const int col0 = ch * kChunkCols;
-  const int pieces = min(kChunkCols, p.cols - col0) / 16;
+  const int bits = min(kChunkCols, p.cols - col0);
+  if (bits == kChunkCols && p.wq_copy == 16) {
+    constexpr int kSignPieces = kChunkCols / 128;              // 16-byte pieces a row
+    constexpr int kScaleWords = kChunkCols / (32 * kSteps) / 2;  // 4-byte scale copies a row
+    const unsigned char* wq = reinterpret_cast<const unsigned char*>(p.wq + col0 / 32);
+#pragma unroll 1
+    for (int i = threadIdx.x; i < valid_rows * kSignPieces; i += kWgmmaThreads) {
+      const int r = i / kSignPieces, c = i % kSignPieces;
+      cp_async(stage + r * kSignRowBytes + 16 * c, wq + (int64_t(row0 + r) * p.wq_stride) * 4 + 16 * c, 16, 16);
+    }
+    unsigned char* scales = stage + L.sign_bytes;
+    const uint16_t* ws = p.wscale + ch * (kChunkCols / p.group);
+#pragma unroll 1
+    for (int i = threadIdx.x; i < valid_rows * kScaleWords; i += kWgmmaThreads) {
+      const int r = i / kScaleWords, c = i % kScaleWords;
+      cp_async(scales + r * L.scale_row_bytes + 4 * c, ws + int64_t(row0 + r) * p.wscale_stride + 2 * c, 4, 4);
+    }
+  } else {
+    stage_signs_and_scales(p, L, stage, row0, valid_rows, ch);
+  }
+  const int pieces = bits / 16;
   unsigned char* act = stage + K.act_offset;
-  for (int i = threadIdx.x; i < box_rows * pieces; i += kThreads) {
-    const int r = i / pieces, c = i - r * pieces;
-    const bool real = r < p.rows;
-    cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7),
-             p.act_perm + int64_t(real ? r : 0) * p.padded_cols + col0 + 16 * c, 16, real ? 16 : 0);
+  const int8_t* src = p.act_perm + col0;
+  if (pieces == kChunkCols / 16) {
+#pragma unroll 1
+    for (int i = threadIdx.x; i < 8 * NT * (kChunkCols / 16); i += kWgmmaThreads) {
+      const int r = i / (kChunkCols / 16), c = i % (kChunkCols / 16);
+      const bool real = r < p.rows;
+      cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7), src + int64_t(real ? r : 0) * p.padded_cols + 16 * c,
+               16, real ? 16 : 0);
+    }
+  } else {
+#pragma unroll 1
+    for (int i = threadIdx.x; i < 8 * NT * pieces; i += kWgmmaThreads) {
+      const int r = i / pieces, c = i - r * pieces;
+      const bool real = r < p.rows;
+      cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7), src + int64_t(real ? r : 0) * p.padded_cols + 16 * c,
+               16, real ? 16 : 0);
+    }
   }
 }
 
-__device__ __forceinline__ uint32_t signs_as_pm64(uint32_t w, int shift) {
-  return ((w << shift) & 0x80808080u) ^ 0xC0C0C0C0u;
+// `flip` is 0xC0C0C0C0 read from the parameters (BinaryParams::sign_flip):
+// with both masks immediates ptxas splits the AND and the XOR into two LOP3s
+// (an instruction has one immediate), and folds any constant it can see.
+__device__ __forceinline__ uint32_t signs_as_pm64(uint32_t w, int shift, uint32_t flip) {
+  return ((w << shift) & 0x80808080u) ^ flip;
 }
 
 // kSteps = G / 32 k-steps per group (G = 128 or 256).
 template <int NT, int kSteps>
-__global__ void __launch_bounds__(kThreads, 1) binary_wgmma_kernel(BinaryParams p) {
+__global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryParams p) {
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
-  extern __shared__ unsigned char wgmma_smem[];
-  __shared__ topk::CtaShared<kWarps> topk_shared;
-  topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
-  // Swizzled boxes need 1024-byte aligned destinations.
-  unsigned char* smem = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(wgmma_smem) + 1023) & ~uintptr_t(1023));
+  extern __shared__ __align__(16) unsigned char wgmma_smem[];
+  __shared__ topk::CtaShared<kWgmmaWarps> topk_shared;
+  topk::CtaTopk<kWgmmaWarps> topk(topk_shared, p.cand, p.rows);
+  // Swizzled boxes need 1024-byte aligned destinations (offsetting the shared
+  // array itself keeps its accesses shared-memory loads).
+  unsigned char* smem = wgmma_smem + ((1024u - (smem_addr(wgmma_smem) & 1023u)) & 1023u);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int wg = warp >> 2;
   const int row_begin = blockIdx.x * p.rows_per_cta;
   const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
   const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
@@ -435,25 +480,27 @@ __global__ void __launch_bounds__(kThreads, 1) binary_wgmma_kernel(BinaryParams 
     if (issued < total_chunks) {
       const int tile = issued / n_chunks, ch = issued - tile * n_chunks;
       const int row0 = row_begin + tile * kTileRows;
-      stage_chunk_k_order(p, L, K, 8 * NT, smem + (issued % S) * K.bytes, row0,
-                          min(kTileRows, row_end - row0), ch);
+      stage_chunk_k_order<NT, kSteps>(p, L, K, smem + (issued % S) * K.bytes, row0, min(kTileRows, row_end - row0),
+                                      ch);
     }
     ++issued;
     cp_async_commit();
   };
   for (int i = 0; i < S - 1; ++i) issue();
 
-  // Scores times 64, out[m][n][i] in the accumulator layout: rows g (i < 2)
-  // and g + 8 of block m, token rows 8n + 2t + (i & 1).
-  float out[2][NT][4];
+  // Scores times 64, out[n][i] in the accumulator layout: rows g (i < 2) and
+  // g + 8 of the warp's 16, token rows 8n + 2t + (i & 1).
+  float out[NT][4];
 #pragma unroll
-  for (int m = 0; m < 2; ++m)
+  for (int n = 0; n < NT; ++n)
 #pragma unroll
-    for (int n = 0; n < NT; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) out[m][n][i] = 0.0f;
-  // Tile row of this lane's fragment row g in block m.
-  auto frag_row = [&](int m) { return 128 * wg + 64 * m + 16 * (warp & 3) + g; };
+    for (int i = 0; i < 4; ++i) out[n][i] = 0.0f;
+  // Tile row of this lane's fragment row g: warpgroup wg takes rows
+  // [64wg, 64wg + 64), warp w of it rows 16w..16w+15.
+  const int frag_row = 16 * warp + g;
+  const unsigned char* sign_lo = smem + frag_row * kSignRowBytes + 4 * t;
+  const int scale_lo = L.sign_bytes + frag_row * L.scale_row_bytes;
+  const uint32_t flip = p.sign_flip;
 
   for (int q = 0; q < total_chunks; ++q) {
     cp_async_wait_pending(S - 2);
@@ -468,66 +515,49 @@ __global__ void __launch_bounds__(kThreads, 1) binary_wgmma_kernel(BinaryParams 
     // Every warpgroup scores every tile, rows past the CTA's range from stale
     // stage rows that are never offered: a branch around the MMAs, even a
     // warpgroup-uniform one, makes ptxas serialize them (C7520).
-    {
-      const unsigned char* stage = smem + (q % S) * K.bytes;
-      const unsigned char* scales = stage + L.sign_bytes;
-      const uint32_t act = smem_addr(stage + K.act_offset);
-      const int groups = min(kChunkCols, p.cols - ch * kChunkCols) / p.group;
-
-      for (int gi = 0; gi < groups; ++gi) {
-        int32_t acc[2][NT * 4];
-        uint32_t a[2][kSteps][4];
+    const int stage_offset = (q % S) * K.bytes;
+    // The stage's first activation box as a descriptor; a k-step's is this
+    // plus its byte offset / 16 (the start address field, bits 0-13, cannot
+    // carry: shared memory ends below 2^18 bytes).
+    const uint64_t act_desc = wgmma_desc_sw128(smem_addr(smem + stage_offset + K.act_offset));
+    const int groups = min(kChunkCols, p.cols - ch * kChunkCols) / p.group;
+    for (int gi = 0; gi < groups; ++gi) {
+      int32_t acc[NT * 4];
+      uint32_t a[kSteps][4];
 #pragma unroll
-        for (int m = 0; m < 2; ++m) {
+      for (int i = 0; i < NT * 4; ++i) acc[i] = kMagicBits;
 #pragma unroll
-          for (int i = 0; i < NT * 4; ++i) acc[m][i] = kMagicBits;
+      for (int wb = 0; wb < kSteps / 4; ++wb) {
+        // word t (+4) of the group, classes 2jj and 2jj + 1 at k-step 4wb + jj
+        const unsigned char* w = sign_lo + stage_offset + 4 * (gi * kSteps + 4 * wb);
+        const uint32_t w_lo = *reinterpret_cast<const uint32_t*>(w);
+        const uint32_t w_hi = *reinterpret_cast<const uint32_t*>(w + 8 * kSignRowBytes);
 #pragma unroll
-          for (int wb = 0; wb < kSteps / 4; ++wb) {
-            // word t (+4) of the group, classes 2jj and 2jj + 1 at k-step 4wb + jj
-            const int word = gi * kSteps + 4 * wb + t;
-            const uint32_t w_lo = *reinterpret_cast<const uint32_t*>(stage + frag_row(m) * kSignRowBytes + 4 * word);
-            const uint32_t w_hi =
-                *reinterpret_cast<const uint32_t*>(stage + (frag_row(m) + 8) * kSignRowBytes + 4 * word);
-#pragma unroll
-            for (int jj = 0; jj < 4; ++jj) {
-              uint32_t(&r)[4] = a[m][4 * wb + jj];
-              r[0] = signs_as_pm64(w_lo, 7 - 2 * jj);
-              r[1] = signs_as_pm64(w_hi, 7 - 2 * jj);
-              r[2] = signs_as_pm64(w_lo, 6 - 2 * jj);
-              r[3] = signs_as_pm64(w_hi, 6 - 2 * jj);
-            }
-          }
-        }
-        wgmma_fence();
-#pragma unroll
-        for (int m = 0; m < 2; ++m) {
-#pragma unroll
-          for (int j = 0; j < kSteps; ++j) {
-            const int col = gi * 32 * kSteps + 32 * j;
-            wgmma_s8_m64k32<8 * NT>(acc[m], a[m][j],
-                                    wgmma_desc_sw128(act + uint32_t((col >> 7) * K.box_bytes + (col & 127))));
-          }
-          wgmma_commit();
-        }
-        // Block 0's scores while block 1's MMAs run.
-#pragma unroll
-        for (int m = 0; m < 2; ++m) {
-          if (m == 0)
-            wgmma_wait<1>();
-          else
-            wgmma_wait<0>();
-          wgmma_fence_operands(acc[m]);
-          const float s_lo =
-              __half2float(*reinterpret_cast<const __half*>(scales + frag_row(m) * L.scale_row_bytes + 2 * gi));
-          const float s_hi = __half2float(
-              *reinterpret_cast<const __half*>(scales + (frag_row(m) + 8) * L.scale_row_bytes + 2 * gi));
-#pragma unroll
-          for (int n = 0; n < NT; ++n)
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-              out[m][n][i] = fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[m][4 * n + i]) - kMagicValue, out[m][n][i]);
+        for (int jj = 0; jj < 4; ++jj) {
+          uint32_t(&r)[4] = a[4 * wb + jj];
+          r[0] = signs_as_pm64(w_lo, 7 - 2 * jj, flip);
+          r[1] = signs_as_pm64(w_hi, 7 - 2 * jj, flip);
+          r[2] = signs_as_pm64(w_lo, 6 - 2 * jj, flip);
+          r[3] = signs_as_pm64(w_hi, 6 - 2 * jj, flip);
         }
       }
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < kSteps; ++j) {
+        const int col = gi * 32 * kSteps + 32 * j;
+        wgmma_s8_m64k32<8 * NT>(acc, a[j], act_desc + uint64_t(((col >> 7) * K.box_bytes + (col & 127)) >> 4));
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_fence_operands(acc);
+      const unsigned char* sc = smem + stage_offset + scale_lo + 2 * gi;
+      const float s_lo = __half2float(*reinterpret_cast<const __half*>(sc));
+      const float s_hi = __half2float(*reinterpret_cast<const __half*>(sc + 8 * L.scale_row_bytes));
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          out[n][i] = fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[4 * n + i]) - kMagicValue, out[n][i]);
     }
 
     if (ch == n_chunks - 1) {
@@ -538,14 +568,11 @@ __global__ void __launch_bounds__(kThreads, 1) binary_wgmma_kernel(BinaryParams 
           const int tok = n * 8 + 2 * t + e;
           const float scale = tok < p.rows ? p.act_scale[tok] * 0.015625f : 0.0f;
 #pragma unroll
-          for (int m = 0; m < 2; ++m)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int row = tile_row0 + frag_row(m) + 8 * h;
-              if (row < row_end && tok < p.rows)
-                topk.offer(tok, add_bias(scale * out[m][n][2 * h + e], p.bias, row), row);
-              out[m][n][2 * h + e] = 0.0f;
-            }
+          for (int h = 0; h < 2; ++h) {
+            const int row = tile_row0 + frag_row + 8 * h;
+            if (row < row_end && tok < p.rows) topk.offer(tok, add_bias(scale * out[n][2 * h + e], p.bias, row), row);
+            out[n][2 * h + e] = 0.0f;
+          }
         }
       topk.end_tile(kTileRows, tile == n_tiles - 1);
     }
@@ -779,7 +806,7 @@ template <int NT, int kSteps>
 void launch_wgmma(const BinaryParams& p, int grid, int smem_limit, int device, cudaStream_t stream) {
   auto kernel = binary_wgmma_kernel<NT, kSteps>;
   allow_dynamic_smem(kernel, smem_limit, device, kOp);
-  kernel<<<grid, kThreads, p.stages * k_order_stage_layout(p.group, NT).bytes + 1024, stream>>>(p);
+  kernel<<<grid, kWgmmaThreads, p.stages * k_order_stage_layout(p.group, NT).bytes + 1024, stream>>>(p);
 }
 
 template <int kSteps>
@@ -898,7 +925,8 @@ bool try_stream(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceL
   const int cols = static_cast<int>(a.act_q.shape[1]);
   const int64_t scale_row_bytes = 2 * (cols / a.group_size);
   const int scale_copy = scale_copy_bytes(a);
-  if (force_generic() || force_wide() || dev.cc_major < 8 || rows > kStreamRowsMeasuredFaster ||
+  if (force_generic() || force_wide() || lm_head_path_forced("sync-mma") || dev.cc_major < 8 ||
+      rows > kStreamRowsMeasuredFaster ||
       (a.group_size != 128 && a.group_size != 256) || row_alignment(a.wq) < 16 || scale_copy == 0)
     return false;
   // Each thread's share of a stage fits its fixed copy plan, whose offsets
@@ -981,7 +1009,8 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
   if (!mma) pass_rows = kPassRows;
   // The warpgroup-MMA kernel takes every pass of 3 or more rows (and, pinned
   // to the pass kernels by NEXTTOK_CUDA_LM_HEAD_PATH=wide, of 1 or 2).
-  const bool wgmma = mma && wgmma_usable(a, dev, device) && wgmma_stages(a.group_size, kPassRows, smem_budget) >= 2;
+  const int wgmma_budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - 1024;
+  const bool wgmma = mma && wgmma_usable(a, dev, device) && wgmma_stages(a.group_size, kPassRows, wgmma_budget) >= 2;
   if (wgmma) pass_rows = kPassRows;
   const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
   const int merge_smem = topk::merge_smem_bytes(merge_resident);
@@ -1013,7 +1042,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
       prep.padded_cols = plan.act.padded_cols;
       prep.seed = reinterpret_cast<int32_t*>(ws + plan.act.seed_offset);
       prep.k_order = wgmma ? 1 : 0;
-      binary_prep_kernel<<<rows, 256, 0, stream>>>(prep);
+      binary_prep_kernel<<<dim3(unsigned((cols + kPrepCols - 1) / kPrepCols), unsigned(rows)), 256, 0, stream>>>(prep);
       check_launch(kOp);
 
       BinaryParams p{};
@@ -1031,16 +1060,17 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
       p.group = a.group_size;
       p.rows_per_cta = plan.topk.rows_per_cta;
       p.wq_copy = static_cast<int>(std::min<int64_t>(16, wq_align));
-      p.stages = wgmma ? wgmma_stages(p.group, rows, smem_budget)
+      p.sign_flip = 0xC0C0C0C0u;
+      p.stages = wgmma ? wgmma_stages(p.group, rows, wgmma_budget)
                        : std::min(kMaxStages, smem_budget / stage_layout(p.group, rows).bytes);
       p.bias = bias;
       p.cand = cand;
       if (!wgmma)
         launch_mma_rows(p, plan.topk.grid, smem_budget, device, stream);
       else if (p.group == 128)
-        launch_wgmma_steps<4>(p, plan.topk.grid, smem_budget, device, stream);
+        launch_wgmma_steps<4>(p, plan.topk.grid, wgmma_budget, device, stream);
       else
-        launch_wgmma_steps<8>(p, plan.topk.grid, smem_budget, device, stream);
+        launch_wgmma_steps<8>(p, plan.topk.grid, wgmma_budget, device, stream);
     } else {
       GenericParams p{};
       p.wq = static_cast<const uint32_t*>(a.wq.data);
