@@ -407,43 +407,48 @@ __device__ void stage_chunk_k_order(const BinaryParams& p, const StageLayout& L,
   const int col0 = ch * kChunkCols;
   const int bits = min(kChunkCols, p.cols - col0);
   if (bits == kChunkCols && p.wq_copy == 16) {
-    constexpr int kSignPieces = kChunkCols / 128;              // 16-byte pieces a row
+    // Each thread's pieces sit at fixed places of every stage: constant trip
+    // counts, a row check for a partial tile.
+    constexpr int kSignPieces = kChunkCols / 128;                // 16-byte pieces a row
     constexpr int kScaleWords = kChunkCols / (32 * kSteps) / 2;  // 4-byte scale copies a row
-    const unsigned char* wq = reinterpret_cast<const unsigned char*>(p.wq + col0 / 32);
-#pragma unroll 1
-    for (int i = threadIdx.x; i < valid_rows * kSignPieces; i += kWgmmaThreads) {
-      const int r = i / kSignPieces, c = i % kSignPieces;
-      cp_async(stage + r * kSignRowBytes + 16 * c, wq + (int64_t(row0 + r) * p.wq_stride) * 4 + 16 * c, 16, 16);
+    const unsigned char* wq = reinterpret_cast<const unsigned char*>(p.wq + int64_t(row0) * p.wq_stride + col0 / 32);
+#pragma unroll
+    for (int k = 0; k < kTileRows * kSignPieces / kWgmmaThreads; ++k) {
+      const int i = threadIdx.x + k * kWgmmaThreads, r = i / kSignPieces, c = i % kSignPieces;
+      if (r < valid_rows)
+        cp_async(stage + r * kSignRowBytes + 16 * c, wq + int64_t(r) * p.wq_stride * 4 + 16 * c, 16, 16);
     }
     unsigned char* scales = stage + L.sign_bytes;
-    const uint16_t* ws = p.wscale + ch * (kChunkCols / p.group);
-#pragma unroll 1
-    for (int i = threadIdx.x; i < valid_rows * kScaleWords; i += kWgmmaThreads) {
-      const int r = i / kScaleWords, c = i % kScaleWords;
-      cp_async(scales + r * L.scale_row_bytes + 4 * c, ws + int64_t(row0 + r) * p.wscale_stride + 2 * c, 4, 4);
+    const uint16_t* ws = p.wscale + int64_t(row0) * p.wscale_stride + ch * (kChunkCols / p.group);
+#pragma unroll
+    for (int k = 0; k < (kTileRows * kScaleWords + kWgmmaThreads - 1) / kWgmmaThreads; ++k) {
+      const int i = threadIdx.x + k * kWgmmaThreads, r = i / kScaleWords, c = i % kScaleWords;
+      if (r < valid_rows)
+        cp_async(scales + r * L.scale_row_bytes + 4 * c, ws + int64_t(r) * p.wscale_stride + 2 * c, 4, 4);
     }
-  } else {
-    stage_signs_and_scales(p, L, stage, row0, valid_rows, ch);
+    unsigned char* act = stage + K.act_offset;
+    const int8_t* src = p.act_perm + col0;
+    constexpr int kActPieces = 8 * NT * (kChunkCols / 16);
+#pragma unroll
+    for (int k = 0; k < (kActPieces + kWgmmaThreads - 1) / kWgmmaThreads; ++k) {
+      const int i = threadIdx.x + k * kWgmmaThreads, r = i / (kChunkCols / 16), c = i % (kChunkCols / 16);
+      const bool real = r < p.rows;
+      if (i < kActPieces)
+        cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7), src + int64_t(real ? r : 0) * p.padded_cols + 16 * c,
+                 16, real ? 16 : 0);
+    }
+    return;
   }
+  stage_signs_and_scales(p, L, stage, row0, valid_rows, ch);
   const int pieces = bits / 16;
   unsigned char* act = stage + K.act_offset;
   const int8_t* src = p.act_perm + col0;
-  if (pieces == kChunkCols / 16) {
 #pragma unroll 1
-    for (int i = threadIdx.x; i < 8 * NT * (kChunkCols / 16); i += kWgmmaThreads) {
-      const int r = i / (kChunkCols / 16), c = i % (kChunkCols / 16);
-      const bool real = r < p.rows;
-      cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7), src + int64_t(real ? r : 0) * p.padded_cols + 16 * c,
-               16, real ? 16 : 0);
-    }
-  } else {
-#pragma unroll 1
-    for (int i = threadIdx.x; i < 8 * NT * pieces; i += kWgmmaThreads) {
-      const int r = i / pieces, c = i - r * pieces;
-      const bool real = r < p.rows;
-      cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7), src + int64_t(real ? r : 0) * p.padded_cols + 16 * c,
-               16, real ? 16 : 0);
-    }
+  for (int i = threadIdx.x; i < 8 * NT * pieces; i += kWgmmaThreads) {
+    const int r = i / pieces, c = i - r * pieces;
+    const bool real = r < p.rows;
+    cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7), src + int64_t(real ? r : 0) * p.padded_cols + 16 * c,
+             16, real ? 16 : 0);
   }
 }
 
@@ -475,13 +480,19 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
   const KOrderStageLayout K = k_order_stage_layout(p.group, NT);
   const int S = p.stages;
 
-  int issued = 0;
+  // The next chunk to copy as (tile, chunk, stage slot), stepped without
+  // divisions (they were a visible share of the issue slots, run 39).
+  int issued = 0, issue_tile = 0, issue_ch = 0, issue_slot = 0;
   auto issue = [&]() {
     if (issued < total_chunks) {
-      const int tile = issued / n_chunks, ch = issued - tile * n_chunks;
-      const int row0 = row_begin + tile * kTileRows;
-      stage_chunk_k_order<NT, kSteps>(p, L, K, smem + (issued % S) * K.bytes, row0, min(kTileRows, row_end - row0),
-                                      ch);
+      const int row0 = row_begin + issue_tile * kTileRows;
+      stage_chunk_k_order<NT, kSteps>(p, L, K, smem + issue_slot * K.bytes, row0, min(kTileRows, row_end - row0),
+                                      issue_ch);
+      if (++issue_ch == n_chunks) {
+        issue_ch = 0;
+        ++issue_tile;
+      }
+      if (++issue_slot == S) issue_slot = 0;
     }
     ++issued;
     cp_async_commit();
@@ -502,6 +513,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
   const int scale_lo = L.sign_bytes + frag_row * L.scale_row_bytes;
   const uint32_t flip = p.sign_flip;
 
+  int tile = 0, ch = 0, slot = 0;
   for (int q = 0; q < total_chunks; ++q) {
     cp_async_wait_pending(S - 2);
     // The MMAs read B through the async proxy; cp.async wrote it through the
@@ -510,12 +522,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
     __syncthreads();
     issue();
 
-    const int tile = q / n_chunks, ch = q - tile * n_chunks;
     const int tile_row0 = row_begin + tile * kTileRows;
     // Every warpgroup scores every tile, rows past the CTA's range from stale
     // stage rows that are never offered: a branch around the MMAs, even a
     // warpgroup-uniform one, makes ptxas serialize them (C7520).
-    const int stage_offset = (q % S) * K.bytes;
+    const int stage_offset = slot * K.bytes;
     // The stage's first activation box as a descriptor; a k-step's is this
     // plus its byte offset / 16 (the start address field, bits 0-13, cannot
     // carry: shared memory ends below 2^18 bytes).
@@ -576,6 +587,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
         }
       topk.end_tile(kTileRows, tile == n_tiles - 1);
     }
+    if (++ch == n_chunks) {
+      ch = 0;
+      ++tile;
+    }
+    if (++slot == S) slot = 0;
   }
   cp_async_wait<0>();
 }
