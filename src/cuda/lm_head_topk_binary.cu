@@ -16,9 +16,9 @@
 // wscale * 64D to the fp32 score (the exact factor 1/64 joins act_scale). A prep kernel permutes the activations into
 // the MMA's K order and computes the seeds, once per call.
 //
-// On sm_90 (an sm_90a build) passes of 3 to 64 rows with G = 128 or 256 take
-// binary_wgmma_kernel instead: the same stages and integers, but one
-// warpgroup MMA per m64 block for all token rows of the pass.
+// On sm_90 (an sm_90a build) calls of more than 8 rows with G = 128 or 256
+// take binary_wgmma_kernel for their passes instead: the same stages and
+// integers, but one warpgroup MMA per m64 block for all token rows of a pass.
 //
 // Elsewhere, passes of up to 8 rows with G = 128 or 256 take the decode kernel of
 // cuda/lm_head_binary_stream.cuh instead (whole rows per stage, the same MMA
@@ -434,8 +434,8 @@ __device__ void stage_chunk_k_order(const BinaryParams& p, const StageLayout& L,
       const int i = threadIdx.x + k * kWgmmaThreads, r = i / (kChunkCols / 16), c = i % (kChunkCols / 16);
       const bool real = r < p.rows;
       if (i < kActPieces)
-        cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7), src + int64_t(real ? r : 0) * p.padded_cols + 16 * c,
-                 16, real ? 16 : 0);
+        cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7),
+                 src + int64_t(real ? r : 0) * p.padded_cols + 16 * c, 16, real ? 16 : 0);
     }
     return;
   }
@@ -796,9 +796,8 @@ void launch_mma_rows(const BinaryParams& p, int grid, int smem_limit, int device
 // Whether passes take the warpgroup-MMA kernel: its sm_90a code is in the
 // build (NEXTTOK_CUDA_SM90A, CMakeLists.txt) and loaded on this device, and
 // G = 128 or 256. NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma keeps binary_mma_kernel
-// (and the stream decode kernel for passes of 3 to 8 rows) instead, and
-// =expanded the stream decode kernel, for timing and checking them in one
-// process.
+// for every pass instead, and =expanded the stream decode kernel, for timing
+// and checking them in one process.
 bool wgmma_usable(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
 #if defined(NEXTTOK_CUDA_SM90A)
   static std::atomic<int> known[64];
@@ -1023,8 +1022,10 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
                    row_alignment(a.wscale) >= 4 &&
                    smem_budget >= 2 * stage_layout(a.group_size, pass_rows).bytes;
   if (!mma) pass_rows = kPassRows;
-  // The warpgroup-MMA kernel takes every pass of 3 or more rows (and, pinned
-  // to the pass kernels by NEXTTOK_CUDA_LM_HEAD_PATH=wide, of 1 or 2).
+  // The warpgroup-MMA kernel takes the passes of calls of more than 8 rows
+  // (and, pinned to the pass kernels by NEXTTOK_CUDA_LM_HEAD_PATH=wide, of any
+  // number). Calls of 3 to 8 rows stay on the stream decode kernel: at W1 M=4
+  // 167.5 us against 207.8 (run 40).
   const int wgmma_budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - 1024;
   const bool wgmma = mma && wgmma_usable(a, dev, device) && wgmma_stages(a.group_size, kPassRows, wgmma_budget) >= 2;
   if (wgmma) pass_rows = kPassRows;
@@ -1033,7 +1034,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
   allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, device, kOp);
   if (try_rows(a, plan, dev, cand, reinterpret_cast<topk::Candidate*>(ws + plan.lists.offset), bias,
                device, stream) ||
-      (!wgmma && try_stream(a, plan, dev, cand, bias, device, stream))) {
+      ((!wgmma || rows_total <= kStreamRowsMeasuredFaster) && try_stream(a, plan, dev, cand, bias, device, stream))) {
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
                        a.indices.row_stride, 0, static_cast<int>(rows_total), merge_resident,

@@ -176,9 +176,9 @@ TEST_P(LmHeadBinary, QuantizedActivationsEndToEnd) {
   expect_topk(dev(), c, 1e-4);
 }
 
-// Passes of 3 to 64 rows on sm_90 take the warpgroup-MMA kernel, one MMA per
-// m64 block for 8, 16, 32 or 64 token rows (M = 9, 16, 29, 66 = 64 + 2: all
-// four widths and a second pass), with a chunk of one group after full ones
+// Calls of more than 8 rows on sm_90 take the warpgroup-MMA kernel for their
+// passes, one MMA per m64 block for 8, 16, 32 or 64 token rows (M = 9, 16,
+// 29, 66 = 64 + 2: the second pass 8 wide), with a chunk of one group after full ones
 // (H = 640 at G = 128, 768 at G = 256); V = 34,000 gives each of up to 132
 // CTAs two 256-row tiles, the second ragged.
 TEST_P(LmHeadBinary, PassesOfManyRowsExact) {
