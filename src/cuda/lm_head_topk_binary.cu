@@ -199,6 +199,27 @@ __device__ void stage_chunk(const BinaryParams& p, const StageLayout& L, unsigne
     cp_async(seed + 16 * i, seed_src + 4 * i, 16, 16);
 }
 
+// Offers one m16 block of a tile's scores (times 64, in the MMA accumulator
+// layout: vocabulary rows `row` (i < 2) and row + 8, token rows 8n + 2t +
+// (i & 1)) to the CTA's top-k and clears it for the next tile.
+template <int NT, class Topk>
+__device__ __forceinline__ void offer_block(Topk& topk, float (&out)[NT][4], const BinaryParams& p, int row,
+                                            int row_end, int t) {
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int tok = n * 8 + 2 * t + e;
+      const float scale = tok < p.rows ? p.act_scale[tok] * 0.015625f : 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = row + 8 * h;
+        if (r < row_end && tok < p.rows) topk.offer(tok, add_bias(scale * out[n][2 * h + e], p.bias, r), r);
+        out[n][2 * h + e] = 0.0f;
+      }
+    }
+}
+
 // One k-step: the A fragments of both m-tiles from their sign words and the
 // classes c0, c0 + 1 (shift = 7 - c0), MMAs into acc, seeded on a group's
 // first k-step.
@@ -338,24 +359,10 @@ __global__ void __launch_bounds__(kThreads, 1) binary_mma_kernel(BinaryParams p)
     }
 
     if (ch == n_chunks - 1) {
-      if (warp_active) {
+      if (warp_active)
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int m = nt * 8 + 2 * t + e;
-            const float scale = m < p.rows ? p.act_scale[m] * 0.015625f : 0.0f;
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-              for (int h = 0; h < 2; ++h) {
-                const int row = tile_row0 + warp * 32 + mt * 16 + g + 8 * h;
-                if (row < row_end && m < p.rows)
-                  topk.offer(m, add_bias(scale * out[mt][nt][2 * h + e], p.bias, row), row);
-                out[mt][nt][2 * h + e] = 0.0f;
-              }
-          }
-      }
+        for (int mt = 0; mt < 2; ++mt)
+          offer_block<NT>(topk, out[mt], p, tile_row0 + warp * 32 + mt * 16 + g, row_end, t);
       topk.end_tile(kTileRows, tile == n_tiles - 1);
     }
   }
@@ -572,19 +579,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
     }
 
     if (ch == n_chunks - 1) {
-#pragma unroll
-      for (int n = 0; n < NT; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int tok = n * 8 + 2 * t + e;
-          const float scale = tok < p.rows ? p.act_scale[tok] * 0.015625f : 0.0f;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = tile_row0 + frag_row + 8 * h;
-            if (row < row_end && tok < p.rows) topk.offer(tok, add_bias(scale * out[n][2 * h + e], p.bias, row), row);
-            out[n][2 * h + e] = 0.0f;
-          }
-        }
+      offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
       topk.end_tile(kTileRows, tile == n_tiles - 1);
     }
     if (++ch == n_chunks) {
