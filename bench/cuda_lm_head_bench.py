@@ -578,6 +578,12 @@ def run_bench(lib, runs, slow_runs, ms):
             rows.append((f"W1 binary M={m}, pass kernel", old, olo, ohi, read, base,
                          dense_bytes + m * H * 2 + base_logit_bytes))
             print(f"W1 M={m} pass kernel: {old:.1f} us", flush=True)
+        if m > 8 and torch.cuda.get_device_capability()[0] >= 9:
+            # The warpgroup-MMA kernel fed by bulk tensor copies (opt-in until measured).
+            new, nlo, nhi = pinned_median_us("pass-bulk-copies", call.run, runs)
+            rows.append((f"W1 binary M={m}, pass bulk copies", new, nlo, nhi, read, base,
+                         dense_bytes + m * H * 2 + base_logit_bytes))
+            print(f"W1 M={m} pass bulk copies: {new:.1f} us", flush=True)
         if m >= 3:
             # Warp MMAs (sm_80's pass kernel) where sm_90 takes warpgroup MMAs.
             old, olo, ohi = pinned_median_us("sync-mma", call.run, runs)
@@ -618,6 +624,8 @@ def main():
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=pieces (subprocess)")
     ap.add_argument("--check-sync-mma", action="store_true",
                     help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma (subprocess)")
+    ap.add_argument("--check-pass-bulk-copies", action="store_true",
+                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies (subprocess)")
     ap.add_argument("--small", action="store_true", help="check without the full W1/W2 shapes")
     ap.add_argument("--tiny", action="store_true", help="check tiny shapes only (compute-sanitizer)")
     ap.add_argument("--bench", action="store_true")
@@ -638,7 +646,7 @@ def main():
               f"({time.time() - t0:.0f} s)", flush=True)
     for flag, path in ((args.check_generic, "generic"), (args.check_wide, "wide"),
                        (args.check_expanded, "expanded"), (args.check_direct, "direct"),
-                       (args.check_pieces, "pieces"), (args.check_sync_mma, "sync-mma")):
+                       (args.check_pieces, "pieces"), (args.check_sync_mma, "sync-mma"), (args.check_pass_bulk_copies, "pass-bulk-copies")):
         if flag:
             env = dict(os.environ, NEXTTOK_CUDA_LM_HEAD_PATH=path)
             cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--check", "--small"]

@@ -101,7 +101,7 @@ if [ -f "$lib" ]; then
   grep -E "FAIL|ERROR|checks:" "$OUT/bench.log" | head -30
   # W1/W2: the fused LM heads beside cuBLAS + torch.topk, with torch.equal checks.
   [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head 170 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py \
-    --lib "$lib" --check --check-wide --check-expanded --check-direct --check-pieces --check-sync-mma --bench
+    --lib "$lib" --check --check-wide --check-expanded --check-direct --check-pieces --check-sync-mma --check-pass-bulk-copies --bench
   grep -E "FAIL|ERROR|check" "$OUT/bench_lm_head.log" | head -30
 else
   rows+=("| bench | NOT RUN ($lib missing) | - |")
@@ -110,6 +110,13 @@ fi
 # Per-kernel device time of a few W3 calls in a warm loop (CUPTI): how a
 # call's time splits over its scan and merge kernels.
 [ -f "$lib" ] && [ "${SAMPLING:-1}" = 1 ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
+
+# ---- the binary head's warpgroup-MMA kernel fed by bulk tensor copies
+# (NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies, off until measured: bench-lm-head
+# times it beside the default at M > 8 and checks it): the LM-head cases with it on.
+[ "${LM_HEAD:-1}" = 1 ] && [ -x "$op_tests" ] && stage ctest-pass-bulk-copies 60 "$OUT/ctest.log" \
+  env NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies ctest --test-dir "$build" -R 'LmHead.*/cuda$' -j 8 --timeout 60 \
+  --output-on-failure
 
 # ---- programmatic dependent launch (cuda/launch.cuh; off by default, its gain
 # mixed in run 34): the CUDA cases and the LM-head checks with NEXTTOK_CUDA_PDL=1,

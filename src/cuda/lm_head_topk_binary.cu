@@ -4,26 +4,23 @@
 // and selected in one pass over the packed weights (cuda/topk_cta.cuh and
 // cuda/topk_merge.cuh for the top-k; the [M,V] scores stay in registers).
 //
-// Tensor-core path (sm_80+, 4-byte aligned sign and scale rows): a persistent
-// grid, one CTA per SM, each CTA owning a contiguous vocabulary range walked in
-// tiles of 256 rows (8 warps x 32 rows) against all token rows of the pass.
-// Sign words, scales, activations and per-group accumulator seeds stream
-// through a cp.async pipeline in stages of 512 columns. Signs become MMA A
-// fragments with one multiply and one AND per register (cuda/lm_head_binary.cuh),
-// so D comes from int8 MMAs (m16n8k32, u8 x s8 -> s32): the accumulators start
-// at kMagicBits - 64 * sum_g(a) and end at kMagicBits + 64 * D, which reads as
-// the float 12582912 + 64 * D; one FADD and one FFMA per group then add
-// wscale * 64D to the fp32 score (the exact factor 1/64 joins act_scale). A prep kernel permutes the activations into
-// the MMA's K order and computes the seeds, once per call.
-//
-// On sm_90 (an sm_90a build) calls of more than 8 rows with G = 128 or 256
-// take binary_wgmma_kernel for their passes instead: the same stages and
-// integers, but one warpgroup MMA per m64 block for all token rows of a pass.
-//
-// Elsewhere, passes of up to 8 rows with G = 128 or 256 take the decode kernel of
-// cuda/lm_head_binary_stream.cuh instead (whole rows per stage, the same MMA
-// arithmetic). Any other case runs a plain tile kernel (dp4a on 0/1 sign
-// bytes) with the same top-k.
+// Which kernel scores a call (cuda/lm_head_binary*.cuh), G = 128 or 256 and
+// 16-byte aligned sign rows unless said otherwise:
+// - 1 or 2 rows: binary_rows_kernel (bit planes on 1-bit MMAs, _rows.cuh);
+// - 3 to 8 rows: binary_stream_kernel (whole rows per stage, _stream.cuh);
+// - more rows, in passes of up to 64: on sm_90 (an sm_90a build)
+//   binary_wgmma_kernel (one int8 warpgroup MMA per m64 block for all token
+//   rows of the pass, _wgmma.cuh), elsewhere and for other G binary_mma_kernel
+//   (warp MMAs, 4-byte aligned rows, _pass.cuh). Both stream 512-column
+//   chunks of a 256-row tile through cp.async stages and compute the same
+//   integers: signs become int8 A fragments with a shift and a mask per
+//   register, the accumulators end at kMagicBits + 64 * D, which reads as the
+//   float 12582912 + 64 * D, and one FADD and one FFMA per group add
+//   wscale * 64D to the fp32 score (the exact 1/64 joins act_scale). A prep
+//   kernel permutes the activations into the MMAs' K order once per pass;
+// - anything else: binary_generic_kernel (dp4a on 0/1 sign bytes), with the
+//   same top-k.
+
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -33,15 +30,16 @@
 
 #include "core/check.h"
 #include "cuda/lm_head_binary.cuh"
+#include "cuda/lm_head_binary_pass.cuh"
 #include "cuda/lm_head_binary_rows.cuh"
 #include "cuda/lm_head_binary_stream.cuh"
+#include "cuda/lm_head_binary_wgmma.cuh"
 #include "cuda/lm_head_device.cuh"
 #include "cuda/lm_head_host.cuh"
 #include "cuda/lm_head_ops.cuh"
 #include "cuda/topk_cta.cuh"
 #include "cuda/tensor_map.cuh"
 #include "cuda/topk_merge.cuh"
-#include "cuda/wgmma.cuh"
 
 namespace nt::cuda {
 namespace lm_head {
@@ -49,14 +47,6 @@ namespace {
 
 constexpr const char* kOp = "lm_head_topk_binary";
 
-constexpr int kWarps = 8;
-constexpr int kThreads = kWarps * 32;
-constexpr int kTileRows = kWarps * 32;
-constexpr int kChunkCols = 512;                     // columns (bits) per stage
-constexpr int kSignRowBytes = kChunkCols / 8 + 16;  // +16: conflict-free word loads
-constexpr int kActRowBytes = kChunkCols + 32;       // +32: conflict-free B loads
-constexpr int kMaxStages = 8;
-static_assert(kTileRows <= kMaxTileRows, "candidate buffers are sized for kMaxTileRows");
 
 // Per-call activation layout in the workspace, after the top-k buffers.
 struct ActLayout {
@@ -107,488 +97,6 @@ __global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
     for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
     if (lane == 0) p.seed[int64_t(g) * kPassRows + r] = kMagicBits - 64 * sum;
   }
-}
-
-// ---- tensor-core scoring kernel ------------------------------------------------
-
-struct BinaryParams {
-  const uint32_t* wq;
-  int64_t wq_stride;  // words
-  const uint16_t* wscale;
-  int64_t wscale_stride;  // halves
-  const int8_t* act_perm;
-  int64_t padded_cols;
-  const int32_t* seed;
-  const float* act_scale;
-  int cols, vocab, rows, group, rows_per_cta;
-  int wq_copy;  // largest cp.async size the sign rows allow: 16, 8 or 4
-  int stages;
-  uint32_t sign_flip;  // 0xC0C0C0C0 (binary_wgmma_kernel)
-  BiasArgs bias;
-  topk::CandidateArgs cand;
-};
-
-struct StageLayout {
-  int scale_row_bytes, sign_bytes, scale_bytes, act_bytes, seed_bytes, bytes;
-};
-
-__host__ __device__ inline StageLayout stage_layout(int group, int rows) {
-  StageLayout s;
-  s.scale_row_bytes = 2 * (kChunkCols / group) + 4;  // +4: conflict-free scale loads
-  s.sign_bytes = kTileRows * kSignRowBytes;
-  s.scale_bytes = (kTileRows * s.scale_row_bytes + 15) / 16 * 16;
-  s.act_bytes = rows * kActRowBytes;
-  s.seed_bytes = (kChunkCols / group) * kPassRows * 4;
-  s.bytes = s.sign_bytes + s.scale_bytes + s.act_bytes + s.seed_bytes;
-  return s;
-}
-
-// The sign words and scales of chunk `ch` of rows [row0, row0 + valid_rows)
-// into a stage (both tensor-core kernels).
-__device__ void stage_signs_and_scales(const BinaryParams& p, const StageLayout& L, unsigned char* stage,
-                                       int row0, int valid_rows, int ch) {
-  const int col0 = ch * kChunkCols;
-  const int bits = min(kChunkCols, p.cols - col0);
-  const int groups = bits / p.group;
-
-  // sign words: bits / 8 bytes per row
-  const int sign_bytes = bits / 8;
-  int gran = p.wq_copy;
-  while (sign_bytes % gran != 0) gran >>= 1;
-  const int per_row = sign_bytes / gran;
-  for (int i = threadIdx.x; i < valid_rows * per_row; i += blockDim.x) {
-    const int r = i / per_row, c = i - r * per_row;
-    const unsigned char* src = reinterpret_cast<const unsigned char*>(
-                                   p.wq + int64_t(row0 + r) * p.wq_stride + col0 / 32) +
-                               c * gran;
-    cp_async(stage + r * kSignRowBytes + c * gran, src, gran, gran);
-  }
-
-  // scales: groups halves per row, in 4-byte copies (the last may be half full)
-  unsigned char* scales = stage + L.sign_bytes;
-  const int scale_words = (groups + 1) / 2;
-  for (int i = threadIdx.x; i < valid_rows * scale_words; i += blockDim.x) {
-    const int r = i / scale_words, c = i - r * scale_words;
-    const uint16_t* src = p.wscale + int64_t(row0 + r) * p.wscale_stride +
-                          ch * (kChunkCols / p.group) + 2 * c;
-    cp_async(scales + r * L.scale_row_bytes + 4 * c, src, 4, 2 * c + 1 < groups ? 4 : 2);
-  }
-}
-
-// Copies chunk `ch` of tile `tile` (rows [row0, row0 + valid_rows)) into a stage.
-__device__ void stage_chunk(const BinaryParams& p, const StageLayout& L, unsigned char* stage,
-                            int row0, int valid_rows, int ch) {
-  stage_signs_and_scales(p, L, stage, row0, valid_rows, ch);
-  const int col0 = ch * kChunkCols;
-  const int bits = min(kChunkCols, p.cols - col0);
-  const int groups = bits / p.group;
-
-  // permuted activations: bits bytes per token row, 16-byte copies
-  unsigned char* act = stage + L.sign_bytes + L.scale_bytes;
-  const int act_per_row = bits / 16;
-  for (int i = threadIdx.x; i < p.rows * act_per_row; i += kThreads) {
-    const int r = i / act_per_row, c = i - r * act_per_row;
-    cp_async(act + r * kActRowBytes + 16 * c, p.act_perm + int64_t(r) * p.padded_cols + col0 + 16 * c,
-             16, 16);
-  }
-
-  // accumulator seeds of the chunk's groups, [group][kPassRows]
-  unsigned char* seed = act + L.act_bytes;
-  const int32_t* seed_src = p.seed + int64_t(ch) * (kChunkCols / p.group) * kPassRows;
-  for (int i = threadIdx.x; i < groups * kPassRows / 4; i += kThreads)
-    cp_async(seed + 16 * i, seed_src + 4 * i, 16, 16);
-}
-
-// Offers one m16 block of a tile's scores (times 64, in the MMA accumulator
-// layout: vocabulary rows `row` (i < 2) and row + 8, token rows 8n + 2t +
-// (i & 1)) to the CTA's top-k and clears it for the next tile.
-template <int NT, class Topk>
-__device__ __forceinline__ void offer_block(Topk& topk, float (&out)[NT][4], const BinaryParams& p, int row,
-                                            int row_end, int t) {
-#pragma unroll
-  for (int n = 0; n < NT; ++n)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int tok = n * 8 + 2 * t + e;
-      const float scale = tok < p.rows ? p.act_scale[tok] * 0.015625f : 0.0f;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = row + 8 * h;
-        if (r < row_end && tok < p.rows) topk.offer(tok, add_bias(scale * out[n][2 * h + e], p.bias, r), r);
-        out[n][2 * h + e] = 0.0f;
-      }
-    }
-}
-
-// One k-step: the A fragments of both m-tiles from their sign words and the
-// classes c0, c0 + 1 (shift = 7 - c0), MMAs into acc, seeded on a group's
-// first k-step.
-template <int NT>
-__device__ __forceinline__ void binary_kstep(int32_t (&acc)[2][NT][4], const uint32_t (&w_lo)[2],
-                                             const uint32_t (&w_hi)[2], int shift,
-                                             const unsigned char* act_k, const int (&b_offset)[NT],
-                                             const int32_t* seeds, bool first, int t) {
-  uint2 b[NT];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) b[nt] = *reinterpret_cast<const uint2*>(act_k + b_offset[nt]);
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
-    const uint32_t a[4] = {(w_lo[mt] << shift) & 0x80808080u, (w_hi[mt] << shift) & 0x80808080u,
-                           (w_lo[mt] << (shift - 1)) & 0x80808080u,
-                           (w_hi[mt] << (shift - 1)) & 0x80808080u};
-    if (first) {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int2 s = *reinterpret_cast<const int2*>(seeds + nt * 8 + 2 * t);
-        const int32_t c[4] = {s.x, s.y, s.x, s.y};
-        mma_u8s8_16832(acc[mt][nt], a, b[nt].x, b[nt].y, c);
-      }
-    } else {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) mma_u8s8_16832(acc[mt][nt], a, b[nt].x, b[nt].y, acc[mt][nt]);
-    }
-  }
-}
-
-// kWide: G >= 128, where every lane's k-steps walk the same classes, so the
-// shifts are immediates.
-template <int NT, bool kWide>
-__global__ void __launch_bounds__(kThreads, 1) binary_mma_kernel(BinaryParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
-  extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ topk::CtaShared<kWarps> topk_shared;
-  topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
-
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int row_begin = blockIdx.x * p.rows_per_cta;
-  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
-  const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
-  const int n_chunks = (p.cols + kChunkCols - 1) / kChunkCols;
-  const int total_chunks = n_tiles * n_chunks;
-  const StageLayout L = stage_layout(p.group, p.rows);
-  const int words_per_group = p.group / 32;
-  const int S = p.stages;
-
-  int issued = 0;
-  auto issue = [&]() {
-    if (issued < total_chunks) {
-      const int tile = issued / n_chunks, ch = issued - tile * n_chunks;
-      const int row0 = row_begin + tile * kTileRows;
-      stage_chunk(p, L, smem + (issued % S) * L.bytes, row0, min(kTileRows, row_end - row0), ch);
-    }
-    ++issued;
-    cp_async_commit();
-  };
-  for (int i = 0; i < S - 1; ++i) issue();
-
-  // Scores times 64 (the accumulators hold 64 * D); the 1/64 joins act_scale.
-  float out[2][NT][4];
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) out[mt][nt][i] = 0.0f;
-
-  // Token row of the B fragments of n-tile nt (rows past the pass are clamped:
-  // their columns are never offered).
-  int b_offset[NT];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) b_offset[nt] = min(nt * 8 + g, p.rows - 1) * kActRowBytes + 8 * t;
-
-  for (int q = 0; q < total_chunks; ++q) {
-    cp_async_wait_pending(S - 2);
-    __syncthreads();
-    issue();
-
-    const int tile = q / n_chunks, ch = q - tile * n_chunks;
-    const int tile_row0 = row_begin + tile * kTileRows;
-    const bool warp_active = tile_row0 + warp * 32 < row_end;
-    if (warp_active) {
-      const unsigned char* stage = smem + (q % S) * L.bytes;
-      const unsigned char* signs = stage + (warp * 32 + g) * kSignRowBytes;
-      const unsigned char* scales = stage + L.sign_bytes + (warp * 32 + g) * L.scale_row_bytes;
-      const unsigned char* act = stage + L.sign_bytes + L.scale_bytes;
-      const int32_t* seeds = reinterpret_cast<const int32_t*>(act + L.act_bytes);
-      const int groups = min(kChunkCols, p.cols - ch * kChunkCols) / p.group;
-
-      for (int gi = 0; gi < groups; ++gi) {
-        int32_t acc[2][NT][4];
-        uint32_t w_lo[2], w_hi[2];
-        const unsigned char* act_group = act + gi * p.group;
-        const int32_t* group_seeds = seeds + gi * kPassRows;
-        if (kWide) {
-          // word t (+4) of the group, classes 2jj and 2jj + 1 at k-step jj
-          for (int wb = 0; wb < words_per_group; wb += 4) {
-            const int word = gi * words_per_group + wb + t;
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-              w_lo[mt] = *reinterpret_cast<const uint32_t*>(signs + (mt * 16) * kSignRowBytes + 4 * word);
-              w_hi[mt] = *reinterpret_cast<const uint32_t*>(signs + (mt * 16 + 8) * kSignRowBytes + 4 * word);
-            }
-#pragma unroll
-            for (int jj = 0; jj < 4; ++jj)
-              binary_kstep<NT>(acc, w_lo, w_hi, 7 - 2 * jj, act_group + 32 * (wb + jj), b_offset,
-                               group_seeds, wb == 0 && jj == 0, t);
-          }
-        } else {
-          const int word = gi * words_per_group + binary_word_of(words_per_group, 0, t);
-#pragma unroll
-          for (int mt = 0; mt < 2; ++mt) {
-            w_lo[mt] = *reinterpret_cast<const uint32_t*>(signs + (mt * 16) * kSignRowBytes + 4 * word);
-            w_hi[mt] = *reinterpret_cast<const uint32_t*>(signs + (mt * 16 + 8) * kSignRowBytes + 4 * word);
-          }
-          for (int j = 0; j < words_per_group; ++j)
-            binary_kstep<NT>(acc, w_lo, w_hi, 7 - binary_class_of(words_per_group, j, t),
-                             act_group + 32 * j, b_offset, group_seeds, j == 0, t);
-        }
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-          const float s_lo =
-              __half2float(*reinterpret_cast<const __half*>(scales + (mt * 16) * L.scale_row_bytes + 2 * gi));
-          const float s_hi = __half2float(
-              *reinterpret_cast<const __half*>(scales + (mt * 16 + 8) * L.scale_row_bytes + 2 * gi));
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-              out[mt][nt][i] = fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[mt][nt][i]) - kMagicValue,
-                                    out[mt][nt][i]);
-        }
-      }
-    }
-
-    if (ch == n_chunks - 1) {
-      if (warp_active)
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-          offer_block<NT>(topk, out[mt], p, tile_row0 + warp * 32 + mt * 16 + g, row_end, t);
-      topk.end_tile(kTileRows, tile == n_tiles - 1);
-    }
-  }
-  cp_async_wait<0>();
-}
-
-// ---- warpgroup-MMA scoring kernel (sm_90a) -----------------------------------
-//
-// binary_mma_kernel's tiles, chunks, stage slices and arithmetic, with one
-// warpgroup MMA (m64 x 8NT x k32) where that kernel issues NT warp MMAs of
-// 8 token rows each, so the MMA count no longer grows with the token rows.
-// Four warpgroups (16 warps: the expansion and scaling are issue-bound, and
-// 8 warps left the schedulers waiting on dependent latencies, run 38) each take
-// one m64 block of a 256-row tile. A, the signs, comes from registers as bytes
-// +-64: ((w << (7 - c)) & 0x80808080) ^ 0xC0C0C0C0 maps bit 1 to 0x40 and bit
-// 0 to 0xC0, so the MMA (s8 x s8) yields 64 * D directly and every accumulator
-// starts at kMagicBits: the same integers, hence the same fp32 scores, as
-// binary_mma_kernel's seeded accumulators. B, the activations, sits in the
-// MMA's K order (binary_k_order_column) in 128-byte swizzled boxes of 128
-// columns x 8NT rows.
-
-constexpr int kWgmmaWarps = 16;
-constexpr int kWgmmaThreads = kWgmmaWarps * 32;
-
-// Stage: stage_layout's sign and scale slices, then the chunk's activation
-// boxes at a 1024-byte boundary (the swizzle's period).
-struct KOrderStageLayout {
-  int act_offset, box_bytes, bytes;
-};
-
-__host__ __device__ inline KOrderStageLayout k_order_stage_layout(int group, int nt) {
-  const StageLayout s = stage_layout(group, 0);
-  KOrderStageLayout k;
-  k.act_offset = (s.sign_bytes + s.scale_bytes + 1023) / 1024 * 1024;
-  k.box_bytes = nt * 8 * 128;
-  k.bytes = k.act_offset + (kChunkCols / 128) * k.box_bytes;
-  return k;
-}
-
-// Chunk `ch` of the tile's signs and scales, and of the pass's activations:
-// 16-byte piece c of token row r goes to box c / 8, swizzled; rows past the
-// pass up to the box's 8NT are zero-filled. A whole chunk of 16-byte sign
-// pieces (every chunk but a ragged last one, at W1 all) has its shape in
-// constants: run-time divisions in these loops were ~40% of the kernel's
-// issue slots (run 38).
-template <int NT, int kSteps>
-__device__ void stage_chunk_k_order(const BinaryParams& p, const StageLayout& L, const KOrderStageLayout& K,
-                                    unsigned char* stage, int row0, int valid_rows, int ch) {
-  const int col0 = ch * kChunkCols;
-  const int bits = min(kChunkCols, p.cols - col0);
-  if (bits == kChunkCols && p.wq_copy == 16) {
-    // Each thread's pieces sit at fixed places of every stage: constant trip
-    // counts, a row check for a partial tile.
-    constexpr int kSignPieces = kChunkCols / 128;                // 16-byte pieces a row
-    constexpr int kScaleWords = kChunkCols / (32 * kSteps) / 2;  // 4-byte scale copies a row
-    const unsigned char* wq = reinterpret_cast<const unsigned char*>(p.wq + int64_t(row0) * p.wq_stride + col0 / 32);
-#pragma unroll
-    for (int k = 0; k < kTileRows * kSignPieces / kWgmmaThreads; ++k) {
-      const int i = threadIdx.x + k * kWgmmaThreads, r = i / kSignPieces, c = i % kSignPieces;
-      if (r < valid_rows)
-        cp_async(stage + r * kSignRowBytes + 16 * c, wq + int64_t(r) * p.wq_stride * 4 + 16 * c, 16, 16);
-    }
-    unsigned char* scales = stage + L.sign_bytes;
-    const uint16_t* ws = p.wscale + int64_t(row0) * p.wscale_stride + ch * (kChunkCols / p.group);
-#pragma unroll
-    for (int k = 0; k < (kTileRows * kScaleWords + kWgmmaThreads - 1) / kWgmmaThreads; ++k) {
-      const int i = threadIdx.x + k * kWgmmaThreads, r = i / kScaleWords, c = i % kScaleWords;
-      if (r < valid_rows)
-        cp_async(scales + r * L.scale_row_bytes + 4 * c, ws + int64_t(r) * p.wscale_stride + 2 * c, 4, 4);
-    }
-    unsigned char* act = stage + K.act_offset;
-    const int8_t* src = p.act_perm + col0;
-    constexpr int kActPieces = 8 * NT * (kChunkCols / 16);
-#pragma unroll
-    for (int k = 0; k < (kActPieces + kWgmmaThreads - 1) / kWgmmaThreads; ++k) {
-      const int i = threadIdx.x + k * kWgmmaThreads, r = i / (kChunkCols / 16), c = i % (kChunkCols / 16);
-      const bool real = r < p.rows;
-      if (i < kActPieces)
-        cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7),
-                 src + int64_t(real ? r : 0) * p.padded_cols + 16 * c, 16, real ? 16 : 0);
-    }
-    return;
-  }
-  stage_signs_and_scales(p, L, stage, row0, valid_rows, ch);
-  const int pieces = bits / 16;
-  unsigned char* act = stage + K.act_offset;
-  const int8_t* src = p.act_perm + col0;
-#pragma unroll 1
-  for (int i = threadIdx.x; i < 8 * NT * pieces; i += kWgmmaThreads) {
-    const int r = i / pieces, c = i - r * pieces;
-    const bool real = r < p.rows;
-    cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7), src + int64_t(real ? r : 0) * p.padded_cols + 16 * c,
-             16, real ? 16 : 0);
-  }
-}
-
-// `flip` is 0xC0C0C0C0 read from the parameters (BinaryParams::sign_flip):
-// with both masks immediates ptxas splits the AND and the XOR into two LOP3s
-// (an instruction has one immediate), and folds any constant it can see.
-__device__ __forceinline__ uint32_t signs_as_pm64(uint32_t w, int shift, uint32_t flip) {
-  return ((w << shift) & 0x80808080u) ^ flip;
-}
-
-// kSteps = G / 32 k-steps per group (G = 128 or 256).
-template <int NT, int kSteps>
-__global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
-  extern __shared__ __align__(16) unsigned char wgmma_smem[];
-  __shared__ topk::CtaShared<kWgmmaWarps> topk_shared;
-  topk::CtaTopk<kWgmmaWarps> topk(topk_shared, p.cand, p.rows);
-  // Swizzled boxes need 1024-byte aligned destinations (offsetting the shared
-  // array itself keeps its accesses shared-memory loads).
-  unsigned char* smem = wgmma_smem + ((1024u - (smem_addr(wgmma_smem) & 1023u)) & 1023u);
-
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int row_begin = blockIdx.x * p.rows_per_cta;
-  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
-  const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
-  const int n_chunks = (p.cols + kChunkCols - 1) / kChunkCols;
-  const int total_chunks = n_tiles * n_chunks;
-  const StageLayout L = stage_layout(p.group, 0);
-  const KOrderStageLayout K = k_order_stage_layout(p.group, NT);
-  const int S = p.stages;
-
-  // The next chunk to copy as (tile, chunk, stage slot), stepped without
-  // divisions (they were a visible share of the issue slots, run 39).
-  int issued = 0, issue_tile = 0, issue_ch = 0, issue_slot = 0;
-  auto issue = [&]() {
-    if (issued < total_chunks) {
-      const int row0 = row_begin + issue_tile * kTileRows;
-      stage_chunk_k_order<NT, kSteps>(p, L, K, smem + issue_slot * K.bytes, row0, min(kTileRows, row_end - row0),
-                                      issue_ch);
-      if (++issue_ch == n_chunks) {
-        issue_ch = 0;
-        ++issue_tile;
-      }
-      if (++issue_slot == S) issue_slot = 0;
-    }
-    ++issued;
-    cp_async_commit();
-  };
-  for (int i = 0; i < S - 1; ++i) issue();
-
-  // Scores times 64, out[n][i] in the accumulator layout: rows g (i < 2) and
-  // g + 8 of the warp's 16, token rows 8n + 2t + (i & 1).
-  float out[NT][4];
-#pragma unroll
-  for (int n = 0; n < NT; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[n][i] = 0.0f;
-  // Tile row of this lane's fragment row g: warpgroup wg takes rows
-  // [64wg, 64wg + 64), warp w of it rows 16w..16w+15.
-  const int frag_row = 16 * warp + g;
-  const unsigned char* sign_lo = smem + frag_row * kSignRowBytes + 4 * t;
-  const int scale_lo = L.sign_bytes + frag_row * L.scale_row_bytes;
-  const uint32_t flip = p.sign_flip;
-
-  int tile = 0, ch = 0, slot = 0;
-  for (int q = 0; q < total_chunks; ++q) {
-    cp_async_wait_pending(S - 2);
-    // The MMAs read B through the async proxy; cp.async wrote it through the
-    // generic one.
-    fence_proxy_async_shared();
-    __syncthreads();
-    issue();
-
-    const int tile_row0 = row_begin + tile * kTileRows;
-    // Every warpgroup scores every tile, rows past the CTA's range from stale
-    // stage rows that are never offered: a branch around the MMAs, even a
-    // warpgroup-uniform one, makes ptxas serialize them (C7520).
-    const int stage_offset = slot * K.bytes;
-    // The stage's first activation box as a descriptor; a k-step's is this
-    // plus its byte offset / 16 (the start address field, bits 0-13, cannot
-    // carry: shared memory ends below 2^18 bytes).
-    const uint64_t act_desc = wgmma_desc_sw128(smem_addr(smem + stage_offset + K.act_offset));
-    const int groups = min(kChunkCols, p.cols - ch * kChunkCols) / p.group;
-    for (int gi = 0; gi < groups; ++gi) {
-      int32_t acc[NT * 4];
-      uint32_t a[kSteps][4];
-#pragma unroll
-      for (int i = 0; i < NT * 4; ++i) acc[i] = kMagicBits;
-#pragma unroll
-      for (int wb = 0; wb < kSteps / 4; ++wb) {
-        // word t (+4) of the group, classes 2jj and 2jj + 1 at k-step 4wb + jj
-        const unsigned char* w = sign_lo + stage_offset + 4 * (gi * kSteps + 4 * wb);
-        const uint32_t w_lo = *reinterpret_cast<const uint32_t*>(w);
-        const uint32_t w_hi = *reinterpret_cast<const uint32_t*>(w + 8 * kSignRowBytes);
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          uint32_t(&r)[4] = a[4 * wb + jj];
-          r[0] = signs_as_pm64(w_lo, 7 - 2 * jj, flip);
-          r[1] = signs_as_pm64(w_hi, 7 - 2 * jj, flip);
-          r[2] = signs_as_pm64(w_lo, 6 - 2 * jj, flip);
-          r[3] = signs_as_pm64(w_hi, 6 - 2 * jj, flip);
-        }
-      }
-      wgmma_fence();
-#pragma unroll
-      for (int j = 0; j < kSteps; ++j) {
-        const int col = gi * 32 * kSteps + 32 * j;
-        wgmma_s8_m64k32<8 * NT>(acc, a[j], act_desc + uint64_t(((col >> 7) * K.box_bytes + (col & 127)) >> 4));
-      }
-      wgmma_commit();
-      wgmma_wait<0>();
-      wgmma_fence_operands(acc);
-      const unsigned char* sc = smem + stage_offset + scale_lo + 2 * gi;
-      const float s_lo = __half2float(*reinterpret_cast<const __half*>(sc));
-      const float s_hi = __half2float(*reinterpret_cast<const __half*>(sc + 8 * L.scale_row_bytes));
-#pragma unroll
-      for (int n = 0; n < NT; ++n)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          out[n][i] = fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[4 * n + i]) - kMagicValue, out[n][i]);
-    }
-
-    if (ch == n_chunks - 1) {
-      offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
-      topk.end_tile(kTileRows, tile == n_tiles - 1);
-    }
-    if (++ch == n_chunks) {
-      ch = 0;
-      ++tile;
-    }
-    if (++slot == S) slot = 0;
-  }
-  cp_async_wait<0>();
 }
 
 // ---- generic path -----------------------------------------------------------
@@ -817,6 +325,51 @@ void launch_wgmma(const BinaryParams& p, int grid, int smem_limit, int device, c
   auto kernel = binary_wgmma_kernel<NT, kSteps>;
   allow_dynamic_smem(kernel, smem_limit, device, kOp);
   kernel<<<grid, kWgmmaThreads, p.stages * k_order_stage_layout(p.group, NT).bytes + 1024, stream>>>(p);
+}
+
+// NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies: the warpgroup-MMA kernel fed by
+// bulk tensor copies, where its conditions hold (whole chunks, 16-byte
+// aligned sign and scale rows, scale rows a multiple of 16 bytes and at most
+// 256 halves, 2 stages fit); opt-in until measured.
+template <int NT, int kSteps>
+bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, int grid, const DeviceLimits& dev,
+                       int device, cudaStream_t stream) {
+  const int64_t vocab = a.wq.shape[0], groups = p.cols / p.group;
+  if (p.cols % kChunkCols != 0 || (2 * groups) % 16 != 0 || groups > 256 || row_alignment(a.wq) % 16 != 0 ||
+      row_alignment(a.wscale) % 16 != 0)
+    return false;
+  const BulkLayout B = bulk_layout(p.cols, p.group, NT);
+  // Static: the top-k state and the kernel's mbarriers.
+  const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - (2 * kMaxStages + 4) * 8 - 1024;
+  const int stages = std::min(kMaxStages, (budget - 1024 - 2 * B.scale_bytes) / B.stage_bytes);
+  if (stages < 2) return false;
+  BinaryBulkParams bp{};
+  bp.b = p;
+  bp.b.stages = stages;
+  const uint64_t sign_row = vocab > 1 ? uint64_t(a.wq.row_stride) * 4 : align_up(size_t(p.cols / 8), 16);
+  const uint64_t scale_row = vocab > 1 ? uint64_t(a.wscale.row_stride) * 2 : align_up(size_t(2 * groups), 16);
+  if (!encode_map_u16(&bp.sign_map, a.wq.data, uint64_t(vocab), uint64_t(p.cols / 16), sign_row, kBulkBoxRows,
+                      kChunkCols / 16, CU_TENSOR_MAP_SWIZZLE_64B, true) ||
+      !encode_map_u16(&bp.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_row, kBulkBoxRows,
+                      uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false) ||
+      !encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2), uint64_t(p.padded_cols),
+                      uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B, false))
+    return false;
+  auto kernel = binary_wgmma_bulk_kernel<NT, kSteps>;
+  allow_dynamic_smem(kernel, budget, device, kOp);
+  kernel<<<grid, kBulkThreads, stages * B.stage_bytes + 2 * B.scale_bytes + 1024, stream>>>(bp);
+  return true;
+}
+
+template <int kSteps>
+bool launch_wgmma_bulk_steps(const nt_lm_head_binary_args& a, const BinaryParams& p, int grid,
+                             const DeviceLimits& dev, int device, cudaStream_t stream) {
+  switch (wgmma_n_tiles(p.rows)) {
+    case 1: return launch_wgmma_bulk<1, kSteps>(a, p, grid, dev, device, stream);
+    case 2: return launch_wgmma_bulk<2, kSteps>(a, p, grid, dev, device, stream);
+    case 4: return launch_wgmma_bulk<4, kSteps>(a, p, grid, dev, device, stream);
+    default: return launch_wgmma_bulk<8, kSteps>(a, p, grid, dev, device, stream);
+  }
 }
 
 template <int kSteps>
@@ -1077,12 +630,16 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
                        : std::min(kMaxStages, smem_budget / stage_layout(p.group, rows).bytes);
       p.bias = bias;
       p.cand = cand;
-      if (!wgmma)
+      if (!wgmma) {
         launch_mma_rows(p, plan.topk.grid, smem_budget, device, stream);
-      else if (p.group == 128)
-        launch_wgmma_steps<4>(p, plan.topk.grid, wgmma_budget, device, stream);
-      else
-        launch_wgmma_steps<8>(p, plan.topk.grid, wgmma_budget, device, stream);
+      } else if (!(lm_head_path_forced("pass-bulk-copies") &&
+                   (p.group == 128 ? launch_wgmma_bulk_steps<4>(a, p, plan.topk.grid, dev, device, stream)
+                                   : launch_wgmma_bulk_steps<8>(a, p, plan.topk.grid, dev, device, stream)))) {
+        if (p.group == 128)
+          launch_wgmma_steps<4>(p, plan.topk.grid, wgmma_budget, device, stream);
+        else
+          launch_wgmma_steps<8>(p, plan.topk.grid, wgmma_budget, device, stream);
+      }
     } else {
       GenericParams p{};
       p.wq = static_cast<const uint32_t*>(a.wq.data);

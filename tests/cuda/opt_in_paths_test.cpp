@@ -4,8 +4,10 @@
 //                                        same tokens, values and indices, eager
 //                                        and replayed from a captured graph;
 //   NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma   the binary head's passes on warp MMAs
-//                                        where sm_90 takes warpgroup MMAs: the
-//                                        same values and indices, bit for bit.
+//                                        where sm_90 takes warpgroup MMAs, and
+//                      =pass-bulk-copies the warpgroup-MMA kernel fed by bulk
+//                                        tensor copies: the same values and
+//                                        indices, bit for bit.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -204,15 +206,13 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
 }
 
 
-// The two pass kernels of the binary head compute the same integers and the
-// same fp32 sums in the same order, so their outputs agree bit for bit on
-// unstructured inputs (W1's H = 5,120 at G = 128; G = 256 at H = 2,048), at
-// the token-row widths 16, 32 and 64 (M = 12, 16, 20, 64) and over two passes
-// (M = 67: 64 + 3, the second 8 wide). Calls of up to 8 rows take the stream
-// decode kernel by default.
-// On devices without the warpgroup kernel both calls take the same kernel.
-TEST(OptInPaths, SyncMmaKeepsBinaryTopK) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+// The binary head's pass kernels compute the same integers and the same fp32
+// sums in the same order, so a pinned one's outputs agree bit for bit with the
+// default's on unstructured inputs (W1's H = 5,120 at G = 128; G = 256 at
+// H = 2,048), at the token-row widths 16, 32 and 64 (M = 12, 16, 20, 64) and
+// over two passes (M = 67: 64 + 3, the second 8 wide). Calls of up to 8 rows
+// take the stream decode kernel by default.
+void expect_binary_path_matches_default(const char* path) {
   const nexttok::Device dev = nexttok::Device::cuda(0);
   const int vocab = 30011, k = 50;
   std::mt19937_64 rng(2028);
@@ -263,16 +263,30 @@ TEST(OptInPaths, SyncMmaKeepsBinaryTopK) {
                           indices.p, size_t(s.rows) * k);
     };
     const auto plain = run(nullptr);
-    const auto sync = run("sync-mma");
+    const auto pinned = run(path);
     for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
     for (size_t j = 1; j < plain.first.size(); ++j)
       if (j % k != 0) {
         EXPECT_GE(plain.first[j - 1], plain.first[j]) << "values sorted descending";
       }
-    EXPECT_EQ(sync.second, plain.second);
+    EXPECT_EQ(pinned.second, plain.second);
     for (size_t j = 0; j < plain.first.size(); ++j)
-      ASSERT_EQ(std::memcmp(&sync.first[j], &plain.first[j], sizeof(float)), 0) << "position " << j;
+      ASSERT_EQ(std::memcmp(&pinned.first[j], &plain.first[j], sizeof(float)), 0) << "position " << j;
   }
+}
+
+// NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma: warp MMAs where sm_90 takes warpgroup
+// MMAs (on other devices both calls take the same kernel).
+TEST(OptInPaths, SyncMmaKeepsBinaryTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  expect_binary_path_matches_default("sync-mma");
+}
+
+// NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies: the warpgroup-MMA kernel fed by
+// bulk tensor copies (every shape above has whole 512-column chunks).
+TEST(OptInPaths, PassBulkCopiesKeepBinaryTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  expect_binary_path_matches_default("pass-bulk-copies");
 }
 
 }  // namespace

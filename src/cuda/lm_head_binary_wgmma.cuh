@@ -1,0 +1,427 @@
+// The binary head's warpgroup-MMA pass kernels (sm_90a): one fed by cp.async
+// stages (the default on sm_90 for calls of more than 8 rows), one by bulk
+// tensor copies (opt-in). Included by cuda/lm_head_topk_binary.cu only.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/async_copy.cuh"
+#include "cuda/lm_head_binary.cuh"
+#include "cuda/lm_head_binary_pass.cuh"
+#include "cuda/lm_head_device.cuh"
+#include "cuda/topk_cta.cuh"
+#include "cuda/wgmma.cuh"
+
+namespace nt::cuda::lm_head {
+
+// ---- warpgroup-MMA scoring kernel (sm_90a) -----------------------------------
+//
+// binary_mma_kernel's tiles, chunks, stage slices and arithmetic, with one
+// warpgroup MMA (m64 x 8NT x k32) where that kernel issues NT warp MMAs of
+// 8 token rows each, so the MMA count no longer grows with the token rows.
+// Four warpgroups (16 warps: the expansion and scaling are issue-bound, and
+// 8 warps left the schedulers waiting on dependent latencies, run 38) each take
+// one m64 block of a 256-row tile. A, the signs, comes from registers as bytes
+// +-64: ((w << (7 - c)) & 0x80808080) ^ 0xC0C0C0C0 maps bit 1 to 0x40 and bit
+// 0 to 0xC0, so the MMA (s8 x s8) yields 64 * D directly and every accumulator
+// starts at kMagicBits: the same integers, hence the same fp32 scores, as
+// binary_mma_kernel's seeded accumulators. B, the activations, sits in the
+// MMA's K order (binary_k_order_column) in 128-byte swizzled boxes of 128
+// columns x 8NT rows.
+
+constexpr int kWgmmaWarps = 16;
+constexpr int kWgmmaThreads = kWgmmaWarps * 32;
+
+// Stage: stage_layout's sign and scale slices, then the chunk's activation
+// boxes at a 1024-byte boundary (the swizzle's period).
+struct KOrderStageLayout {
+  int act_offset, box_bytes, bytes;
+};
+
+__host__ __device__ inline KOrderStageLayout k_order_stage_layout(int group, int nt) {
+  const StageLayout s = stage_layout(group, 0);
+  KOrderStageLayout k;
+  k.act_offset = (s.sign_bytes + s.scale_bytes + 1023) / 1024 * 1024;
+  k.box_bytes = nt * 8 * 128;
+  k.bytes = k.act_offset + (kChunkCols / 128) * k.box_bytes;
+  return k;
+}
+
+// Chunk `ch` of the tile's signs and scales, and of the pass's activations:
+// 16-byte piece c of token row r goes to box c / 8, swizzled; rows past the
+// pass up to the box's 8NT are zero-filled. A whole chunk of 16-byte sign
+// pieces (every chunk but a ragged last one, at W1 all) has its shape in
+// constants: run-time divisions in these loops were ~40% of the kernel's
+// issue slots (run 38).
+template <int NT, int kSteps>
+__device__ void stage_chunk_k_order(const BinaryParams& p, const StageLayout& L, const KOrderStageLayout& K,
+                                    unsigned char* stage, int row0, int valid_rows, int ch) {
+  const int col0 = ch * kChunkCols;
+  const int bits = min(kChunkCols, p.cols - col0);
+  if (bits == kChunkCols && p.wq_copy == 16) {
+    // Each thread's pieces sit at fixed places of every stage: constant trip
+    // counts, a row check for a partial tile.
+    constexpr int kSignPieces = kChunkCols / 128;                // 16-byte pieces a row
+    constexpr int kScaleWords = kChunkCols / (32 * kSteps) / 2;  // 4-byte scale copies a row
+    const unsigned char* wq = reinterpret_cast<const unsigned char*>(p.wq + int64_t(row0) * p.wq_stride + col0 / 32);
+#pragma unroll
+    for (int k = 0; k < kTileRows * kSignPieces / kWgmmaThreads; ++k) {
+      const int i = threadIdx.x + k * kWgmmaThreads, r = i / kSignPieces, c = i % kSignPieces;
+      if (r < valid_rows)
+        cp_async(stage + r * kSignRowBytes + 16 * c, wq + int64_t(r) * p.wq_stride * 4 + 16 * c, 16, 16);
+    }
+    unsigned char* scales = stage + L.sign_bytes;
+    const uint16_t* ws = p.wscale + int64_t(row0) * p.wscale_stride + ch * (kChunkCols / p.group);
+#pragma unroll
+    for (int k = 0; k < (kTileRows * kScaleWords + kWgmmaThreads - 1) / kWgmmaThreads; ++k) {
+      const int i = threadIdx.x + k * kWgmmaThreads, r = i / kScaleWords, c = i % kScaleWords;
+      if (r < valid_rows)
+        cp_async(scales + r * L.scale_row_bytes + 4 * c, ws + int64_t(r) * p.wscale_stride + 2 * c, 4, 4);
+    }
+    unsigned char* act = stage + K.act_offset;
+    const int8_t* src = p.act_perm + col0;
+    constexpr int kActPieces = 8 * NT * (kChunkCols / 16);
+#pragma unroll
+    for (int k = 0; k < (kActPieces + kWgmmaThreads - 1) / kWgmmaThreads; ++k) {
+      const int i = threadIdx.x + k * kWgmmaThreads, r = i / (kChunkCols / 16), c = i % (kChunkCols / 16);
+      const bool real = r < p.rows;
+      if (i < kActPieces)
+        cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7),
+                 src + int64_t(real ? r : 0) * p.padded_cols + 16 * c, 16, real ? 16 : 0);
+    }
+    return;
+  }
+  stage_signs_and_scales(p, L, stage, row0, valid_rows, ch);
+  const int pieces = bits / 16;
+  unsigned char* act = stage + K.act_offset;
+  const int8_t* src = p.act_perm + col0;
+#pragma unroll 1
+  for (int i = threadIdx.x; i < 8 * NT * pieces; i += kWgmmaThreads) {
+    const int r = i / pieces, c = i - r * pieces;
+    const bool real = r < p.rows;
+    cp_async(act + (c >> 3) * K.box_bytes + swizzled(r, c & 7), src + int64_t(real ? r : 0) * p.padded_cols + 16 * c,
+             16, real ? 16 : 0);
+  }
+}
+
+// `flip` is 0xC0C0C0C0 read from the parameters (BinaryParams::sign_flip):
+// with both masks immediates ptxas splits the AND and the XOR into two LOP3s
+// (an instruction has one immediate), and folds any constant it can see.
+__device__ __forceinline__ uint32_t signs_as_pm64(uint32_t w, int shift, uint32_t flip) {
+  return ((w << shift) & 0x80808080u) ^ flip;
+}
+
+// One group of a warp's 16 rows (rows g and g + 8 of the m64 block's warp
+// slice) against all token rows: A from the group's sign words w_lo/w_hi[wb]
+// (word t + 4wb, classes 2jj and 2jj + 1 at k-step 4wb + jj), the group's
+// kSteps MMAs on B at the k-steps' offsets from act_desc (column `col0` of the
+// chunk onward; boxes of 128 columns, box_bytes apart), then
+// out += s * (the accumulator as 64 * D), rows g and g + 8 scaled by s_lo, s_hi.
+template <int NT, int kSteps>
+__device__ __forceinline__ void wgmma_group(float (&out)[NT][4], const uint32_t (&w_lo)[kSteps / 4],
+                                            const uint32_t (&w_hi)[kSteps / 4], uint64_t act_desc, int box_bytes,
+                                            int col0, float s_lo, float s_hi, uint32_t flip) {
+  int32_t acc[NT * 4];
+  uint32_t a[kSteps][4];
+#pragma unroll
+  for (int i = 0; i < NT * 4; ++i) acc[i] = kMagicBits;
+#pragma unroll
+  for (int wb = 0; wb < kSteps / 4; ++wb)
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+      uint32_t(&r)[4] = a[4 * wb + jj];
+      r[0] = signs_as_pm64(w_lo[wb], 7 - 2 * jj, flip);
+      r[1] = signs_as_pm64(w_hi[wb], 7 - 2 * jj, flip);
+      r[2] = signs_as_pm64(w_lo[wb], 6 - 2 * jj, flip);
+      r[3] = signs_as_pm64(w_hi[wb], 6 - 2 * jj, flip);
+    }
+  wgmma_fence();
+#pragma unroll
+  for (int j = 0; j < kSteps; ++j) {
+    const int col = col0 + 32 * j;
+    wgmma_s8_m64k32<8 * NT>(acc, a[j], act_desc + uint64_t(((col >> 7) * box_bytes + (col & 127)) >> 4));
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  wgmma_fence_operands(acc);
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      out[n][i] = fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[4 * n + i]) - kMagicValue, out[n][i]);
+}
+
+// kSteps = G / 32 k-steps per group (G = 128 or 256).
+template <int NT, int kSteps>
+__global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryParams p) {
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
+  extern __shared__ __align__(16) unsigned char wgmma_smem[];
+  __shared__ topk::CtaShared<kWgmmaWarps> topk_shared;
+  topk::CtaTopk<kWgmmaWarps> topk(topk_shared, p.cand, p.rows);
+  // Swizzled boxes need 1024-byte aligned destinations (offsetting the shared
+  // array itself keeps its accesses shared-memory loads).
+  unsigned char* smem = wgmma_smem + ((1024u - (smem_addr(wgmma_smem) & 1023u)) & 1023u);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int row_begin = blockIdx.x * p.rows_per_cta;
+  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
+  const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
+  const int n_chunks = (p.cols + kChunkCols - 1) / kChunkCols;
+  const int total_chunks = n_tiles * n_chunks;
+  const StageLayout L = stage_layout(p.group, 0);
+  const KOrderStageLayout K = k_order_stage_layout(p.group, NT);
+  const int S = p.stages;
+
+  // The next chunk to copy as (tile, chunk, stage slot), stepped without
+  // divisions (they were a visible share of the issue slots, run 39).
+  int issued = 0, issue_tile = 0, issue_ch = 0, issue_slot = 0;
+  auto issue = [&]() {
+    if (issued < total_chunks) {
+      const int row0 = row_begin + issue_tile * kTileRows;
+      stage_chunk_k_order<NT, kSteps>(p, L, K, smem + issue_slot * K.bytes, row0, min(kTileRows, row_end - row0),
+                                      issue_ch);
+      if (++issue_ch == n_chunks) {
+        issue_ch = 0;
+        ++issue_tile;
+      }
+      if (++issue_slot == S) issue_slot = 0;
+    }
+    ++issued;
+    cp_async_commit();
+  };
+  for (int i = 0; i < S - 1; ++i) issue();
+
+  // Scores times 64, out[n][i] in the accumulator layout: rows g (i < 2) and
+  // g + 8 of the warp's 16, token rows 8n + 2t + (i & 1).
+  float out[NT][4];
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[n][i] = 0.0f;
+  // Tile row of this lane's fragment row g: warpgroup wg takes rows
+  // [64wg, 64wg + 64), warp w of it rows 16w..16w+15.
+  const int frag_row = 16 * warp + g;
+  const unsigned char* sign_lo = smem + frag_row * kSignRowBytes + 4 * t;
+  const int scale_lo = L.sign_bytes + frag_row * L.scale_row_bytes;
+  const uint32_t flip = p.sign_flip;
+
+  int tile = 0, ch = 0, slot = 0;
+  for (int q = 0; q < total_chunks; ++q) {
+    cp_async_wait_pending(S - 2);
+    // The MMAs read B through the async proxy; cp.async wrote it through the
+    // generic one.
+    fence_proxy_async_shared();
+    __syncthreads();
+    issue();
+
+    const int tile_row0 = row_begin + tile * kTileRows;
+    // Every warpgroup scores every tile, rows past the CTA's range from stale
+    // stage rows that are never offered: a branch around the MMAs, even a
+    // warpgroup-uniform one, makes ptxas serialize them (C7520).
+    const int stage_offset = slot * K.bytes;
+    // The stage's first activation box as a descriptor; a k-step's is this
+    // plus its byte offset / 16 (the start address field, bits 0-13, cannot
+    // carry: shared memory ends below 2^18 bytes).
+    const uint64_t act_desc = wgmma_desc_sw128(smem_addr(smem + stage_offset + K.act_offset));
+    const int groups = min(kChunkCols, p.cols - ch * kChunkCols) / p.group;
+    for (int gi = 0; gi < groups; ++gi) {
+      uint32_t w_lo[kSteps / 4], w_hi[kSteps / 4];
+#pragma unroll
+      for (int wb = 0; wb < kSteps / 4; ++wb) {
+        // word t (+4) of the group
+        const unsigned char* w = sign_lo + stage_offset + 4 * (gi * kSteps + 4 * wb);
+        w_lo[wb] = *reinterpret_cast<const uint32_t*>(w);
+        w_hi[wb] = *reinterpret_cast<const uint32_t*>(w + 8 * kSignRowBytes);
+      }
+      const unsigned char* sc = smem + stage_offset + scale_lo + 2 * gi;
+      const float s_lo = __half2float(*reinterpret_cast<const __half*>(sc));
+      const float s_hi = __half2float(*reinterpret_cast<const __half*>(sc + 8 * L.scale_row_bytes));
+      wgmma_group<NT, kSteps>(out, w_lo, w_hi, act_desc, K.box_bytes, gi * 32 * kSteps, s_lo, s_hi, flip);
+    }
+
+    if (ch == n_chunks - 1) {
+      offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
+      topk.end_tile(kTileRows, tile == n_tiles - 1);
+    }
+    if (++ch == n_chunks) {
+      ch = 0;
+      ++tile;
+    }
+    if (++slot == S) slot = 0;
+  }
+  cp_async_wait<0>();
+}
+
+// ---- the warpgroup-MMA kernel fed by bulk tensor copies (opt-in) --------------
+//
+// binary_wgmma_kernel with its stages filled by the copy engine: a 17th warp
+// issues, per chunk, the tile's sign words as four 64-row boxes (64 bytes a
+// row, 64-byte swizzle: piece c of row r at c ^ ((r / 2) % 4), conflict-free
+// word loads) and the pass's activations as the same four 128-byte swizzled
+// boxes, and per tile the scale rows as four 64-row boxes into one of two
+// tile buffers. Stages and scale buffers are handed over by mbarriers, so the
+// scoring warps neither issue copies nor meet at a CTA barrier per chunk (in
+// run 40 the copies, the proxy fence and the barrier were ~35% of the samples
+// at W1 M=16). Boxes past the CTA's rows are not loaded. Whole chunks only
+// (H % 512 == 0); NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies until measured.
+
+constexpr int kBulkThreads = kWgmmaThreads + 32;  // warp 16 copies
+constexpr int kBulkTopkBarrier = 1;               // named barrier of the scoring warps
+constexpr int kBulkBoxRows = 64;
+constexpr int kBulkSignBoxBytes = kBulkBoxRows * (kChunkCols / 8);
+
+struct BinaryBulkParams {
+  CUtensorMap sign_map;   // [V, H / 16] 16-bit units: boxes of 64 rows x 64 bytes, 64-byte swizzle
+  CUtensorMap scale_map;  // [V, H / G] halves: boxes of 64 whole rows
+  CUtensorMap act_map;    // the pass's [rows, padded H / 2] 16-bit units: boxes of 8NT rows x 128 bytes, swizzled
+  BinaryParams b;
+};
+
+struct BulkLayout {
+  int box_bytes, stage_bytes, scale_row_bytes, scale_bytes;
+};
+
+__host__ __device__ inline BulkLayout bulk_layout(int cols, int group, int nt) {
+  BulkLayout l;
+  l.box_bytes = nt * 8 * 128;
+  l.stage_bytes = (kTileRows / kBulkBoxRows) * kBulkSignBoxBytes + (kChunkCols / 128) * l.box_bytes;
+  l.scale_row_bytes = 2 * (cols / group);
+  l.scale_bytes = (kTileRows * l.scale_row_bytes + 1023) / 1024 * 1024;
+  return l;
+}
+
+template <int NT, int kSteps>
+__global__ void __launch_bounds__(kBulkThreads, 1)
+    binary_wgmma_bulk_kernel(const __grid_constant__ BinaryBulkParams bp) {
+  const BinaryParams& p = bp.b;
+  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
+  extern __shared__ __align__(16) unsigned char bulk_smem[];
+  __shared__ topk::CtaShared<kWgmmaWarps> topk_shared;
+  __shared__ uint64_t full[kMaxStages], empty[kMaxStages], scale_full[2], scale_empty[2];
+  unsigned char* smem = bulk_smem + ((1024u - (smem_addr(bulk_smem) & 1023u)) & 1023u);
+  const BulkLayout B = bulk_layout(p.cols, p.group, NT);
+  const int S = p.stages;
+  unsigned char* scale_buf = smem + S * B.stage_bytes;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int row_begin = blockIdx.x * p.rows_per_cta;
+  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
+  const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
+  const int n_chunks = p.cols / kChunkCols;
+  constexpr int kGroupsPerChunk = kChunkCols / (32 * kSteps);
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < S; ++i) {
+      mbarrier_init(&full[i], 1);
+      mbarrier_init(&empty[i], kWgmmaWarps);
+    }
+    for (int i = 0; i < 2; ++i) {
+      mbarrier_init(&scale_full[i], 1);
+      mbarrier_init(&scale_empty[i], kWgmmaWarps);
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+
+  if (warp == kWgmmaWarps) {  // the copy warp: one lane issues every copy
+    if (lane != 0) return;
+    tma_prefetch_map(&bp.sign_map);
+    tma_prefetch_map(&bp.scale_map);
+    tma_prefetch_map(&bp.act_map);
+    int slot = 0;
+    uint32_t phase = 0;
+    for (int tile = 0; tile < n_tiles; ++tile) {
+      const int row0 = row_begin + tile * kTileRows;
+      const int boxes = min(kTileRows / kBulkBoxRows, (row_end - row0 + kBulkBoxRows - 1) / kBulkBoxRows);
+      const int sb = tile & 1;
+      mbarrier_wait(&scale_empty[sb], ((tile >> 1) & 1) ^ 1u);
+      unsigned char* scales = scale_buf + sb * B.scale_bytes;
+      mbarrier_arrive_expect_tx(&scale_full[sb], uint32_t(boxes * kBulkBoxRows * B.scale_row_bytes));
+      for (int b = 0; b < boxes; ++b)
+        tma_load_2d(scales + b * kBulkBoxRows * B.scale_row_bytes, &bp.scale_map, 0, row0 + b * kBulkBoxRows,
+                    &scale_full[sb]);
+      for (int ch = 0; ch < n_chunks; ++ch) {
+        mbarrier_wait(&empty[slot], phase ^ 1u);
+        unsigned char* stage = smem + slot * B.stage_bytes;
+        mbarrier_arrive_expect_tx(&full[slot], uint32_t(boxes * kBulkSignBoxBytes + 4 * B.box_bytes));
+        for (int b = 0; b < boxes; ++b)
+          tma_load_2d(stage + b * kBulkSignBoxBytes, &bp.sign_map, ch * (kChunkCols / 16), row0 + b * kBulkBoxRows,
+                      &full[slot]);
+        unsigned char* act = stage + (kTileRows / kBulkBoxRows) * kBulkSignBoxBytes;
+        for (int b = 0; b < kChunkCols / 128; ++b)
+          tma_load_2d(act + b * B.box_bytes, &bp.act_map, ch * (kChunkCols / 2) + 64 * b, 0, &full[slot]);
+        if (++slot == S) {
+          slot = 0;
+          phase ^= 1u;
+        }
+      }
+    }
+    return;
+  }
+
+  topk::CtaTopk<kWgmmaWarps, kBulkTopkBarrier> topk(topk_shared, p.cand, p.rows);
+  float out[NT][4];
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[n][i] = 0.0f;
+  // As in binary_wgmma_kernel: warp w scores tile rows 16w..16w+15. Rows g
+  // and g + 8 share their swizzle, (row / 2) % 4 = (g / 2) % 4.
+  const int frag_row = 16 * warp + g;
+  const int swz = (g >> 1) & 3;
+  const uint32_t flip = p.sign_flip;
+
+  int slot = 0;
+  uint32_t phase = 0;
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    const int tile_row0 = row_begin + tile * kTileRows;
+    const int sb = tile & 1;
+    mbarrier_wait(&scale_full[sb], (tile >> 1) & 1);
+    const unsigned char* scales = scale_buf + sb * B.scale_bytes + frag_row * B.scale_row_bytes;
+    for (int ch = 0; ch < n_chunks; ++ch) {
+      mbarrier_wait(&full[slot], phase);
+      const unsigned char* stage = smem + slot * B.stage_bytes;
+      const unsigned char* signs = stage + frag_row * (kChunkCols / 8) + 4 * t;
+      const uint64_t act_desc = wgmma_desc_sw128(smem_addr(stage + (kTileRows / kBulkBoxRows) * kBulkSignBoxBytes));
+#pragma unroll 1
+      for (int gi = 0; gi < kGroupsPerChunk; ++gi) {
+        uint32_t w_lo[kSteps / 4], w_hi[kSteps / 4];
+#pragma unroll
+        for (int wb = 0; wb < kSteps / 4; ++wb) {
+          const int piece = ((gi * kSteps) >> 2) + wb;  // 16-byte piece of the row: words 4 piece..4 piece + 3
+          const unsigned char* w = signs + 16 * (piece ^ swz);
+          w_lo[wb] = *reinterpret_cast<const uint32_t*>(w);
+          w_hi[wb] = *reinterpret_cast<const uint32_t*>(w + 8 * (kChunkCols / 8));
+        }
+        const unsigned char* sc = scales + 2 * (ch * kGroupsPerChunk + gi);
+        const float s_lo = __half2float(*reinterpret_cast<const __half*>(sc));
+        const float s_hi = __half2float(*reinterpret_cast<const __half*>(sc + 8 * B.scale_row_bytes));
+        wgmma_group<NT, kSteps>(out, w_lo, w_hi, act_desc, B.box_bytes, gi * 32 * kSteps, s_lo, s_hi, flip);
+      }
+      // The stage's reads (generic loads and the MMAs') are done: the copy
+      // engine may refill it.
+      __syncwarp();
+      if (lane == 0) {
+        fence_proxy_async_shared();
+        mbarrier_arrive(&empty[slot]);
+      }
+      if (++slot == S) {
+        slot = 0;
+        phase ^= 1u;
+      }
+    }
+    __syncwarp();
+    if (lane == 0) {
+      fence_proxy_async_shared();
+      mbarrier_arrive(&scale_empty[sb]);
+    }
+    offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
+    topk.end_tile(kTileRows, tile == n_tiles - 1);
+  }
+}
+
+}  // namespace nt::cuda::lm_head
