@@ -299,8 +299,9 @@ void launch_mma_rows(const BinaryParams& p, int grid, int smem_limit, int device
 // Whether passes take the warpgroup-MMA kernel: its sm_90a code is in the
 // build (NEXTTOK_CUDA_SM90A, CMakeLists.txt) and loaded on this device, and
 // G = 128 or 256. NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma keeps binary_mma_kernel
-// for every pass instead, and =expanded the stream decode kernel, for timing
-// and checking them in one process.
+// for every pass instead, and =expanded the stream decode kernel for calls of
+// up to 8 rows (binary_mma_kernel for larger ones), for timing and checking
+// them in one process.
 bool wgmma_usable(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
 #if defined(NEXTTOK_CUDA_SM90A)
   static std::atomic<int> known[64];
@@ -328,9 +329,12 @@ void launch_wgmma(const BinaryParams& p, int grid, int smem_limit, int device, c
 }
 
 // NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies: the warpgroup-MMA kernel fed by
-// bulk tensor copies, where its conditions hold (whole chunks, 16-byte
-// aligned sign and scale rows, scale rows a multiple of 16 bytes and at most
-// 256 halves, 2 stages fit); opt-in until measured.
+// bulk tensor copies, for shapes it takes (whole chunks, 16-byte aligned sign
+// and scale rows, scale rows a multiple of 16 bytes and at most 256 halves;
+// false otherwise, and the cp.async kernel runs). Pinned, it fails rather
+// than fall back where such a shape still cannot run (too little shared
+// memory, a tensor map refused), so a test of the pin tests this kernel.
+// Opt-in until measured.
 template <int NT, int kSteps>
 bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, int grid, const DeviceLimits& dev,
                        int device, cudaStream_t stream) {
@@ -340,9 +344,13 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
     return false;
   const BulkLayout B = bulk_layout(p.cols, p.group, NT);
   // Static: the top-k state and the kernel's mbarriers.
-  const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - (2 * kMaxStages + 4) * 8 - 1024;
+  const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - (2 * kMaxStages + 4) * 8;
+  // 1024 bytes of the budget for the stage alignment.
   const int stages = std::min(kMaxStages, (budget - 1024 - 2 * B.scale_bytes) / B.stage_bytes);
-  if (stages < 2) return false;
+  if (stages < 2)
+    fail(NT_ERROR_UNSUPPORTED, std::string(kOp) + ": NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies: " +
+                                   std::to_string(2 * B.scale_bytes + 2 * B.stage_bytes + 1024) +
+                                   " bytes of shared memory needed for this call");
   BinaryBulkParams bp{};
   bp.b = p;
   bp.b.stages = stages;
@@ -354,7 +362,7 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
                       uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false) ||
       !encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2), uint64_t(p.padded_cols),
                       uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B, false))
-    return false;
+    fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
   auto kernel = binary_wgmma_bulk_kernel<NT, kSteps>;
   allow_dynamic_smem(kernel, budget, device, kOp);
   kernel<<<grid, kBulkThreads, stages * B.stage_bytes + 2 * B.scale_bytes + 1024, stream>>>(bp);

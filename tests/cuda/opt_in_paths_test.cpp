@@ -214,7 +214,9 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
 // take the stream decode kernel by default.
 void expect_binary_path_matches_default(const char* path) {
   const nexttok::Device dev = nexttok::Device::cuda(0);
-  const int vocab = 30011, k = 50;
+  // V = 70,001: up to three tiles a CTA (256 + 256 + 32 rows on 132 SMs), so
+  // stage slots and tile buffers are reused and the last tile is ragged.
+  const int vocab = 70001, k = 50;
   std::mt19937_64 rng(2028);
   struct Shape {
     int hidden, group, rows;

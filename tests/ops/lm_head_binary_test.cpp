@@ -180,7 +180,9 @@ TEST_P(LmHeadBinary, QuantizedActivationsEndToEnd) {
 // passes, one MMA per m64 block for 8, 16, 32 or 64 token rows (M = 9, 16,
 // 29, 66 = 64 + 2: the second pass 8 wide), with a chunk of one group after full ones
 // (H = 640 at G = 128, 768 at G = 256); V = 34,000 gives each of up to 132
-// CTAs two 256-row tiles, the second ragged.
+// CTAs two 256-row tiles, the second ragged. M = 12 at H = 1,024, G = 128
+// (whole chunks, 16-byte scale rows) is a shape the bulk-copy variant takes
+// (NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies, device_check).
 TEST_P(LmHeadBinary, PassesOfManyRowsExact) {
   struct Shape {
     int64_t rows, hidden, vocab;
@@ -188,7 +190,8 @@ TEST_P(LmHeadBinary, PassesOfManyRowsExact) {
   };
   uint64_t seed = 12400;
   for (const Shape& s : {Shape{66, 640, 34000, 128, 50}, Shape{29, 768, 9001, 256, 300},
-                         Shape{16, 512, 9001, 128, 1}, Shape{9, 512, 9001, 256, 2048}}) {
+                         Shape{16, 512, 9001, 128, 1}, Shape{9, 512, 9001, 256, 2048},
+                         Shape{12, 1024, 34000, 128, 50}}) {
     Rng rng(++seed);
     SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(s.rows) + " H=" + std::to_string(s.hidden) +
                  " G=" + std::to_string(s.group));
