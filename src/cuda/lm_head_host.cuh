@@ -81,9 +81,9 @@ void allow_dynamic_smem(Kernel kernel, int bytes, int device, const char* op) {
 
 inline void check_launch(const char* op) { check_cuda(cudaGetLastError(), op); }
 
-// NEXTTOK_CUDA_LM_HEAD_PATH=<name> pins one kernel of a head (generic, direct,
-// wide, expanded, pieces: see each head's dispatch). Tests and benchmarks compare the
-// paths on one input, so it is read on every call.
+// NEXTTOK_CUDA_LM_HEAD_PATH=<name> pins one kernel of a head (the names are
+// listed at each head's dispatch). Tests and benchmarks compare the paths
+// on one input, so it is read on every call.
 inline bool lm_head_path_forced(const char* name) {
   const char* path = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
   return path != nullptr && std::strcmp(path, name) == 0;

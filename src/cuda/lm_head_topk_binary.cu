@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/check.h"
 #include "cuda/lm_head_binary.cuh"
@@ -73,7 +74,7 @@ struct PrepParams {
   int cols, group, rows;
   int8_t* act_perm;  // [rows][padded_cols]
   int64_t padded_cols;
-  int32_t* seed;  // [groups][kPassRows]
+  int32_t* seed;  // [groups][kPassRows]; null: no seeds (the warpgroup kernels)
   int k_order;    // the warpgroup-MMA kernel's K order (binary_k_order_column)
 };
 
@@ -89,6 +90,7 @@ __global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
     const int q = i & (p.group - 1);  // G is a power of two
     dst[i] = src[i - q + (p.k_order ? binary_k_order_column(words, q) : binary_permuted_column(words, q))];
   }
+  if (p.seed == nullptr) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int g = col0 / p.group + warp; g < col_end / p.group; g += blockDim.x >> 5) {
     int32_t sum = 0;
@@ -212,11 +214,20 @@ __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams 
 
 // ---- host -------------------------------------------------------------------
 
-// NEXTTOK_CUDA_LM_HEAD_PATH=generic|wide|expanded pins a kernel (lm_head_path_forced).
+// NEXTTOK_CUDA_LM_HEAD_PATH pins a kernel (lm_head_path_forced), for timing and
+// checking the kernels on one input in one process:
 bool force_generic() { return lm_head_path_forced("generic"); }
+// the pass kernels for every call;
 bool force_wide() { return lm_head_path_forced("wide"); }
-// The decode kernel with expanded signs instead of bit planes.
+// the stream decode kernel (expanded signs instead of bit planes) for calls of
+// up to 8 rows, binary_mma_kernel for larger ones;
 bool force_expanded() { return lm_head_path_forced("expanded"); }
+// the bit-plane kernel's stages by cp.async pieces instead of bulk copies;
+bool force_pieces() { return lm_head_path_forced("pieces"); }
+// binary_mma_kernel where sm_90 takes the warpgroup-MMA kernel;
+bool force_sync_mma() { return lm_head_path_forced("sync-mma"); }
+// the warpgroup-MMA kernel fed by bulk tensor copies (opt-in until measured).
+bool force_pass_bulk_copies() { return lm_head_path_forced("pass-bulk-copies"); }
 // Passes of up to this many token rows take the bit-plane kernel: at W1 (run
 // 20, bit planes inside the tile-barrier kernel) 141 / 159 us at M = 1 / 2
 // against 174 / 180 for expanded signs, but 205 / 310 against 190 / 211 at
@@ -281,32 +292,39 @@ void launch_mma(const BinaryParams& p, int grid, int smem_limit, int device, cud
   kernel<<<grid, kThreads, p.stages * stage_layout(p.group, p.rows).bytes, stream>>>(p);
 }
 
-template <bool kWide>
-void launch_mma_wide(const BinaryParams& p, int grid, int smem_limit, int device,
-                     cudaStream_t stream) {
-  if (p.rows <= 8) launch_mma<1, kWide>(p, grid, smem_limit, device, stream);
-  else if (p.rows <= 16) launch_mma<2, kWide>(p, grid, smem_limit, device, stream);
-  else if (p.rows <= 32) launch_mma<4, kWide>(p, grid, smem_limit, device, stream);
-  else launch_mma<8, kWide>(p, grid, smem_limit, device, stream);
+// n-tiles of 8 token rows a pass kernel is instantiated for: 1, 2, 4 or 8.
+int pass_n_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
+
+// f(std::integral_constant<int, NT>) for the pass's NT.
+template <class F>
+decltype(auto) with_n_tiles(int rows, F&& f) {
+  switch (pass_n_tiles(rows)) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    default: return f(std::integral_constant<int, 8>{});
+  }
 }
 
 void launch_mma_rows(const BinaryParams& p, int grid, int smem_limit, int device,
                      cudaStream_t stream) {
-  if (p.group >= 128) launch_mma_wide<true>(p, grid, smem_limit, device, stream);
-  else launch_mma_wide<false>(p, grid, smem_limit, device, stream);
+  with_n_tiles(p.rows, [&](auto nt) {
+    constexpr int NT = decltype(nt)::value;
+    if (p.group >= 128)
+      launch_mma<NT, true>(p, grid, smem_limit, device, stream);
+    else
+      launch_mma<NT, false>(p, grid, smem_limit, device, stream);
+  });
 }
 
 // Whether passes take the warpgroup-MMA kernel: its sm_90a code is in the
 // build (NEXTTOK_CUDA_SM90A, CMakeLists.txt) and loaded on this device, and
-// G = 128 or 256. NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma keeps binary_mma_kernel
-// for every pass instead, and =expanded the stream decode kernel for calls of
-// up to 8 rows (binary_mma_kernel for larger ones), for timing and checking
-// them in one process.
+// G = 128 or 256, and no pin says otherwise.
 bool wgmma_usable(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
 #if defined(NEXTTOK_CUDA_SM90A)
   static std::atomic<int> known[64];
   return dev.cc_major == 9 && (a.group_size == 128 || a.group_size == 256) && !force_generic() &&
-         !force_expanded() && !lm_head_path_forced("sync-mma") &&
+         !force_expanded() && !force_sync_mma() &&
          kernel_has_sm90_code(reinterpret_cast<const void*>(binary_wgmma_kernel<1, 4>), device, known);
 #else
   (void)a, (void)dev, (void)device;
@@ -314,11 +332,10 @@ bool wgmma_usable(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int 
 #endif
 }
 
-// Dynamic shared memory of the warpgroup-MMA kernel for a pass of `rows`,
-// including the 1024 bytes its stage alignment may skip.
-int wgmma_n_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
+// Stages of the warpgroup-MMA kernel for a pass of `rows`, 1024 bytes of the
+// budget kept for its stage alignment.
 int wgmma_stages(int group, int rows, int smem_budget) {
-  return std::min(kMaxStages, (smem_budget - 1024) / k_order_stage_layout(group, wgmma_n_tiles(rows)).bytes);
+  return std::min(kMaxStages, (smem_budget - 1024) / k_order_stage_layout(group, pass_n_tiles(rows)).bytes);
 }
 
 template <int NT, int kSteps>
@@ -328,8 +345,18 @@ void launch_wgmma(const BinaryParams& p, int grid, int smem_limit, int device, c
   kernel<<<grid, kWgmmaThreads, p.stages * k_order_stage_layout(p.group, NT).bytes + 1024, stream>>>(p);
 }
 
-// NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies: the warpgroup-MMA kernel fed by
-// bulk tensor copies, for shapes it takes (whole chunks, 16-byte aligned sign
+// Row strides, in bytes, of the sign and scale matrices for tensor maps: a
+// single row gets its own length (the driver wants a stride even where no
+// second row exists).
+uint64_t sign_map_stride(const nt_lm_head_binary_args& a) {
+  return a.wq.shape[0] > 1 ? uint64_t(a.wq.row_stride) * 4 : align_up(size_t(a.act_q.shape[1] / 8), 16);
+}
+uint64_t scale_map_stride(const nt_lm_head_binary_args& a) {
+  return a.wscale.shape[0] > 1 ? uint64_t(a.wscale.row_stride) * 2
+                               : align_up(size_t(2 * (a.act_q.shape[1] / a.group_size)), 16);
+}
+
+// The warpgroup-MMA kernel fed by bulk tensor copies, for shapes it takes (whole chunks, 16-byte aligned sign
 // and scale rows, scale rows a multiple of 16 bytes and at most 256 halves;
 // false otherwise, and the cp.async kernel runs). Pinned, it fails rather
 // than fall back where such a shape still cannot run (too little shared
@@ -354,12 +381,10 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
   BinaryBulkParams bp{};
   bp.b = p;
   bp.b.stages = stages;
-  const uint64_t sign_row = vocab > 1 ? uint64_t(a.wq.row_stride) * 4 : align_up(size_t(p.cols / 8), 16);
-  const uint64_t scale_row = vocab > 1 ? uint64_t(a.wscale.row_stride) * 2 : align_up(size_t(2 * groups), 16);
-  if (!encode_map_u16(&bp.sign_map, a.wq.data, uint64_t(vocab), uint64_t(p.cols / 16), sign_row, kBulkBoxRows,
-                      kChunkCols / 16, CU_TENSOR_MAP_SWIZZLE_64B, true) ||
-      !encode_map_u16(&bp.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_row, kBulkBoxRows,
-                      uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false) ||
+  if (!encode_map_u16(&bp.sign_map, a.wq.data, uint64_t(vocab), uint64_t(p.cols / 16), sign_map_stride(a),
+                      kBulkBoxRows, kChunkCols / 16, CU_TENSOR_MAP_SWIZZLE_64B, true) ||
+      !encode_map_u16(&bp.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(a),
+                      kBulkBoxRows, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false) ||
       !encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2), uint64_t(p.padded_cols),
                       uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B, false))
     fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
@@ -369,25 +394,23 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
   return true;
 }
 
-template <int kSteps>
-bool launch_wgmma_bulk_steps(const nt_lm_head_binary_args& a, const BinaryParams& p, int grid,
-                             const DeviceLimits& dev, int device, cudaStream_t stream) {
-  switch (wgmma_n_tiles(p.rows)) {
-    case 1: return launch_wgmma_bulk<1, kSteps>(a, p, grid, dev, device, stream);
-    case 2: return launch_wgmma_bulk<2, kSteps>(a, p, grid, dev, device, stream);
-    case 4: return launch_wgmma_bulk<4, kSteps>(a, p, grid, dev, device, stream);
-    default: return launch_wgmma_bulk<8, kSteps>(a, p, grid, dev, device, stream);
-  }
+bool launch_wgmma_bulk_pass(const nt_lm_head_binary_args& a, const BinaryParams& p, int grid,
+                            const DeviceLimits& dev, int device, cudaStream_t stream) {
+  return with_n_tiles(p.rows, [&](auto nt) {
+    constexpr int NT = decltype(nt)::value;
+    return p.group == 128 ? launch_wgmma_bulk<NT, 4>(a, p, grid, dev, device, stream)
+                          : launch_wgmma_bulk<NT, 8>(a, p, grid, dev, device, stream);
+  });
 }
 
-template <int kSteps>
-void launch_wgmma_steps(const BinaryParams& p, int grid, int smem_limit, int device, cudaStream_t stream) {
-  switch (wgmma_n_tiles(p.rows)) {
-    case 1: launch_wgmma<1, kSteps>(p, grid, smem_limit, device, stream); break;
-    case 2: launch_wgmma<2, kSteps>(p, grid, smem_limit, device, stream); break;
-    case 4: launch_wgmma<4, kSteps>(p, grid, smem_limit, device, stream); break;
-    default: launch_wgmma<8, kSteps>(p, grid, smem_limit, device, stream); break;
-  }
+void launch_wgmma_pass(const BinaryParams& p, int grid, int smem_limit, int device, cudaStream_t stream) {
+  with_n_tiles(p.rows, [&](auto nt) {
+    constexpr int NT = decltype(nt)::value;
+    if (p.group == 128)
+      launch_wgmma<NT, 4>(p, grid, smem_limit, device, stream);
+    else
+      launch_wgmma<NT, 8>(p, grid, smem_limit, device, stream);
+  });
 }
 
 BinaryOperands binary_operands(const nt_lm_head_binary_args& a) {
@@ -420,28 +443,23 @@ int scale_copy_bytes(const nt_lm_head_binary_args& a) {
 // Whether the bit-plane kernel may fill its stages by bulk tensor copies:
 // sm_90 code for the kernel, scale rows at 16-byte aligned strides (sign rows
 // are, for any call try_rows takes), a multiple of 16 bytes and at most 256
-// halves (one box).
-// NEXTTOK_CUDA_LM_HEAD_PATH=pieces keeps the cp.async pieces (for timing both
-// in one process).
+// halves (one box), and no pieces pin.
 bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
   static std::atomic<int> known[64];
   const int64_t groups = a.act_q.shape[1] / a.group_size;
-  return dev.cc_major >= 9 && !lm_head_path_forced("pieces") && (2 * groups) % 16 == 0 && groups <= 256 &&
+  return dev.cc_major >= 9 && !force_pieces() && (2 * groups) % 16 == 0 && groups <= 256 &&
          row_alignment(a.wscale) % 16 == 0 &&
          kernel_has_sm90_code(reinterpret_cast<const void*>(binary_rows_kernel<4, 1>), device, known);
 }
 
 // The tensor maps of the bit-plane kernel's bulk copies; false when the
-// driver refuses one. A single row gets its own length as stride (the driver
-// wants one even where no second row exists).
+// driver refuses one.
 bool rows_tensor_maps(const nt_lm_head_binary_args& a, BinaryRowsParams& p) {
   const int64_t vocab = a.wq.shape[0], cols = a.act_q.shape[1], groups = cols / a.group_size;
-  const uint64_t sign_row = vocab > 1 ? uint64_t(a.wq.row_stride) * 4 : align_up(size_t(cols / 8), 16);
-  const uint64_t scale_row = vocab > 1 ? uint64_t(a.wscale.row_stride) * 2 : align_up(size_t(2 * groups), 16);
-  return encode_map_u16(&p.sign_map, a.wq.data, uint64_t(vocab), uint64_t(cols / 16), sign_row, kRowsTile,
-                        64, CU_TENSOR_MAP_SWIZZLE_128B, true) &&
-         encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_row, kRowsTile,
-                        uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false);
+  return encode_map_u16(&p.sign_map, a.wq.data, uint64_t(vocab), uint64_t(cols / 16), sign_map_stride(a),
+                        kRowsTile, 64, CU_TENSOR_MAP_SWIZZLE_128B, true) &&
+         encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(a),
+                        kRowsTile, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false);
 }
 
 // The bit-plane kernel when its conditions hold (see lm_head_binary_rows.cuh);
@@ -496,8 +514,7 @@ bool try_stream(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceL
   const int cols = static_cast<int>(a.act_q.shape[1]);
   const int64_t scale_row_bytes = 2 * (cols / a.group_size);
   const int scale_copy = scale_copy_bytes(a);
-  if (force_generic() || force_wide() || lm_head_path_forced("sync-mma") || dev.cc_major < 8 ||
-      rows > kStreamRowsMeasuredFaster ||
+  if (force_generic() || force_wide() || force_sync_mma() || dev.cc_major < 8 || rows > kStreamRowsMeasuredFaster ||
       (a.group_size != 128 && a.group_size != 256) || row_alignment(a.wq) < 16 || scale_copy == 0)
     return false;
   // Each thread's share of a stage fits its fixed copy plan, whose offsets
@@ -590,7 +607,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
   allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, device, kOp);
   if (try_rows(a, plan, dev, cand, reinterpret_cast<topk::Candidate*>(ws + plan.lists.offset), bias,
                device, stream) ||
-      ((!wgmma || rows_total <= kStreamRowsMeasuredFaster) && try_stream(a, plan, dev, cand, bias, device, stream))) {
+      try_stream(a, plan, dev, cand, bias, device, stream)) {
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
                        a.indices.row_stride, 0, static_cast<int>(rows_total), merge_resident,
@@ -613,7 +630,8 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
       prep.rows = rows;
       prep.act_perm = reinterpret_cast<int8_t*>(ws + plan.act.act_offset);
       prep.padded_cols = plan.act.padded_cols;
-      prep.seed = reinterpret_cast<int32_t*>(ws + plan.act.seed_offset);
+      // The warpgroup kernels start every accumulator at kMagicBits: no seeds.
+      prep.seed = wgmma ? nullptr : reinterpret_cast<int32_t*>(ws + plan.act.seed_offset);
       prep.k_order = wgmma ? 1 : 0;
       binary_prep_kernel<<<dim3(unsigned((cols + kPrepCols - 1) / kPrepCols), unsigned(rows)), 256, 0, stream>>>(prep);
       check_launch(kOp);
@@ -640,13 +658,8 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
       p.cand = cand;
       if (!wgmma) {
         launch_mma_rows(p, plan.topk.grid, smem_budget, device, stream);
-      } else if (!(lm_head_path_forced("pass-bulk-copies") &&
-                   (p.group == 128 ? launch_wgmma_bulk_steps<4>(a, p, plan.topk.grid, dev, device, stream)
-                                   : launch_wgmma_bulk_steps<8>(a, p, plan.topk.grid, dev, device, stream)))) {
-        if (p.group == 128)
-          launch_wgmma_steps<4>(p, plan.topk.grid, wgmma_budget, device, stream);
-        else
-          launch_wgmma_steps<8>(p, plan.topk.grid, wgmma_budget, device, stream);
+      } else if (!(force_pass_bulk_copies() && launch_wgmma_bulk_pass(a, p, plan.topk.grid, dev, device, stream))) {
+        launch_wgmma_pass(p, plan.topk.grid, wgmma_budget, device, stream);
       }
     } else {
       GenericParams p{};
