@@ -137,6 +137,15 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #endif
 }
 
+// The first `align`-byte boundary (a power of two) at or after `base`, a
+// dynamic shared-memory array: swizzled boxes need 1024-byte aligned
+// destinations. Offsetting the array itself, not a realigned integer, keeps
+// its accesses shared-memory loads (a pointer rebuilt from an integer reads
+// through generic loads).
+__device__ __forceinline__ unsigned char* align_shared(unsigned char* base, uint32_t align) {
+  return base + ((0u - smem_addr(base)) & (align - 1u));
+}
+
 // Byte offset, in a box of 128-byte swizzled lines, of 16-byte piece `piece`
 // of line `line` (the copy engine put it at piece ^ (line % 8)).
 __device__ __forceinline__ uint32_t swizzled(int line, int piece) {

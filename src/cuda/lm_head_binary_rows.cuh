@@ -133,9 +133,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
   extern __shared__ __align__(16) unsigned char rows_smem[];
   __shared__ RowsShared s;
   const RowsLayout L = rows_layout(p.cols, p.group, R, p.tensor_copies != 0);
-  // Aligned by an offset from the shared array itself, so that the compiler
-  // keeps every access through it a shared-memory one (LDS, not generic).
-  unsigned char* const smem = rows_smem + ((0u - smem_addr(rows_smem)) & uint32_t(L.align - 1));
+  unsigned char* const smem = align_shared(rows_smem, uint32_t(L.align));
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int warps = blockDim.x >> 5;

@@ -162,9 +162,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
   extern __shared__ __align__(16) unsigned char wgmma_smem[];
   __shared__ topk::CtaShared<kWgmmaWarps> topk_shared;
   topk::CtaTopk<kWgmmaWarps> topk(topk_shared, p.cand, p.rows);
-  // Swizzled boxes need 1024-byte aligned destinations (offsetting the shared
-  // array itself keeps its accesses shared-memory loads).
-  unsigned char* smem = wgmma_smem + ((1024u - (smem_addr(wgmma_smem) & 1023u)) & 1023u);
+  unsigned char* smem = align_shared(wgmma_smem, 1024);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int row_begin = blockIdx.x * p.rows_per_cta;
@@ -302,7 +300,7 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
   extern __shared__ __align__(16) unsigned char bulk_smem[];
   __shared__ topk::CtaShared<kWgmmaWarps> topk_shared;
   __shared__ uint64_t full[kMaxStages], empty[kMaxStages], scale_full[2], scale_empty[2];
-  unsigned char* smem = bulk_smem + ((1024u - (smem_addr(bulk_smem) & 1023u)) & 1023u);
+  unsigned char* smem = align_shared(bulk_smem, 1024);
   const BulkLayout B = bulk_layout(p.cols, p.group, NT);
   const int S = p.stages;
   unsigned char* scale_buf = smem + S * B.stage_bytes;

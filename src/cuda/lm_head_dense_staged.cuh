@@ -70,9 +70,7 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
   __shared__ uint64_t full[kStagedMaxStages], empty[kStagedMaxStages];
   constexpr int kStageBytes = staged_stage_bytes(NT);
   [[maybe_unused]] constexpr int NG = NT < 2 ? NT : 2;  // mma.sync: n-tiles per group
-  // Swizzled boxes need 1024-byte aligned destinations.
-  unsigned char* stages = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(staged_smem) + 1023) & ~uintptr_t(1023));
+  unsigned char* stages = align_shared(staged_smem, 1024);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int row_begin = blockIdx.x * p.rows_per_cta;
