@@ -153,21 +153,39 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   // candidate's segment: at W1 M = 1 a binary search per candidate was ~40% of
   // the kernel's instructions, run 30/34). If they do not fit, the selection
   // streams them from the workspace instead.
-  auto gather_resident = [&](const Candidate& e, bool in) {
-    const uint64_t rank = in ? rank_of(e.value, e.index) : 0ull;
-    const bool keep = admitted(rank);
-    const unsigned ball = __ballot_sync(0xffffffffu, keep);
+  //
+  // append_admitted: the admitted ones of a lane's N candidates (in[j] false:
+  // none) into the resident set, one shared-memory atomic per warp for all N.
+  auto append_admitted = [&](const auto& e, const auto& in) {
+    constexpr int N = sizeof(in) / sizeof(in[0]);
+    uint64_t rank[N];
+    unsigned ball[N];
+    int admitted_here = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const uint64_t r = in[j] ? rank_of(e[j].value, e[j].index) : 0ull;
+      rank[j] = admitted(r) ? r : 0ull;
+      ball[j] = __ballot_sync(0xffffffffu, rank[j] != 0);
+      admitted_here += __popc(ball[j]);
+    }
     int at = 0;
-    if (lane == 0 && ball != 0) at = atomicAdd(&s.gathered, __popc(ball));
+    if (lane == 0 && admitted_here != 0) at = atomicAdd(&s.gathered, admitted_here);
     at = __shfl_sync(0xffffffffu, at, 0);
-    const int slot = at + __popc(ball & ((1u << lane) - 1u));
-    if (keep && slot < a.resident) {
-      res_rank[slot] = rank;
-      res_value[slot] = e.value;
+    const unsigned below = (1u << lane) - 1u;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const int slot = at + __popc(ball[j] & below);
+      if (rank[j] != 0 && slot < a.resident) {
+        res_rank[slot] = rank[j];
+        res_value[slot] = e[j].value;
+      }
+      at += __popc(ball[j]);
     }
   };
   for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeSegBatch) {
-    Candidate e[kMergeSegBatch][2];
+    // The first 64 of each segment: [2b + h] is candidate 32h + lane of segment c0 + b * kWarps.
+    Candidate e[2 * kMergeSegBatch];
+    bool in[2 * kMergeSegBatch];
     int n[kMergeSegBatch];
 #pragma unroll
     for (int b = 0; b < kMergeSegBatch; ++b) {
@@ -176,44 +194,20 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int i = 32 * h + lane;
-        e[b][h] = i < n[b] ? cand[size_t(c) * seg_stride + i] : Candidate{0.0f, 0};
+        in[2 * b + h] = i < n[b];
+        e[2 * b + h] = in[2 * b + h] ? cand[size_t(c) * seg_stride + i] : Candidate{0.0f, 0};
       }
     }
-    // One shared-memory atomic for the batch's admitted candidates.
-    uint64_t rank[kMergeSegBatch][2];
-    unsigned ball[kMergeSegBatch][2];
-    int admitted_here = 0;
-#pragma unroll
-    for (int b = 0; b < kMergeSegBatch; ++b)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint64_t r = 32 * h + lane < n[b] ? rank_of(e[b][h].value, e[b][h].index) : 0ull;
-        rank[b][h] = admitted(r) ? r : 0ull;
-        ball[b][h] = __ballot_sync(0xffffffffu, rank[b][h] != 0);
-        admitted_here += __popc(ball[b][h]);
-      }
-    int at = 0;
-    if (lane == 0 && admitted_here != 0) at = atomicAdd(&s.gathered, admitted_here);
-    at = __shfl_sync(0xffffffffu, at, 0);
-    const unsigned below = (1u << lane) - 1u;
-#pragma unroll
-    for (int b = 0; b < kMergeSegBatch; ++b)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int slot = at + __popc(ball[b][h] & below);
-        if (rank[b][h] != 0 && slot < a.resident) {
-          res_rank[slot] = rank[b][h];
-          res_value[slot] = e[b][h].value;
-        }
-        at += __popc(ball[b][h]);
-      }
+    append_admitted(e, in);
 #pragma unroll
     for (int b = 0; b < kMergeSegBatch; ++b) {
       // The rest of a segment longer than 64 (k > 64).
       const int c = c0 + b * kWarps;
       for (int i0 = 64; i0 < n[b]; i0 += 32) {
         const int i = i0 + lane;
-        gather_resident(i < n[b] ? cand[size_t(c) * seg_stride + i] : Candidate{0.0f, 0}, i < n[b]);
+        const bool in_tail[1] = {i < n[b]};
+        const Candidate e_tail[1] = {in_tail[0] ? cand[size_t(c) * seg_stride + i] : Candidate{0.0f, 0}};
+        append_admitted(e_tail, in_tail);
       }
     }
   }
