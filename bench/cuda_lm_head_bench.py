@@ -559,37 +559,27 @@ def run_bench(lib, runs, slow_runs, ms):
         rows.append((f"W1 binary M={m}", ours, lo, hi, read, base, dense_bytes + m * H * 2 + base_logit_bytes))
         print(f"W1 M={m}: ours {ours:.1f} us (min {lo:.1f}, max {hi:.1f}), baseline {base:.1f} us", flush=True)
         print(f"  kernels: {kernel_breakdown(call.run)}", flush=True)
+        def pinned_row(path, label):
+            t, tlo, thi = pinned_median_us(path, call.run, runs)
+            rows.append((f"W1 binary M={m}, {label}", t, tlo, thi, read, base,
+                         dense_bytes + m * H * 2 + base_logit_bytes))
+            print(f"W1 M={m} {label}: {t:.1f} us", flush=True)
+
+        hopper = torch.cuda.get_device_capability()[0] >= 9
         if m <= 8:
-            # The same call pinned to the decode kernel's expanded-sign
-            # arithmetic (the bit planes' predecessor), for the comparison.
-            old, olo, ohi = pinned_median_us("expanded", call.run, runs)
-            rows.append((f"W1 binary M={m}, expanded signs", old, olo, ohi, read, base,
-                         dense_bytes + m * H * 2 + base_logit_bytes))
-            print(f"W1 M={m} expanded signs: {old:.1f} us", flush=True)
-        if m <= 2 and torch.cuda.get_device_capability()[0] >= 9:
-            # The bit-plane kernel with its stages filled by cp.async pieces
-            # instead of bulk copies.
-            old, olo, ohi = pinned_median_us("pieces", call.run, runs)
-            rows.append((f"W1 binary M={m}, cp.async pieces", old, olo, ohi, read, base,
-                         dense_bytes + m * H * 2 + base_logit_bytes))
-            print(f"W1 M={m} cp.async pieces: {old:.1f} us", flush=True)
-            # The pass kernel (warpgroup MMAs on sm_90) instead of the bit planes.
-            old, olo, ohi = pinned_median_us("wide", call.run, runs)
-            rows.append((f"W1 binary M={m}, pass kernel", old, olo, ohi, read, base,
-                         dense_bytes + m * H * 2 + base_logit_bytes))
-            print(f"W1 M={m} pass kernel: {old:.1f} us", flush=True)
-        if m > 8 and torch.cuda.get_device_capability()[0] >= 9:
+            # The decode kernel's expanded-sign arithmetic (the bit planes' predecessor).
+            pinned_row("expanded", "expanded signs")
+        if m <= 2 and hopper:
+            # The bit-plane kernel with its stages filled by cp.async pieces instead of bulk
+            # copies, and the pass kernel (warpgroup MMAs on sm_90) instead of the bit planes.
+            pinned_row("pieces", "cp.async pieces")
+            pinned_row("wide", "pass kernel")
+        if m > 8 and hopper:
             # The warpgroup-MMA kernel fed by bulk tensor copies (opt-in until measured).
-            new, nlo, nhi = pinned_median_us("pass-bulk-copies", call.run, runs)
-            rows.append((f"W1 binary M={m}, pass bulk copies", new, nlo, nhi, read, base,
-                         dense_bytes + m * H * 2 + base_logit_bytes))
-            print(f"W1 M={m} pass bulk copies: {new:.1f} us", flush=True)
+            pinned_row("pass-bulk-copies", "pass bulk copies")
         if m >= 3:
             # Warp MMAs (sm_80's pass kernel) where sm_90 takes warpgroup MMAs.
-            old, olo, ohi = pinned_median_us("sync-mma", call.run, runs)
-            rows.append((f"W1 binary M={m}, warp MMAs", old, olo, ohi, read, base,
-                         dense_bytes + m * H * 2 + base_logit_bytes))
-            print(f"W1 M={m} warp MMAs: {old:.1f} us", flush=True)
+            pinned_row("sync-mma", "warp MMAs")
 
         call = HeadCall(lib, "dense", K, m, "cuda", hidden=xb, weight=weight)
         workspace[f"W2 M={m}"] = call.workspace_bytes
@@ -608,24 +598,17 @@ def run_bench(lib, runs, slow_runs, ms):
     return rows, workspace
 
 
+# The kernel pins (NEXTTOK_CUDA_LM_HEAD_PATH) --check-<path> runs the checks under.
+CHECK_PATHS = ("generic", "wide", "expanded", "direct", "pieces", "sync-mma", "pass-bulk-copies")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", required=True, help="path to the built libnexttok.so")
     ap.add_argument("--check", action="store_true")
-    ap.add_argument("--check-generic", action="store_true",
-                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=generic (subprocess)")
-    ap.add_argument("--check-wide", action="store_true",
-                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=wide (subprocess)")
-    ap.add_argument("--check-expanded", action="store_true",
-                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=expanded (subprocess)")
-    ap.add_argument("--check-direct", action="store_true",
-                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=direct (subprocess)")
-    ap.add_argument("--check-pieces", action="store_true",
-                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=pieces (subprocess)")
-    ap.add_argument("--check-sync-mma", action="store_true",
-                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma (subprocess)")
-    ap.add_argument("--check-pass-bulk-copies", action="store_true",
-                    help="also run the check with NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies (subprocess)")
+    for path in CHECK_PATHS:
+        ap.add_argument(f"--check-{path}", action="store_true",
+                        help=f"also run the check with NEXTTOK_CUDA_LM_HEAD_PATH={path} (subprocess)")
     ap.add_argument("--small", action="store_true", help="check without the full W1/W2 shapes")
     ap.add_argument("--tiny", action="store_true", help="check tiny shapes only (compute-sanitizer)")
     ap.add_argument("--bench", action="store_true")
@@ -644,10 +627,8 @@ def main():
         failures += chk.failures
         print(f"check: {len(chk.lines) - chk.failures} passed, {chk.failures} failed "
               f"({time.time() - t0:.0f} s)", flush=True)
-    for flag, path in ((args.check_generic, "generic"), (args.check_wide, "wide"),
-                       (args.check_expanded, "expanded"), (args.check_direct, "direct"),
-                       (args.check_pieces, "pieces"), (args.check_sync_mma, "sync-mma"), (args.check_pass_bulk_copies, "pass-bulk-copies")):
-        if flag:
+    for path in CHECK_PATHS:
+        if getattr(args, "check_" + path.replace("-", "_")):
             env = dict(os.environ, NEXTTOK_CUDA_LM_HEAD_PATH=path)
             cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--check", "--small"]
             r = subprocess.run(cmd, env=env)
