@@ -29,10 +29,11 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 // A map of a [rows, cols] matrix of 16-bit elements whose rows lie row_bytes
 // apart (a multiple of 16; base 16-byte aligned), read in boxes of box_rows x
-// box_cols (box_cols * 2 a multiple of 16, and 128 with the 128-byte swizzle:
-// then 16-byte piece c of box row r lands at piece c ^ (r % 8) of its
-// 128-byte line). Elements outside the matrix read as zero. False when the
-// driver refuses.
+// box_cols (box_cols * 2 a multiple of 16, and at most the swizzle's span:
+// with the 128-byte swizzle 16-byte piece c of box row r lands at piece
+// c ^ (r % 8) of its 128-byte line, with the 64-byte one at c ^ ((r / 2) % 4)
+// of its 64-byte line). Elements outside the matrix read as zero. False when
+// the driver refuses.
 inline bool encode_map_u16(CUtensorMap* map, const void* base, uint64_t rows, uint64_t cols,
                            uint64_t row_bytes, uint32_t box_rows, uint32_t box_cols,
                            CUtensorMapSwizzle swizzle, bool promote_256) {

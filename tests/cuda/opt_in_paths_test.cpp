@@ -256,8 +256,8 @@ void expect_binary_path_matches_default(const char* path) {
     a.k = k;
     a.values = nexttok::matrix(values.p, s.rows, k, -1, dev);
     a.indices = nexttok::matrix(indices.p, s.rows, k, -1, dev);
-    auto run = [&](const char* path) {
-      ScopedEnv env("NEXTTOK_CUDA_LM_HEAD_PATH", path);
+    auto run = [&](const char* pin) {
+      ScopedEnv env("NEXTTOK_CUDA_LM_HEAD_PATH", pin);
       size_t bytes = 0;
       EXPECT_EQ(nt_lm_head_topk_binary_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
       DeviceBuffer<unsigned char> ws(bytes + 16);
