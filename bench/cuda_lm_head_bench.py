@@ -567,7 +567,8 @@ def run_bench(lib, runs, slow_runs, ms):
 
         hopper = torch.cuda.get_device_capability()[0] >= 9
         if m <= 8:
-            # The decode kernel's expanded-sign arithmetic (the bit planes' predecessor).
+            # The stream decode kernel (expanded signs): at M = 1, 2 the bit planes' predecessor,
+            # at M = 3..8 what the warpgroup-MMA kernel replaced.
             pinned_row("expanded", "expanded signs")
         if m <= 2 and hopper:
             # The bit-plane kernel with its stages filled by cp.async pieces instead of bulk
@@ -575,8 +576,9 @@ def run_bench(lib, runs, slow_runs, ms):
             pinned_row("pieces", "cp.async pieces")
             pinned_row("wide", "pass kernel")
         if m > 8 and hopper:
-            # The warpgroup-MMA kernel fed by bulk tensor copies (opt-in until measured).
-            pinned_row("pass-bulk-copies", "pass bulk copies")
+            # The warpgroup-MMA kernel fed by cp.async stages where the default feeds it by
+            # bulk tensor copies.
+            pinned_row("pass-async-copies", "pass cp.async copies")
         if m >= 3:
             # Warp MMAs (sm_80's pass kernel) where sm_90 takes warpgroup MMAs.
             pinned_row("sync-mma", "warp MMAs")
@@ -599,7 +601,8 @@ def run_bench(lib, runs, slow_runs, ms):
 
 
 # The kernel pins (NEXTTOK_CUDA_LM_HEAD_PATH) --check-<path> runs the checks under.
-CHECK_PATHS = ("generic", "wide", "expanded", "direct", "pieces", "sync-mma", "pass-bulk-copies")
+CHECK_PATHS = ("generic", "wide", "expanded", "direct", "pieces", "sync-mma", "pass-bulk-copies",
+               "pass-async-copies")
 
 
 def main():

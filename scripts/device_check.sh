@@ -101,7 +101,7 @@ if [ -f "$lib" ]; then
   grep -E "FAIL|ERROR|checks:" "$OUT/bench.log" | head -30
   # W1/W2: the fused LM heads beside cuBLAS + torch.topk, with torch.equal checks.
   [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head 170 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py \
-    --lib "$lib" --check --check-wide --check-expanded --check-direct --check-pieces --check-sync-mma --check-pass-bulk-copies --bench
+    --lib "$lib" --check --check-wide --check-expanded --check-direct --check-pieces --check-sync-mma --check-pass-bulk-copies --check-pass-async-copies --bench
   grep -E "FAIL|ERROR|check" "$OUT/bench_lm_head.log" | head -30
 else
   rows+=("| bench | NOT RUN ($lib missing) | - |")
@@ -111,9 +111,10 @@ fi
 # call's time splits over its scan and merge kernels.
 [ -f "$lib" ] && [ "${SAMPLING:-1}" = 1 ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
 
-# ---- the binary head's warpgroup-MMA kernel fed by bulk tensor copies
-# (NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies, off until measured: bench-lm-head
-# times it beside the default at M > 8 and checks it): the LM-head cases with it on.
+# ---- the binary head's warpgroup-MMA kernel fed by bulk tensor copies, the
+# default for the passes of calls of more than 8 rows: the LM-head cases with
+# it pinned for every call (NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies), so the
+# decode rows take it too.
 [ "${LM_HEAD:-1}" = 1 ] && [ -x "$op_tests" ] && stage ctest-pass-bulk-copies 60 "$OUT/ctest.log" \
   env NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies ctest --test-dir "$build" -R 'LmHead.*/cuda$' -j 8 --timeout 60 \
   --output-on-failure
@@ -142,8 +143,20 @@ if [ "${SANITIZE:-1}" = 1 ] && [ -x "$op_tests" ]; then
   [ "${LM_HEAD:-1}" = 1 ] && stage memcheck-lm-head 90 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
     --show-backtrace device "$op_tests" --gtest_filter='Devices/LmHead*.*/cuda'
   grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$OUT/memcheck.log" | head -20
-  [ "${RACECHECK:-1}" = 1 ] && stage racecheck 110 "$OUT/memcheck.log" "$sanitizer" --tool racecheck --error-exitcode 1 \
-    "$op_tests" --gtest_filter='Devices/Sample.GreedyTakesTheFirstMaximum/cuda:Devices/Sample.NonFiniteLogits/cuda:Devices/Sample.FullyMaskedRowsGiveMinusOne/cuda:Devices/Bitmask.AllRows/cuda:Devices/Sample.LargeVocabularyMixedBatch/cuda:Devices/Sample.TopKBoundaryTiesGoToTheLowerIndex/cuda:Devices/Sample.ExplicitDrawMatchesInverseCdf/cuda:Devices/Sample.KeepSetEndsAtAPlantedRecord/cuda:Devices/LmHeadBinary.WinnersPlantedInOneChunk/cuda:Devices/LmHeadDense.WinnersPlantedInOneChunk/cuda:Devices/LmHeadBinary.RepeatedCallsAreBitwiseEqual/cuda:Devices/LmHeadBinary.DecodeRowsOverManyWarpCuts/cuda:Devices/LmHeadBinary.PassesOfManyRowsExact/cuda'
+  # gtest runs the cases of a filter in source order, whatever the filter's:
+  # the long DecodeRowsOverManyWarpCuts gets a stage of its own after the
+  # rest, and SAMPLING=0 leaves the sampling cases out (in run 41 they took
+  # the whole limit before the LM-head cases).
+  race_sampling='Devices/Sample.GreedyTakesTheFirstMaximum/cuda:Devices/Sample.NonFiniteLogits/cuda:Devices/Sample.FullyMaskedRowsGiveMinusOne/cuda:Devices/Bitmask.AllRows/cuda:Devices/Sample.LargeVocabularyMixedBatch/cuda:Devices/Sample.TopKBoundaryTiesGoToTheLowerIndex/cuda:Devices/Sample.ExplicitDrawMatchesInverseCdf/cuda:Devices/Sample.KeepSetEndsAtAPlantedRecord/cuda'
+  race_lm_head='Devices/LmHeadBinary.PassesOfManyRowsExact/cuda:Devices/LmHeadBinary.WinnersPlantedInOneChunk/cuda:Devices/LmHeadDense.WinnersPlantedInOneChunk/cuda:Devices/LmHeadBinary.RepeatedCallsAreBitwiseEqual/cuda'
+  race_filter="$race_lm_head"
+  [ "${SAMPLING:-1}" = 1 ] && race_filter="$race_sampling:$race_lm_head"
+  if [ "${RACECHECK:-1}" = 1 ]; then
+    stage racecheck 110 "$OUT/memcheck.log" "$sanitizer" --tool racecheck --error-exitcode 1 \
+      "$op_tests" --gtest_filter="$race_filter"
+    [ "${LM_HEAD:-1}" = 1 ] && stage racecheck-decode-rows 60 "$OUT/memcheck.log" "$sanitizer" --tool racecheck \
+      --error-exitcode 1 "$op_tests" --gtest_filter='Devices/LmHeadBinary.DecodeRowsOverManyWarpCuts/cuda'
+  fi
   grep -E "RACECHECK SUMMARY|hazard|PASSED|FAILED" "$OUT/memcheck.log" | head -20
 fi
 

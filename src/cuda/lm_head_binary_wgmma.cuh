@@ -1,6 +1,7 @@
-// The binary head's warpgroup-MMA pass kernels (sm_90a): one fed by cp.async
-// stages (the default on sm_90 for calls of more than 8 rows), one by bulk
-// tensor copies (opt-in). Included by cuda/lm_head_topk_binary.cu only.
+// The binary head's warpgroup-MMA pass kernels (sm_90a) for calls of more
+// than 8 rows: one fed by bulk tensor copies (the default where it takes the
+// shape), one by cp.async stages (any shape). Included by
+// cuda/lm_head_topk_binary.cu only.
 #pragma once
 
 #include <cuda.h>
@@ -27,8 +28,8 @@ namespace nt::cuda::lm_head {
 // 8 warps left the schedulers waiting on dependent latencies, run 38) each take
 // one m64 block of a 256-row tile. A, the signs, comes from registers as bytes
 // +-64: ((w << (7 - c)) & 0x80808080) ^ 0xC0C0C0C0 maps bit 1 to 0x40 and bit
-// 0 to 0xC0, so the MMA (s8 x s8) yields 64 * D directly and every accumulator
-// starts at kMagicBits: the same integers, hence the same fp32 scores, as
+// 0 to 0xC0, so the MMA (s8 x s8) yields 64 * D directly, made an exact float
+// through kMagicBits: the same integers, hence the same fp32 scores, as
 // binary_mma_kernel's seeded accumulators. B, the activations, sits in the
 // MMA's K order (binary_k_order_column) in 128-byte swizzled boxes of 128
 // columns x 8NT rows.
@@ -115,20 +116,12 @@ __device__ __forceinline__ uint32_t signs_as_pm64(uint32_t w, int shift, uint32_
   return ((w << shift) & 0x80808080u) ^ flip;
 }
 
-// One group of a warp's 16 rows (rows g and g + 8 of the m64 block's warp
-// slice) against all token rows: A from the group's sign words w_lo/w_hi[wb]
-// (word t + 4wb, classes 2jj and 2jj + 1 at k-step 4wb + jj), the group's
-// kSteps MMAs on B at the k-steps' offsets from act_desc (column `col0` of the
-// chunk onward; boxes of 128 columns, box_bytes apart), then
-// out += s * (the accumulator as 64 * D), rows g and g + 8 scaled by s_lo, s_hi.
-template <int NT, int kSteps>
-__device__ __forceinline__ void wgmma_group(float (&out)[NT][4], const uint32_t (&w_lo)[kSteps / 4],
-                                            const uint32_t (&w_hi)[kSteps / 4], uint64_t act_desc, int box_bytes,
-                                            int col0, float s_lo, float s_hi, uint32_t flip) {
-  int32_t acc[NT * 4];
-  uint32_t a[kSteps][4];
-#pragma unroll
-  for (int i = 0; i < NT * 4; ++i) acc[i] = kMagicBits;
+// A of one group of a warp's 16 rows (rows g and g + 8 of the m64 block's
+// warp slice) from the group's sign words w_lo/w_hi[wb] (word t + 4wb,
+// classes 2jj and 2jj + 1 at k-step 4wb + jj).
+template <int kSteps>
+__device__ __forceinline__ void expand_group_signs(uint32_t (&a)[kSteps][4], const uint32_t (&w_lo)[kSteps / 4],
+                                                   const uint32_t (&w_hi)[kSteps / 4], uint32_t flip) {
 #pragma unroll
   for (int wb = 0; wb < kSteps / 4; ++wb)
 #pragma unroll
@@ -139,20 +132,60 @@ __device__ __forceinline__ void wgmma_group(float (&out)[NT][4], const uint32_t 
       r[2] = signs_as_pm64(w_lo[wb], 6 - 2 * jj, flip);
       r[3] = signs_as_pm64(w_hi[wb], 6 - 2 * jj, flip);
     }
-  wgmma_fence();
+}
+
+// The group's kSteps MMAs of A against 8N token rows of B, from act_desc on
+// (column `col0` of the chunk onward; boxes of 128 columns, box_bytes apart),
+// into `acc` (the first k-step starts it from zero), committed as one group.
+// `a` and `acc` belong to the MMAs until a wgmma_wait has retired them. No
+// instruction writes `acc` before the MMAs: register moves there (seeding
+// kMagicBits, as the kernel did first) made ptxas wait for every MMA in flight.
+template <int N, int kSteps>
+__device__ __forceinline__ void group_mmas(int32_t (&acc)[N * 4], const uint32_t (&a)[kSteps][4], uint64_t act_desc,
+                                           int box_bytes, int col0) {
 #pragma unroll
   for (int j = 0; j < kSteps; ++j) {
     const int col = col0 + 32 * j;
-    wgmma_s8_m64k32<8 * NT>(acc, a[j], act_desc + uint64_t(((col >> 7) * box_bytes + (col & 127)) >> 4));
+    wgmma_s8_m64k32<8 * N>(acc, a[j], act_desc + uint64_t(((col >> 7) * box_bytes + (col & 127)) >> 4), j > 0);
   }
   wgmma_commit();
-  wgmma_wait<0>();
+}
+
+// One group against all token rows, issued: A into `a`, its MMAs into `acc`.
+template <int NT, int kSteps>
+__device__ __forceinline__ void wgmma_group_issue(int32_t (&acc)[NT * 4], uint32_t (&a)[kSteps][4],
+                                                  const uint32_t (&w_lo)[kSteps / 4],
+                                                  const uint32_t (&w_hi)[kSteps / 4], uint64_t act_desc,
+                                                  int box_bytes, int col0, uint32_t flip) {
+  expand_group_signs<kSteps>(a, w_lo, w_hi, flip);
+  wgmma_fence();
+  group_mmas<NT, kSteps>(acc, a, act_desc, box_bytes, col0);
+}
+
+// A retired group's accumulators (64 * D) into the scores: out += s * D, rows
+// g and g + 8 scaled by s_lo, s_hi; D exact as fp32 through kMagicBits (an
+// integer add and a float subtract, as binary_mma_kernel's seeded sums).
+template <int NT>
+__device__ __forceinline__ void wgmma_group_scale(float (&out)[NT][4], int32_t (&acc)[NT * 4], float s_lo,
+                                                  float s_hi) {
   wgmma_fence_operands(acc);
 #pragma unroll
   for (int n = 0; n < NT; ++n)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      out[n][i] = fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[4 * n + i]) - kMagicValue, out[n][i]);
+      out[n][i] = fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[4 * n + i] + kMagicBits) - kMagicValue, out[n][i]);
+}
+
+// One group issued, waited for and scaled.
+template <int NT, int kSteps>
+__device__ __forceinline__ void wgmma_group(float (&out)[NT][4], const uint32_t (&w_lo)[kSteps / 4],
+                                            const uint32_t (&w_hi)[kSteps / 4], uint64_t act_desc, int box_bytes,
+                                            int col0, float s_lo, float s_hi, uint32_t flip) {
+  int32_t acc[NT * 4];
+  uint32_t a[kSteps][4];
+  wgmma_group_issue<NT, kSteps>(acc, a, w_lo, w_hi, act_desc, box_bytes, col0, flip);
+  wgmma_wait<0>();
+  wgmma_group_scale<NT>(out, acc, s_lo, s_hi);
 }
 
 // kSteps = G / 32 k-steps per group (G = 128 or 256).
@@ -254,7 +287,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
   cp_async_wait<0>();
 }
 
-// ---- the warpgroup-MMA kernel fed by bulk tensor copies (opt-in) --------------
+// ---- the warpgroup-MMA kernel fed by bulk tensor copies ----------------------
 //
 // binary_wgmma_kernel with its stages filled by the copy engine: a 17th warp
 // issues, per chunk, the tile's sign words as four 64-row boxes (64 bytes a
@@ -264,8 +297,8 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
 // tile buffers. Stages and scale buffers are handed over by mbarriers, so the
 // scoring warps neither issue copies nor meet at a CTA barrier per chunk (in
 // run 40 the copies, the proxy fence and the barrier were ~35% of the samples
-// at W1 M=16). Boxes past the CTA's rows are not loaded. Whole chunks only
-// (H % 512 == 0); NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies until measured.
+// at W1 M=16; run 41: M=16 237.7 -> 188.4 us, M=64 448.9 -> 370.6). Boxes
+// past the CTA's rows are not loaded. Whole chunks only (H % 512 == 0).
 
 constexpr int kBulkThreads = kWgmmaThreads + 32;  // warp 16 copies
 constexpr int kBulkTopkBarrier = 1;               // named barrier of the scoring warps
@@ -292,6 +325,12 @@ __host__ __device__ inline BulkLayout bulk_layout(int cols, int group, int nt) {
   return l;
 }
 
+// Two groups in flight need a second set of accumulators and A registers
+// (NT * 4 + kSteps * 4 a set): within the 17-warp kernel's 96 registers
+// (ptxas serializes the MMAs where they do not fit: C7512).
+template <int NT, int kSteps>
+constexpr bool kTwoGroupsInFlight = NT * 4 + kSteps * 4 <= 32;
+
 template <int NT, int kSteps>
 __global__ void __launch_bounds__(kBulkThreads, 1)
     binary_wgmma_bulk_kernel(const __grid_constant__ BinaryBulkParams bp) {
@@ -311,6 +350,7 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
   const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
   const int n_chunks = p.cols / kChunkCols;
   constexpr int kGroupsPerChunk = kChunkCols / (32 * kSteps);
+  static_assert(kGroupsPerChunk == 2 || kGroupsPerChunk == 4, "G = 128 or 256 in 512-column chunks");
 
   if (threadIdx.x == 0) {
     for (int i = 0; i < S; ++i) {
@@ -372,7 +412,6 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
   const int frag_row = 16 * warp + g;
   const int swz = (g >> 1) & 3;
   const uint32_t flip = p.sign_flip;
-
   int slot = 0;
   uint32_t phase = 0;
   for (int tile = 0; tile < n_tiles; ++tile) {
@@ -385,9 +424,10 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
       const unsigned char* stage = smem + slot * B.stage_bytes;
       const unsigned char* signs = stage + frag_row * (kChunkCols / 8) + 4 * t;
       const uint64_t act_desc = wgmma_desc_sw128(smem_addr(stage + (kTileRows / kBulkBoxRows) * kBulkSignBoxBytes));
-#pragma unroll 1
-      for (int gi = 0; gi < kGroupsPerChunk; ++gi) {
-        uint32_t w_lo[kSteps / 4], w_hi[kSteps / 4];
+      const unsigned char* sc = scales + 2 * ch * kGroupsPerChunk;
+      // Group gi of the chunk: its sign words and row scales.
+      auto load_group = [&](int gi, uint32_t(&w_lo)[kSteps / 4], uint32_t(&w_hi)[kSteps / 4], float& s_lo,
+                            float& s_hi) {
 #pragma unroll
         for (int wb = 0; wb < kSteps / 4; ++wb) {
           const int piece = ((gi * kSteps) >> 2) + wb;  // 16-byte piece of the row: words 4 piece..4 piece + 3
@@ -395,10 +435,69 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
           w_lo[wb] = *reinterpret_cast<const uint32_t*>(w);
           w_hi[wb] = *reinterpret_cast<const uint32_t*>(w + 8 * (kChunkCols / 8));
         }
-        const unsigned char* sc = scales + 2 * (ch * kGroupsPerChunk + gi);
-        const float s_lo = __half2float(*reinterpret_cast<const __half*>(sc));
-        const float s_hi = __half2float(*reinterpret_cast<const __half*>(sc + 8 * B.scale_row_bytes));
-        wgmma_group<NT, kSteps>(out, w_lo, w_hi, act_desc, B.box_bytes, gi * 32 * kSteps, s_lo, s_hi, flip);
+        s_lo = __half2float(*reinterpret_cast<const __half*>(sc + 2 * gi));
+        s_hi = __half2float(*reinterpret_cast<const __half*>(sc + 2 * gi + 8 * B.scale_row_bytes));
+      };
+      // ... and its MMAs issued.
+      auto issue = [&](int gi, int32_t(&acc)[NT * 4], uint32_t(&a)[kSteps][4], float& s_lo, float& s_hi) {
+        uint32_t w_lo[kSteps / 4], w_hi[kSteps / 4];
+        load_group(gi, w_lo, w_hi, s_lo, s_hi);
+        wgmma_group_issue<NT, kSteps>(acc, a, w_lo, w_hi, act_desc, B.box_bytes, gi * 32 * kSteps, flip);
+      };
+      if constexpr (kTwoGroupsInFlight<NT, kSteps>) {
+        // Group gi + 1's MMAs run while group gi is scaled, two sets of
+        // accumulators and A registers taking turns; the chunk ends with no
+        // MMA in flight (one in flight across the loop's back edge made ptxas
+        // serialize every MMA).
+        int32_t acc0[NT * 4], acc1[NT * 4];
+        uint32_t a0[kSteps][4], a1[kSteps][4];
+        float s0_lo, s0_hi, s1_lo, s1_hi;
+        issue(0, acc0, a0, s0_lo, s0_hi);
+        issue(1, acc1, a1, s1_lo, s1_hi);
+        wgmma_wait<1>();
+        wgmma_group_scale<NT>(out, acc0, s0_lo, s0_hi);
+        if constexpr (kGroupsPerChunk == 4) {
+          issue(2, acc0, a0, s0_lo, s0_hi);
+          wgmma_wait<1>();
+          wgmma_group_scale<NT>(out, acc1, s1_lo, s1_hi);
+          issue(3, acc1, a1, s1_lo, s1_hi);
+          wgmma_wait<1>();
+          wgmma_group_scale<NT>(out, acc0, s0_lo, s0_hi);
+        }
+        wgmma_wait<0>();
+        wgmma_group_scale<NT>(out, acc1, s1_lo, s1_hi);
+      } else if constexpr (NT == 1) {
+#pragma unroll 1
+        for (int gi = 0; gi < kGroupsPerChunk; ++gi) {
+          int32_t acc[4];
+          uint32_t a[kSteps][4];
+          float s_lo, s_hi;
+          issue(gi, acc, a, s_lo, s_hi);
+          wgmma_wait<0>();
+          wgmma_group_scale<1>(out, acc, s_lo, s_hi);
+        }
+      } else {
+        // No room for a second group: each group's MMAs in two halves of the
+        // token rows (one A), the first half scaled while the second runs.
+        constexpr int kHalf = NT / 2;
+        // Token row 8 kHalf of a box, whole 8-row swizzle atoms (1024 bytes) on.
+        const uint64_t half_desc = uint64_t(kHalf * 1024 / 16);
+#pragma unroll 1
+        for (int gi = 0; gi < kGroupsPerChunk; ++gi) {
+          uint32_t w_lo[kSteps / 4], w_hi[kSteps / 4];
+          float s_lo, s_hi;
+          load_group(gi, w_lo, w_hi, s_lo, s_hi);
+          int32_t acc_lo[kHalf * 4], acc_hi[kHalf * 4];
+          uint32_t a[kSteps][4];
+          expand_group_signs<kSteps>(a, w_lo, w_hi, flip);
+          wgmma_fence();
+          group_mmas<kHalf, kSteps>(acc_lo, a, act_desc, B.box_bytes, gi * 32 * kSteps);
+          group_mmas<kHalf, kSteps>(acc_hi, a, act_desc + half_desc, B.box_bytes, gi * 32 * kSteps);
+          wgmma_wait<1>();
+          wgmma_group_scale<kHalf>(reinterpret_cast<float(&)[kHalf][4]>(out[0]), acc_lo, s_lo, s_hi);
+          wgmma_wait<0>();
+          wgmma_group_scale<kHalf>(reinterpret_cast<float(&)[kHalf][4]>(out[kHalf]), acc_hi, s_lo, s_hi);
+        }
       }
       // The stage's reads (generic loads and the MMAs') are done: the copy
       // engine may refill it.

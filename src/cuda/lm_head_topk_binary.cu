@@ -226,8 +226,11 @@ bool force_expanded() { return lm_head_path_forced("expanded"); }
 bool force_pieces() { return lm_head_path_forced("pieces"); }
 // binary_mma_kernel where sm_90 takes the warpgroup-MMA kernel;
 bool force_sync_mma() { return lm_head_path_forced("sync-mma"); }
-// the warpgroup-MMA kernel fed by bulk tensor copies (opt-in until measured).
+// the warpgroup-MMA kernel fed by bulk tensor copies for every pass of any
+// call (it is the default for the passes of calls of more than 8 rows);
 bool force_pass_bulk_copies() { return lm_head_path_forced("pass-bulk-copies"); }
+// the warpgroup-MMA kernel fed by cp.async stages where it would take bulk copies.
+bool force_pass_async_copies() { return lm_head_path_forced("pass-async-copies"); }
 // Passes of up to this many token rows take the bit-plane kernel: at W1 (run
 // 20, bit planes inside the tile-barrier kernel) 141 / 159 us at M = 1 / 2
 // against 174 / 180 for expanded signs, but 205 / 310 against 190 / 211 at
@@ -356,28 +359,40 @@ uint64_t scale_map_stride(const nt_lm_head_binary_args& a) {
                                : align_up(size_t(2 * (a.act_q.shape[1] / a.group_size)), 16);
 }
 
-// The warpgroup-MMA kernel fed by bulk tensor copies, for shapes it takes (whole chunks, 16-byte aligned sign
-// and scale rows, scale rows a multiple of 16 bytes and at most 256 halves;
-// false otherwise, and the cp.async kernel runs). Pinned, it fails rather
-// than fall back where such a shape still cannot run (too little shared
-// memory, a tensor map refused), so a test of the pin tests this kernel.
-// Opt-in until measured.
+// Whether a call's shape suits the bulk-copy warpgroup kernel: whole 512-column
+// chunks, sign and scale rows at 16-byte aligned strides, scale rows a multiple
+// of 16 bytes and at most 256 halves (one box).
+bool bulk_pass_shape(const nt_lm_head_binary_args& a) {
+  const int64_t cols = a.act_q.shape[1], groups = cols / a.group_size;
+  return cols % kChunkCols == 0 && (2 * groups) % 16 == 0 && groups <= 256 && row_alignment(a.wq) % 16 == 0 &&
+         row_alignment(a.wscale) % 16 == 0;
+}
+
+// The warpgroup-MMA kernel fed by bulk tensor copies, for shapes it takes
+// (whole chunks, 16-byte aligned sign and scale rows, scale rows a multiple
+// of 16 bytes and at most 256 halves) in the shared memory it has, with tensor
+// maps the driver accepts; false otherwise, and the cp.async kernel runs.
+// Pinned (force_pass_bulk_copies) it fails instead where a shape it takes
+// still cannot run, so a test of the pin tests this kernel.
+// H200, W1 (run 41, before two groups in flight): M=16 188.4 us against 237.7
+// for the cp.async kernel, M=64 370.6 against 448.9.
 template <int NT, int kSteps>
 bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, int grid, const DeviceLimits& dev,
                        int device, cudaStream_t stream) {
   const int64_t vocab = a.wq.shape[0], groups = p.cols / p.group;
-  if (p.cols % kChunkCols != 0 || (2 * groups) % 16 != 0 || groups > 256 || row_alignment(a.wq) % 16 != 0 ||
-      row_alignment(a.wscale) % 16 != 0)
-    return false;
+  if (!bulk_pass_shape(a)) return false;
   const BulkLayout B = bulk_layout(p.cols, p.group, NT);
   // Static: the top-k state and the kernel's mbarriers.
   const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - (2 * kMaxStages + 4) * 8;
   // 1024 bytes of the budget for the stage alignment.
   const int stages = std::min(kMaxStages, (budget - 1024 - 2 * B.scale_bytes) / B.stage_bytes);
-  if (stages < 2)
+  const bool pinned = force_pass_bulk_copies();
+  if (stages < 2) {
+    if (!pinned) return false;
     fail(NT_ERROR_UNSUPPORTED, std::string(kOp) + ": NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies: " +
                                    std::to_string(2 * B.scale_bytes + 2 * B.stage_bytes + 1024) +
                                    " bytes of shared memory needed for this call");
+  }
   BinaryBulkParams bp{};
   bp.b = p;
   bp.b.stages = stages;
@@ -386,8 +401,10 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
       !encode_map_u16(&bp.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(a),
                       kBulkBoxRows, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false) ||
       !encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2), uint64_t(p.padded_cols),
-                      uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B, false))
+                      uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B, false)) {
+    if (!pinned) return false;
     fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
+  }
   auto kernel = binary_wgmma_bulk_kernel<NT, kSteps>;
   allow_dynamic_smem(kernel, budget, device, kOp);
   kernel<<<grid, kBulkThreads, stages * B.stage_bytes + 2 * B.scale_bytes + 1024, stream>>>(bp);
@@ -470,7 +487,7 @@ bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLim
   const int64_t rows = a.act_q.shape[0];
   const int cols = static_cast<int>(a.act_q.shape[1]);
   const int scale_copy = scale_copy_bytes(a);
-  if (force_generic() || force_wide() || force_expanded() || dev.cc_major < 8 ||
+  if (force_generic() || force_wide() || force_expanded() || force_pass_bulk_copies() || dev.cc_major < 8 ||
       rows > kPlaneRowsMeasuredFaster || (a.group_size != 128 && a.group_size != 256) ||
       row_alignment(a.wq) < 16 || scale_copy == 0)
     return false;
@@ -514,7 +531,8 @@ bool try_stream(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceL
   const int cols = static_cast<int>(a.act_q.shape[1]);
   const int64_t scale_row_bytes = 2 * (cols / a.group_size);
   const int scale_copy = scale_copy_bytes(a);
-  if (force_generic() || force_wide() || force_sync_mma() || dev.cc_major < 8 || rows > kStreamRowsMeasuredFaster ||
+  if (force_generic() || force_wide() || force_sync_mma() || force_pass_bulk_copies() || dev.cc_major < 8 ||
+      rows > kStreamRowsMeasuredFaster ||
       (a.group_size != 128 && a.group_size != 256) || row_alignment(a.wq) < 16 || scale_copy == 0)
     return false;
   // Each thread's share of a stage fits its fixed copy plan, whose offsets
@@ -595,19 +613,23 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
                    row_alignment(a.wscale) >= 4 &&
                    smem_budget >= 2 * stage_layout(a.group_size, pass_rows).bytes;
   if (!mma) pass_rows = kPassRows;
-  // The warpgroup-MMA kernel takes the passes of calls of more than 8 rows
-  // (and, pinned to the pass kernels by NEXTTOK_CUDA_LM_HEAD_PATH=wide, of any
-  // number). Calls of 3 to 8 rows stay on the stream decode kernel: at W1 M=4
-  // 167.5 us against 207.8 (run 40).
+  // The warpgroup-MMA kernels take the passes of calls of more than 2 rows
+  // (and, pinned by NEXTTOK_CUDA_LM_HEAD_PATH=wide or pass-bulk-copies, of
+  // any number), fed by bulk copies where launch_wgmma_bulk takes the shape.
   const int wgmma_budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - 1024;
   const bool wgmma = mma && wgmma_usable(a, dev, device) && wgmma_stages(a.group_size, kPassRows, wgmma_budget) >= 2;
   if (wgmma) pass_rows = kPassRows;
   const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
   const int merge_smem = topk::merge_smem_bytes(merge_resident);
   allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, device, kOp);
+  // Calls of 3 to 8 rows take the bulk-fed warpgroup kernel where it takes
+  // the shape (W1 M=4 131.3 us against 169.0 for the stream decode kernel,
+  // run 42), else the stream decode kernel (167.5 us against 207.8 for the
+  // cp.async-fed warpgroup kernel, run 40); calls of 1 or 2 the bit planes.
+  const bool few_rows_on_passes = wgmma && !force_pass_async_copies() && bulk_pass_shape(a);
   if (try_rows(a, plan, dev, cand, reinterpret_cast<topk::Candidate*>(ws + plan.lists.offset), bias,
                device, stream) ||
-      try_stream(a, plan, dev, cand, bias, device, stream)) {
+      (!few_rows_on_passes && try_stream(a, plan, dev, cand, bias, device, stream))) {
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
                        a.indices.row_stride, 0, static_cast<int>(rows_total), merge_resident,
@@ -658,7 +680,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
       p.cand = cand;
       if (!wgmma) {
         launch_mma_rows(p, plan.topk.grid, smem_budget, device, stream);
-      } else if (!(force_pass_bulk_copies() && launch_wgmma_bulk_pass(a, p, plan.topk.grid, dev, device, stream))) {
+      } else if (force_pass_async_copies() || !launch_wgmma_bulk_pass(a, p, plan.topk.grid, dev, device, stream)) {
         launch_wgmma_pass(p, plan.topk.grid, wgmma_budget, device, stream);
       }
     } else {

@@ -145,47 +145,53 @@ __device__ __forceinline__ void wgmma_m64k16<64, false>(float (&d)[32], uint64_t
 // D += A * B, m64nNk32, s8 x s8 -> s32 (N / 2 accumulators per thread), A from
 // registers in the mma.m16n8k32 fragment layout of the warp's 16 rows
 // (a[0]: row g, k 4t..4t+3; a[1]: row g + 8; a[2], a[3]: k + 16), B K-major in
-// shared memory. Always accumulates: callers seed D themselves.
+// shared memory. accumulate = false starts D from zero (the first k-step of
+// a sum: no instruction writes D before the MMA, so none can hold it up).
 template <int N>
-__device__ __forceinline__ void wgmma_s8_m64k32(int32_t (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b);
+__device__ __forceinline__ void wgmma_s8_m64k32(int32_t (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
+                                                bool accumulate);
 template <>
-__device__ __forceinline__ void wgmma_s8_m64k32<8>(int32_t (&d)[4], const uint32_t (&a)[4], uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_s8_m64k32<8>(int32_t (&d)[4], const uint32_t (&a)[4], uint64_t desc_b,
+                                                    bool accumulate) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"
+      "{\n .reg .pred p;\n setp.ne.b32 p, %9, 0;\n"
       " wgmma.mma_async.sync.aligned.m64n8k32.s32.s8.s8 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)));
 #endif
 }
 template <>
-__device__ __forceinline__ void wgmma_s8_m64k32<16>(int32_t (&d)[8], const uint32_t (&a)[4], uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_s8_m64k32<16>(int32_t (&d)[8], const uint32_t (&a)[4], uint64_t desc_b,
+                                                    bool accumulate) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"
+      "{\n .reg .pred p;\n setp.ne.b32 p, %13, 0;\n"
       " wgmma.mma_async.sync.aligned.m64n16k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)));
 #endif
 }
 template <>
-__device__ __forceinline__ void wgmma_s8_m64k32<32>(int32_t (&d)[16], const uint32_t (&a)[4], uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_s8_m64k32<32>(int32_t (&d)[16], const uint32_t (&a)[4], uint64_t desc_b,
+                                                    bool accumulate) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"
+      "{\n .reg .pred p;\n setp.ne.b32 p, %21, 0;\n"
       " wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)));
 #endif
 }
 template <>
-__device__ __forceinline__ void wgmma_s8_m64k32<64>(int32_t (&d)[32], const uint32_t (&a)[4], uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_s8_m64k32<64>(int32_t (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
+                                                    bool accumulate) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"
+      "{\n .reg .pred p;\n setp.ne.b32 p, %37, 0;\n"
       " wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)));
 #endif
 }
 template <int R>

@@ -79,6 +79,10 @@ std::vector<int64_t> sample_on_gpu(const std::vector<float>& logits, int rows, i
   if (!x.p || !tokens.p) return {};
   cudaMemcpy(x.p, logits.data(), logits.size() * sizeof(float), cudaMemcpyHostToDevice);
   cudaMemset(tokens.p, 0x5A, size_t(rows) * sizeof(int64_t));
+  // The memset (and the pageable copy) run on the legacy stream, which the
+  // non-blocking stream below does not wait for: without this the poison
+  // could land after the tokens (it did on the H200, 2026-12-02 run 41).
+  cudaDeviceSynchronize();
   nexttok::SampleParams p;
   p.temperature.scalar = temperature;
   p.top_k.scalar = top_k;
@@ -221,8 +225,10 @@ void expect_binary_path_matches_default(const char* path) {
   struct Shape {
     int hidden, group, rows;
   };
-  for (const Shape& s : {Shape{5120, 128, 12}, Shape{5120, 128, 16}, Shape{5120, 128, 64}, Shape{2048, 256, 20},
-                         Shape{2048, 256, 67}}) {
+  // M = 12, 16: two n-tiles (two groups in flight in the bulk-copy kernel),
+  // 24: four, 64: eight (one group in flight), 67: a pass of 64 and one of 3.
+  for (const Shape& s : {Shape{5120, 128, 12}, Shape{5120, 128, 16}, Shape{5120, 128, 24}, Shape{5120, 128, 64},
+                         Shape{5120, 128, 67}, Shape{2048, 256, 20}, Shape{2048, 256, 67}}) {
     SCOPED_TRACE("H=" + std::to_string(s.hidden) + " G=" + std::to_string(s.group) + " M=" + std::to_string(s.rows));
     const int words = s.hidden / 32, groups = s.hidden / s.group;
     std::vector<int8_t> act(size_t(s.rows) * s.hidden);
@@ -284,11 +290,12 @@ TEST(OptInPaths, SyncMmaKeepsBinaryTopK) {
   expect_binary_path_matches_default("sync-mma");
 }
 
-// NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies: the warpgroup-MMA kernel fed by
-// bulk tensor copies (every shape above has whole 512-column chunks).
-TEST(OptInPaths, PassBulkCopiesKeepBinaryTopK) {
+// NEXTTOK_CUDA_LM_HEAD_PATH=pass-async-copies: the warpgroup-MMA kernel fed
+// by cp.async stages where the default feeds it by bulk tensor copies (every
+// shape above has whole 512-column chunks, so the default takes them all).
+TEST(OptInPaths, PassAsyncCopiesKeepBinaryTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  expect_binary_path_matches_default("pass-bulk-copies");
+  expect_binary_path_matches_default("pass-async-copies");
 }
 
 }  // namespace

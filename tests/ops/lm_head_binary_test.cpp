@@ -180,9 +180,11 @@ TEST_P(LmHeadBinary, QuantizedActivationsEndToEnd) {
 // passes, one MMA per m64 block for 8, 16, 32 or 64 token rows (M = 9, 16,
 // 29, 66 = 64 + 2: the second pass 8 wide), with a chunk of one group after full ones
 // (H = 640 at G = 128, 768 at G = 256); V = 34,000 gives each of up to 132
-// CTAs two 256-row tiles, the second ragged. M = 12 at H = 1,024, G = 128
-// (whole chunks, 16-byte scale rows) is a shape the bulk-copy variant takes
-// (NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies, device_check).
+// CTAs two 256-row tiles, the second ragged. The shapes with whole 512-column
+// chunks and 16-byte scale rows (H = 1,024 at G = 128, 2,048 at G = 256) take
+// the bulk-copy warpgroup kernel on sm_90: M = 5 (a call of 3 to 8 rows, one
+// group in flight), 12 and 24 (two groups in flight), 40 at G = 256 and 64
+// (each group's MMAs in two halves of the token rows).
 TEST_P(LmHeadBinary, PassesOfManyRowsExact) {
   struct Shape {
     int64_t rows, hidden, vocab;
@@ -191,7 +193,9 @@ TEST_P(LmHeadBinary, PassesOfManyRowsExact) {
   uint64_t seed = 12400;
   for (const Shape& s : {Shape{66, 640, 34000, 128, 50}, Shape{29, 768, 9001, 256, 300},
                          Shape{16, 512, 9001, 128, 1}, Shape{9, 512, 9001, 256, 2048},
-                         Shape{12, 1024, 34000, 128, 50}}) {
+                         Shape{12, 1024, 34000, 128, 50}, Shape{5, 1024, 34000, 128, 50},
+                         Shape{24, 1024, 9001, 128, 40}, Shape{40, 2048, 9001, 256, 20},
+                         Shape{64, 1024, 9001, 128, 64}}) {
     Rng rng(++seed);
     SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(s.rows) + " H=" + std::to_string(s.hidden) +
                  " G=" + std::to_string(s.group));
