@@ -182,9 +182,8 @@ TEST_P(LmHeadBinary, QuantizedActivationsEndToEnd) {
 // (H = 640 at G = 128, 768 at G = 256); V = 34,000 gives each of up to 132
 // CTAs two 256-row tiles, the second ragged. The shapes with whole 512-column
 // chunks and 16-byte scale rows (H = 1,024 at G = 128, 2,048 at G = 256) take
-// the bulk-copy warpgroup kernel on sm_90: M = 5 (a call of 3 to 8 rows, one
-// group in flight), 12 and 24 (two groups in flight), 40 at G = 256 and 64
-// (each group's MMAs in two halves of the token rows).
+// the bulk-copy warpgroup kernel on sm_90: M = 5 (a call of 3 to 8 rows), 12
+// and 24 with two groups in flight, 40 at G = 256 and 64 with one at a time.
 TEST_P(LmHeadBinary, PassesOfManyRowsExact) {
   struct Shape {
     int64_t rows, hidden, vocab;
