@@ -179,6 +179,8 @@ if [ -n "${NCU_SASS:-}" ] && [ -f "$lib" ]; then
   stage ncu-sass 120 "$OUT/ncu.log" "$ncu_bin" --clock-control none -k "regex:$NCU_SASS" --launch-count 2 \
     --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
     python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m "${NCU_M:-1}" --runs 2 --slow-runs 2
+  # The CSV is ~7 MB a kernel: its summary in a file of its own, for the results.
+  python3 scripts/ncu_sass_summary.py "$OUT/ncu.log" >"$OUT/ncu_sass_summary.txt" 2>&1
 fi
 
 # ---- summary ------------------------------------------------------------------

@@ -7,17 +7,21 @@
 // Which kernel scores a call (cuda/lm_head_binary*.cuh), G = 128 or 256 and
 // 16-byte aligned sign rows unless said otherwise:
 // - 1 or 2 rows: binary_rows_kernel (bit planes on 1-bit MMAs, _rows.cuh);
-// - 3 to 8 rows: binary_stream_kernel (whole rows per stage, _stream.cuh);
-// - more rows, in passes of up to 64: on sm_90 (an sm_90a build)
-//   binary_wgmma_kernel (one int8 warpgroup MMA per m64 block for all token
-//   rows of the pass, _wgmma.cuh), elsewhere and for other G binary_mma_kernel
-//   (warp MMAs, 4-byte aligned rows, _pass.cuh). Both stream 512-column
-//   chunks of a 256-row tile through cp.async stages and compute the same
-//   integers: signs become int8 A fragments with a shift and a mask per
-//   register, the accumulators end at kMagicBits + 64 * D, which reads as the
-//   float 12582912 + 64 * D, and one FADD and one FFMA per group add
-//   wscale * 64D to the fp32 score (the exact 1/64 joins act_scale). A prep
-//   kernel permutes the activations into the MMAs' K order once per pass;
+// - 3 or more rows, in passes of up to 64, on sm_90 (an sm_90a build):
+//   binary_wgmma_bulk_kernel (one int8 warpgroup MMA per m64 block for all
+//   token rows of the pass, stages filled by bulk tensor copies from a copy
+//   warp) where H % 512 == 0 and scale rows are 16-byte multiples; otherwise
+//   calls of 3 to 8 rows take binary_stream_kernel (whole rows per stage,
+//   _stream.cuh) and passes of more binary_wgmma_kernel (the same MMAs on
+//   cp.async stages, _wgmma.cuh);
+// - 3 or more rows elsewhere and for other G: binary_stream_kernel up to 8
+//   rows, binary_mma_kernel (warp MMAs, 4-byte aligned rows, _pass.cuh) for
+//   passes of more. The pass kernels stream 512-column chunks of a 256-row
+//   tile and compute the same integers: signs become int8 A fragments with a
+//   shift and a mask per register, 64 * D is made the exact float
+//   12582912 + 64 * D through kMagicBits, and one FADD and one FFMA per group
+//   add wscale * 64D to the fp32 score (the exact 1/64 joins act_scale). A
+//   prep kernel permutes the activations into the MMAs' K order once per pass;
 // - anything else: binary_generic_kernel (dp4a on 0/1 sign bytes), with the
 //   same top-k.
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+# Summary of the per-instruction SASS profiles that device_check's ncu-sass
+# stage appends to ncu.log as CSV (one block per kernel launch): stall
+# reasons, execution-count classes (a loop body's instructions share a count),
+# the instruction mix of the largest class and the 25 hottest instructions.
+# Usage: scripts/ncu_sass_summary.py ncu.log [block index, default all]
+import collections
+import csv
+import sys
+
+
+def blocks_of(path):
+    blocks, cur = [], None
+    for line in open(path):
+        if not line.startswith('"'):
+            continue
+        if line.startswith('"Kernel Name"'):
+            cur = [line]
+            blocks.append(cur)
+        elif cur is not None:
+            cur.append(line)
+    return blocks
+
+
+def count(row, ix, name):
+    return int(row[ix[name]] or 0)
+
+
+def opcode(source):
+    words = source.split()
+    return (words[1] if words[0].startswith("@") else words[0]).split(".")[0]
+
+
+def summarize(block):
+    print(block[0].strip()[:160])
+    rows = list(csv.reader(block[1:]))
+    header, rows = rows[0], rows[1:]
+    ix = {h: i for i, h in enumerate(header)}
+    stalls = [h for h in header if h.startswith("stall_") and "Not Issued" not in h]
+    stall_total = collections.Counter()
+    executed_by_count = collections.Counter()  # execution count -> instructions executed
+    instructions_at = collections.Counter()    # execution count -> distinct instructions
+    samples = executed = 0
+    for r in rows:
+        for h in stalls:
+            stall_total[h] += count(r, ix, h)
+        e = count(r, ix, "Instructions Executed")
+        samples += count(r, ix, "# Samples")
+        executed += e
+        executed_by_count[e] += e
+        instructions_at[e] += 1
+    print(f"samples {samples}, warp instructions executed {executed}")
+    for h, v in stall_total.most_common(10):
+        print(f"  {h:24s} {100 * v / max(1, samples):5.1f}%")
+    print("execution-count classes (count x instructions = share of those executed):")
+    for e, v in executed_by_count.most_common(8):
+        print(f"  {e:9d} x {instructions_at[e]:4d} = {100 * v / max(1, executed):5.1f}%")
+    hot = executed_by_count.most_common(1)[0][0]
+    mix = collections.Counter(opcode(r[1].strip()) for r in rows if count(r, ix, "Instructions Executed") == hot)
+    print(f"mix of the {instructions_at[hot]} instructions executed {hot} times: " +
+          ", ".join(f"{o} {v}" for o, v in mix.most_common()))
+    print("hottest instructions (samples, executions, top stalls):")
+    for r in sorted(rows, key=lambda r: -count(r, ix, "# Samples"))[:25]:
+        top = sorted(((count(r, ix, h), h[6:]) for h in stalls), reverse=True)[:3]
+        print(f"  {count(r, ix, '# Samples'):6d} {count(r, ix, 'Instructions Executed'):9d}  "
+              f"{r[1].strip()[:58]:58s} " + " ".join(f"{n}:{v}" for v, n in top))
+
+
+if __name__ == "__main__":
+    all_blocks = blocks_of(sys.argv[1])
+    chosen = [all_blocks[int(sys.argv[2])]] if len(sys.argv) > 2 else all_blocks
+    for blk in chosen:
+        summarize(blk)
+        print()
