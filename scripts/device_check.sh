@@ -112,7 +112,7 @@ fi
 [ -f "$lib" ] && [ "${SAMPLING:-1}" = 1 ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
 
 # ---- the binary head's warpgroup-MMA kernel fed by bulk tensor copies, the
-# default for the passes of calls of more than 8 rows: the LM-head cases with
+# default for calls of more than 2 rows where it fits: the LM-head cases with
 # it pinned for every call (NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies), so the
 # decode rows take it too.
 [ "${LM_HEAD:-1}" = 1 ] && [ -x "$op_tests" ] && stage ctest-pass-bulk-copies 60 "$OUT/ctest.log" \

@@ -28,12 +28,17 @@ def count(row, ix, name):
 
 def opcode(source):
     words = source.split()
-    return (words[1] if words[0].startswith("@") else words[0]).split(".")[0]
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else "?"
 
 
 def summarize(block):
     print(block[0].strip()[:160])
     rows = list(csv.reader(block[1:]))
+    if len(rows) < 2:
+        print("  no instructions")
+        return
     header, rows = rows[0], rows[1:]
     ix = {h: i for i, h in enumerate(header)}
     stalls = [h for h in header if h.startswith("stall_") and "Not Issued" not in h]
@@ -56,14 +61,14 @@ def summarize(block):
     for e, v in executed_by_count.most_common(8):
         print(f"  {e:9d} x {instructions_at[e]:4d} = {100 * v / max(1, executed):5.1f}%")
     hot = executed_by_count.most_common(1)[0][0]
-    mix = collections.Counter(opcode(r[1].strip()) for r in rows if count(r, ix, "Instructions Executed") == hot)
+    mix = collections.Counter(opcode(r[ix["Source"]].strip()) for r in rows if count(r, ix, "Instructions Executed") == hot)
     print(f"mix of the {instructions_at[hot]} instructions executed {hot} times: " +
           ", ".join(f"{o} {v}" for o, v in mix.most_common()))
     print("hottest instructions (samples, executions, top stalls):")
     for r in sorted(rows, key=lambda r: -count(r, ix, "# Samples"))[:25]:
         top = sorted(((count(r, ix, h), h[6:]) for h in stalls), reverse=True)[:3]
         print(f"  {count(r, ix, '# Samples'):6d} {count(r, ix, 'Instructions Executed'):9d}  "
-              f"{r[1].strip()[:58]:58s} " + " ".join(f"{n}:{v}" for v, n in top))
+              f"{r[ix['Source']].strip()[:58]:58s} " + " ".join(f"{n}:{v}" for v, n in top))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-// The binary head's warpgroup-MMA pass kernels (sm_90a) for calls of more
-// than 8 rows: one fed by bulk tensor copies (the default where it takes the
-// shape), one by cp.async stages (any shape). Included by
+// The binary head's warpgroup-MMA pass kernels (sm_90a): one fed by bulk
+// tensor copies (the default for calls of more than 2 rows where it takes the
+// shape), one by cp.async stages (passes of calls of more than 8 rows of any
+// other shape). Included by
 // cuda/lm_head_topk_binary.cu only.
 #pragma once
 

@@ -10,7 +10,8 @@
 // - 3 or more rows, in passes of up to 64, on sm_90 (an sm_90a build):
 //   binary_wgmma_bulk_kernel (one int8 warpgroup MMA per m64 block for all
 //   token rows of the pass, stages filled by bulk tensor copies from a copy
-//   warp) where H % 512 == 0 and scale rows are 16-byte multiples; otherwise
+//   warp) where H % 512 == 0, scale rows are 16-byte multiples of at most
+//   256 halves and two stages fit; otherwise
 //   calls of 3 to 8 rows take binary_stream_kernel (whole rows per stage,
 //   _stream.cuh) and passes of more binary_wgmma_kernel (the same MMAs on
 //   cp.async stages, _wgmma.cuh);
@@ -19,9 +20,10 @@
 //   passes of more. The pass kernels stream 512-column chunks of a 256-row
 //   tile and compute the same integers: signs become int8 A fragments with a
 //   shift and a mask per register, 64 * D is made the exact float
-//   12582912 + 64 * D through kMagicBits, and one FADD and one FFMA per group
-//   add wscale * 64D to the fp32 score (the exact 1/64 joins act_scale). A
-//   prep kernel permutes the activations into the MMAs' K order once per pass;
+//   12582912 + 64 * D through kMagicBits (an integer add or a seed), and one
+//   FADD and one FFMA per group add wscale * 64D to the fp32 score (the exact
+//   1/64 joins act_scale). A prep kernel permutes the activations into the
+//   MMAs' K order once per pass;
 // - anything else: binary_generic_kernel (dp4a on 0/1 sign bytes), with the
 //   same top-k.
 
@@ -231,9 +233,10 @@ bool force_pieces() { return lm_head_path_forced("pieces"); }
 // binary_mma_kernel where sm_90 takes the warpgroup-MMA kernel;
 bool force_sync_mma() { return lm_head_path_forced("sync-mma"); }
 // the warpgroup-MMA kernel fed by bulk tensor copies for every pass of any
-// call (it is the default for the passes of calls of more than 8 rows);
+// call (it is the default for calls of more than 2 rows where it fits);
 bool force_pass_bulk_copies() { return lm_head_path_forced("pass-bulk-copies"); }
-// the warpgroup-MMA kernel fed by cp.async stages where it would take bulk copies.
+// the default before the bulk-fed kernel: calls of 3 to 8 rows on the stream
+// decode kernel, the passes of larger ones on the cp.async-fed warpgroup kernel.
 bool force_pass_async_copies() { return lm_head_path_forced("pass-async-copies"); }
 // Passes of up to this many token rows take the bit-plane kernel: at W1 (run
 // 20, bit planes inside the tile-barrier kernel) 141 / 159 us at M = 1 / 2
@@ -372,6 +375,15 @@ bool bulk_pass_shape(const nt_lm_head_binary_args& a) {
          row_alignment(a.wscale) % 16 == 0;
 }
 
+// Stages of the bulk-copy warpgroup kernel at NT n-tiles (its static shared
+// memory: the top-k state and the mbarriers; 1024 bytes of the budget for
+// the stage alignment); below 2 it cannot run.
+int bulk_stages(int cols, int group, int nt, const DeviceLimits& dev) {
+  const BulkLayout B = bulk_layout(cols, group, nt);
+  const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - (2 * kMaxStages + 4) * 8;
+  return std::min(kMaxStages, (budget - 1024 - 2 * B.scale_bytes) / B.stage_bytes);
+}
+
 // The warpgroup-MMA kernel fed by bulk tensor copies, for shapes it takes
 // (whole chunks, 16-byte aligned sign and scale rows, scale rows a multiple
 // of 16 bytes and at most 256 halves) in the shared memory it has, with tensor
@@ -386,10 +398,8 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
   const int64_t vocab = a.wq.shape[0], groups = p.cols / p.group;
   if (!bulk_pass_shape(a)) return false;
   const BulkLayout B = bulk_layout(p.cols, p.group, NT);
-  // Static: the top-k state and the kernel's mbarriers.
   const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - (2 * kMaxStages + 4) * 8;
-  // 1024 bytes of the budget for the stage alignment.
-  const int stages = std::min(kMaxStages, (budget - 1024 - 2 * B.scale_bytes) / B.stage_bytes);
+  const int stages = bulk_stages(p.cols, p.group, NT, dev);
   const bool pinned = force_pass_bulk_copies();
   if (stages < 2) {
     if (!pinned) return false;
@@ -630,7 +640,10 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
   // the shape (W1 M=4 131.3 us against 169.0 for the stream decode kernel,
   // run 42), else the stream decode kernel (167.5 us against 207.8 for the
   // cp.async-fed warpgroup kernel, run 40); calls of 1 or 2 the bit planes.
-  const bool few_rows_on_passes = wgmma && !force_pass_async_copies() && bulk_pass_shape(a);
+  // (A tensor map the driver refuses would still send such a call to the
+  // cp.async-fed kernel: correct, slower.)
+  const bool few_rows_on_passes = wgmma && !force_pass_async_copies() && bulk_pass_shape(a) &&
+                                  bulk_stages(cols, a.group_size, 1, dev) >= 2;
   if (try_rows(a, plan, dev, cand, reinterpret_cast<topk::Candidate*>(ws + plan.lists.offset), bias,
                device, stream) ||
       (!few_rows_on_passes && try_stream(a, plan, dev, cand, bias, device, stream))) {
@@ -656,7 +669,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
       prep.rows = rows;
       prep.act_perm = reinterpret_cast<int8_t*>(ws + plan.act.act_offset);
       prep.padded_cols = plan.act.padded_cols;
-      // The warpgroup kernels start every accumulator at kMagicBits: no seeds.
+      // The warpgroup kernels add kMagicBits when they scale: no seeds.
       prep.seed = wgmma ? nullptr : reinterpret_cast<int32_t*>(ws + plan.act.seed_offset);
       prep.k_order = wgmma ? 1 : 0;
       binary_prep_kernel<<<dim3(unsigned((cols + kPrepCols - 1) / kPrepCols), unsigned(rows)), 256, 0, stream>>>(prep);

@@ -213,9 +213,8 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
 // The binary head's pass kernels compute the same integers and the same fp32
 // sums in the same order, so a pinned one's outputs agree bit for bit with the
 // default's on unstructured inputs (W1's H = 5,120 at G = 128; G = 256 at
-// H = 2,048), at the token-row widths 16, 32 and 64 (M = 12, 16, 20, 64) and
-// over two passes (M = 67: 64 + 3, the second 8 wide). Calls of up to 8 rows
-// take the stream decode kernel by default.
+// H = 2,048), at the token-row widths 16, 32 and 64 (M = 12, 16, 20, 24, 64)
+// and over two passes (M = 67: 64 + 3, the second 8 wide).
 void expect_binary_path_matches_default(const char* path) {
   const nexttok::Device dev = nexttok::Device::cuda(0);
   // V = 70,001: up to three tiles a CTA (256 + 256 + 32 rows on 132 SMs), so

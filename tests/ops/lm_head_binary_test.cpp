@@ -183,7 +183,8 @@ TEST_P(LmHeadBinary, QuantizedActivationsEndToEnd) {
 // CTAs two 256-row tiles, the second ragged. The shapes with whole 512-column
 // chunks and 16-byte scale rows (H = 1,024 at G = 128, 2,048 at G = 256) take
 // the bulk-copy warpgroup kernel on sm_90: M = 5 (a call of 3 to 8 rows), 12
-// and 24 with two groups in flight, 40 at G = 256 and 64 with one at a time.
+// and 24 with two groups in flight; one group at a time at G = 256 (M = 6,
+// 40) and at M = 64.
 TEST_P(LmHeadBinary, PassesOfManyRowsExact) {
   struct Shape {
     int64_t rows, hidden, vocab;
@@ -194,7 +195,7 @@ TEST_P(LmHeadBinary, PassesOfManyRowsExact) {
                          Shape{16, 512, 9001, 128, 1}, Shape{9, 512, 9001, 256, 2048},
                          Shape{12, 1024, 34000, 128, 50}, Shape{5, 1024, 34000, 128, 50},
                          Shape{24, 1024, 9001, 128, 40}, Shape{40, 2048, 9001, 256, 20},
-                         Shape{64, 1024, 9001, 128, 64}}) {
+                         Shape{64, 1024, 9001, 128, 64}, Shape{6, 2048, 9001, 256, 30}}) {
     Rng rng(++seed);
     SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(s.rows) + " H=" + std::to_string(s.hidden) +
                  " G=" + std::to_string(s.group));
