@@ -117,12 +117,20 @@ __device__ __forceinline__ uint32_t signs_as_pm64(uint32_t w, int shift, uint32_
   return ((w << shift) & 0x80808080u) ^ flip;
 }
 
-// A of one group of a warp's 16 rows (rows g and g + 8 of the m64 block's
-// warp slice) from the group's sign words w_lo/w_hi[wb] (word t + 4wb,
-// classes 2jj and 2jj + 1 at k-step 4wb + jj).
-template <int kSteps>
-__device__ __forceinline__ void expand_group_signs(uint32_t (&a)[kSteps][4], const uint32_t (&w_lo)[kSteps / 4],
-                                                   const uint32_t (&w_hi)[kSteps / 4], uint32_t flip) {
+// One group of a warp's 16 rows (rows g and g + 8 of the m64 block's warp
+// slice) against all token rows, issued: A from the group's sign words
+// w_lo/w_hi[wb] (word t + 4wb, classes 2jj and 2jj + 1 at k-step 4wb + jj)
+// into `a`, the group's kSteps MMAs on B at the k-steps' offsets from act_desc
+// (column `col0` of the chunk onward; boxes of 128 columns, box_bytes apart)
+// into `acc` (the first k-step starts it from zero), committed as one group.
+// `a` and `acc` belong to the MMAs until a wgmma_wait has retired them. No
+// instruction writes `acc` before the MMAs: register moves there (seeding
+// kMagicBits, as the kernel did first) made ptxas wait for every MMA in flight.
+template <int NT, int kSteps>
+__device__ __forceinline__ void wgmma_group_issue(int32_t (&acc)[NT * 4], uint32_t (&a)[kSteps][4],
+                                                  const uint32_t (&w_lo)[kSteps / 4],
+                                                  const uint32_t (&w_hi)[kSteps / 4], uint64_t act_desc,
+                                                  int box_bytes, int col0, uint32_t flip) {
 #pragma unroll
   for (int wb = 0; wb < kSteps / 4; ++wb)
 #pragma unroll
@@ -133,34 +141,13 @@ __device__ __forceinline__ void expand_group_signs(uint32_t (&a)[kSteps][4], con
       r[2] = signs_as_pm64(w_lo[wb], 6 - 2 * jj, flip);
       r[3] = signs_as_pm64(w_hi[wb], 6 - 2 * jj, flip);
     }
-}
-
-// The group's kSteps MMAs of A against 8N token rows of B, from act_desc on
-// (column `col0` of the chunk onward; boxes of 128 columns, box_bytes apart),
-// into `acc` (the first k-step starts it from zero), committed as one group.
-// `a` and `acc` belong to the MMAs until a wgmma_wait has retired them. No
-// instruction writes `acc` before the MMAs: register moves there (seeding
-// kMagicBits, as the kernel did first) made ptxas wait for every MMA in flight.
-template <int N, int kSteps>
-__device__ __forceinline__ void group_mmas(int32_t (&acc)[N * 4], const uint32_t (&a)[kSteps][4], uint64_t act_desc,
-                                           int box_bytes, int col0) {
+  wgmma_fence();
 #pragma unroll
   for (int j = 0; j < kSteps; ++j) {
     const int col = col0 + 32 * j;
-    wgmma_s8_m64k32<8 * N>(acc, a[j], act_desc + uint64_t(((col >> 7) * box_bytes + (col & 127)) >> 4), j > 0);
+    wgmma_s8_m64k32<8 * NT>(acc, a[j], act_desc + uint64_t(((col >> 7) * box_bytes + (col & 127)) >> 4), j > 0);
   }
   wgmma_commit();
-}
-
-// One group against all token rows, issued: A into `a`, its MMAs into `acc`.
-template <int NT, int kSteps>
-__device__ __forceinline__ void wgmma_group_issue(int32_t (&acc)[NT * 4], uint32_t (&a)[kSteps][4],
-                                                  const uint32_t (&w_lo)[kSteps / 4],
-                                                  const uint32_t (&w_hi)[kSteps / 4], uint64_t act_desc,
-                                                  int box_bytes, int col0, uint32_t flip) {
-  expand_group_signs<kSteps>(a, w_lo, w_hi, flip);
-  wgmma_fence();
-  group_mmas<NT, kSteps>(acc, a, act_desc, box_bytes, col0);
 }
 
 // A retired group's accumulators (64 * D) into the scores: out += s * D, rows
@@ -229,11 +216,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
 
   // Scores times 64, out[n][i] in the accumulator layout: rows g (i < 2) and
   // g + 8 of the warp's 16, token rows 8n + 2t + (i & 1).
-  float out[NT][4];
-#pragma unroll
-  for (int n = 0; n < NT; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[n][i] = 0.0f;
+  float out[NT][4] = {};
   // Tile row of this lane's fragment row g: warpgroup wg takes rows
   // [64wg, 64wg + 64), warp w of it rows 16w..16w+15.
   const int frag_row = 16 * warp + g;
@@ -328,7 +311,8 @@ __host__ __device__ inline BulkLayout bulk_layout(int cols, int group, int nt) {
 
 // Two groups in flight need a second set of accumulators and A registers
 // (NT * 4 + kSteps * 4 a set): within the 17-warp kernel's 96 registers
-// (ptxas serializes the MMAs where they do not fit: C7512).
+// (ptxas serializes the MMAs where they do not fit: C7512) at G = 128 and
+// NT <= 4 only.
 template <int NT, int kSteps>
 constexpr bool kTwoGroupsInFlight = NT * 4 + kSteps * 4 <= 32;
 
@@ -403,11 +387,7 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
   }
 
   topk::CtaTopk<kWgmmaWarps, kBulkTopkBarrier> topk(topk_shared, p.cand, p.rows);
-  float out[NT][4];
-#pragma unroll
-  for (int n = 0; n < NT; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[n][i] = 0.0f;
+  float out[NT][4] = {};
   // As in binary_wgmma_kernel: warp w scores tile rows 16w..16w+15. Rows g
   // and g + 8 share their swizzle, (row / 2) % 4 = (g / 2) % 4.
   const int frag_row = 16 * warp + g;
@@ -441,6 +421,7 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
         wgmma_group_issue<NT, kSteps>(acc, a, w_lo, w_hi, act_desc, B.box_bytes, gi * 32 * kSteps, flip);
       };
       if constexpr (kTwoGroupsInFlight<NT, kSteps>) {
+        static_assert(kGroupsPerChunk == 4, "the groups below are those of a chunk at G = 128");
         // Group gi + 1's MMAs run while group gi is scaled, two sets of
         // accumulators and A registers taking turns; the chunk ends with no
         // MMA in flight (one in flight across the loop's back edge made ptxas
@@ -452,14 +433,12 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
         issue(1, acc1, a1, s1_lo, s1_hi);
         wgmma_wait<1>();
         wgmma_group_scale<NT>(out, acc0, s0_lo, s0_hi);
-        if constexpr (kGroupsPerChunk == 4) {
-          issue(2, acc0, a0, s0_lo, s0_hi);
-          wgmma_wait<1>();
-          wgmma_group_scale<NT>(out, acc1, s1_lo, s1_hi);
-          issue(3, acc1, a1, s1_lo, s1_hi);
-          wgmma_wait<1>();
-          wgmma_group_scale<NT>(out, acc0, s0_lo, s0_hi);
-        }
+        issue(2, acc0, a0, s0_lo, s0_hi);
+        wgmma_wait<1>();
+        wgmma_group_scale<NT>(out, acc1, s1_lo, s1_hi);
+        issue(3, acc1, a1, s1_lo, s1_hi);
+        wgmma_wait<1>();
+        wgmma_group_scale<NT>(out, acc0, s0_lo, s0_hi);
         wgmma_wait<0>();
         wgmma_group_scale<NT>(out, acc1, s1_lo, s1_hi);
       } else {

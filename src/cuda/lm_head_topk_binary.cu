@@ -378,10 +378,12 @@ bool bulk_pass_shape(const nt_lm_head_binary_args& a) {
 // Stages of the bulk-copy warpgroup kernel at NT n-tiles (its static shared
 // memory: the top-k state and the mbarriers; 1024 bytes of the budget for
 // the stage alignment); below 2 it cannot run.
+int bulk_smem_budget(const DeviceLimits& dev) {
+  return dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - (2 * kMaxStages + 4) * 8;
+}
 int bulk_stages(int cols, int group, int nt, const DeviceLimits& dev) {
   const BulkLayout B = bulk_layout(cols, group, nt);
-  const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - (2 * kMaxStages + 4) * 8;
-  return std::min(kMaxStages, (budget - 1024 - 2 * B.scale_bytes) / B.stage_bytes);
+  return std::min(kMaxStages, (bulk_smem_budget(dev) - 1024 - 2 * B.scale_bytes) / B.stage_bytes);
 }
 
 // The warpgroup-MMA kernel fed by bulk tensor copies, for shapes it takes
@@ -398,7 +400,6 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
   const int64_t vocab = a.wq.shape[0], groups = p.cols / p.group;
   if (!bulk_pass_shape(a)) return false;
   const BulkLayout B = bulk_layout(p.cols, p.group, NT);
-  const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - (2 * kMaxStages + 4) * 8;
   const int stages = bulk_stages(p.cols, p.group, NT, dev);
   const bool pinned = force_pass_bulk_copies();
   if (stages < 2) {
@@ -420,7 +421,7 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
     fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
   }
   auto kernel = binary_wgmma_bulk_kernel<NT, kSteps>;
-  allow_dynamic_smem(kernel, budget, device, kOp);
+  allow_dynamic_smem(kernel, bulk_smem_budget(dev), device, kOp);
   kernel<<<grid, kBulkThreads, stages * B.stage_bytes + 2 * B.scale_bytes + 1024, stream>>>(bp);
   return true;
 }
