@@ -5,9 +5,10 @@
 //                                        and replayed from a captured graph;
 //   NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma   the binary head's passes on warp MMAs
 //                                        where sm_90 takes warpgroup MMAs, and
-//                      =pass-bulk-copies the warpgroup-MMA kernel fed by bulk
-//                                        tensor copies: the same values and
-//                                        indices, bit for bit.
+//                     =pass-async-copies the warpgroup-MMA kernel fed by
+//                                        cp.async stages where the default feeds
+//                                        it by bulk tensor copies: the same
+//                                        values and indices, bit for bit.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -208,7 +209,6 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
   EXPECT_EQ(pdl.first, plain.first);
   EXPECT_EQ(pdl.second, plain.second);
 }
-
 
 // The binary head's pass kernels compute the same integers and the same fp32
 // sums in the same order, so a pinned one's outputs agree bit for bit with the
