@@ -4,7 +4,8 @@
 # runs Nsight Compute with stall reasons and memory tables on the kernels that
 # miss their targets. Logs go to $OUT (default ./out); no tests run here
 # (scripts/device_check.sh does that). Toggles: PROFILE_DRAM, PROFILE_LM_HEAD,
-# PROFILE_SAMPLING (on by default), PROFILE_SOURCE and PROFILE_SOURCE_LM_HEAD
+# PROFILE_SAMPLING, PROFILE_ROW_READS (bench/micro/row_reads.cu) (on by default),
+# PROFILE_BENCH=<regex> (the W3/W4 rows that match, timed), PROFILE_SOURCE and PROFILE_SOURCE_LM_HEAD
 # (per-SASS stall samples of the sampling kernels / the binary decode kernel).
 set -u
 cd "$(dirname "$0")/.."
@@ -23,6 +24,18 @@ lib="$build/libnexttok.so"
 if [ "${PROFILE_DRAM:-1}" = 1 ]; then
   nvcc -O3 -arch=sm_90 -o "$build/dram_patterns" bench/micro/dram_patterns.cu &&
     timeout 60 "$build/dram_patterns" 2>&1 | tee "$OUT/dram_patterns.log"
+fi
+
+if [ "${PROFILE_ROW_READS:-1}" = 1 ]; then
+  nvcc -O3 -arch=sm_90 -Isrc -o "$build/row_reads" bench/micro/row_reads.cu &&
+    timeout 60 "$build/row_reads" 2>&1 | tee "$OUT/row_reads.log"
+fi
+if [ -n "${PROFILE_BENCH:-}" ]; then
+  # The W3/W4 rows matching this regex, timed beside their baselines.
+  timeout 200 python3 bench/cuda_sampling_bench.py --lib "$lib" --match "$PROFILE_BENCH" \
+    >"$OUT/bench.log" 2>&1
+  echo "bench rc=$? $(($(date +%s) - t0))s"
+  sed -n '/^| row | ours us/,$p' "$OUT/bench.log"
 fi
 
 sections=(--section SpeedOfLight --section WarpStateStats --section SchedulerStats
@@ -50,8 +63,10 @@ if [ "${PROFILE_SOURCE:-0}" = 1 ]; then
     --section WarpStateStats -f -o "$build/source" \
     python3 bench/profile_sampling.py --lib "$lib" --more >"$OUT/ncu_source_run.log" 2>&1
   echo "ncu source rc=$? $(($(date +%s) - t0))s"
-  ncu -i "$build/source.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip >"$OUT/ncu_source_sass.csv.gz"
+  ncu -i "$build/source.ncu-rep" --page source --csv --print-source sass >"$build/source_sass.csv" 2>&1
+  gzip -c "$build/source_sass.csv" >"$OUT/ncu_source_sass.csv.gz"
   echo "ncu source page $(wc -c <"$OUT/ncu_source_sass.csv.gz") bytes (gzip)"
+  python3 scripts/ncu_sass_summary.py "$build/source_sass.csv" >"$OUT/ncu_source_summary.txt" 2>&1
 fi
 if [ "${PROFILE_SOURCE_LM_HEAD:-0}" = 1 ]; then
   # The same per-instruction stall samples for the binary head's decode kernel

@@ -18,6 +18,7 @@ typedef int nt_i32;
 #  define nt_as_u32(x) as_uint(x)
 #  define nt_as_f32(x) as_float(x)
 #  define nt_fmaf(a, b, c) fma((a), (b), (c))
+#  define nt_mulhi_u32(a, b) mul_hi((nt_u32)(a), (nt_u32)(b))
 #elif defined(__CUDACC__)
 #  define NT_FN __host__ __device__ __forceinline__
 #  include <cstdint>
@@ -41,6 +42,13 @@ NT_FN float nt_as_f32(nt_u32 u) {
 }
 /* fmaf is the single-rounding fused multiply-add on both sides of nvcc. */
 NT_FN float nt_fmaf(float a, float b, float c) { return fmaf(a, b, c); }
+NT_FN nt_u32 nt_mulhi_u32(nt_u32 a, nt_u32 b) {
+#  ifdef __CUDA_ARCH__
+  return __umulhi(a, b);
+#  else
+  return (nt_u32)(((nt_u64)a * (nt_u64)b) >> 32);
+#  endif
+}
 #else
 #  include <cmath>
 #  include <cstdint>
@@ -55,6 +63,7 @@ NT_FN float nt_as_f32(nt_u32 u) { float x; std::memcpy(&x, &u, 4); return x; }
  * correctly rounded software fma), so results never depend on -mfma; hot CPU
  * loops are built with FMA enabled for speed only. */
 NT_FN float nt_fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+NT_FN nt_u32 nt_mulhi_u32(nt_u32 a, nt_u32 b) { return (nt_u32)(((nt_u64)a * (nt_u64)b) >> 32); }
 #endif
 
 #endif /* NEXTTOK_CORE_PORTABLE_H */

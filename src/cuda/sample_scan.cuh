@@ -61,22 +61,30 @@ __device__ __forceinline__ void for_each_group(u32 tile, const float (&x)[U][G],
     }
 }
 
+// A thread meets its tokens in increasing index order, so a strict float
+// compare keeps the first of equal maxima (-0 equals +0 and NaN never wins, as
+// with ordering keys) at three instructions a token; the composite of the
+// thread's winner is formed once, for the block's reduction.
 template <nt_dtype DT, bool VEC, int DEPTH>
 __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
                             const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                             int64_t end) {
   using Reduce = cub::BlockReduce<u64, kScanThreads>;
   __shared__ typename Reduce::TempStorage tmp;
-  u64 best = 0;
+  float best_x = -INFINITY;
+  u32 best_t = 0;
   scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool) {
     for_each_group(tile, x, [&](u32 t0, const float (&x4)[4]) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const u64 c = composite(nt_order_key(x4[j]), t0 + u32(j));
-        best = c > best ? c : best;
-      }
+      for (int j = 0; j < 4; ++j)
+        if (x4[j] > best_x) {
+          best_x = x4[j];
+          best_t = t0 + u32(j);
+        }
     });
   });
+  // 0 for a thread without a finite or +inf logit: below every real composite.
+  u64 best = best_x > -INFINITY ? composite(nt_order_key(best_x), best_t) : 0ull;
   best = Reduce(tmp).Reduce(best, MaxU64());
   if (threadIdx.x != 0) return;
   if (a.splits == 1) {
@@ -86,29 +94,49 @@ __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
   }
 }
 
-// Gumbel-max over a thread's tile. Philox runs for the groups that may still
-// win; the tokens whose words then reach their group's floor are taken one
-// per lane per round, so a warp runs the exact score and the two logs once per
-// round, not once for every token position at which any of its lanes passes.
-// After each round the lanes share their bounds (every bound is a value some
-// token reached): on a row's first tile, where the bound starts at -inf and
-// every token passes, this is what keeps the rounds few.
+// Gumbel-max over a thread's tile. Philox runs for the thread's groups
+// together, once any lane of the warp has a group that may still win: the
+// warp issues the generator's instructions whenever one lane needs them, so a
+// branch per group saves no issue slots, and the groups' blocks interleaved
+// hide each other's multiply latency. The tokens whose words then reach their
+// group's floor are taken one per lane per round, so a warp runs the exact
+// score and the two logs once per round, not once for every token position at
+// which any of its lanes passes. After each round the lanes share their
+// bounds (every bound is a value some token reached): on a row's first tile,
+// where the bound starts at -inf and every token passes, this is what keeps
+// the rounds few.
 template <int U, int G>
 __device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, const u32* floors,
                                             u32 tile, const float (&x)[U][G]) {
   constexpr int N = U * G;
-  static_assert(N <= 32, "pending tokens are one bit each");
+  constexpr int kGroups = N / 4;
+  static_assert(N <= 32 && N % 4 == 0, "pending tokens are one bit each, groups of 4");
   const u32 tid = threadIdx.x;
-  u32 word[N] = {};
+  u32 word[N];
   u32 pending = 0;
-  int group = 0;
-  for_each_group(tile, x, [&](u32 t0, const float (&x4)[4]) {
-    u32 w4[4] = {};
-    pending |= gumbel_candidates(g, c, floors, t0, x4, w4) << (4 * group);
+  float s_top[kGroups];
+  bool needed[kGroups];
+  bool any_needed = false;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) word[4 * group + j] = w4[j];
-    ++group;
-  });
+  for (int q = 0; q < kGroups; ++q) {
+    const float* x4 = &x[(4 * q) / G][(4 * q) % G];
+    s_top[q] = score_upper(fmaxf(fmaxf(x4[0], x4[1]), fmaxf(x4[2], x4[3])), c);
+    needed[q] = s_top[q] + kGumbelCeiling >= g.bound;  // false for a group of NaNs
+    any_needed |= needed[q];
+  }
+  if (!__any_sync(kFullMask, any_needed)) return;
+#pragma unroll
+  for (int q = 0; q < kGroups; ++q) {
+    const int u = (4 * q) / G, j0 = (4 * q) % G;
+    const u32 t0 = tile + (u32(u) * kScanThreads + tid) * G + u32(j0);
+    const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
+    const u32 floor = word_floor(floors, g.bound, s_top[q]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      word[4 * q + j] = b.v[j];
+      if (needed[q] && b.v[j] >= floor) pending |= 1u << (4 * q + j);
+    }
+  }
   while (__any_sync(kFullMask, pending != 0)) {
     if (pending != 0) {
       const int i = __ffs(pending) - 1;
@@ -139,29 +167,26 @@ __device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int ch
   using ReduceU64 = cub::BlockReduce<u64, kScanThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
   __shared__ u32 floors[NT_WORD_FLOOR_STEPS];
-  __shared__ u32 shared_bound[2];
+  __shared__ u32 shared_key;  // the highest bound (as a key) any warp has published
   __shared__ union {
     typename ReduceU64::TempStorage r64;
     typename ReduceU32::TempStorage r32;
   } tmp;
   build_word_floors<kScanThreads>(floors);
-  if (threadIdx.x < 2) shared_bound[threadIdx.x] = NT_KEY_NEG_INF;
+  if (threadIdx.x == 0) shared_key = NT_KEY_NEG_INF;
   __syncthreads();
   GumbelBest g;
-  int tiles_done = 0, syncs = 0;
   scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool last) {
     gumbel_tile(g, c, floors, tile, x);
-    // Share the best value reached so far after each of the first 4 tiles,
-    // then every 4th (each barrier holds every warp's next loads back; the
-    // thread-local bound keeps pruning in between); slots alternate so that
-    // a slot is only read between the barrier after its writes and the next.
-    ++tiles_done;
-    if (last || (tiles_done > 4 && (tiles_done & 3) != 0)) return;
-    u32* slot = &shared_bound[syncs++ & 1];
-    const u32 key = warp_max<u32>(composite_key(g.best));
-    if (lane_index() == 0) atomicMax(slot, key);
-    __syncthreads();
-    g.bound = fmaxf(g.bound, nt_key_to_float(*slot));
+    if (last) return;
+    // The warps share their bounds after every tile with no barrier: a
+    // published bound is a value some token reached, so reading it early or
+    // late changes only how many tokens it rules out, never the winner. One
+    // shared atomic a warp both publishes and reads.
+    u32 seen = 0;
+    if (lane_index() == 0) seen = atomicMax(&shared_key, nt_order_key(g.bound));
+    seen = __shfl_sync(kFullMask, seen, 0);
+    g.bound = fmaxf(g.bound, nt_key_to_float(seen));
   });
   const u64 best = ReduceU64(tmp.r64).Reduce(g.best, MaxU64());
   __syncthreads();
@@ -659,8 +684,9 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const RowCfg c = load_row_cfg(a, row);
   // The mixed-row kernel carries the filtered path's registers: a third
-  // buffer would spill there. Greedy keeps one composite, so room for more.
-  constexpr int kDepth = MODE == kGreedyRow ? 4 : MODE == kAnyRow ? 2 : 3;
+  // buffer would spill there. (A fourth buffer measured no faster for a bare
+  // read of these rows: bench/micro/row_reads.cu.)
+  constexpr int kDepth = MODE == kAnyRow ? 2 : 3;
   if constexpr (MODE == kGreedyRow) {
     scan_greedy<DT, VEC, kDepth>(a, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kPlainRow) {
