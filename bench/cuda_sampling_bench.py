@@ -450,16 +450,21 @@ def run_checks(lib, gen):
 
 # ---- workloads --------------------------------------------------------------------------
 
-def with_pdl(fn):
-    """fn() with programmatic dependent launch on (NEXTTOK_CUDA_PDL=1, read on every call)."""
-    os.environ["NEXTTOK_CUDA_PDL"] = "1"
+def with_env(setting, fn):
+    """fn() with one of the CUDA backend's switches set (NAME=VALUE; read on every call)."""
+    name, value = setting.split("=", 1)
+    old = os.environ.get(name)
+    os.environ[name] = value
     try:
         return fn()
     finally:
-        del os.environ["NEXTTOK_CUDA_PDL"]
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
 
 
-def bench_w3(lib, gen, l2, runs, warmup, rows_out, budget_end, match, pdl_compare=False):
+def bench_w3(lib, gen, l2, runs, warmup, rows_out, budget_end, match, compare_env=None):
     for rows, vocab in SHAPES:
         for kind in ("peaked", "flat"):
             copies = make_copies(rows, vocab, kind, torch.float32, gen, l2)
@@ -476,12 +481,17 @@ def bench_w3(lib, gen, l2, runs, warmup, rows_out, budget_end, match, pdl_compar
                     smp = Sampler(lib, copies, prm)
                     ours = time_calls(lambda i: smp(i), len(copies), runs, warmup)
                     graph = time_graph(lambda i, s: smp(i, s), len(copies))
-                    pdl = None
-                    if pdl_compare:  # same rows, merges launched as dependents; tokens must not change
+                    alt = None
+                    if compare_env:  # same rows with the switch set; tokens must not change
                         plain_tokens = smp(0).clone()
-                        same = bool(torch.equal(with_pdl(lambda: smp(0).clone()), plain_tokens))
-                        pdl = (with_pdl(lambda: time_calls(lambda i: smp(i), len(copies), runs, warmup))[0],
-                               with_pdl(lambda: time_graph(lambda i, s: smp(i, s), len(copies))), same)
+                        # Its own calls: a switch may change the workspace a call needs.
+                        alt_smp = with_env(compare_env, lambda: Sampler(lib, copies, prm))
+                        same = bool(torch.equal(with_env(compare_env, lambda: alt_smp(0).clone()), plain_tokens))
+                        alt = (with_env(compare_env, lambda: time_calls(lambda i: alt_smp(i), len(copies), runs,
+                                                                        warmup))[0],
+                               with_env(compare_env, lambda: time_graph(lambda i, s: alt_smp(i, s),
+                                                                        len(copies))),
+                               same)
                     if cfg[0] == "greedy":
                         base = time_calls(lambda i: torch_argmax(copies[i]), len(copies), runs, warmup)
                         base_name = "torch.argmax"
@@ -494,8 +504,9 @@ def bench_w3(lib, gen, l2, runs, warmup, rows_out, budget_end, match, pdl_compar
                 rows_out.append(dict(row=name, ours_us=ours[0], ours_p10=ours[1], ours_p90=ours[2],
                                      graph_us=graph, bytes=bytes_moved, base_us=base[0], baseline=base_name,
                                      workspace=smp.ws_bytes, copies=len(copies)))
-                if pdl is not None:
-                    rows_out[-1].update(pdl_us=pdl[0], pdl_graph_us=pdl[1], pdl_same_tokens=pdl[2])
+                if alt is not None:
+                    rows_out[-1].update(alt_us=alt[0], alt_graph_us=alt[1], alt_same_tokens=alt[2],
+                                        alt_env=compare_env)
                 print("%-55s ours %8.1f us (graph %7.1f)  %s %9.1f us" % (name, ours[0], graph, base_name, base[0]),
                       flush=True)
             copies = None  # free before the next shape
@@ -561,7 +572,11 @@ def main():
     ap.add_argument("--match", default="", help="time only the rows whose name matches this regex")
     ap.add_argument("--pdl-compare", action="store_true",
                     help="also time W3 rows with NEXTTOK_CUDA_PDL=1 and check their tokens are unchanged")
+    ap.add_argument("--compare-env", default=None, metavar="NAME=VALUE",
+                    help="also time W3 rows with this switch set (e.g. NEXTTOK_CUDA_SAMPLE_MERGE=kernel) "
+                         "and check their tokens are unchanged")
     args = ap.parse_args()
+    compare_env = "NEXTTOK_CUDA_PDL=1" if args.pdl_compare else args.compare_env
 
     lib = Lib(args.lib)
     torch.cuda.init()
@@ -576,7 +591,7 @@ def main():
     rows = []
     end = time.time() + args.budget
     if args.only in (None, "w3"):
-        bench_w3(lib, gen, l2, args.runs, args.warmup, rows, end, re.compile(args.match), args.pdl_compare)
+        bench_w3(lib, gen, l2, args.runs, args.warmup, rows, end, re.compile(args.match), compare_env)
     if args.only in (None, "w4"):
         bench_w4(lib, gen, l2, args.runs, args.warmup, rows, end, re.compile(args.match))
 
@@ -595,15 +610,15 @@ def main():
         print("| %s | %.1f | %.1f | %.0f | %.1f | %.1fx |" % (r["row"], r["ours_us"], r["graph_us"],
                                                             r["bytes"] / (r["ours_us"] * 1e3), r["base_us"],
                                                             r["base_us"] / r["ours_us"]))
-    pdl_rows = [r for r in rows if "pdl_us" in r]
-    if pdl_rows:
+    alt_rows = [r for r in rows if "alt_us" in r]
+    if alt_rows:
         print()
-        print("| row | ours us | with PDL us | graph us | graph with PDL us | same tokens |")
+        print("| row | ours us | with %s us | graph us | graph with it us | same tokens |" % alt_rows[0]["alt_env"])
         print("|---|---:|---:|---:|---:|---|")
-        for r in pdl_rows:
-            print("| %s | %.1f | %.1f | %.1f | %.1f | %s |" % (r["row"], r["ours_us"], r["pdl_us"], r["graph_us"],
-                                                              r["pdl_graph_us"], "yes" if r["pdl_same_tokens"] else "NO"))
-        if not all(r["pdl_same_tokens"] for r in pdl_rows):
+        for r in alt_rows:
+            print("| %s | %.1f | %.1f | %.1f | %.1f | %s |" % (r["row"], r["ours_us"], r["alt_us"], r["graph_us"],
+                                                              r["alt_graph_us"], "yes" if r["alt_same_tokens"] else "NO"))
+        if not all(r["alt_same_tokens"] for r in alt_rows):
             return 1
     return 1 if failed else 0
 

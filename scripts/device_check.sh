@@ -12,6 +12,7 @@
 #   PDL=0 scripts/device_check.sh      # without the NEXTTOK_CUDA_PDL=1 stages (about 2 minutes)
 #   NCU_SASS='merge_topk|binary_rows' scripts/device_check.sh  # plus a per-instruction profile
 #   SANITIZE=0 scripts/device_check.sh # without compute-sanitizer
+#   MERGE_COMPARE=0 ...                # without timing small batches against the merge kernel
 #   SAMPLING=0 scripts/device_check.sh # LM heads only (no W3/W4 bench, sampling profiles or sanitizer runs)
 #   NCU_M=16 ...                       # the profiler stages at M = 16 instead of 1
 #   RACECHECK=0 ...                    # memcheck only
@@ -106,6 +107,12 @@ if [ -f "$lib" ]; then
 else
   rows+=("| bench | NOT RUN ($lib missing) | - |")
 fi
+
+# Small batches with their rows' chunks merged in clusters (the sm_90 default)
+# against the merge kernel (NEXTTOK_CUDA_SAMPLE_MERGE=kernel), same tokens checked.
+[ -f "$lib" ] && [ "${SAMPLING:-1}" = 1 ] && [ "${MERGE_COMPARE:-1}" = 1 ] && stage bench-merge 70 "$OUT/bench.log" \
+  python3 bench/cuda_sampling_bench.py --lib "$lib" --only w3 --match 'B=(1|64) ' \
+  --compare-env NEXTTOK_CUDA_SAMPLE_MERGE=kernel --budget 50
 
 # Per-kernel device time of a few W3 calls in a warm loop (CUPTI): how a
 # call's time splits over its scan and merge kernels.

@@ -31,6 +31,13 @@ constexpr int kScanSmemBytes =
 constexpr int kMergeSmemBytes = (kMaxMerged + kSortCap) * int(sizeof(u64));
 static_assert(kScanSmemBytes >= (kMaxChunkCandidates + kSortCap) * int(sizeof(u64)),
               "a one-chunk row's merge runs in the scan's shared memory");
+static_assert(kScanSmemBytes >= kMergeSmemBytes,
+              "a cluster's merge runs in its first scan CTA's shared memory");
+// Chunks a row may take when they form one cluster: 16 where the device
+// schedules clusters that large (a non-portable size), else the portable 8;
+// and the largest batch whose rows merge in their clusters (make_plan).
+constexpr int kMaxClusterChunks = 16;
+constexpr int64_t kClusterRowsMax = 8;
 
 // NEXTTOK_CUDA_SAMPLE_SCAN=general pins the general filtered scan for rows the
 // list scan would take (tests and benchmarks compare the two on one input, so
@@ -40,8 +47,16 @@ bool force_general_scan() {
   return scan != nullptr && std::strcmp(scan, "general") == 0;
 }
 
+// NEXTTOK_CUDA_SAMPLE_MERGE=kernel pins the separate merge kernel where a
+// row's chunks would form one cluster (read on every call, as above).
+bool force_merge_kernel() {
+  const char* merge = std::getenv("NEXTTOK_CUDA_SAMPLE_MERGE");
+  return merge != nullptr && std::strcmp(merge, "kernel") == 0;
+}
+
 struct Plan {
   int splits = 1, chunk = 1, kchunk = 1, mass_bits = 40;
+  bool cluster = false;          // the row's chunks form one cluster that merges them
   int mode = kAnyRow;            // RowClass of every row, or kAnyRow
   bool fallback_needed = true;   // some row may keep more than its candidates
   size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
@@ -58,19 +73,50 @@ size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 // Many splits when few rows (B = 1 spreads a row over the chip), one split when
 // the rows alone fill it. Chunks are multiples of 8 tokens so that 16-byte
-// vectors and Philox blocks never straddle two chunks.
-Plan make_plan(const nt_sample_args& a, int sms) {
+// vectors and Philox blocks never straddle two chunks. Batches of at most
+// kClusterRowsMax rows whose rows resolve in the merge (no large keep-set
+// kernels after it) take at most max_cluster chunks a row, launched as one
+// cluster that merges them: no second launch. On the H200 (run 47) that was
+// 1.5-2.9 us faster at B = 1 (greedy, top-k) but 2-12 us slower at B = 64
+// (clusters of 4) than the merge kernel, and slower for top-p rows, whose
+// large keep-set kernels run on a row's chunks.
+Plan make_plan(const nt_sample_args& a, int sms, int max_cluster) {
   const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
   Plan p;
+  // With every parameter a scalar, the host knows each row's class and can
+  // pick a leaner scan and skip kernels that would find nothing to do.
+  const bool per_row = a.temperature.per_row || a.top_k.per_row || a.top_p.per_row || a.min_p.per_row;
+  const bool uniform = present(a.uniform);
+  nt_row_params r{};
+  if (!per_row) {
+    r = nt_resolve_row_params(a.temperature.scalar, a.top_k.scalar, a.top_p.scalar, a.min_p.scalar,
+                              int32_t(vocab));
+    p.mode = r.greedy ? kGreedyRow
+             : (r.top_k == 0 && r.top_p >= 1.0f && r.min_p <= 0.0f && !uniform) ? kPlainRow
+                                                                               : kFilteredRow;
+  }
   const int64_t target = int64_t(sms) * kScanCtasPerSm;
   const int64_t cap =
       std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, (vocab + kTileTokens - 1) / kTileTokens));
-  int64_t splits = rows >= target ? 1 : std::clamp<int64_t>(target / std::max<int64_t>(rows, 1), 1, cap);
-  const int64_t chunk = ((vocab + splits - 1) / splits + 7) / 8 * 8;
-  splits = (vocab + chunk - 1) / chunk;
-  p.splits = int(splits);
-  p.chunk = int(chunk);
-  p.kchunk = int(std::min<int64_t>(kMaxChunkCandidates, kMaxMerged / splits));
+  const int64_t wanted =
+      rows >= target ? 1 : std::clamp<int64_t>(target / std::max<int64_t>(rows, 1), 1, cap);
+  auto split = [&](int64_t splits) {
+    const int64_t chunk = ((vocab + splits - 1) / splits + 7) / 8 * 8;
+    p.splits = int((vocab + chunk - 1) / chunk);
+    p.chunk = int(chunk);
+    p.kchunk = int(std::min<int64_t>(kMaxChunkCandidates, kMaxMerged / p.splits));
+    // A top-k within the chunk capacity always resolves in the merge (rows of
+    // +inf logits are drawn from the chunks' Gumbel-max among them).
+    p.fallback_needed =
+        per_row || (p.mode == kFilteredRow && !(r.top_k > 0 && r.top_k <= p.kchunk && !uniform));
+  };
+  split(wanted);
+  if (wanted > 1 && rows <= kClusterRowsMax && max_cluster > 1 && !force_merge_kernel()) {
+    split(std::min<int64_t>(wanted, max_cluster));
+    p.cluster = p.splits > 1 && !p.fallback_needed;
+    if (!p.cluster) split(wanted);
+  }
+  const int64_t splits = p.splits;
   // Fixed-point masses: V terms of at most 2^bits must sum below 2^62.
   p.mass_bits = std::clamp(62 - bit_length(uint64_t(vocab)), 24, 40);
   size_t at = 0;
@@ -81,20 +127,6 @@ Plan make_plan(const nt_sample_args& a, int sms) {
   p.rows_at = at;
   at = align_up(at + size_t(rows) * sizeof(RowState), 256);
 
-  // With every parameter a scalar, the host knows each row's class and can
-  // pick a leaner scan and skip kernels that would find nothing to do.
-  const bool per_row = a.temperature.per_row || a.top_k.per_row || a.top_p.per_row || a.min_p.per_row;
-  const bool uniform = present(a.uniform);
-  if (!per_row) {
-    const nt_row_params r = nt_resolve_row_params(a.temperature.scalar, a.top_k.scalar,
-                                                  a.top_p.scalar, a.min_p.scalar, int32_t(vocab));
-    p.mode = r.greedy ? kGreedyRow
-             : (r.top_k == 0 && r.top_p >= 1.0f && r.min_p <= 0.0f && !uniform) ? kPlainRow
-                                                                               : kFilteredRow;
-    // A top-k within the chunk capacity always resolves in the merge (rows of
-    // +inf logits are drawn from the chunks' Gumbel-max among them).
-    p.fallback_needed = p.mode == kFilteredRow && !(r.top_k > 0 && r.top_k <= p.kchunk && !uniform);
-  }
   // Rows that may keep more than their candidates get the large keep-set
   // kernels' histograms and lists (40 KB a row).
   if (p.fallback_needed) {
@@ -115,22 +147,54 @@ struct DeviceLimits {
   int sms = 0;
   int smem_optin = 0;
   int cc_major = 0;
+  int max_cluster = 0;  // chunks a row may take as one cluster (0: no clusters)
 };
+
+// The largest cluster of scan CTAs (kMaxClusterChunks, else 8) the device can
+// hold one of; 0 before sm_90. Asked of the filtered f32 scan, which has the
+// most shared memory and registers of the scan kernels, so it holds for all.
+int max_cluster_chunks(int device, int cc_major) {
+  if (cc_major < 9) return 0;
+  auto kernel = sample_scan_kernel<NT_F32, true, kFilteredRow>;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kScanSmemBytes),
+             kOp);
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), kOp);
+  for (int size : {kMaxClusterChunks, 8}) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(1, unsigned(size), 1);
+    config.blockDim = dim3(kScanThreads);
+    config.dynamicSmemBytes = kScanSmemBytes;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = 1;
+    attribute.val.clusterDim.y = unsigned(size);
+    attribute.val.clusterDim.z = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0)
+      return size;
+    cudaGetLastError();  // an unsupported size is an answer, not an error
+  }
+  return 0;
+}
 
 DeviceLimits device_limits(int device) {
   constexpr int kMaxDevices = 64;
-  static std::atomic<int> sms[kMaxDevices], smem[kMaxDevices], cc[kMaxDevices];
+  static std::atomic<int> sms[kMaxDevices], smem[kMaxDevices], cc[kMaxDevices], cluster[kMaxDevices];
   if (device >= 0 && device < kMaxDevices && sms[device].load(std::memory_order_acquire) > 0)
     return {sms[device].load(std::memory_order_relaxed), smem[device].load(std::memory_order_relaxed),
-            cc[device].load(std::memory_order_relaxed)};
+            cc[device].load(std::memory_order_relaxed), cluster[device].load(std::memory_order_relaxed)};
   DeviceLimits d;
   check_cuda(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device), kOp);
   check_cuda(cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
              kOp);
   check_cuda(cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, device), kOp);
+  d.max_cluster = max_cluster_chunks(device, d.cc_major);
   if (device >= 0 && device < kMaxDevices) {
     smem[device].store(d.smem_optin, std::memory_order_relaxed);
     cc[device].store(d.cc_major, std::memory_order_relaxed);
+    cluster[device].store(d.max_cluster, std::memory_order_relaxed);
     sms[device].store(d.sms, std::memory_order_release);
   }
   return d;
@@ -160,10 +224,30 @@ struct Launch {
 template <nt_dtype DT, bool VEC, int MODE>
 void launch_scan(const Launch& l) {
   auto kernel = sample_scan_kernel<DT, VEC, MODE>;
-  static std::atomic<int> done[64];
+  static std::atomic<int> done[64], cluster_allowed[64];
   if (l.scan_smem > 0) allow_dynamic_smem(kernel, l.device, kScanSmemBytes, done);
-  kernel<<<l.scan_grid, kScanThreads, size_t(l.scan_smem), l.stream>>>(l.args);
-  check_cuda(cudaGetLastError(), kOp);
+  if (!l.args.cluster_merge) {
+    kernel<<<l.scan_grid, kScanThreads, size_t(l.scan_smem), l.stream>>>(l.args);
+    check_cuda(cudaGetLastError(), kOp);
+    return;
+  }
+  if (l.device < 0 || l.device >= 64 || !cluster_allowed[l.device].load(std::memory_order_acquire)) {
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), kOp);
+    if (l.device >= 0 && l.device < 64) cluster_allowed[l.device].store(1, std::memory_order_release);
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = l.scan_grid;
+  config.blockDim = dim3(kScanThreads);
+  config.dynamicSmemBytes = size_t(l.scan_smem);
+  config.stream = l.stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = 1;
+  attribute.val.clusterDim.y = l.scan_grid.y;  // one cluster: the chunks of one row
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, l.args), kOp);
 }
 
 template <nt_dtype DT, bool VEC>
@@ -206,7 +290,8 @@ size_t sample_workspace_size(const nt_sample_args& a) {
   const int64_t rows = a.logits.shape[0];
   if (rows == 0) return 0;
   DeviceScope scope(a.logits.device_id, kOp);
-  return make_plan(a, device_limits(a.logits.device_id).sms).bytes;
+  const DeviceLimits limits = device_limits(a.logits.device_id);
+  return make_plan(a, limits.sms, limits.max_cluster).bytes;
 }
 
 void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
@@ -218,7 +303,7 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   const int device = a.logits.device_id;
   DeviceScope scope(device, kOp);
   const DeviceLimits limits = device_limits(device);
-  const Plan plan = make_plan(a, limits.sms);
+  const Plan plan = make_plan(a, limits.sms, limits.max_cluster);
   if (workspace_bytes < plan.bytes)
     fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace_bytes' is " + std::to_string(workspace_bytes) +
                                  " but " + std::to_string(plan.bytes) + " bytes are needed");
@@ -262,8 +347,9 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   l.mode = plan.mode;
   const bool filtered = l.mode == kFilteredRow || l.mode == kAnyRow;
   g.merge_in_scan = filtered && plan.splits == 1;
+  g.cluster_merge = plan.cluster;
   g.list_scan = !force_general_scan();
-  l.run_merge = plan.splits > 1;
+  l.run_merge = plan.splits > 1 && !plan.cluster;
   l.run_fallback = filtered && plan.fallback_needed;
   if (l.run_fallback) {
     g.large.rows = reinterpret_cast<LargeKeepRow*>(ws + plan.large_rows_at);

@@ -10,7 +10,8 @@
 //            (per-warp lists, no per-tile barrier), the others the general
 //            filtered scan.
 //  merge     grid B: combines the chunks (a row of one chunk is merged by its
-//            scan CTA, with no merge launch). Filtered rows select the row's top M
+//            scan CTA, and on sm_90 a row's chunks, launched as one thread-block
+//            cluster, by the cluster's first CTA: no merge launch either way). Filtered rows select the row's top M
 //            candidates, sort them (M <= 1024; one warp in registers when
 //            M <= 64), cut the keep-set and draw; a row whose keep-set may reach
 //            past its candidates is flagged.
@@ -131,6 +132,8 @@ struct SampleArgs {
   int kchunk;
   int mass_bits;
   int merge_in_scan;  // rows of one chunk: the scan CTA merges (no merge kernel)
+  int cluster_merge;  // rows of several chunks: each row's CTAs form one thread-block
+                      // cluster and its first CTA merges them (no merge kernel)
   int list_scan;      // 0: the general filtered scan for every filtered row
   ChunkRecord* chunks;
   u64* candidates;

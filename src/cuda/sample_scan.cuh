@@ -1,6 +1,7 @@
 // Kernel 1 of nt_sample: one CTA scans one chunk of one row (see sample_common.cuh).
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cub/block/block_reduce.cuh>
 
 #include "cuda/sample_common.cuh"
@@ -672,6 +673,32 @@ __device__ __forceinline__ void merge_row_in_scan(const SampleArgs& a, const Row
   }
 }
 
+// A row's chunks launched as one cluster (sm_90): once every chunk's record
+// and candidates are out (the cluster barrier releases each CTA's writes and
+// acquires the others'), the row's first CTA merges them as the merge kernel
+// would, in the scan's shared memory, so a small batch costs one launch.
+template <int MODE>
+__device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const RowCfg& c, u32 row,
+                                                     int chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cooperative_groups::this_cluster().sync();
+  if (chunk != 0) return;
+  if constexpr (MODE == kGreedyRow || MODE == kPlainRow) {
+    merge_argmax(a, c, row);
+  } else {
+    if (MODE == kAnyRow && c.cls != kFilteredRow) {
+      merge_argmax(a, c, row);
+      return;
+    }
+    merge_filtered(a, c, row);
+    if (a.large.rows) {
+      __syncthreads();
+      if (a.row_states[row].fallback) large_keep_reset(a, row);
+    }
+  }
+#endif
+}
+
 template <nt_dtype DT, bool VEC, int MODE>
 __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
@@ -704,6 +731,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
       if (a.merge_in_scan) merge_row_in_scan(a, c, row);
     }
   }
+  if (a.cluster_merge) merge_row_in_cluster<MODE>(a, c, row, chunk);
 }
 
 }  // namespace nt::cuda

@@ -3,6 +3,9 @@
 //   NEXTTOK_CUDA_PDL=1                   merges as programmatic dependents: the
 //                                        same tokens, values and indices, eager
 //                                        and replayed from a captured graph;
+//   NEXTTOK_CUDA_SAMPLE_MERGE=kernel     the merge kernel where a small batch's
+//                                        rows would merge in their clusters: the
+//                                        same tokens;
 //   NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma   the binary head's passes on warp MMAs
 //                                        where sm_90 takes warpgroup MMAs, and
 //                     =pass-async-copies the warpgroup-MMA kernel fed by
@@ -156,6 +159,39 @@ TEST(OptInPaths, DependentLaunchKeepsSampledTokens) {
       for (int64_t t : plain) EXPECT_TRUE(t >= 0 && t < vocab) << t;
       EXPECT_EQ(pdl, plain);
       EXPECT_EQ(pdl_graph, plain);
+    }
+}
+
+TEST(OptInPaths, MergeKernelKeepsSampledTokens) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  // Batches below two rows per SM split their rows; on sm_90 the chunks of a
+  // row of a batch of at most 8 form a cluster that merges them where no large
+  // keep-set pass follows (top-p alone on these flat rows has one: it stays on
+  // the merge kernel), NEXTTOK_CUDA_SAMPLE_MERGE=kernel pins the merge kernel
+  // (and twice the chunks). Tokens depend on neither.
+  const struct { float t; int k; float p, m; } configs[] = {
+      {0.0f, 0, 1.0f, 0.0f}, {0.7f, 0, 1.0f, 0.0f}, {0.7f, 50, 0.9f, 0.05f}, {1.0f, 0, 0.9f, 0.0f}};
+  uint64_t seed = 901;
+  for (int rows : {1, 3, 16, 64})
+    for (const auto& c : configs) {
+      SCOPED_TRACE("B=" + std::to_string(rows) + " T=" + std::to_string(c.t) +
+                   " k=" + std::to_string(c.k) + " p=" + std::to_string(c.p));
+      const int vocab = 128256 - 5 * rows;  // a ragged last chunk
+      const std::vector<float> x = normal_logits(rows, vocab, ++seed);
+      std::vector<int64_t> by_cluster, by_cluster_graph, by_kernel;
+      {
+        ScopedEnv off("NEXTTOK_CUDA_SAMPLE_MERGE", nullptr);
+        by_cluster = sample_on_gpu(x, rows, vocab, c.t, c.k, c.p, c.m, seed);
+        by_cluster_graph = sample_on_gpu(x, rows, vocab, c.t, c.k, c.p, c.m, seed, true);
+      }
+      {
+        ScopedEnv on("NEXTTOK_CUDA_SAMPLE_MERGE", "kernel");
+        by_kernel = sample_on_gpu(x, rows, vocab, c.t, c.k, c.p, c.m, seed);
+      }
+      ASSERT_EQ(by_kernel.size(), size_t(rows));
+      for (int64_t t : by_kernel) EXPECT_TRUE(t >= 0 && t < vocab) << t;
+      EXPECT_EQ(by_cluster, by_kernel);
+      EXPECT_EQ(by_cluster_graph, by_kernel);
     }
 }
 
