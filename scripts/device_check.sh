@@ -11,6 +11,7 @@
 #   LM_HEAD=0 scripts/device_check.sh  # sampling and masks only (about 4 minutes)
 #   PDL=0 scripts/device_check.sh      # without the NEXTTOK_CUDA_PDL=1 stages (about 2 minutes)
 #   NCU_SASS='merge_topk|binary_rows' scripts/device_check.sh  # plus a per-instruction profile
+#   NCU_SASS_SAMPLING='sample_scan' ...  # the same for sampling kernels
 #   SANITIZE=0 scripts/device_check.sh # without compute-sanitizer
 #   MERGE_COMPARE=0 ...                # without timing small batches against the merge kernel
 #   SAMPLING=0 scripts/device_check.sh # LM heads only (no W3/W4 bench, sampling profiles or sanitizer runs)
@@ -188,6 +189,17 @@ if [ -n "${NCU_SASS:-}" ] && [ -f "$lib" ]; then
     python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m "${NCU_M:-1}" --runs 2 --slow-runs 2
   # The CSV is ~7 MB a kernel: its summary in a file of its own, for the results.
   python3 scripts/ncu_sass_summary.py "$OUT/ncu.log" >"$OUT/ncu_sass_summary.txt" 2>&1
+fi
+
+# The same per-instruction profile for sampling kernels (NCU_SASS_SAMPLING=<regex>):
+# the first B=256 greedy, plain and k50+p0.9+min-p calls and a B=1 filtered call
+# (bench/profile_sampling.py --more), summarized into ncu_sass_summary.txt.
+if [ -n "${NCU_SASS_SAMPLING:-}" ] && [ -f "$lib" ]; then
+  stage ncu-sass-sampling 90 "$OUT/ncu.log" "$ncu_bin" --clock-control none -k "regex:$NCU_SASS_SAMPLING" \
+    --launch-count 6 --section SourceCounters --section WarpStateStats -f -o "$build/sass_sampling" \
+    python3 bench/profile_sampling.py --lib "$lib" --more
+  "$ncu_bin" -i "$build/sass_sampling.ncu-rep" --page source --csv --print-source sass >"$build/sass_sampling.csv" 2>&1
+  python3 scripts/ncu_sass_summary.py "$build/sass_sampling.csv" >>"$OUT/ncu_sass_summary.txt" 2>&1
 fi
 
 # ---- summary ------------------------------------------------------------------

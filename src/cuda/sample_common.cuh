@@ -265,18 +265,40 @@ __device__ __forceinline__ float logit_floor(float s, const RowCfg& c) {
 }
 
 // The word floors of core/word_floor.h as thresholds on whole Philox words
-// ((w >> 9) >= f exactly when w >= f << 9), one table per CTA.
+// ((w >> 9) >= f exactly when w >= f << 9), one table per CTA: slot 0 rules
+// nothing out, slot 1 + k holds entry k.
+constexpr int kWordFloorSlots = NT_WORD_FLOOR_STEPS + 1;
 template <int NT>
 __device__ void build_word_floors(u32* floors) {
-  for (int k = int(threadIdx.x); k < NT_WORD_FLOOR_STEPS; k += NT)
-    floors[k] = u32(nt_word_floor_entry(k)) << 9;
+  for (int k = int(threadIdx.x); k < kWordFloorSlots; k += NT)
+    floors[k] = k == 0 ? 0u : u32(nt_word_floor_entry(k - 1)) << 9;
 }
 
 // The least Philox word with which a token scoring at most s_top may still
 // reach `best` (0: any word may).
 __device__ __forceinline__ u32 word_floor(const u32* floors, float best, float s_top) {
-  const int k = nt_word_floor_index(best, s_top);
-  return k < 0 ? 0u : floors[k];
+  return floors[nt_word_floor_index(best, s_top) + 1];
+}
+
+// The same lookup in two steps for a scan that checks many groups against
+// one bound: word_floor_base(best) once, then word_floor_at(floors, base,
+// s_top) per group (an FFMA, a clamp, a round-down add and a load). Its slot
+// is never above word_floor's, so it rules out no token word_floor keeps:
+// the margin below, 1e-3 + 1e-6 (3 |best| + 40), exceeds nt_word_floor_index's
+// 1e-3 + 1e-6 (|best| + |s_top|) for every s_top it can be asked about
+// (|s_top| <= |best| + 16.75: a group further below the bound needs no
+// Philox block; one more than 4 above it gets slot 0 either way) by more than
+// the rounding of these few float steps. best = -inf, s_top = +-inf or NaN
+// give slot 0.
+__device__ __forceinline__ float word_floor_base(float best) {
+  const float margin = 1e-3f + 1e-6f * (3.0f * fabsf(best) + 40.0f);
+  return 8.0f * ((best - margin) - NT_WORD_FLOOR_LOW) + 1.0f;
+}
+__device__ __forceinline__ u32 word_floor_at(const u32* floors, float base, float s_top) {
+  // Slot 1 + floor(8 (g - low)) for g = best - margin - s_top, clamped to the table.
+  const float k = fminf(fmaxf(fmaf(-8.0f, s_top, base), 0.0f), float(kWordFloorSlots - 1));
+  const u32 slot = __float_as_uint(__fadd_rd(k, 8388608.0f)) - 0x4B000000u;
+  return floors[slot];
 }
 
 __device__ __forceinline__ void write_token(const SampleArgs& a, u32 row, long long token) {

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
   if (!st.fallback) return;
 
   __shared__ MassScratch first, deeper;
-  __shared__ u32 floors[NT_WORD_FLOOR_STEPS];
+  __shared__ u32 floors[kWordFloorSlots];
   __shared__ u32 shared_u32[2];
   __shared__ u64 shared_u64[2];
   __shared__ union {

@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_collect_kernel(Sam
   if (!large_keep_takes(c, st)) return;
   __shared__ u32 cnt[kLargeBins];
   __shared__ u64 mass[kLargeBins];
-  __shared__ u32 floors[NT_WORD_FLOOR_STEPS];
+  __shared__ u32 floors[kWordFloorSlots];
   __shared__ LargeCut cut;
   __shared__ typename ReduceU64::TempStorage reduce;
   for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {

@@ -126,12 +126,13 @@ __device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, cons
     any_needed |= needed[q];
   }
   if (!__any_sync(kFullMask, any_needed)) return;
+  const float floor_base = word_floor_base(g.bound);
 #pragma unroll
   for (int q = 0; q < kGroups; ++q) {
     const int u = (4 * q) / G, j0 = (4 * q) % G;
     const u32 t0 = tile + (u32(u) * kScanThreads + tid) * G + u32(j0);
     const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
-    const u32 floor = word_floor(floors, g.bound, s_top[q]);
+    const u32 floor = word_floor_at(floors, floor_base, s_top[q]);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       word[4 * q + j] = b.v[j];
@@ -167,7 +168,7 @@ __device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int ch
                            int64_t end) {
   using ReduceU64 = cub::BlockReduce<u64, kScanThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
-  __shared__ u32 floors[NT_WORD_FLOOR_STEPS];
+  __shared__ u32 floors[kWordFloorSlots];
   __shared__ u32 shared_key;  // the highest bound (as a key) any warp has published
   __shared__ union {
     typename ReduceU64::TempStorage r64;
@@ -525,9 +526,14 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   float thr_x = -INFINITY;  // logits below it score below the bound
   u32 n_inf = 0;
   u64 best_inf = 0;
+  // The logit bound follows w.thr; it is recomputed only when w.thr rises
+  // (warp-uniform: every lane reads the same shared value), not every tile.
+  auto follow = [&]() { thr_x = logit_floor(nt_key_to_float(composite_key(w.thr)), c); };
   auto raise = [&](u64 t) {
-    if (t > w.thr) w.thr = t;
-    thr_x = logit_floor(nt_key_to_float(composite_key(w.thr)), c);
+    if (t > w.thr) {
+      w.thr = t;
+      follow();
+    }
   };
   if (tid == 0) shared_thr = kNegInfCeiling;
   if (tid < u32(kWarps)) {
@@ -583,7 +589,7 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     // Past kListTrigger the next tile (up to 256 entries) could overflow.
     if (w.count > w.refresh) {
       w = rank_warp_list(list, w, keep, rank, hist, warp_floor, &shared_thr);
-      raise(w.thr);
+      follow();  // rank_warp_list may have raised w.thr
       if (lane == 0) warp_count[warp] = w.count;
       __syncwarp();
     }
