@@ -109,10 +109,10 @@ else
   rows+=("| bench | NOT RUN ($lib missing) | - |")
 fi
 
-# Small batches with their rows' chunks merged in clusters (the sm_90 default)
+# B = 1 with its row's chunks merged in a cluster (the sm_90 default for B <= 8)
 # against the merge kernel (NEXTTOK_CUDA_SAMPLE_MERGE=kernel), same tokens checked.
 [ -f "$lib" ] && [ "${SAMPLING:-1}" = 1 ] && [ "${MERGE_COMPARE:-1}" = 1 ] && stage bench-merge 70 "$OUT/bench.log" \
-  python3 bench/cuda_sampling_bench.py --lib "$lib" --only w3 --match 'B=(1|64) ' \
+  python3 bench/cuda_sampling_bench.py --lib "$lib" --only w3 --match "B=1 " \
   --compare-env NEXTTOK_CUDA_SAMPLE_MERGE=kernel --budget 50
 
 # Per-kernel device time of a few W3 calls in a warm loop (CUPTI): how a
@@ -159,6 +159,7 @@ if [ "${SANITIZE:-1}" = 1 ] && [ -x "$op_tests" ]; then
   race_lm_head='Devices/LmHeadBinary.PassesOfManyRowsExact/cuda:Devices/LmHeadBinary.WinnersPlantedInOneChunk/cuda:Devices/LmHeadDense.WinnersPlantedInOneChunk/cuda:Devices/LmHeadBinary.RepeatedCallsAreBitwiseEqual/cuda'
   race_filter="$race_lm_head"
   [ "${SAMPLING:-1}" = 1 ] && race_filter="$race_sampling:$race_lm_head"
+  [ "${SAMPLING:-1}" = 1 ] && [ "${LM_HEAD:-1}" = 0 ] && race_filter="$race_sampling"
   if [ "${RACECHECK:-1}" = 1 ]; then
     stage racecheck 110 "$OUT/memcheck.log" "$sanitizer" --tool racecheck --error-exitcode 1 \
       "$op_tests" --gtest_filter="$race_filter"

@@ -10,8 +10,9 @@
 //            (per-warp lists, no per-tile barrier), the others the general
 //            filtered scan.
 //  merge     grid B: combines the chunks (a row of one chunk is merged by its
-//            scan CTA, and on sm_90 a row's chunks, launched as one thread-block
-//            cluster, by the cluster's first CTA: no merge launch either way). Filtered rows select the row's top M
+//            scan CTA; on sm_90 the chunks of a small batch's row, launched as
+//            one thread-block cluster, by the cluster's first CTA: no merge
+//            launch either way). Filtered rows select the row's top M
 //            candidates, sort them (M <= 1024; one warp in registers when
 //            M <= 64), cut the keep-set and draw; a row whose keep-set may reach
 //            past its candidates is flagged.
