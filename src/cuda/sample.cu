@@ -150,6 +150,25 @@ struct DeviceLimits {
   int max_cluster = 0;  // chunks a row may take as one cluster (0: no clusters)
 };
 
+// A scan launch whose grid's chunks (blockIdx.y) of a row form one cluster;
+// `attribute` holds the cluster shape the config points to.
+cudaLaunchConfig_t scan_cluster_config(dim3 grid, size_t smem, cudaStream_t stream,
+                                       cudaLaunchAttribute* attribute) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(kScanThreads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  *attribute = cudaLaunchAttribute{};
+  attribute->id = cudaLaunchAttributeClusterDimension;
+  attribute->val.clusterDim.x = 1;
+  attribute->val.clusterDim.y = grid.y;
+  attribute->val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
 // The largest cluster of scan CTAs (kMaxClusterChunks, else 8) the device can
 // hold one of; 0 before sm_90. Asked of the filtered f32 scan, which has the
 // most shared memory and registers of the scan kernels, so it holds for all.
@@ -160,17 +179,9 @@ int max_cluster_chunks(int device, int cc_major) {
              kOp);
   check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), kOp);
   for (int size : {kMaxClusterChunks, 8}) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(1, unsigned(size), 1);
-    config.blockDim = dim3(kScanThreads);
-    config.dynamicSmemBytes = kScanSmemBytes;
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = 1;
-    attribute.val.clusterDim.y = unsigned(size);
-    attribute.val.clusterDim.z = 1;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
+    cudaLaunchAttribute attribute;
+    const cudaLaunchConfig_t config =
+        scan_cluster_config(dim3(1, unsigned(size), 1), kScanSmemBytes, nullptr, &attribute);
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0)
       return size;
@@ -235,18 +246,9 @@ void launch_scan(const Launch& l) {
     check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), kOp);
     if (l.device >= 0 && l.device < 64) cluster_allowed[l.device].store(1, std::memory_order_release);
   }
-  cudaLaunchConfig_t config{};
-  config.gridDim = l.scan_grid;
-  config.blockDim = dim3(kScanThreads);
-  config.dynamicSmemBytes = size_t(l.scan_smem);
-  config.stream = l.stream;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = 1;
-  attribute.val.clusterDim.y = l.scan_grid.y;  // one cluster: the chunks of one row
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      scan_cluster_config(l.scan_grid, size_t(l.scan_smem), l.stream, &attribute);
   check_cuda(cudaLaunchKernelEx(&config, kernel, l.args), kOp);
 }
 

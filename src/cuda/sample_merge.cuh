@@ -430,19 +430,30 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   }
 }
 
+// One row's merge once its chunks' records and candidates are out, on
+// kMergeThreads threads: the merge kernel's CTA, or a scan CTA (its own row of
+// one chunk, or the first CTA of a row's cluster). FILTERED = false where no
+// row can be filtered (the greedy and plain scans), so the filtered merge is
+// not compiled there.
+template <bool FILTERED = true>
+__device__ __forceinline__ void merge_row(const SampleArgs& a, const RowCfg& c, u32 row) {
+  if constexpr (FILTERED) {
+    if (c.cls == kFilteredRow) {
+      merge_filtered(a, c, row);
+      if (a.large.rows) {
+        __syncthreads();
+        if (a.row_states[row].fallback) large_keep_reset(a, row);
+      }
+      return;
+    }
+  }
+  if (a.splits > 1) merge_argmax(a, c, row);
+}
+
 __global__ void __launch_bounds__(kMergeThreads) sample_merge_kernel(SampleArgs a) {
   dependent_wait();  // the scan's chunk records and candidates
   const u32 row = blockIdx.x;
-  const RowCfg c = load_row_cfg(a, row);
-  if (c.cls != kFilteredRow) {
-    if (a.splits > 1) merge_argmax(a, c, row);
-    return;
-  }
-  merge_filtered(a, c, row);
-  if (a.large.rows) {
-    __syncthreads();
-    if (a.row_states[row].fallback) large_keep_reset(a, row);
-  }
+  merge_row(a, load_row_cfg(a, row), row);
 }
 
 }  // namespace nt::cuda

@@ -672,11 +672,7 @@ __device__ void scan_filtered_chunk(const SampleArgs& a, const RowCfg& c, u32 ro
 __device__ __forceinline__ void merge_row_in_scan(const SampleArgs& a, const RowCfg& c, u32 row) {
   static_assert(kMergeThreads == kScanThreads, "the merge runs on the scan's threads");
   __syncthreads();  // the chunk's record and candidates, written above, are visible
-  merge_filtered(a, c, row);
-  if (a.large.rows) {
-    __syncthreads();
-    if (a.row_states[row].fallback) large_keep_reset(a, row);
-  }
+  merge_row(a, c, row);
 }
 
 // A row's chunks launched as one cluster (sm_90): once every chunk's record
@@ -687,21 +683,9 @@ template <int MODE>
 __device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const RowCfg& c, u32 row,
                                                      int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(kMergeThreads == kScanThreads, "the merge runs on the scan's threads");
   cooperative_groups::this_cluster().sync();
-  if (chunk != 0) return;
-  if constexpr (MODE == kGreedyRow || MODE == kPlainRow) {
-    merge_argmax(a, c, row);
-  } else {
-    if (MODE == kAnyRow && c.cls != kFilteredRow) {
-      merge_argmax(a, c, row);
-      return;
-    }
-    merge_filtered(a, c, row);
-    if (a.large.rows) {
-      __syncthreads();
-      if (a.row_states[row].fallback) large_keep_reset(a, row);
-    }
-  }
+  if (chunk == 0) merge_row<MODE == kFilteredRow || MODE == kAnyRow>(a, c, row);
 #endif
 }
 

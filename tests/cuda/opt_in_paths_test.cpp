@@ -172,7 +172,8 @@ TEST(OptInPaths, MergeKernelKeepsSampledTokens) {
   const struct { float t; int k; float p, m; } configs[] = {
       {0.0f, 0, 1.0f, 0.0f}, {0.7f, 0, 1.0f, 0.0f}, {0.7f, 50, 0.9f, 0.05f}, {1.0f, 0, 0.9f, 0.0f}};
   uint64_t seed = 901;
-  for (int rows : {1, 3, 16, 64})
+  // 8: the largest batch that clusters, 9: the smallest that does not.
+  for (int rows : {1, 3, 8, 9})
     for (const auto& c : configs) {
       SCOPED_TRACE("B=" + std::to_string(rows) + " T=" + std::to_string(c.t) +
                    " k=" + std::to_string(c.k) + " p=" + std::to_string(c.p));
