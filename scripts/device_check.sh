@@ -17,6 +17,10 @@
 #   SAMPLING=0 scripts/device_check.sh # LM heads only (no W3/W4 bench, sampling profiles or sanitizer runs)
 #   NCU_M=16 ...                       # the profiler stages at M = 16 instead of 1
 #   RACECHECK=0 ...                    # memcheck only
+#   BENCH_MATCH='B=1 ' ...             # only the W3/W4 rows matching the regex
+#   LM_HEAD_M=1,64 ...                 # W1/W2 at these M only, with the small checks
+#   LATENCY=1 ...                      # plus bench/micro/latency_paths.cu (phase marks)
+#   EXTRA=0 ...                        # without kernel-times and ctest-pass-bulk-copies
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -74,6 +78,14 @@ stage() {
 # ---- build -------------------------------------------------------------------
 build_log="$OUT/build.log"
 : >"$build_log"
+mkdir -p "$build"
+if [ "${LATENCY:-0}" = 1 ]; then
+  # bench/micro/latency_paths.cu (one translation unit with the phase marks of
+  # cuda/timeline.cuh compiled in), built beside the library.
+  nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc --expt-relaxed-constexpr -o "$build/latency_paths" \
+    bench/micro/latency_paths.cu src/core/check.cpp src/core/error.cpp >"$OUT/latency_build.log" 2>&1 &
+  latency_build=$!
+fi
 configure=(cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON
   -DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_FLAGS=-lineinfo -DNEXTTOK_OPENCL=OFF
   -DNEXTTOK_TOOLS=OFF)
@@ -98,15 +110,32 @@ fi
 # ---- benchmark ----------------------------------------------------------------
 lib="$build/libnexttok.so"
 if [ -f "$lib" ]; then
+  match=()
+  [ -n "${BENCH_MATCH:-}" ] && match=(--match "$BENCH_MATCH")
   [ "${SAMPLING:-1}" = 1 ] && stage bench 160 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --check \
-    --budget 100 --json "$OUT/bench.json"
+    --budget 100 --json "$OUT/bench.json" "${match[@]}"
   grep -E "FAIL|ERROR|checks:" "$OUT/bench.log" | head -30
   # W1/W2: the fused LM heads beside cuBLAS + torch.topk, with torch.equal checks.
-  [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head 170 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py \
-    --lib "$lib" --check --check-wide --check-expanded --check-direct --check-pieces --check-sync-mma --check-pass-bulk-copies --check-pass-async-copies --bench
+  if [ -n "${LM_HEAD_M:-}" ]; then
+    [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head 120 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py \
+      --lib "$lib" --check --small --bench --m "$LM_HEAD_M"
+  else
+    [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head 170 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py \
+      --lib "$lib" --check --check-wide --check-expanded --check-direct --check-pieces --check-sync-mma --check-pass-bulk-copies --check-pass-async-copies --bench
+  fi
   grep -E "FAIL|ERROR|check" "$OUT/bench_lm_head.log" | head -30
 else
   rows+=("| bench | NOT RUN ($lib missing) | - |")
+fi
+
+# Small calls' phases, warm and cold (LATENCY=1): a B=1 sampling call with its
+# cluster merge and with the merge kernel, the LM heads' two merges alone.
+if [ "${LATENCY:-0}" = 1 ]; then
+  if wait "$latency_build"; then
+    stage latency-paths 90 "$OUT/latency_paths.log" "$build/latency_paths"
+  else
+    rows+=("| latency-paths | NOT BUILT (latency_build.log) | - |")
+  fi
 fi
 
 # B = 1 with its row's chunks merged in a cluster (the sm_90 default for B <= 8)
@@ -117,13 +146,13 @@ fi
 
 # Per-kernel device time of a few W3 calls in a warm loop (CUPTI): how a
 # call's time splits over its scan and merge kernels.
-[ -f "$lib" ] && [ "${SAMPLING:-1}" = 1 ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
+[ -f "$lib" ] && [ "${SAMPLING:-1}" = 1 ] && [ "${EXTRA:-1}" = 1 ] && stage kernel-times 60 "$OUT/bench.log" python3 bench/profile_kernels.py --lib "$lib"
 
 # ---- the binary head's warpgroup-MMA kernel fed by bulk tensor copies, the
 # default for calls of more than 2 rows where it fits: the LM-head cases with
 # it pinned for every call (NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies), so the
 # decode rows take it too.
-[ "${LM_HEAD:-1}" = 1 ] && [ -x "$op_tests" ] && stage ctest-pass-bulk-copies 60 "$OUT/ctest.log" \
+[ "${LM_HEAD:-1}" = 1 ] && [ "${EXTRA:-1}" = 1 ] && [ -x "$op_tests" ] && stage ctest-pass-bulk-copies 60 "$OUT/ctest.log" \
   env NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies ctest --test-dir "$build" -R 'LmHead.*/cuda$' -j 8 --timeout 60 \
   --output-on-failure
 
@@ -142,6 +171,16 @@ fi
 
 # ---- sanitizers (last: they take whatever time is left) -------------------
 if [ "${SANITIZE:-1}" = 1 ] && [ -x "$op_tests" ]; then
+  # The cluster merge of small sampling batches and the LM heads' two merges,
+  # compared in one process (tests/cuda/opt_in_paths_test.cpp), under both tools.
+  cuda_tests="$build/tests/nexttok_cuda_tests"
+  opt_in='OptInPaths.MergeKernelKeepsSampledTokens:OptInPaths.SortMergeKeepsLmHeadTopK'
+  if [ -x "$cuda_tests" ] && [ "${OPT_IN_SANITIZE:-1}" = 1 ]; then
+    stage memcheck-opt-in 60 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
+      "$cuda_tests" --gtest_filter="$opt_in"
+    [ "${RACECHECK:-1}" = 1 ] && stage racecheck-opt-in 90 "$OUT/memcheck.log" "$sanitizer" --tool racecheck \
+      --error-exitcode 1 "$cuda_tests" --gtest_filter="$opt_in"
+  fi
   # Under the sanitizers: every sampling and mask case except the 40,000-draw
   # distribution tests, smallest first for racecheck (it is the slowest).
   [ "${SAMPLING:-1}" = 1 ] && stage memcheck 70 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \

@@ -5,8 +5,13 @@
 # miss their targets. Logs go to $OUT (default ./out); no tests run here
 # (scripts/device_check.sh does that). Toggles: PROFILE_DRAM, PROFILE_LM_HEAD,
 # PROFILE_SAMPLING, PROFILE_ROW_READS (bench/micro/row_reads.cu) (on by default),
-# PROFILE_BENCH=<regex> (the W3/W4 rows that match, timed), PROFILE_SOURCE and PROFILE_SOURCE_LM_HEAD
-# (per-SASS stall samples of the sampling kernels / the binary decode kernel).
+# PROFILE_LATENCY=1 (bench/micro/latency_paths.cu: a B=1 sampling call and the LM-head
+# merge, warm and cold, with per-phase marks), PROFILE_LM_HEAD_BENCH=<M list> (W1/W2 timed),
+# PROFILE_BENCH=<regex> (the W3/W4 rows that match, timed), PROFILE_SOURCE=1 (per-SASS stall
+# samples of the sampling kernels of bench/profile_sampling.py --more; PROFILE_SOURCE_SKIP and
+# PROFILE_SOURCE_COUNT pick launches: 3 and 1 is the B=1 k50+p0.9+min-p call) and
+# PROFILE_SOURCE_LM_HEAD=<kernel regex> (the same for LM-head kernels of a W1 call at
+# PROFILE_M rows, default 1; the value 1 means the M=1 scoring kernel, binary_rows).
 set -u
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/out}"
@@ -14,12 +19,25 @@ mkdir -p "$OUT"
 build="${BUILD_DIR:-build-profile}"
 export PATH="/usr/local/cuda/bin:$PATH"
 t0=$(date +%s)
+mkdir -p "$build"
+if [ "${PROFILE_LATENCY:-0}" = 1 ]; then
+  # bench/micro/latency_paths.cu: one translation unit with the sampling and
+  # merge kernels' phase marks compiled in; built beside the library.
+  nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc --expt-relaxed-constexpr -o "$build/latency_paths" \
+    bench/micro/latency_paths.cu src/core/check.cpp src/core/error.cpp >"$OUT/latency_build.log" 2>&1 &
+  latency_build=$!
+fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_CUDA_FLAGS=-lineinfo -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF -DNEXTTOK_TESTS=OFF \
   >"$OUT/build.log" 2>&1 &&
   cmake --build "$build" -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "build $(($(date +%s) - t0))s"
 lib="$build/libnexttok.so"
+
+if [ "${PROFILE_LATENCY:-0}" = 1 ]; then
+  wait "$latency_build" && timeout 120 "$build/latency_paths" 2>&1 | tee "$OUT/latency_paths.log"
+  echo "latency paths rc=$? $(($(date +%s) - t0))s"
+fi
 
 if [ "${PROFILE_DRAM:-1}" = 1 ]; then
   nvcc -O3 -arch=sm_90 -o "$build/dram_patterns" bench/micro/dram_patterns.cu &&
@@ -36,6 +54,14 @@ if [ -n "${PROFILE_BENCH:-}" ]; then
     >"$OUT/bench.log" 2>&1
   echo "bench rc=$? $(($(date +%s) - t0))s"
   sed -n '/^| row | ours us/,$p' "$OUT/bench.log"
+fi
+
+if [ -n "${PROFILE_LM_HEAD_BENCH:-}" ]; then
+  # W1/W2 at the listed row counts (e.g. 1,64), timed beside cuBLAS + torch.topk.
+  timeout 200 python3 bench/cuda_lm_head_bench.py --lib "$lib" --check --small --bench --m "$PROFILE_LM_HEAD_BENCH" \
+    >"$OUT/bench_lm_head.log" 2>&1
+  echo "lm head bench rc=$? $(($(date +%s) - t0))s"
+  grep -E "^W[12] M=|kernels:|FAIL|check:" "$OUT/bench_lm_head.log"
 fi
 
 sections=(--section SpeedOfLight --section WarpStateStats --section SchedulerStats
@@ -60,6 +86,7 @@ if [ "${PROFILE_SOURCE:-0}" = 1 ]; then
   # Stall samples per SASS instruction of the sampling kernels (where in a
   # kernel the warps wait, not only why), as CSV for a local look.
   timeout 240 ncu --clock-control none -k regex:'sample_' --section SourceCounters \
+    --launch-skip "${PROFILE_SOURCE_SKIP:-0}" --launch-count "${PROFILE_SOURCE_COUNT:-100}" \
     --section WarpStateStats -f -o "$build/source" \
     python3 bench/profile_sampling.py --lib "$lib" --more >"$OUT/ncu_source_run.log" 2>&1
   echo "ncu source rc=$? $(($(date +%s) - t0))s"
@@ -68,18 +95,20 @@ if [ "${PROFILE_SOURCE:-0}" = 1 ]; then
   echo "ncu source page $(wc -c <"$OUT/ncu_source_sass.csv.gz") bytes (gzip)"
   python3 scripts/ncu_sass_summary.py "$build/source_sass.csv" >"$OUT/ncu_source_summary.txt" 2>&1
 fi
-if [ "${PROFILE_SOURCE_LM_HEAD:-0}" = 1 ]; then
-  # The same per-instruction stall samples for the binary head's decode kernel
-  # at M = 1 (W1), the LM head's widest gap to its target.
-  timeout 200 ncu --clock-control none -k regex:'binary_stream' --launch-count 1 \
+lm_head_source="${PROFILE_SOURCE_LM_HEAD:-}"
+[ "$lm_head_source" = 1 ] && lm_head_source=binary_rows
+[ "$lm_head_source" = 0 ] && lm_head_source=
+if [ -n "$lm_head_source" ]; then
+  # Per-instruction stall samples of the matching LM-head kernels, the first
+  # launch of each (the warm-up call), summarized like the sampling ones.
+  timeout 200 ncu --clock-control none -k regex:"$lm_head_source" --launch-count 2 \
     --section SourceCounters --section WarpStateStats --section SpeedOfLight -f -o "$build/source_lm_head" \
-    python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m 1 --runs 2 --slow-runs 2 \
+    python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m "${PROFILE_M:-1}" --runs 2 --slow-runs 2 \
     >"$OUT/ncu_lm_head_source_run.log" 2>&1
   echo "ncu lm head source rc=$? $(($(date +%s) - t0))s"
   ncu -i "$build/source_lm_head.ncu-rep" --page details >>"$OUT/ncu_lm_head_source_run.log" 2>&1
-  ncu -i "$build/source_lm_head.ncu-rep" --page source --csv --print-source sass 2>&1 |
-    gzip >"$OUT/ncu_lm_head_source_sass.csv.gz"
-  echo "ncu lm head source page $(wc -c <"$OUT/ncu_lm_head_source_sass.csv.gz") bytes (gzip)"
+  ncu -i "$build/source_lm_head.ncu-rep" --page source --csv --print-source sass >"$build/source_lm_head.csv" 2>&1
+  python3 scripts/ncu_sass_summary.py "$build/source_lm_head.csv" >>"$OUT/ncu_source_summary.txt" 2>&1
 fi
 # The short view: per kernel, time, DRAM and SM throughput, the top stall reasons.
 python3 - "$OUT"/ncu_*.log <<'PY'

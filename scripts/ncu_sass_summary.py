@@ -55,6 +55,11 @@ def summarize(block):
         executed_by_count[e] += e
         instructions_at[e] += 1
     print(f"samples {samples}, warp instructions executed {executed}")
+    # Code that runs once or a few times per warp is fetched cold (a latency
+    # chain at small batch): its size, in 16-byte instructions.
+    ran = sum(1 for r in rows if count(r, ix, "Instructions Executed") > 0)
+    print(f"code: {len(rows)} instructions ({len(rows) * 16 / 1024:.1f} KB), "
+          f"{ran} executed ({ran * 16 / 1024:.1f} KB)")
     for h, v in stall_total.most_common(10):
         print(f"  {h:24s} {100 * v / max(1, samples):5.1f}%")
     print("execution-count classes (count x instructions = share of those executed):")

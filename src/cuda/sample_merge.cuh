@@ -6,6 +6,7 @@
 
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_large_keep.cuh"
+#include "cuda/timeline.cuh"
 
 namespace nt::cuda {
 
@@ -105,6 +106,7 @@ __device__ void merge_tail_warp(const SampleArgs& a, const RowCfg& c, u32 row, c
 #pragma unroll
   for (int j = 0; j < 2; ++j) v[j] = 2 * lane + j < m ? top[2 * lane + j] : 0ull;
   warp_sort_desc<2>(v);
+  NT_TIMELINE_MARK(10);
   const float s_max = nt_key_to_float(composite_key(__shfl_sync(kFullMask, v[0], 0)));
   float pv[2];
   double pm[2];
@@ -146,6 +148,7 @@ __device__ void merge_tail_warp(const SampleArgs& a, const RowCfg& c, u32 row, c
         for (int j = 0; j < 2; ++j) below += (2 * lane + j < lim && pm[j] < target) ? 1u : 0u;
         return warp_sum(below);
       });
+  NT_TIMELINE_MARK(11);
   if (length == 0) {
     if (lane == 0) {
       state.fallback = 1;
@@ -154,11 +157,14 @@ __device__ void merge_tail_warp(const SampleArgs& a, const RowCfg& c, u32 row, c
     }
     return;
   }
+  // One Philox block and log at a time (not unrolled): this tail runs once per
+  // row on cold code, where a second inlined copy is more to fetch.
   u64 best = 0;
-#pragma unroll
+#pragma unroll 1
   for (int j = 0; j < 2; ++j) {
+    const u64 vj = j ? v[1] : v[0];
     if (2 * lane + j < length) {
-      const u64 cv = candidate_draw(c, v[j], false);
+      const u64 cv = candidate_draw(c, vj, false);
       best = cv > best ? cv : best;
     }
   }
@@ -167,6 +173,7 @@ __device__ void merge_tail_warp(const SampleArgs& a, const RowCfg& c, u32 row, c
     write_token(a, row, (long long)composite_index(best));
     a.row_states[row] = state;
   }
+  NT_TIMELINE_MARK(12);
 }
 
 __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
@@ -235,6 +242,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     }
   }
   __syncthreads();
+  NT_TIMELINE_MARK(7);
   const u32 n_total = info.n_total, n_inf = info.n_inf;
   RowState state = {0u, n_inf, 0.0f, 0u};
   if (n_inf > 0 && !c.has_u) {  // +inf tokens: uniform Gumbel draw among them
@@ -275,6 +283,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     if (take) cand[pos] = v;
   }
   __syncthreads();
+  NT_TIMELINE_MARK(8);
   const u32 valid = info.counter;
   u32 m_count;
   if (n_inf > 0) {
@@ -307,6 +316,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     for (int i = tid; i < int(valid); i += kMergeThreads) top[i] = cand[i];
   }
   const bool known_all = !any_truncated && m_count == n_total;
+  NT_TIMELINE_MARK(9);
   if (m_count <= kWarpTailMax && !c.has_u && n_inf == 0) {
     __syncthreads();
     if (tid < 32) merge_tail_warp(a, c, row, top, m_count, known_all, info.z_full, state);

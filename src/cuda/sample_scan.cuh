@@ -6,6 +6,7 @@
 
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_merge.cuh"
+#include "cuda/timeline.cuh"
 #include "cuda/topk_cta.cuh"
 
 namespace nt::cuda {
@@ -544,7 +545,9 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
 
   scan_tile_loop<DT, VEC, 2>(rowp, begin, end, [&](u32 tile, const auto& x, bool) {
     if (tile == begin) {
+      NT_TIMELINE_MARK(1);
       const u64 floor = first_tile_floor(tile, x, c, keep, warp_offer);
+      NT_TIMELINE_MARK(2);
       if (floor > kNegInfCeiling) {
         raise(floor - 1);
         if (tid == 0) atomicMax(&shared_thr, floor - 1);
@@ -595,6 +598,7 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     }
   });
 
+  NT_TIMELINE_MARK(3);
   raise(*static_cast<volatile u64*>(&shared_thr));
   w.count = u32(topk::warp_keep_at_or_above(list, int(w.count), w.thr));
   if (w.count > keep) {
@@ -632,6 +636,7 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     kept_floor = block_select_kth<kScanThreads>(buf, int(n), min(n, keep), sel);
   else
     __syncthreads();
+  NT_TIMELINE_MARK(4);
   u64* out = a.candidates + (size_t(row) * a.splits + chunk) * size_t(a.kchunk);
   if (n > keep) {
     if (tid == 0) out_count = 0;
@@ -650,6 +655,7 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   __syncthreads();
   const u32 ni = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
   if (tid != 0) return;
+  NT_TIMELINE_MARK(5);
   store_filtered_record(a, row, chunk, bi, ni, min(n, keep), truncated, kept_floor,
                         MaxSum{-INFINITY, 0.0f});
 }
@@ -685,6 +691,7 @@ __device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(kMergeThreads == kScanThreads, "the merge runs on the scan's threads");
   cooperative_groups::this_cluster().sync();
+  NT_TIMELINE_MARK(6);
   if (chunk == 0) merge_row<MODE == kFilteredRow || MODE == kAnyRow>(a, c, row);
 #endif
 }
@@ -692,6 +699,7 @@ __device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const 
 template <nt_dtype DT, bool VEC, int MODE>
 __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
+  NT_TIMELINE_MARK(0);
   using S = typename LogitTraits<DT>::Storage;
   extern __shared__ u64 scan_buffer[];
   const u32 row = blockIdx.x;

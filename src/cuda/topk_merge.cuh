@@ -10,10 +10,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/error.h"
+#include "cuda/async_copy.cuh"
 #include "cuda/launch.cuh"
+#include "cuda/timeline.cuh"
 #include "cuda/topk_cta.cuh"
 
 namespace nt::cuda::topk {
@@ -93,6 +97,7 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   float* res_value = reinterpret_cast<float*>(merge_smem + kMergeSortMax * 12 + a.resident * 8);
 
   dependent_wait();  // the scoring pass's candidates
+  NT_TIMELINE_MARK(0);
   const int m = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kWarps = kThreads / 32;
@@ -128,6 +133,7 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   if (c_own == a.grid - 1) s.offset[a.grid] = start + n_own;
   __syncthreads();
   floor_key = s.floor_key;
+  NT_TIMELINE_MARK(1);
   auto admitted = [&](uint64_t rank) { return rank != 0 && uint32_t(rank >> 32) >= floor_key; };
 
   // Every stored candidate, one warp per CTA segment: f(rank, value), rank 0
@@ -212,6 +218,7 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
     }
   }
   __syncthreads();
+  NT_TIMELINE_MARK(2);
   const int total = s.gathered;
   const bool resident = total <= a.resident;
   __syncthreads();  // s.gathered is reused by the final gather
@@ -232,6 +239,7 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   };
 
   const uint64_t threshold = block_rank_threshold(for_each, a.k, s);
+  NT_TIMELINE_MARK(3);
 
   for_each([&](uint64_t rank, float value) {
     if (rank != 0 && rank >= threshold) {
@@ -241,6 +249,7 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
     }
   });
   __syncthreads();
+  NT_TIMELINE_MARK(4);
   int padded = 1;
   while (padded < a.k) padded <<= 1;
   for (int i = a.k + int(threadIdx.x); i < padded; i += blockDim.x) {
@@ -274,10 +283,156 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
     }
   }
   __syncthreads();
+  NT_TIMELINE_MARK(5);
   for (int i = threadIdx.x; i < a.k; i += blockDim.x) {
     a.values[size_t(m) * a.values_stride + i] = sort_value[i];
     a.indices[size_t(m) * a.indices_stride + i] = int64_t(index_of(sort_rank[i]));
   }
+  NT_TIMELINE_MARK(6);
+}
+
+// ---- the merge of a few winners (k <= 64, W1/W2's k = 50) --------------------
+// Every candidate of the row (grid x k slots, each CTA's count at most k)
+// comes into shared memory at once by cp.async: one round trip, no registers
+// held, no search for a candidate's segment. A radix select with two barriers
+// a pass finds the k-th best and each winner's place is counted (k compares)
+// instead of sorted. Few instructions on purpose: at M = 1 the kernel runs once
+// per call on code the scoring pass has pushed out of L2, so every distinct
+// instruction is a cold fetch (merge_topk_kernel, ~1,400 instructions a warp,
+// took 19 us there, run 37).
+constexpr int kFewWinnersMaxK = 64;
+constexpr int kFewWinnersMaxSlots = 32 * kMergeThreads;  // a thread's slots fit one mask word
+
+struct FewWinnersShared {
+  uint32_t hist[2][256];
+  int n[kMergeMaxGrid];
+  uint32_t warp_floor[32];
+  int digit, above, count;
+  int winners;
+  uint64_t win_rank[kFewWinnersMaxK];
+  float win_value[kFewWinnersMaxK];
+};
+
+template <int kThreads = kMergeThreads>
+__global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a) {
+  static_assert(kThreads >= kMergeMaxGrid, "one scoring CTA per thread");
+  extern __shared__ __align__(16) unsigned char merge_smem[];
+  Candidate* slot = reinterpret_cast<Candidate*>(merge_smem);  // [grid][k]
+  __shared__ FewWinnersShared s;
+  dependent_wait();  // the scoring pass's candidates
+  NT_TIMELINE_MARK(0);
+  const int m = blockIdx.x, tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int total = a.grid * a.k;
+  const uint32_t* cta_thresholds = reinterpret_cast<const uint32_t*>(a.counts) + size_t(a.grid) * a.mp_stride;
+  uint32_t floor_key = 0;
+  if (tid < a.grid) {
+    s.n[tid] = a.counts[size_t(tid) * a.mp_stride + m];
+    floor_key = cta_thresholds[size_t(tid) * a.mp_stride + m];
+  }
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) floor_key = max(floor_key, __shfl_xor_sync(0xffffffffu, floor_key, d));
+  if (lane == 0) s.warp_floor[warp] = floor_key;
+  for (int b = tid; b < 512; b += kThreads) (&s.hist[0][0])[b] = 0u;
+  if (tid == 0) s.winners = 0;
+  __syncthreads();
+  floor_key = lane < kThreads / 32 ? s.warp_floor[lane] : 0u;
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) floor_key = max(floor_key, __shfl_xor_sync(0xffffffffu, floor_key, d));
+
+  // Slot i = c * k + j holds candidate j of CTA c; thread tid owns slots
+  // tid + r * kThreads, bit r of `mine` set while the slot is in the running.
+  const size_t seg_stride = size_t(a.mp_stride) * a.cap;
+  const Candidate* cand = a.cand + size_t(m) * a.cap;
+  uint32_t mine = 0;
+#pragma unroll 1
+  for (int i = tid, r = 0; i < total; i += kThreads, ++r) {
+    const int c = i / a.k, j = i - c * a.k;
+    if (j < s.n[c]) {
+      cp_async(slot + i, cand + size_t(c) * seg_stride + j, 8, 8);
+      mine |= 1u << r;
+    }
+  }
+  cp_async_commit();
+  cp_async_wait<0>();  // this thread's own copies are visible to it now
+
+  // Radix select on the 64-bit rank, 8 bits a pass from the top, counts
+  // aggregated per warp (the first passes put most ranks in one bin).
+  auto count_pass = [&](uint32_t* hist, uint64_t prefix, int shift, bool first) {
+    const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
+#pragma unroll 1
+    for (int i = tid, r = 0; i < total; i += kThreads, ++r) {
+      unsigned digit = 256u;
+      if ((mine >> r) & 1u) {
+        const Candidate e = slot[i];
+        const uint64_t rank = rank_of(e.value, e.index);
+        if (first && uint32_t(rank >> 32) < floor_key) mine &= ~(1u << r);  // under the floor
+        else if ((rank & hi_mask) == prefix) digit = unsigned(rank >> shift) & 255u;
+      }
+      const unsigned peers = __match_any_sync(0xffffffffu, digit);
+      if (digit != 256u && lane == __ffs(peers) - 1) atomicAdd(&hist[digit], unsigned(__popc(peers)));
+    }
+  };
+  count_pass(s.hist[0], 0ull, 56, true);
+  __syncthreads();
+  uint64_t prefix = 0;
+  int need = a.k, cur = 0;
+#pragma unroll 1
+  for (int shift = 56;; shift -= 8) {
+    if (warp == 0) {
+      int digit, above, count;
+      warp_find_digit(s.hist[cur], need, digit, above, count);
+      if (lane == 0) {
+        s.digit = digit;
+        s.above = above;
+        s.count = count;
+      }
+    } else {
+      for (int b = tid - 32; b < 256; b += kThreads - 32) s.hist[cur ^ 1][b] = 0u;
+    }
+    __syncthreads();
+    need -= s.above;
+    prefix |= uint64_t(s.digit) << shift;
+    if (s.count == need || shift == 0) break;  // the bucket's entries are all in
+    count_pass(s.hist[cur ^ 1], prefix, shift - 8, false);
+    __syncthreads();  // the counts are complete; s.digit may be rewritten
+    cur ^= 1;
+  }
+
+  // The k winners (exactly k: the ranks are distinct), each placed by the
+  // number of winners ranking above it.
+#pragma unroll 1
+  for (int i = tid, r = 0; i < total; i += kThreads, ++r) {
+    if (!((mine >> r) & 1u)) continue;
+    const Candidate e = slot[i];
+    const uint64_t rank = rank_of(e.value, e.index);
+    if (rank >= prefix) {
+      const int w = atomicAdd(&s.winners, 1);
+      if (w < kFewWinnersMaxK) {
+        s.win_rank[w] = rank;
+        s.win_value[w] = e.value;
+      }
+    }
+  }
+  __syncthreads();
+  NT_TIMELINE_MARK(4);
+  if (tid < a.k) {
+    const uint64_t rank = s.win_rank[tid];
+    int place = 0;
+#pragma unroll 4
+    for (int q = 0; q < a.k; ++q) place += s.win_rank[q] > rank ? 1 : 0;
+    a.values[size_t(m) * a.values_stride + place] = s.win_value[tid];
+    a.indices[size_t(m) * a.indices_stride + place] = int64_t(index_of(rank));
+  }
+  NT_TIMELINE_MARK(6);
+}
+
+inline int few_winners_smem_bytes(int grid, int k) { return grid * k * int(sizeof(Candidate)); }
+
+// NEXTTOK_CUDA_LM_HEAD_MERGE=sort pins merge_topk_kernel where the few-winners
+// merge would run (tests compare the two on one input, so it is read on every call).
+inline bool few_winners_merge_pinned_off() {
+  const char* merge = std::getenv("NEXTTOK_CUDA_LM_HEAD_MERGE");
+  return merge != nullptr && std::strcmp(merge, "sort") == 0;
 }
 
 // Dynamic shared memory of merge_topk_kernel for `resident` candidates.
@@ -312,8 +467,18 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
     fail(NT_ERROR_UNSUPPORTED, "lm_head_topk: the merge takes at most " +
                                    std::to_string(kMergeMaxGrid) + " scoring CTAs, got " +
                                    std::to_string(grid));
-  launch_kernel(merge_topk_kernel<>, dim3(rows), dim3(kMergeThreads), size_t(smem), stream, dependent,
-                "lm_head_topk", merge);
+  // The few-winners kernel fits in the shared memory the caller allowed both
+  // kernels (`smem` dynamic bytes beside merge_topk_kernel's static ones).
+  const bool few = cand.k <= kFewWinnersMaxK && grid * cand.k <= kFewWinnersMaxSlots &&
+                   few_winners_smem_bytes(grid, cand.k) + int(sizeof(FewWinnersShared)) <=
+                       smem + int(sizeof(MergeShared)) &&
+                   !few_winners_merge_pinned_off();
+  if (few)
+    launch_kernel(merge_few_winners_kernel<>, dim3(rows), dim3(kMergeThreads),
+                  size_t(few_winners_smem_bytes(grid, cand.k)), stream, dependent, "lm_head_topk", merge);
+  else
+    launch_kernel(merge_topk_kernel<>, dim3(rows), dim3(kMergeThreads), size_t(smem), stream, dependent,
+                  "lm_head_topk", merge);
 }
 
 }  // namespace nt::cuda::topk

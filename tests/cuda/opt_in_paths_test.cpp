@@ -6,6 +6,9 @@
 //   NEXTTOK_CUDA_SAMPLE_MERGE=kernel     the merge kernel where a small batch's
 //                                        rows would merge in their clusters: the
 //                                        same tokens;
+//   NEXTTOK_CUDA_LM_HEAD_MERGE=sort     the radix-select-and-sort merge where k <= 64
+//                                        would take the few-winners merge: the
+//                                        same values and indices, bit for bit;
 //   NEXTTOK_CUDA_LM_HEAD_PATH=sync-mma   the binary head's passes on warp MMAs
 //                                        where sm_90 takes warpgroup MMAs, and
 //                     =pass-async-copies the warpgroup-MMA kernel fed by
@@ -15,6 +18,8 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -245,6 +250,69 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
   for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
   EXPECT_EQ(pdl.first, plain.first);
   EXPECT_EQ(pdl.second, plain.second);
+}
+
+// NEXTTOK_CUDA_LM_HEAD_MERGE=sort: the merge that radix-selects and sorts
+// where the few-winners merge (k <= 64) would run. Both pick the same k by the
+// same (value desc, index asc) order, so values and indices agree bit for bit:
+// k = 1, 50, 64, one and five rows, a row of NaN scores (every score NaN,
+// ranked as -inf, reported as NaN) and a row of ties (a zero hidden state, so
+// every score is the bias: ties to the lower index).
+TEST(OptInPaths, SortMergeKeepsLmHeadTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const nexttok::Device dev = nexttok::Device::cuda(0);
+  const int hidden = 256, vocab = 30011;
+  std::mt19937_64 rng(2029);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> w(size_t(vocab) * hidden), bias(static_cast<size_t>(vocab));
+  for (float& v : w) v = normal(rng);
+  for (float& b : bias) b = 0.25f * float(int(rng() % 9) - 4);  // few distinct values
+  DeviceBuffer<float> dw(w.size()), dbias(bias.size());
+  ASSERT_TRUE(dw.p && dbias.p);
+  CUDA_OK(cudaMemcpy(dw.p, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dbias.p, bias.data(), bias.size() * sizeof(float), cudaMemcpyHostToDevice));
+  for (int rows : {1, 5})
+    for (int k : {1, 50, 64}) {
+      SCOPED_TRACE("M=" + std::to_string(rows) + " k=" + std::to_string(k));
+      std::vector<float> h(size_t(rows) * hidden);
+      for (float& v : h) v = normal(rng);
+      if (rows > 1) {
+        h[size_t(1) * hidden + 7] = std::nanf("");                            // row 1: NaN scores
+        std::fill(h.begin() + 2 * hidden, h.begin() + 3 * hidden, 0.0f);  // row 2: the bias alone
+      }
+      DeviceBuffer<float> dh(h.size()), values(size_t(rows) * k);
+      DeviceBuffer<int64_t> indices(static_cast<size_t>(rows) * k);
+      ASSERT_TRUE(dh.p && values.p && indices.p);
+      CUDA_OK(cudaMemcpy(dh.p, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+      nt_lm_head_dense_args a{};
+      a.hidden = nexttok::matrix(dh.p, rows, hidden, -1, dev);
+      a.weight = nexttok::matrix(dw.p, vocab, hidden, -1, dev);
+      a.bias = nexttok::vector(dbias.p, vocab, dev);
+      a.k = k;
+      a.values = nexttok::matrix(values.p, rows, k, -1, dev);
+      a.indices = nexttok::matrix(indices.p, rows, k, -1, dev);
+      size_t bytes = 0;
+      ASSERT_EQ(nt_lm_head_topk_dense_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
+      DeviceBuffer<unsigned char> ws(bytes + 16);
+      auto run = [&](const char* merge) {
+        ScopedEnv env("NEXTTOK_CUDA_LM_HEAD_MERGE", merge);
+        return topk_outputs([&] { return nt_lm_head_topk_dense(&a, ws.p, bytes, nullptr); }, values.p,
+                            indices.p, size_t(rows) * k);
+      };
+      const auto few = run(nullptr);
+      const auto sorted = run("sort");
+      for (int64_t i : few.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
+      EXPECT_EQ(few.second, sorted.second);
+      for (size_t j = 0; j < few.first.size(); ++j)
+        ASSERT_EQ(std::memcmp(&few.first[j], &sorted.first[j], sizeof(float)), 0) << "position " << j;
+      if (rows > 1) {
+        for (int j = 0; j < k; ++j) EXPECT_TRUE(std::isnan(few.first[size_t(1) * k + j])) << j;
+        for (int j = 1; j < k; ++j) {  // ties to the lower index
+          const size_t at = size_t(2) * k + j;
+          if (few.first[at] == few.first[at - 1]) EXPECT_LT(few.second[at - 1], few.second[at]);
+        }
+      }
+    }
 }
 
 // The binary head's pass kernels compute the same integers and the same fp32

@@ -1,0 +1,263 @@
+// Where the time of a small call goes: a B = 1 sampling call (W3 k50+p0.9+min-p
+// 0.05, V = 128,256, the row's chunks as one cluster on sm_90) and the LM
+// heads' merge alone (W1 M = 1's shape: 132 scoring CTAs of 50 candidates
+// each), each timed warm (back to back) and cold (after a write of 2x the L2,
+// as in a decode step, where the LM head's weights pass through L2 between
+// calls), with the phase marks of cuda/timeline.cuh per CTA.
+//   nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc --expt-relaxed-constexpr \
+//     -o latency_paths bench/micro/latency_paths.cu src/core/check.cpp src/core/error.cpp
+// (scripts/device_profile.sh PROFILE_LATENCY=1 builds and runs it.)
+#define NT_CUDA_TIMELINE 1
+#include "cuda/sample.cu"
+#include "cuda/topk_merge.cuh"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <vector>
+
+#define CHECK(x)                                                                     \
+  do {                                                                               \
+    cudaError_t e_ = (x);                                                            \
+    if (e_ != cudaSuccess) {                                                         \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                  \
+    }                                                                                \
+  } while (0)
+
+namespace {
+
+using nt::cuda::kTimelineCtas;
+using nt::cuda::kTimelineSlots;
+
+struct Timeline {
+  std::vector<unsigned long long> ns;
+  std::vector<long long> cycles;
+};
+
+Timeline read_timeline() {
+  Timeline t;
+  t.ns.resize(size_t(kTimelineCtas) * kTimelineSlots);
+  t.cycles.resize(t.ns.size());
+  CHECK(cudaMemcpyFromSymbol(t.ns.data(), nt::cuda::timeline_ns, t.ns.size() * 8));
+  CHECK(cudaMemcpyFromSymbol(t.cycles.data(), nt::cuda::timeline_cycles, t.cycles.size() * 8));
+  return t;
+}
+
+void clear_timeline() {
+  std::vector<unsigned long long> zero(size_t(kTimelineCtas) * kTimelineSlots, 0);
+  CHECK(cudaMemcpyToSymbol(nt::cuda::timeline_ns, zero.data(), zero.size() * 8));
+  CHECK(cudaMemcpyToSymbol(nt::cuda::timeline_cycles, zero.data(), zero.size() * 8));
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Times `call` `runs` times, each between two events; cold: a write of
+// `flush` bytes before each (outside the events).
+double time_call(const std::function<void()>& call, bool cold, void* flush, size_t flush_bytes,
+                 int runs, cudaStream_t s) {
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  std::vector<double> us;
+  for (int i = 0; i < runs + 3; ++i) {
+    if (cold) CHECK(cudaMemsetAsync(flush, i & 0xFF, flush_bytes, s));
+    CHECK(cudaEventRecord(e0, s));
+    call();
+    CHECK(cudaEventRecord(e1, s));
+    CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    if (i >= 3) us.push_back(ms * 1000.0);
+  }
+  CHECK(cudaEventDestroy(e0));
+  CHECK(cudaEventDestroy(e1));
+  return median(us);
+}
+
+// Median over `runs` calls of each mark's time (us) after the earliest CTA's
+// mark 0: for CTA 0 and, per slot, the latest CTA to reach it.
+void timeline_report(const char* name, const std::function<void()>& call, bool cold, void* flush,
+                     size_t flush_bytes, int ctas, const char* const* slot_names, int slots, int runs,
+                     cudaStream_t s) {
+  std::vector<std::vector<double>> cta0(slots), last(slots), cyc0(slots);
+  for (int r = 0; r < runs; ++r) {
+    if (cold) CHECK(cudaMemsetAsync(flush, r & 0xFF, flush_bytes, s));
+    CHECK(cudaStreamSynchronize(s));
+    clear_timeline();
+    call();
+    CHECK(cudaStreamSynchronize(s));
+    const Timeline t = read_timeline();
+    unsigned long long t0 = ~0ull;
+    for (int c = 0; c < ctas; ++c)
+      if (t.ns[size_t(c) * kTimelineSlots]) t0 = std::min(t0, t.ns[size_t(c) * kTimelineSlots]);
+    for (int k = 0; k < slots; ++k) {
+      const unsigned long long v0 = t.ns[k];
+      if (v0) cta0[k].push_back(double(v0 - t0) / 1000.0);
+      if (v0 && t.cycles[0]) cyc0[k].push_back(double(t.cycles[k] - t.cycles[0]));
+      unsigned long long hi = 0;
+      for (int c = 0; c < ctas; ++c) hi = std::max(hi, t.ns[size_t(c) * kTimelineSlots + k]);
+      if (hi) last[k].push_back(double(hi - t0) / 1000.0);
+    }
+  }
+  std::printf("%s, %s: phase marks (us after the first CTA's start; medians of %d calls)\n", name,
+              cold ? "cold" : "warm", runs);
+  std::printf("  %-34s %9s %11s %9s\n", "mark", "CTA 0", "CTA 0 cyc", "last CTA");
+  for (int k = 0; k < slots; ++k) {
+    if (cta0[k].empty() && last[k].empty()) continue;
+    std::printf("  %2d %-31s %9.2f %11.0f %9.2f\n", k, slot_names[k], median(cta0[k]), median(cyc0[k]),
+                median(last[k]));
+  }
+}
+
+}  // namespace
+
+int main() {
+  int dev = 0;
+  CHECK(cudaSetDevice(dev));
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, dev));
+  std::printf("%s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const size_t flush_bytes = size_t(prop.l2CacheSize) * 2;
+  void* flush = nullptr;
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+
+  // ---- sampling, B = 1 ---------------------------------------------------------
+  {
+    const int vocab = 128256;
+    std::vector<float> host(vocab);
+    for (auto& x : host) x = 2.0f * normal(rng);
+    for (int j = 0; j < 4; ++j) host[rng() % vocab] = 10.0f + 6.0f * float(rng() % 1000) / 1000.0f;
+    float* logits = nullptr;
+    int64_t* tokens = nullptr;
+    CHECK(cudaMalloc(&logits, vocab * sizeof(float)));
+    CHECK(cudaMalloc(&tokens, 64));
+    CHECK(cudaMemcpy(logits, host.data(), vocab * sizeof(float), cudaMemcpyHostToDevice));
+    nt_sample_args a{};
+    a.logits.data = logits;
+    a.logits.dtype = NT_F32;
+    a.logits.ndim = 2;
+    a.logits.shape[0] = 1;
+    a.logits.shape[1] = vocab;
+    a.logits.row_stride = vocab;
+    a.logits.device = NT_DEVICE_CUDA;
+    a.logits.device_id = dev;
+    a.tokens = a.logits;
+    a.tokens.data = tokens;
+    a.tokens.dtype = NT_I64;
+    a.tokens.ndim = 1;
+    a.tokens.shape[1] = 0;
+    a.tokens.row_stride = 1;
+    a.temperature.scalar = 0.7f;
+    a.top_k.scalar = 50;
+    a.top_p.scalar = 0.9f;
+    a.min_p.scalar = 0.05f;
+    a.seed.scalar = 1234;
+    const char* slots[] = {"kernel start",          "first tile in hand",    "first-tile floor",
+                           "scan loop done",        "chunk selected",        "chunk record out",
+                           "cluster barrier passed", "merge: records read",  "merge: candidates in",
+                           "merge: top m selected", "tail: sorted",          "tail: keep length",
+                           "tail: token written"};
+    for (const char* merge : {"cluster", "kernel"}) {
+      if (std::strcmp(merge, "kernel") == 0)
+        setenv("NEXTTOK_CUDA_SAMPLE_MERGE", "kernel", 1);
+      else
+        unsetenv("NEXTTOK_CUDA_SAMPLE_MERGE");
+      const size_t bytes = nt::cuda::sample_workspace_size(a);
+      void* ws = nullptr;
+      CHECK(cudaMalloc(&ws, std::max<size_t>(bytes, 256)));
+      auto call = [&] { nt::cuda::sample(a, ws, bytes, s); };
+      call();
+      CHECK(cudaStreamSynchronize(s));
+      int64_t token = -2;
+      CHECK(cudaMemcpy(&token, tokens, 8, cudaMemcpyDeviceToHost));
+      const double warm = time_call(call, false, flush, flush_bytes, 200, s);
+      const double cold = time_call(call, true, flush, flush_bytes, 200, s);
+      std::printf("\nsample B=1 V=%d k50+p0.9+min-p (%s merge, token %lld): warm %.2f us, cold %.2f us\n",
+                  vocab, merge, (long long)token, warm, cold);
+      const int ctas = 64;  // a row's chunks (16 in a cluster, up to 64 otherwise)
+      timeline_report("sample B=1", call, false, flush, flush_bytes, ctas, slots, 13, 30, s);
+      timeline_report("sample B=1", call, true, flush, flush_bytes, ctas, slots, 13, 30, s);
+      CHECK(cudaFree(ws));
+    }
+    unsetenv("NEXTTOK_CUDA_SAMPLE_MERGE");
+    CHECK(cudaFree(logits));
+    CHECK(cudaFree(tokens));
+  }
+
+  // ---- the LM heads' merge, W1 M = 1's shape ----------------------------------
+  {
+    using nt::cuda::topk::Candidate;
+    const int grid = prop.multiProcessorCount, k = 50, per_cta = 248320 / grid + 1;
+    const int cap = k + 256 + 128, mp_stride = 1;
+    std::vector<Candidate> cand(size_t(grid) * mp_stride * cap);
+    std::vector<int32_t> counts(size_t(grid) * mp_stride * 2);
+    std::vector<float> scores(per_cta);
+    for (int c = 0; c < grid; ++c) {
+      for (auto& x : scores) x = normal(rng);
+      std::vector<int> order(per_cta);
+      for (int i = 0; i < per_cta; ++i) order[i] = i;
+      std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                        [&](int x, int y) { return scores[x] > scores[y]; });
+      for (int i = 0; i < k; ++i)
+        cand[size_t(c) * cap + i] = Candidate{scores[order[i]], c * per_cta + order[i]};
+      counts[c] = k;
+      counts[grid + c] = int32_t(nt_order_key(scores[order[k - 1]]));
+    }
+    Candidate* d_cand = nullptr;
+    int32_t* d_counts = nullptr;
+    float* values = nullptr;
+    int64_t* indices = nullptr;
+    CHECK(cudaMalloc(&d_cand, cand.size() * sizeof(Candidate)));
+    CHECK(cudaMalloc(&d_counts, counts.size() * 4));
+    CHECK(cudaMalloc(&values, k * 4));
+    CHECK(cudaMalloc(&indices, k * 8));
+    CHECK(cudaMemcpy(d_cand, cand.data(), cand.size() * sizeof(Candidate), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_counts, counts.data(), counts.size() * 4, cudaMemcpyHostToDevice));
+    nt::cuda::topk::CandidateArgs ca{d_cand, d_counts, mp_stride, cap, k};
+    int smem_optin = 0;
+    CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const int resident = nt::cuda::topk::merge_resident_capacity(smem_optin);
+    const int smem = nt::cuda::topk::merge_smem_bytes(resident);
+    CHECK(cudaFuncSetAttribute(nt::cuda::topk::merge_topk_kernel<>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CHECK(cudaFuncSetAttribute(nt::cuda::topk::merge_few_winners_kernel<>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    auto call = [&] {
+      nt::cuda::topk::launch_merge(ca, grid, values, k, indices, k, 0, 1, resident, smem, false, s);
+    };
+    std::vector<int64_t> first(k), again(k);
+    for (const char* merge : {"few winners", "sort"}) {
+      if (std::strcmp(merge, "sort") == 0)
+        setenv("NEXTTOK_CUDA_LM_HEAD_MERGE", "sort", 1);
+      else
+        unsetenv("NEXTTOK_CUDA_LM_HEAD_MERGE");
+      CHECK(cudaMemset(indices, 0x7F, k * 8));
+      call();
+      CHECK(cudaStreamSynchronize(s));
+      CHECK(cudaMemcpy(again.data(), indices, k * 8, cudaMemcpyDeviceToHost));
+      if (std::strcmp(merge, "sort") == 0)
+        std::printf("\nindices equal to the few-winners merge's: %s\n", again == first ? "yes" : "NO");
+      first = again;
+      const double warm = time_call(call, false, flush, flush_bytes, 200, s);
+      const double cold = time_call(call, true, flush, flush_bytes, 200, s);
+      std::printf("\nLM-head merge (%s), %d CTAs x %d candidates, k=%d: warm %.2f us, cold %.2f us\n", merge,
+                  grid, k, k, warm, cold);
+      const char* slots[] = {"kernel start",     "floor and offsets", "candidates resident", "k-th found",
+                             "winners gathered", "sorted",            "written"};
+      timeline_report("LM-head merge", call, false, flush, flush_bytes, 1, slots, 7, 30, s);
+      timeline_report("LM-head merge", call, true, flush, flush_bytes, 1, slots, 7, 30, s);
+    }
+    unsetenv("NEXTTOK_CUDA_LM_HEAD_MERGE");
+  }
+  CHECK(cudaFree(flush));
+  return 0;
+}
