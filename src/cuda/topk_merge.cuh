@@ -357,11 +357,13 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
 
   // Radix select on the 64-bit rank, 8 bits a pass from the top, counts
   // aggregated per warp (the first passes put most ranks in one bin).
+  // Every lane runs the same number of rounds (the warp's match below).
+  const int rounds = (total + kThreads - 1) / kThreads;
   auto count_pass = [&](uint32_t* hist, uint64_t prefix, int shift, bool first) {
     const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
 #pragma unroll 1
-    for (int i = tid, r = 0; i < total; i += kThreads, ++r) {
-      unsigned digit = 256u;
+    for (int r = 0, i = tid; r < rounds; ++r, i += kThreads) {
+      unsigned digit = 256u;  // bit r is clear for i >= total
       if ((mine >> r) & 1u) {
         const Candidate e = slot[i];
         const uint64_t rank = rank_of(e.value, e.index);
