@@ -251,8 +251,11 @@ int main() {
       const double cold = time_call(call, true, flush, flush_bytes, 200, s);
       std::printf("\nLM-head merge (%s), %d CTAs x %d candidates, k=%d: warm %.2f us, cold %.2f us\n", merge,
                   grid, k, k, warm, cold);
-      const char* slots[] = {"kernel start",     "floor and offsets", "candidates resident", "k-th found",
-                             "winners gathered", "sorted",            "written"};
+      const char* sort_slots[] = {"kernel start",     "floor and offsets", "candidates resident", "k-th found",
+                                  "winners gathered", "sorted",            "written"};
+      const char* few_slots[] = {"kernel start",     "copies and counts in", "first pass counted", "k-th found",
+                                 "winners gathered", "-",                    "written"};
+      const char* const* slots = std::strcmp(merge, "sort") == 0 ? sort_slots : few_slots;
       timeline_report("LM-head merge", call, false, flush, flush_bytes, 1, slots, 7, 30, s);
       timeline_report("LM-head merge", call, true, flush, flush_bytes, 1, slots, 7, 30, s);
     }
