@@ -217,9 +217,35 @@ std::pair<std::vector<float>, std::vector<int64_t>> topk_outputs(Call&& call, fl
   return {v, i};
 }
 
+// The dense head's arguments over device buffers (bias optional).
+nt_lm_head_dense_args dense_head_args(float* hidden, float* weight, float* bias, int rows, int width, int vocab,
+                                      int k, float* values, int64_t* indices) {
+  const nexttok::Device dev = nexttok::Device::cuda(0);
+  nt_lm_head_dense_args a{};
+  a.hidden = nexttok::matrix(hidden, rows, width, -1, dev);
+  a.weight = nexttok::matrix(weight, vocab, width, -1, dev);
+  if (bias) a.bias = nexttok::vector(bias, vocab, dev);
+  a.k = k;
+  a.values = nexttok::matrix(values, rows, k, -1, dev);
+  a.indices = nexttok::matrix(indices, rows, k, -1, dev);
+  return a;
+}
+
+// Values and indices of one dense-head call with the switch `env` set to
+// `value` (null: unset), in a workspace of the size it asks for.
+std::pair<std::vector<float>, std::vector<int64_t>> dense_topk_with(const nt_lm_head_dense_args& a,
+                                                                     const char* env, const char* value) {
+  size_t bytes = 0;
+  EXPECT_EQ(nt_lm_head_topk_dense_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
+  DeviceBuffer<unsigned char> ws(bytes + 16);
+  ScopedEnv scoped(env, value);
+  return topk_outputs([&] { return nt_lm_head_topk_dense(&a, ws.p, bytes, nullptr); },
+                      static_cast<float*>(a.values.data), static_cast<int64_t*>(a.indices.data),
+                      size_t(a.values.shape[0]) * size_t(a.k));
+}
+
 TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const nexttok::Device dev = nexttok::Device::cuda(0);
   const int rows = 3, hidden = 512, vocab = 20011, k = 50;
   std::mt19937_64 rng(2026);
   std::normal_distribution<float> normal(0.f, 1.f);
@@ -231,22 +257,9 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
   ASSERT_TRUE(dh.p && dw.p && values.p && indices.p);
   CUDA_OK(cudaMemcpy(dh.p, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dw.p, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
-  nt_lm_head_dense_args a{};
-  a.hidden = nexttok::matrix(dh.p, rows, hidden, -1, dev);
-  a.weight = nexttok::matrix(dw.p, vocab, hidden, -1, dev);
-  a.k = k;
-  a.values = nexttok::matrix(values.p, rows, k, -1, dev);
-  a.indices = nexttok::matrix(indices.p, rows, k, -1, dev);
-  size_t bytes = 0;
-  ASSERT_EQ(nt_lm_head_topk_dense_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
-  DeviceBuffer<unsigned char> ws(bytes + 16);
-  auto run = [&](const char* pdl) {
-    ScopedEnv env("NEXTTOK_CUDA_PDL", pdl);
-    return topk_outputs([&] { return nt_lm_head_topk_dense(&a, ws.p, bytes, nullptr); }, values.p, indices.p,
-                        size_t(rows) * k);
-  };
-  const auto plain = run(nullptr);
-  const auto pdl = run("1");
+  const nt_lm_head_dense_args a = dense_head_args(dh.p, dw.p, nullptr, rows, hidden, vocab, k, values.p, indices.p);
+  const auto plain = dense_topk_with(a, "NEXTTOK_CUDA_PDL", nullptr);
+  const auto pdl = dense_topk_with(a, "NEXTTOK_CUDA_PDL", "1");
   for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
   EXPECT_EQ(pdl.first, plain.first);
   EXPECT_EQ(pdl.second, plain.second);
@@ -260,7 +273,6 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
 // every score is the bias: ties to the lower index).
 TEST(OptInPaths, SortMergeKeepsLmHeadTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const nexttok::Device dev = nexttok::Device::cuda(0);
   const int hidden = 256, vocab = 30011;
   std::mt19937_64 rng(2029);
   std::normal_distribution<float> normal(0.f, 1.f);
@@ -284,23 +296,10 @@ TEST(OptInPaths, SortMergeKeepsLmHeadTopK) {
       DeviceBuffer<int64_t> indices(static_cast<size_t>(rows) * k);
       ASSERT_TRUE(dh.p && values.p && indices.p);
       CUDA_OK(cudaMemcpy(dh.p, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
-      nt_lm_head_dense_args a{};
-      a.hidden = nexttok::matrix(dh.p, rows, hidden, -1, dev);
-      a.weight = nexttok::matrix(dw.p, vocab, hidden, -1, dev);
-      a.bias = nexttok::vector(dbias.p, vocab, dev);
-      a.k = k;
-      a.values = nexttok::matrix(values.p, rows, k, -1, dev);
-      a.indices = nexttok::matrix(indices.p, rows, k, -1, dev);
-      size_t bytes = 0;
-      ASSERT_EQ(nt_lm_head_topk_dense_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
-      DeviceBuffer<unsigned char> ws(bytes + 16);
-      auto run = [&](const char* merge) {
-        ScopedEnv env("NEXTTOK_CUDA_LM_HEAD_MERGE", merge);
-        return topk_outputs([&] { return nt_lm_head_topk_dense(&a, ws.p, bytes, nullptr); }, values.p,
-                            indices.p, size_t(rows) * k);
-      };
-      const auto few = run(nullptr);
-      const auto sorted = run("sort");
+      const nt_lm_head_dense_args a =
+          dense_head_args(dh.p, dw.p, dbias.p, rows, hidden, vocab, k, values.p, indices.p);
+      const auto few = dense_topk_with(a, "NEXTTOK_CUDA_LM_HEAD_MERGE", nullptr);
+      const auto sorted = dense_topk_with(a, "NEXTTOK_CUDA_LM_HEAD_MERGE", "sort");
       for (int64_t i : few.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
       EXPECT_EQ(few.second, sorted.second);
       for (size_t j = 0; j < few.first.size(); ++j)
@@ -309,7 +308,9 @@ TEST(OptInPaths, SortMergeKeepsLmHeadTopK) {
         for (int j = 0; j < k; ++j) EXPECT_TRUE(std::isnan(few.first[size_t(1) * k + j])) << j;
         for (int j = 1; j < k; ++j) {  // ties to the lower index
           const size_t at = size_t(2) * k + j;
-          if (few.first[at] == few.first[at - 1]) EXPECT_LT(few.second[at - 1], few.second[at]);
+          if (few.first[at] == few.first[at - 1]) {
+            EXPECT_LT(few.second[at - 1], few.second[at]);
+          }
         }
       }
     }
