@@ -157,14 +157,11 @@ __device__ void merge_tail_warp(const SampleArgs& a, const RowCfg& c, u32 row, c
     }
     return;
   }
-  // One Philox block and log at a time (not unrolled): this tail runs once per
-  // row on cold code, where a second inlined copy is more to fetch.
   u64 best = 0;
-#pragma unroll 1
+#pragma unroll
   for (int j = 0; j < 2; ++j) {
-    const u64 vj = j ? v[1] : v[0];
     if (2 * lane + j < length) {
-      const u64 cv = candidate_draw(c, vj, false);
+      const u64 cv = candidate_draw(c, v[j], false);
       best = cv > best ? cv : best;
     }
   }
