@@ -293,8 +293,8 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
 
 // ---- the merge of a few winners (k <= 64, W1/W2's k = 50) --------------------
 // Every candidate of the row (grid x k slots, each CTA's count at most k)
-// comes into shared memory at once by cp.async, in the same round trip as the
-// counts: no registers held, no search for a candidate's segment. A radix select with two barriers
+// comes into shared memory at once by cp.async: one round trip, no registers
+// held, no search for a candidate's segment. A radix select with two barriers
 // a pass finds the k-th best and each winner's place is counted (k compares)
 // instead of sorted. Few instructions on purpose: at M = 1 the kernel runs once
 // per call on code the scoring pass has pushed out of L2, so every distinct
@@ -323,18 +323,6 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   NT_TIMELINE_MARK(0);
   const int m = blockIdx.x, tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int total = a.grid * a.k;
-  // Slot i = c * k + j holds candidate j of CTA c; thread tid owns slots
-  // tid + r * kThreads. The first min(k, cap) slots of every CTA (its count
-  // is at most both) are copied before the count is known, so the copies and
-  // the counts share one round trip; slots past a count are never read.
-  const size_t seg_stride = size_t(a.mp_stride) * a.cap;
-  const Candidate* cand = a.cand + size_t(m) * a.cap;
-#pragma unroll 1
-  for (int i = tid; i < total; i += kThreads) {
-    const int c = i / a.k, j = i - c * a.k;
-    if (j < a.cap) cp_async(slot + i, cand + size_t(c) * seg_stride + j, 8, 8);
-  }
-  cp_async_commit();
   const uint32_t* cta_thresholds = reinterpret_cast<const uint32_t*>(a.counts) + size_t(a.grid) * a.mp_stride;
   uint32_t floor_key = 0;
   if (tid < a.grid) {
@@ -350,20 +338,27 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   floor_key = lane < kThreads / 32 ? s.warp_floor[lane] : 0u;
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) floor_key = max(floor_key, __shfl_xor_sync(0xffffffffu, floor_key, d));
-  // Bit r of `mine`: slot tid + r * kThreads holds a candidate (the floor
-  // clears more bits in the first pass).
+
+  // Slot i = c * k + j holds candidate j of CTA c; thread tid owns slots
+  // tid + r * kThreads, bit r of `mine` set while the slot is in the running.
+  const size_t seg_stride = size_t(a.mp_stride) * a.cap;
+  const Candidate* cand = a.cand + size_t(m) * a.cap;
   uint32_t mine = 0;
 #pragma unroll 1
   for (int i = tid, r = 0; i < total; i += kThreads, ++r) {
-    const int c = i / a.k;
-    if (i - c * a.k < s.n[c]) mine |= 1u << r;
+    const int c = i / a.k, j = i - c * a.k;
+    if (j < s.n[c]) {
+      cp_async(slot + i, cand + size_t(c) * seg_stride + j, 8, 8);
+      mine |= 1u << r;
+    }
   }
+  cp_async_commit();
   cp_async_wait<0>();  // this thread's own copies are visible to it now
   NT_TIMELINE_MARK(1);
 
   // Radix select on the 64-bit rank, 8 bits a pass from the top, counts
   // aggregated per warp (the first passes put most ranks in one bin).
-  // Every lane runs the same number of rounds (the warp votes inside).
+  // Every lane runs the same number of rounds (the warp's match below).
   const int rounds = (total + kThreads - 1) / kThreads;
   auto count_pass = [&](uint32_t* hist, uint64_t prefix, int shift, bool first) {
     const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
@@ -376,18 +371,8 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
         if (first && uint32_t(rank >> 32) < floor_key) mine &= ~(1u << r);  // under the floor
         else if ((rank & hi_mask) == prefix) digit = unsigned(rank >> shift) & 255u;
       }
-      // The first counting lane adds for every lane with its digit (in the
-      // first passes that is most of them), the others add one each.
-      const unsigned counting = __ballot_sync(0xffffffffu, digit != 256u);
-      if (counting != 0u) {
-        const int first = __ffs(counting) - 1;
-        const unsigned d0 = __shfl_sync(0xffffffffu, digit, first);
-        const unsigned same = __ballot_sync(0xffffffffu, digit == d0);
-        if (lane == first)
-          atomicAdd(&hist[d0], unsigned(__popc(same)));
-        else if (digit != 256u && digit != d0)
-          atomicAdd(&hist[digit], 1u);
-      }
+      const unsigned peers = __match_any_sync(0xffffffffu, digit);
+      if (digit != 256u && lane == __ffs(peers) - 1) atomicAdd(&hist[digit], unsigned(__popc(peers)));
     }
   };
   count_pass(s.hist[0], 0ull, 56, true);
