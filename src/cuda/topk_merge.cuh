@@ -4,7 +4,9 @@
 // winners and sorts them (bitonic, k <= 2048) into values/indices. Candidates
 // under the largest of the CTAs' final thresholds are dropped on load (at
 // M = 1 that leaves ~2k of the 132k kept), and when the rest fit they sit in
-// shared memory, so the radix passes never touch device memory again.
+// shared memory, so the radix passes never touch device memory again. Merges
+// of k <= 64 whose slots fit in shared memory take merge_few_winners_kernel
+// (below) instead, which needs no sort.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -296,10 +298,9 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
 // comes into shared memory at once by cp.async: one round trip, no registers
 // held, no search for a candidate's segment. A radix select with two barriers
 // a pass finds the k-th best and each winner's place is counted (k compares)
-// instead of sorted. Few instructions on purpose: at M = 1 the kernel runs once
-// per call on code the scoring pass has pushed out of L2, so every distinct
-// instruction is a cold fetch (merge_topk_kernel, ~1,400 instructions a warp,
-// took 19 us there, run 37).
+// instead of sorted. At W1 M = 1 it takes 15.1 us against merge_topk_kernel's
+// 17.6 and the call 81.5 against 87.6 (run 49, which also found that cold
+// code costs these merges only 1-3 us: their time is the radix passes).
 constexpr int kFewWinnersMaxK = 64;
 constexpr int kFewWinnersMaxSlots = 32 * kMergeThreads;  // a thread's slots fit one mask word
 
