@@ -21,10 +21,7 @@ export PATH="/usr/local/cuda/bin:$PATH"
 t0=$(date +%s)
 mkdir -p "$build"
 if [ "${PROFILE_LATENCY:-0}" = 1 ]; then
-  # bench/micro/latency_paths.cu: one translation unit with the sampling and
-  # merge kernels' phase marks compiled in; built beside the library.
-  nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc --expt-relaxed-constexpr -o "$build/latency_paths" \
-    bench/micro/latency_paths.cu src/core/check.cpp src/core/error.cpp >"$OUT/latency_build.log" 2>&1 &
+  scripts/build_latency_paths.sh "$build/latency_paths" >"$OUT/latency_build.log" 2>&1 &
   latency_build=$!
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON \

@@ -4,9 +4,8 @@
 // each), each timed warm (back to back) and cold (after a write of 2x the L2,
 // as in a decode step, where the LM head's weights pass through L2 between
 // calls), with the phase marks of cuda/timeline.cuh per CTA.
-//   nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc --expt-relaxed-constexpr \
-//     -o latency_paths bench/micro/latency_paths.cu src/core/check.cpp src/core/error.cpp
-// (scripts/device_profile.sh PROFILE_LATENCY=1 builds and runs it.)
+//   scripts/build_latency_paths.sh build/latency_paths && build/latency_paths
+// (scripts/device_check.sh LATENCY=1 and device_profile.sh PROFILE_LATENCY=1 run it.)
 #define NT_CUDA_TIMELINE 1
 #include "cuda/sample.cu"
 #include "cuda/topk_merge.cuh"

@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "cuda/async_copy.cuh"
+#include "cuda/block_select.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/timeline.cuh"
 #include "cuda/topk_cta.cuh"
@@ -40,6 +41,15 @@ struct MergeArgs {
   int64_t indices_stride;
   int resident;  // candidate capacity of the dynamic shared memory
 };
+
+// Scoring CTA c's final count for token row m, and its final threshold (the
+// key every one of its k best is at or above; 0 when it never cut its list).
+__device__ __forceinline__ int cta_count(const MergeArgs& a, int c, int m) {
+  return a.counts[size_t(c) * a.mp_stride + m];
+}
+__device__ __forceinline__ uint32_t cta_threshold(const MergeArgs& a, int c, int m) {
+  return reinterpret_cast<const uint32_t*>(a.counts)[(size_t(a.grid) + c) * a.mp_stride + m];
+}
 
 struct MergeShared {
   uint32_t hist[257];  // bin 256: lanes with nothing to count
@@ -105,18 +115,15 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   constexpr int kWarps = kThreads / 32;
   const Candidate* cand = a.cand + size_t(m) * a.cap;  // segment c at + c*mp_stride*cap
   const size_t seg_stride = size_t(a.mp_stride) * a.cap;
-  auto seg_count = [&](int c) { return a.counts[size_t(c) * a.mp_stride + m]; };
+  auto seg_count = [&](int c) { return cta_count(a, c, m); };
 
   // Thread c reads CTA c's count and final threshold (grid <= kThreads, one
   // round of loads): the segments' offsets, and the largest threshold, under
   // which no candidate can be among the row's k best (that CTA alone holds k
   // at or above it).
-  const uint32_t* cta_thresholds = reinterpret_cast<const uint32_t*>(a.counts) + size_t(a.grid) * a.mp_stride;
   const int c_own = int(threadIdx.x);
   const int n_own = c_own < a.grid ? seg_count(c_own) : 0;
-  uint32_t floor_key = c_own < a.grid ? cta_thresholds[size_t(c_own) * a.mp_stride + m] : 0u;
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) floor_key = max(floor_key, __shfl_xor_sync(0xffffffffu, floor_key, d));
+  uint32_t floor_key = warp_max(c_own < a.grid ? cta_threshold(a, c_own, m) : 0u);
   const int incl = warp_inclusive_sum(n_own);
   if (threadIdx.x == 0) {
     s.floor_key = 0;
@@ -324,21 +331,19 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   NT_TIMELINE_MARK(0);
   const int m = blockIdx.x, tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int total = a.grid * a.k;
-  const uint32_t* cta_thresholds = reinterpret_cast<const uint32_t*>(a.counts) + size_t(a.grid) * a.mp_stride;
+  // The row's floor: the largest CTA threshold (that CTA alone holds k
+  // candidates at or above it).
   uint32_t floor_key = 0;
   if (tid < a.grid) {
-    s.n[tid] = a.counts[size_t(tid) * a.mp_stride + m];
-    floor_key = cta_thresholds[size_t(tid) * a.mp_stride + m];
+    s.n[tid] = cta_count(a, tid, m);
+    floor_key = cta_threshold(a, tid, m);
   }
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) floor_key = max(floor_key, __shfl_xor_sync(0xffffffffu, floor_key, d));
+  floor_key = warp_max(floor_key);
   if (lane == 0) s.warp_floor[warp] = floor_key;
   for (int b = tid; b < 512; b += kThreads) (&s.hist[0][0])[b] = 0u;
   if (tid == 0) s.winners = 0;
   __syncthreads();
-  floor_key = lane < kThreads / 32 ? s.warp_floor[lane] : 0u;
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) floor_key = max(floor_key, __shfl_xor_sync(0xffffffffu, floor_key, d));
+  floor_key = warp_max(lane < kThreads / 32 ? s.warp_floor[lane] : 0u);
 
   // Slot i = c * k + j holds candidate j of CTA c; thread tid owns slots
   // tid + r * kThreads, bit r of `mine` set while the slot is in the running.

@@ -306,11 +306,16 @@ TEST(OptInPaths, SortMergeKeepsLmHeadTopK) {
         ASSERT_EQ(std::memcmp(&few.first[j], &sorted.first[j], sizeof(float)), 0) << "position " << j;
       if (rows > 1) {
         for (int j = 0; j < k; ++j) EXPECT_TRUE(std::isnan(few.first[size_t(1) * k + j])) << j;
+        int ties = 0;
         for (int j = 1; j < k; ++j) {  // ties to the lower index
           const size_t at = size_t(2) * k + j;
           if (few.first[at] == few.first[at - 1]) {
+            ++ties;
             EXPECT_LT(few.second[at - 1], few.second[at]);
           }
+        }
+        if (k > 1) {
+          EXPECT_GT(ties, 0) << "the bias-only row has ties among its top k";
         }
       }
     }
