@@ -515,16 +515,25 @@ def copy_bandwidth():
     return 2 * a.numel() / (med * 1e-6) / 1e12
 
 
-def pinned_median_us(path, fn, runs):
-    """median_us with NEXTTOK_CUDA_LM_HEAD_PATH=path while the graph is captured."""
-    os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"] = path
+def env_median_us(name, value, fn, runs):
+    """median_us with the switch name=value set while the graph is captured."""
+    old = os.environ.get(name)
+    os.environ[name] = value
     try:
         return median_us(fn, runs)
     finally:
-        del os.environ["NEXTTOK_CUDA_LM_HEAD_PATH"]
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
 
 
-def run_bench(lib, runs, slow_runs, ms):
+def pinned_median_us(path, fn, runs):
+    """median_us with NEXTTOK_CUDA_LM_HEAD_PATH=path while the graph is captured."""
+    return env_median_us("NEXTTOK_CUDA_LM_HEAD_PATH", path, fn, runs)
+
+
+def run_bench(lib, runs, slow_runs, ms, prefetches=(), pins=True):
     V, H, G, K = 248320, 5120, 128, 50
     rows = []
     gen = rng(1234)
@@ -565,21 +574,29 @@ def run_bench(lib, runs, slow_runs, ms):
                          dense_bytes + m * H * 2 + base_logit_bytes))
             print(f"W1 M={m} {label}: {t:.1f} us", flush=True)
 
+        def prefetch_rows(label, fn, n, read, base_bytes):
+            # The same call with the bulk-copy kernels' L2 prefetch at other distances.
+            for d in prefetches:
+                t, tlo, thi = env_median_us("NEXTTOK_CUDA_LM_HEAD_PREFETCH", str(d), fn, n)
+                rows.append((f"{label} M={m}, L2 prefetch {d}", t, tlo, thi, read, base, base_bytes))
+                print(f"{label} M={m} L2 prefetch {d}: {t:.1f} us", flush=True)
+
+        prefetch_rows("W1 binary", call.run, runs, read, dense_bytes + m * H * 2 + base_logit_bytes)
         hopper = torch.cuda.get_device_capability()[0] >= 9
-        if m <= 8:
+        if pins and m <= 8:
             # The stream decode kernel (expanded signs): at M = 1, 2 the bit planes' predecessor,
             # at M = 3..8 what the warpgroup-MMA kernel replaced.
             pinned_row("expanded", "expanded signs")
-        if m <= 2 and hopper:
+        if pins and m <= 2 and hopper:
             # The bit-plane kernel with its stages filled by cp.async pieces instead of bulk
             # copies, and the pass kernel (warpgroup MMAs on sm_90) instead of the bit planes.
             pinned_row("pieces", "cp.async pieces")
             pinned_row("wide", "pass kernel")
-        if m > 8 and hopper:
+        if pins and m > 8 and hopper:
             # The warpgroup-MMA kernel fed by cp.async stages where the default feeds it by
             # bulk tensor copies.
             pinned_row("pass-async-copies", "pass cp.async copies")
-        if m >= 3:
+        if pins and m >= 3:
             # Warp MMAs (sm_80's pass kernel) where sm_90 takes warpgroup MMAs.
             pinned_row("sync-mma", "warp MMAs")
 
@@ -591,11 +608,13 @@ def run_bench(lib, runs, slow_runs, ms):
         rows.append((f"W2 dense bf16 M={m}", ours, lo, hi, read, base, read + base_logit_bytes))
         print(f"W2 M={m}: ours {ours:.1f} us (min {lo:.1f}, max {hi:.1f}), baseline {base:.1f} us", flush=True)
         print(f"  kernels: {kernel_breakdown(call.run)}", flush=True)
-        # The same call pinned to the direct (register-fed) kernels, the
-        # pre-sm_90 path, for the comparison.
-        old, olo, ohi = pinned_median_us("direct", call.run, slow_runs)
-        rows.append((f"W2 dense bf16 M={m}, direct loads", old, olo, ohi, read, base, read + base_logit_bytes))
-        print(f"W2 M={m} direct loads: {old:.1f} us", flush=True)
+        prefetch_rows("W2 dense bf16", call.run, slow_runs, read, read + base_logit_bytes)
+        if pins:
+            # The same call pinned to the direct (register-fed) kernels, the
+            # pre-sm_90 path, for the comparison.
+            old, olo, ohi = pinned_median_us("direct", call.run, slow_runs)
+            rows.append((f"W2 dense bf16 M={m}, direct loads", old, olo, ohi, read, base, read + base_logit_bytes))
+            print(f"W2 M={m} direct loads: {old:.1f} us", flush=True)
         del call
     return rows, workspace
 
@@ -618,6 +637,9 @@ def main():
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--slow-runs", type=int, default=100)
     ap.add_argument("--m", default="1,4,16,64")
+    ap.add_argument("--prefetch", default="",
+                    help="also time each row with NEXTTOK_CUDA_LM_HEAD_PREFETCH at these distances (e.g. 2,4,8)")
+    ap.add_argument("--no-pins", action="store_true", help="skip the rows pinned to other kernels")
     args = ap.parse_args()
     lib = Lib(os.path.abspath(args.lib))
     torch.cuda.init()
@@ -639,7 +661,8 @@ def main():
     if args.bench:
         tbps = copy_bandwidth()
         print(f"copy ceiling: {tbps:.2f} TB/s (read + write)", flush=True)
-        rows, workspace = run_bench(lib, args.runs, args.slow_runs, [int(v) for v in args.m.split(",")])
+        rows, workspace = run_bench(lib, args.runs, args.slow_runs, [int(v) for v in args.m.split(",")],
+                                    [int(v) for v in args.prefetch.split(",") if v], not args.no_pins)
         print("\nworkspace bytes: " + ", ".join(f"{k} {v:,}" for k, v in workspace.items()))
         print("\n| row | ours median us | bytes read | GB/s | baseline us | baseline bytes | speed-up |")
         print("|---|---:|---:|---:|---:|---:|---:|")

@@ -1,9 +1,12 @@
-// Where the time of a small call goes: a B = 1 sampling call (W3 k50+p0.9+min-p
-// 0.05, V = 128,256, the row's chunks as one cluster on sm_90) and the LM
-// heads' merge alone (W1 M = 1's shape: 132 scoring CTAs of 50 candidates
-// each), each timed warm (back to back) and cold (after a write of 2x the L2,
-// as in a decode step, where the LM head's weights pass through L2 between
-// calls), with the phase marks of cuda/timeline.cuh per CTA.
+// Where the time of a sampling call and of the LM heads' merge goes: W3
+// k50+p0.9+min-p 0.05 at B = 1 (V = 128,256, the row's chunks as one cluster
+// on sm_90) and at B = 256 (one CTA a row, merged in the scan CTA), plain
+// T = 0.7 at B = 256, each also with the scans' L2 prefetch; and the LM heads'
+// merge alone (W1 M = 1's shape: 132 scoring CTAs of 50 candidates each).
+// Each is timed warm (back to back) and cold (after a write of 2x the L2, as
+// in a decode step, where the LM head's weights pass through L2 between
+// calls), with the phase marks of cuda/timeline.cuh per CTA (CTA 0, the
+// median CTA and the last one).
 //   scripts/build_latency_paths.sh build/latency_paths && build/latency_paths
 // (scripts/device_check.sh LATENCY=1 and device_profile.sh PROFILE_LATENCY=1 run it.)
 #define NT_CUDA_TIMELINE 1
@@ -12,7 +15,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <initializer_list>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -83,7 +89,7 @@ double time_call(const std::function<void()>& call, bool cold, void* flush, size
 void timeline_report(const char* name, const std::function<void()>& call, bool cold, void* flush,
                      size_t flush_bytes, int ctas, const char* const* slot_names, int slots, int runs,
                      cudaStream_t s) {
-  std::vector<std::vector<double>> cta0(slots), last(slots), cyc0(slots);
+  std::vector<std::vector<double>> cta0(slots), last(slots), cyc0(slots), mid(slots);
   for (int r = 0; r < runs; ++r) {
     if (cold) CHECK(cudaMemsetAsync(flush, r & 0xFF, flush_bytes, s));
     CHECK(cudaStreamSynchronize(s));
@@ -99,18 +105,110 @@ void timeline_report(const char* name, const std::function<void()>& call, bool c
       if (v0) cta0[k].push_back(double(v0 - t0) / 1000.0);
       if (v0 && t.cycles[0]) cyc0[k].push_back(double(t.cycles[k] - t.cycles[0]));
       unsigned long long hi = 0;
-      for (int c = 0; c < ctas; ++c) hi = std::max(hi, t.ns[size_t(c) * kTimelineSlots + k]);
+      std::vector<double> reached;
+      for (int c = 0; c < ctas; ++c) {
+        const unsigned long long v = t.ns[size_t(c) * kTimelineSlots + k];
+        hi = std::max(hi, v);
+        if (v) reached.push_back(double(v - t0) / 1000.0);
+      }
       if (hi) last[k].push_back(double(hi - t0) / 1000.0);
+      if (!reached.empty()) mid[k].push_back(median(reached));
     }
   }
   std::printf("%s, %s: phase marks (us after the first CTA's start; medians of %d calls)\n", name,
               cold ? "cold" : "warm", runs);
-  std::printf("  %-34s %9s %11s %9s\n", "mark", "CTA 0", "CTA 0 cyc", "last CTA");
+  std::printf("  %-34s %9s %11s %10s %9s\n", "mark", "CTA 0", "CTA 0 cyc", "median CTA", "last CTA");
   for (int k = 0; k < slots; ++k) {
     if (cta0[k].empty() && last[k].empty()) continue;
-    std::printf("  %2d %-31s %9.2f %11.0f %9.2f\n", k, slot_names[k], median(cta0[k]), median(cyc0[k]),
-                median(last[k]));
+    std::printf("  %2d %-31s %9.2f %11.0f %10.2f %9.2f\n", k, slot_names[k], median(cta0[k]), median(cyc0[k]),
+                median(mid[k]), median(last[k]));
   }
+}
+
+// A W3 call of `rows` rows of V = 128,256 (k, p, min-p as given; k = 0 and
+// p = 1: plain sampling), timed and phase-marked for each merge choice
+// ("cluster" or "default": the default plan, "kernel":
+// NEXTTOK_CUDA_SAMPLE_MERGE=kernel)
+// and each scan prefetch distance (NEXTTOK_CUDA_SAMPLE_PREFETCH).
+void sampling_case(int rows, float temperature, int top_k, float top_p, float min_p,
+                   std::initializer_list<const char*> merges, std::initializer_list<int> prefetches, void* flush,
+                   size_t flush_bytes, int dev, cudaStream_t s, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int vocab = 128256;
+  std::vector<float> host(size_t(rows) * vocab);
+  for (auto& x : host) x = 2.0f * normal(rng);
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < 4; ++j)
+      host[size_t(r) * vocab + rng() % vocab] = 10.0f + 6.0f * float(rng() % 1000) / 1000.0f;
+  float* logits = nullptr;
+  int64_t* tokens = nullptr;
+  CHECK(cudaMalloc(&logits, host.size() * sizeof(float)));
+  CHECK(cudaMalloc(&tokens, size_t(rows) * 8));
+  CHECK(cudaMemcpy(logits, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  nt_sample_args a{};
+  a.logits.data = logits;
+  a.logits.dtype = NT_F32;
+  a.logits.ndim = 2;
+  a.logits.shape[0] = rows;
+  a.logits.shape[1] = vocab;
+  a.logits.row_stride = vocab;
+  a.logits.device = NT_DEVICE_CUDA;
+  a.logits.device_id = dev;
+  a.tokens = a.logits;
+  a.tokens.data = tokens;
+  a.tokens.dtype = NT_I64;
+  a.tokens.ndim = 1;
+  a.tokens.shape[1] = 0;
+  a.tokens.row_stride = 1;
+  a.temperature.scalar = temperature;
+  a.top_k.scalar = top_k;
+  a.top_p.scalar = top_p;
+  a.min_p.scalar = min_p;
+  a.seed.scalar = 1234;
+  const char* slots[] = {"kernel start",          "first tile in hand",    "first-tile floor",
+                         "scan loop done",        "chunk selected",        "chunk record out",
+                         "cluster barrier passed", "merge: records read",  "merge: candidates in",
+                         "merge: top m selected", "tail: sorted",          "tail: keep length",
+                         "tail: token written"};
+  char label[160];
+  std::snprintf(label, sizeof label, "sample B=%d V=%d %s", rows, vocab,
+                top_k ? "k50+p0.9+min-p" : "plain T=0.7");
+  std::vector<int64_t> first_tokens;
+  for (const char* merge : merges)
+    for (int prefetch : prefetches) {
+      if (std::strcmp(merge, "kernel") == 0)
+        setenv("NEXTTOK_CUDA_SAMPLE_MERGE", "kernel", 1);
+      else
+        unsetenv("NEXTTOK_CUDA_SAMPLE_MERGE");
+      setenv("NEXTTOK_CUDA_SAMPLE_PREFETCH", std::to_string(prefetch).c_str(), 1);
+      const size_t bytes = nt::cuda::sample_workspace_size(a);
+      void* ws = nullptr;
+      CHECK(cudaMalloc(&ws, std::max<size_t>(bytes, 256)));
+      auto call = [&] { nt::cuda::sample(a, ws, bytes, s); };
+      CHECK(cudaMemset(tokens, 0x7F, size_t(rows) * 8));
+      call();
+      CHECK(cudaStreamSynchronize(s));
+      std::vector<int64_t> got(rows);
+      CHECK(cudaMemcpy(got.data(), tokens, size_t(rows) * 8, cudaMemcpyDeviceToHost));
+      bool valid = true;
+      for (int64_t t : got) valid = valid && t >= 0 && t < vocab;
+      if (first_tokens.empty()) first_tokens = got;
+      const double warm = time_call(call, false, flush, flush_bytes, 200, s);
+      const double cold = time_call(call, true, flush, flush_bytes, 200, s);
+      std::printf("\n%s (%s merge, prefetch %d; tokens %s, %s the first setting's; token 0 = %lld): "
+                  "warm %.2f us, cold %.2f us\n",
+                  label, merge, prefetch, valid ? "in range" : "OUT OF RANGE",
+                  got == first_tokens ? "equal to" : "DIFFERENT FROM", (long long)got[0], warm, cold);
+      // CTAs: a row's chunks at B = 1 (16 in a cluster, up to 64 otherwise), else one per row.
+      const int ctas = rows == 1 ? 64 : std::min(rows, int(kTimelineCtas));
+      timeline_report(label, call, false, flush, flush_bytes, ctas, slots, 13, 30, s);
+      timeline_report(label, call, true, flush, flush_bytes, ctas, slots, 13, 30, s);
+      CHECK(cudaFree(ws));
+    }
+  unsetenv("NEXTTOK_CUDA_SAMPLE_MERGE");
+  unsetenv("NEXTTOK_CUDA_SAMPLE_PREFETCH");
+  CHECK(cudaFree(logits));
+  CHECK(cudaFree(tokens));
 }
 
 }  // namespace
@@ -129,68 +227,10 @@ int main() {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
 
-  // ---- sampling, B = 1 ---------------------------------------------------------
-  {
-    const int vocab = 128256;
-    std::vector<float> host(vocab);
-    for (auto& x : host) x = 2.0f * normal(rng);
-    for (int j = 0; j < 4; ++j) host[rng() % vocab] = 10.0f + 6.0f * float(rng() % 1000) / 1000.0f;
-    float* logits = nullptr;
-    int64_t* tokens = nullptr;
-    CHECK(cudaMalloc(&logits, vocab * sizeof(float)));
-    CHECK(cudaMalloc(&tokens, 64));
-    CHECK(cudaMemcpy(logits, host.data(), vocab * sizeof(float), cudaMemcpyHostToDevice));
-    nt_sample_args a{};
-    a.logits.data = logits;
-    a.logits.dtype = NT_F32;
-    a.logits.ndim = 2;
-    a.logits.shape[0] = 1;
-    a.logits.shape[1] = vocab;
-    a.logits.row_stride = vocab;
-    a.logits.device = NT_DEVICE_CUDA;
-    a.logits.device_id = dev;
-    a.tokens = a.logits;
-    a.tokens.data = tokens;
-    a.tokens.dtype = NT_I64;
-    a.tokens.ndim = 1;
-    a.tokens.shape[1] = 0;
-    a.tokens.row_stride = 1;
-    a.temperature.scalar = 0.7f;
-    a.top_k.scalar = 50;
-    a.top_p.scalar = 0.9f;
-    a.min_p.scalar = 0.05f;
-    a.seed.scalar = 1234;
-    const char* slots[] = {"kernel start",          "first tile in hand",    "first-tile floor",
-                           "scan loop done",        "chunk selected",        "chunk record out",
-                           "cluster barrier passed", "merge: records read",  "merge: candidates in",
-                           "merge: top m selected", "tail: sorted",          "tail: keep length",
-                           "tail: token written"};
-    for (const char* merge : {"cluster", "kernel"}) {
-      if (std::strcmp(merge, "kernel") == 0)
-        setenv("NEXTTOK_CUDA_SAMPLE_MERGE", "kernel", 1);
-      else
-        unsetenv("NEXTTOK_CUDA_SAMPLE_MERGE");
-      const size_t bytes = nt::cuda::sample_workspace_size(a);
-      void* ws = nullptr;
-      CHECK(cudaMalloc(&ws, std::max<size_t>(bytes, 256)));
-      auto call = [&] { nt::cuda::sample(a, ws, bytes, s); };
-      call();
-      CHECK(cudaStreamSynchronize(s));
-      int64_t token = -2;
-      CHECK(cudaMemcpy(&token, tokens, 8, cudaMemcpyDeviceToHost));
-      const double warm = time_call(call, false, flush, flush_bytes, 200, s);
-      const double cold = time_call(call, true, flush, flush_bytes, 200, s);
-      std::printf("\nsample B=1 V=%d k50+p0.9+min-p (%s merge, token %lld): warm %.2f us, cold %.2f us\n",
-                  vocab, merge, (long long)token, warm, cold);
-      const int ctas = 64;  // a row's chunks (16 in a cluster, up to 64 otherwise)
-      timeline_report("sample B=1", call, false, flush, flush_bytes, ctas, slots, 13, 30, s);
-      timeline_report("sample B=1", call, true, flush, flush_bytes, ctas, slots, 13, 30, s);
-      CHECK(cudaFree(ws));
-    }
-    unsetenv("NEXTTOK_CUDA_SAMPLE_MERGE");
-    CHECK(cudaFree(logits));
-    CHECK(cudaFree(tokens));
-  }
+  // ---- sampling: B = 1 (the latency path) and B = 256 (where the tail sits) ----
+  sampling_case(1, 0.7f, 50, 0.9f, 0.05f, {"cluster", "kernel"}, {0}, flush, flush_bytes, dev, s, rng);
+  sampling_case(256, 0.7f, 50, 0.9f, 0.05f, {"default"}, {0, 2}, flush, flush_bytes, dev, s, rng);
+  sampling_case(256, 0.7f, 0, 1.0f, 0.0f, {"default"}, {0, 2}, flush, flush_bytes, dev, s, rng);
 
   // ---- the LM heads' merge, W1 M = 1's shape ----------------------------------
   {

@@ -33,6 +33,8 @@ static_assert(kScanSmemBytes >= (kMaxChunkCandidates + kSortCap) * int(sizeof(u6
               "a one-chunk row's merge runs in the scan's shared memory");
 static_assert(kScanSmemBytes >= kMergeSmemBytes,
               "a cluster's merge runs in its first scan CTA's shared memory");
+// Tiles past each loaded one that the scans prefetch into L2 by default.
+constexpr int kDefaultScanPrefetchTiles = 0;
 // Chunks a row may take when they form one cluster: 16 where the device
 // schedules clusters that large (a non-portable size), else the portable 8;
 // and the largest batch whose rows merge in their clusters (make_plan).
@@ -52,6 +54,14 @@ bool force_general_scan() {
 bool force_merge_kernel() {
   const char* merge = std::getenv("NEXTTOK_CUDA_SAMPLE_MERGE");
   return merge != nullptr && std::strcmp(merge, "kernel") == 0;
+}
+
+// NEXTTOK_CUDA_SAMPLE_PREFETCH=<tiles>: how far past each tile it loads a scan
+// asks L2 for the chunk's next bytes (0: no prefetch; read on every call, so
+// a benchmark can compare distances on one input).
+int scan_prefetch_tiles() {
+  const char* v = std::getenv("NEXTTOK_CUDA_SAMPLE_PREFETCH");
+  return v != nullptr ? std::clamp(std::atoi(v), 0, 16) : kDefaultScanPrefetchTiles;
 }
 
 struct Plan {
@@ -351,6 +361,7 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   g.merge_in_scan = filtered && plan.splits == 1;
   g.cluster_merge = plan.cluster;
   g.list_scan = !force_general_scan();
+  g.prefetch_tiles = scan_prefetch_tiles();
   l.run_merge = plan.splits > 1 && !plan.cluster;
   l.run_fallback = filtered && plan.fallback_needed;
   if (l.run_fallback) {
