@@ -533,7 +533,7 @@ def pinned_median_us(path, fn, runs):
     return env_median_us("NEXTTOK_CUDA_LM_HEAD_PATH", path, fn, runs)
 
 
-def run_bench(lib, runs, slow_runs, ms, prefetches=(), pins=True):
+def run_bench(lib, runs, slow_runs, ms, compare_envs=(), pins=True):
     V, H, G, K = 248320, 5120, 128, 50
     rows = []
     gen = rng(1234)
@@ -574,14 +574,15 @@ def run_bench(lib, runs, slow_runs, ms, prefetches=(), pins=True):
                          dense_bytes + m * H * 2 + base_logit_bytes))
             print(f"W1 M={m} {label}: {t:.1f} us", flush=True)
 
-        def prefetch_rows(label, fn, n, read, base_bytes):
-            # The same call with the bulk-copy kernels' L2 prefetch at other distances.
-            for d in prefetches:
-                t, tlo, thi = env_median_us("NEXTTOK_CUDA_LM_HEAD_PREFETCH", str(d), fn, n)
-                rows.append((f"{label} M={m}, L2 prefetch {d}", t, tlo, thi, read, base, base_bytes))
-                print(f"{label} M={m} L2 prefetch {d}: {t:.1f} us", flush=True)
+        def compare_rows(label, fn, n, read, base_bytes):
+            # The same call with each of the CUDA backend's switches set (NAME=VALUE).
+            for setting in compare_envs:
+                name, value = setting.split("=", 1)
+                t, tlo, thi = env_median_us(name, value, fn, n)
+                rows.append((f"{label} M={m}, {setting}", t, tlo, thi, read, base, base_bytes))
+                print(f"{label} M={m} {setting}: {t:.1f} us", flush=True)
 
-        prefetch_rows("W1 binary", call.run, runs, read, dense_bytes + m * H * 2 + base_logit_bytes)
+        compare_rows("W1 binary", call.run, runs, read, dense_bytes + m * H * 2 + base_logit_bytes)
         hopper = torch.cuda.get_device_capability()[0] >= 9
         if pins and m <= 8:
             # The stream decode kernel (expanded signs): at M = 1, 2 the bit planes' predecessor,
@@ -608,7 +609,7 @@ def run_bench(lib, runs, slow_runs, ms, prefetches=(), pins=True):
         rows.append((f"W2 dense bf16 M={m}", ours, lo, hi, read, base, read + base_logit_bytes))
         print(f"W2 M={m}: ours {ours:.1f} us (min {lo:.1f}, max {hi:.1f}), baseline {base:.1f} us", flush=True)
         print(f"  kernels: {kernel_breakdown(call.run)}", flush=True)
-        prefetch_rows("W2 dense bf16", call.run, slow_runs, read, read + base_logit_bytes)
+        compare_rows("W2 dense bf16", call.run, slow_runs, read, read + base_logit_bytes)
         if pins:
             # The same call pinned to the direct (register-fed) kernels, the
             # pre-sm_90 path, for the comparison.
@@ -637,8 +638,8 @@ def main():
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--slow-runs", type=int, default=100)
     ap.add_argument("--m", default="1,4,16,64")
-    ap.add_argument("--prefetch", default="",
-                    help="also time each row with NEXTTOK_CUDA_LM_HEAD_PREFETCH at these distances (e.g. 2,4,8)")
+    ap.add_argument("--compare-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="also time each row with this switch set (repeatable)")
     ap.add_argument("--no-pins", action="store_true", help="skip the rows pinned to other kernels")
     args = ap.parse_args()
     lib = Lib(os.path.abspath(args.lib))
@@ -662,7 +663,7 @@ def main():
         tbps = copy_bandwidth()
         print(f"copy ceiling: {tbps:.2f} TB/s (read + write)", flush=True)
         rows, workspace = run_bench(lib, args.runs, args.slow_runs, [int(v) for v in args.m.split(",")],
-                                    [int(v) for v in args.prefetch.split(",") if v], not args.no_pins)
+                                    args.compare_env, not args.no_pins)
         print("\nworkspace bytes: " + ", ".join(f"{k} {v:,}" for k, v in workspace.items()))
         print("\n| row | ours median us | bytes read | GB/s | baseline us | baseline bytes | speed-up |")
         print("|---|---:|---:|---:|---:|---:|---:|")

@@ -21,10 +21,10 @@
 #   LM_HEAD_M=1,64 ...                 # W1/W2 at these M only, with the small checks
 #   LATENCY=1 ...                      # plus bench/micro/latency_paths.cu (phase marks)
 #   EXTRA=0 ...                        # without kernel-times and ctest-pass-bulk-copies
-#   PREFETCH_SWEEP=1 ...               # plus the L2 prefetch distances timed against none:
-#                                      #   W3 rows (PREFETCH_MATCH, default 'B=256 V=128256') at
-#                                      #   SAMPLE_PREFETCH_LIST (1 2 4), W1/W2 at LM_PREFETCH_M (1,4,16,64)
-#                                      #   and LM_PREFETCH_LIST (2,4,8)
+#   COMPARE_ENVS='N=V N=V2' ...        # plus the W3 rows matching COMPARE_MATCH (default
+#                                      #   'B=256 V=128256') timed with each switch against none
+#                                      #   (tokens compared); LM_COMPARE_ENVS: the same for W1/W2
+#                                      #   at LM_COMPARE_M (1,4,16,64)
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -129,20 +129,18 @@ else
   rows+=("| bench | NOT RUN ($lib missing) | - |")
 fi
 
-# L2 prefetch distances (PREFETCH_SWEEP=1): the scans' (NEXTTOK_CUDA_SAMPLE_PREFETCH,
-# same tokens checked) and the LM heads' bulk-copy kernels' (NEXTTOK_CUDA_LM_HEAD_PREFETCH).
-if [ "${PREFETCH_SWEEP:-0}" = 1 ] && [ -f "$lib" ]; then
-  [ -x "$op_tests" ] && stage ctest-prefetch 90 "$OUT/ctest.log" env NEXTTOK_CUDA_SAMPLE_PREFETCH=2 \
-    NEXTTOK_CUDA_LM_HEAD_PREFETCH=4 ctest --test-dir "$build" -R '/cuda$|CudaGraph|OptInPaths' -j 8 --timeout 60 \
-    --output-on-failure
-  if [ "${SAMPLING:-1}" = 1 ]; then
-    for d in ${SAMPLE_PREFETCH_LIST:-1 2 4}; do
-      stage "bench-prefetch-$d" 60 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --only w3 \
-        --match "${PREFETCH_MATCH:-B=256 V=128256}" --compare-env "NEXTTOK_CUDA_SAMPLE_PREFETCH=$d" --budget 40
-    done
+# Switches timed against the default on the same calls (COMPARE_ENVS, LM_COMPARE_ENVS).
+if [ -f "$lib" ]; then
+  for setting in ${COMPARE_ENVS:-}; do
+    stage "bench-$setting" 60 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --only w3 \
+      --match "${COMPARE_MATCH:-B=256 V=128256}" --compare-env "$setting" --budget 40
+  done
+  if [ -n "${LM_COMPARE_ENVS:-}" ]; then
+    lm_compare=()
+    for setting in $LM_COMPARE_ENVS; do lm_compare+=(--compare-env "$setting"); done
+    stage bench-lm-head-compare 150 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py --lib "$lib" \
+      --bench --no-pins --m "${LM_COMPARE_M:-1,4,16,64}" "${lm_compare[@]}"
   fi
-  [ "${LM_HEAD:-1}" = 1 ] && stage bench-lm-head-prefetch 150 "$OUT/bench_lm_head.log" python3 bench/cuda_lm_head_bench.py \
-    --lib "$lib" --bench --no-pins --m "${LM_PREFETCH_M:-1,4,16,64}" --prefetch "${LM_PREFETCH_LIST:-2,4,8}"
 fi
 
 # Small calls' phases, warm and cold (LATENCY=1): a B=1 sampling call with its

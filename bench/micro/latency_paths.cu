@@ -1,7 +1,7 @@
 // Where the time of a sampling call and of the LM heads' merge goes: W3
 // k50+p0.9+min-p 0.05 at B = 1 (V = 128,256, the row's chunks as one cluster
 // on sm_90) and at B = 256 (one CTA a row, merged in the scan CTA), plain
-// T = 0.7 at B = 256, each also with the scans' L2 prefetch; and the LM heads'
+// T = 0.7 and greedy at B = 256, each also with more chunks a row; and the LM heads'
 // merge alone (W1 M = 1's shape: 132 scoring CTAs of 50 candidates each).
 // Each is timed warm (back to back) and cold (after a write of 2x the L2, as
 // in a decode step, where the LM head's weights pass through L2 between
@@ -39,6 +39,7 @@ using nt::cuda::kTimelineSlots;
 struct Timeline {
   std::vector<unsigned long long> ns;
   std::vector<long long> cycles;
+  std::vector<unsigned> smid;
 };
 
 Timeline read_timeline() {
@@ -47,6 +48,8 @@ Timeline read_timeline() {
   t.cycles.resize(t.ns.size());
   CHECK(cudaMemcpyFromSymbol(t.ns.data(), nt::cuda::timeline_ns, t.ns.size() * 8));
   CHECK(cudaMemcpyFromSymbol(t.cycles.data(), nt::cuda::timeline_cycles, t.cycles.size() * 8));
+  t.smid.resize(kTimelineCtas);
+  CHECK(cudaMemcpyFromSymbol(t.smid.data(), nt::cuda::timeline_smid, t.smid.size() * 4));
   return t;
 }
 
@@ -86,10 +89,30 @@ double time_call(const std::function<void()>& call, bool cold, void* flush, size
 
 // Median over `runs` calls of each mark's time (us) after the earliest CTA's
 // mark 0: for CTA 0 and, per slot, the latest CTA to reach it.
+// How the CTAs' times of one mark spread (all calls pooled): percentiles, and
+// each SM's mean with the CTAs it ran (to tell slow SMs from slow rows).
+void report_spread(const char* name, int slot, std::vector<double> v, const std::vector<double>& sm_sum,
+                   const std::vector<double>& sm_n, int runs) {
+  if (v.empty()) return;
+  std::sort(v.begin(), v.end());
+  auto pct = [&](double p) { return v[std::min(v.size() - 1, size_t(p * double(v.size())))]; };
+  std::printf("%s: mark %d over CTAs: p10 %.2f p50 %.2f p90 %.2f p99 %.2f max %.2f us\n", name, slot, pct(0.1),
+              pct(0.5), pct(0.9), pct(0.99), v.back());
+  std::printf("  per SM (smid: mean us / CTAs a call):");
+  int shown = 0;
+  for (size_t sm = 0; sm < sm_sum.size(); ++sm) {
+    if (sm_n[sm] == 0) continue;
+    if (shown++ % 8 == 0) std::printf("\n   ");
+    std::printf(" %3zu:%6.2f/%.1f", sm, sm_sum[sm] / sm_n[sm], sm_n[sm] / runs);
+  }
+  std::printf("\n");
+}
+
 void timeline_report(const char* name, const std::function<void()>& call, bool cold, void* flush,
                      size_t flush_bytes, int ctas, const char* const* slot_names, int slots, int runs,
-                     cudaStream_t s) {
+                     cudaStream_t s, int spread_slot = -1) {
   std::vector<std::vector<double>> cta0(slots), last(slots), cyc0(slots), mid(slots);
+  std::vector<double> spread, sm_sum(256, 0.0), sm_n(256, 0.0);
   for (int r = 0; r < runs; ++r) {
     if (cold) CHECK(cudaMemsetAsync(flush, r & 0xFF, flush_bytes, s));
     CHECK(cudaStreamSynchronize(s));
@@ -100,6 +123,18 @@ void timeline_report(const char* name, const std::function<void()>& call, bool c
     unsigned long long t0 = ~0ull;
     for (int c = 0; c < ctas; ++c)
       if (t.ns[size_t(c) * kTimelineSlots]) t0 = std::min(t0, t.ns[size_t(c) * kTimelineSlots]);
+    if (spread_slot >= 0)
+      for (int c = 0; c < ctas; ++c) {
+        const unsigned long long v = t.ns[size_t(c) * kTimelineSlots + spread_slot];
+        if (!v) continue;
+        const double us = double(v - t0) / 1000.0;
+        spread.push_back(us);
+        const unsigned sm = t.smid[c];
+        if (sm < sm_sum.size()) {
+          sm_sum[sm] += us;
+          sm_n[sm] += 1;
+        }
+      }
     for (int k = 0; k < slots; ++k) {
       const unsigned long long v0 = t.ns[k];
       if (v0) cta0[k].push_back(double(v0 - t0) / 1000.0);
@@ -115,6 +150,7 @@ void timeline_report(const char* name, const std::function<void()>& call, bool c
       if (!reached.empty()) mid[k].push_back(median(reached));
     }
   }
+  if (spread_slot >= 0) report_spread(name, spread_slot, spread, sm_sum, sm_n, runs);
   std::printf("%s, %s: phase marks (us after the first CTA's start; medians of %d calls)\n", name,
               cold ? "cold" : "warm", runs);
   std::printf("  %-34s %9s %11s %10s %9s\n", "mark", "CTA 0", "CTA 0 cyc", "median CTA", "last CTA");
@@ -128,10 +164,10 @@ void timeline_report(const char* name, const std::function<void()>& call, bool c
 // A W3 call of `rows` rows of V = 128,256 (k, p, min-p as given; k = 0 and
 // p = 1: plain sampling), timed and phase-marked for each merge choice
 // ("cluster" or "default": the default plan, "kernel":
-// NEXTTOK_CUDA_SAMPLE_MERGE=kernel)
-// and each scan prefetch distance (NEXTTOK_CUDA_SAMPLE_PREFETCH).
+// NEXTTOK_CUDA_SAMPLE_MERGE=kernel) and each split count (0: the planned
+// one, else NEXTTOK_CUDA_SAMPLE_SPLITS).
 void sampling_case(int rows, float temperature, int top_k, float top_p, float min_p,
-                   std::initializer_list<const char*> merges, std::initializer_list<int> prefetches, void* flush,
+                   std::initializer_list<const char*> merges, std::initializer_list<int> splits_list, void* flush,
                    size_t flush_bytes, int dev, cudaStream_t s, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int vocab = 128256;
@@ -172,15 +208,18 @@ void sampling_case(int rows, float temperature, int top_k, float top_p, float mi
                          "tail: token written"};
   char label[160];
   std::snprintf(label, sizeof label, "sample B=%d V=%d %s", rows, vocab,
-                top_k ? "k50+p0.9+min-p" : "plain T=0.7");
+                top_k ? "k50+p0.9+min-p" : temperature > 0.0f ? "plain T=0.7" : "greedy");
   std::vector<int64_t> first_tokens;
   for (const char* merge : merges)
-    for (int prefetch : prefetches) {
+    for (int splits : splits_list) {
       if (std::strcmp(merge, "kernel") == 0)
         setenv("NEXTTOK_CUDA_SAMPLE_MERGE", "kernel", 1);
       else
         unsetenv("NEXTTOK_CUDA_SAMPLE_MERGE");
-      setenv("NEXTTOK_CUDA_SAMPLE_PREFETCH", std::to_string(prefetch).c_str(), 1);
+      if (splits > 0)
+        setenv("NEXTTOK_CUDA_SAMPLE_SPLITS", std::to_string(splits).c_str(), 1);
+      else
+        unsetenv("NEXTTOK_CUDA_SAMPLE_SPLITS");
       const size_t bytes = nt::cuda::sample_workspace_size(a);
       void* ws = nullptr;
       CHECK(cudaMalloc(&ws, std::max<size_t>(bytes, 256)));
@@ -195,18 +234,20 @@ void sampling_case(int rows, float temperature, int top_k, float top_p, float mi
       if (first_tokens.empty()) first_tokens = got;
       const double warm = time_call(call, false, flush, flush_bytes, 200, s);
       const double cold = time_call(call, true, flush, flush_bytes, 200, s);
-      std::printf("\n%s (%s merge, prefetch %d; tokens %s, %s the first setting's; token 0 = %lld): "
+      std::printf("\n%s (%s merge, splits %s; tokens %s, %s the first setting's; token 0 = %lld): "
                   "warm %.2f us, cold %.2f us\n",
-                  label, merge, prefetch, valid ? "in range" : "OUT OF RANGE",
+                  label, merge, splits > 0 ? std::to_string(splits).c_str() : "planned",
+                  valid ? "in range" : "OUT OF RANGE",
                   got == first_tokens ? "equal to" : "DIFFERENT FROM", (long long)got[0], warm, cold);
-      // CTAs: a row's chunks at B = 1 (16 in a cluster, up to 64 otherwise), else one per row.
-      const int ctas = rows == 1 ? 64 : std::min(rows, int(kTimelineCtas));
-      timeline_report(label, call, false, flush, flush_bytes, ctas, slots, 13, 30, s);
+      // CTAs: a row's chunks at B = 1 (16 in a cluster, up to 64 otherwise), else the
+      // rows' chunks; for a batch, how the CTAs' scan ends spread (mark 3).
+      const int ctas = rows == 1 ? 64 : std::min(rows * std::max(splits, 1), int(kTimelineCtas));
+      timeline_report(label, call, false, flush, flush_bytes, ctas, slots, 13, 30, s, rows > 1 ? 3 : -1);
       timeline_report(label, call, true, flush, flush_bytes, ctas, slots, 13, 30, s);
       CHECK(cudaFree(ws));
     }
   unsetenv("NEXTTOK_CUDA_SAMPLE_MERGE");
-  unsetenv("NEXTTOK_CUDA_SAMPLE_PREFETCH");
+  unsetenv("NEXTTOK_CUDA_SAMPLE_SPLITS");
   CHECK(cudaFree(logits));
   CHECK(cudaFree(tokens));
 }
@@ -230,7 +271,8 @@ int main() {
   // ---- sampling: B = 1 (the latency path) and B = 256 (where the tail sits) ----
   sampling_case(1, 0.7f, 50, 0.9f, 0.05f, {"cluster", "kernel"}, {0}, flush, flush_bytes, dev, s, rng);
   sampling_case(256, 0.7f, 50, 0.9f, 0.05f, {"default"}, {0, 2}, flush, flush_bytes, dev, s, rng);
-  sampling_case(256, 0.7f, 0, 1.0f, 0.0f, {"default"}, {0, 2}, flush, flush_bytes, dev, s, rng);
+  sampling_case(256, 0.7f, 0, 1.0f, 0.0f, {"default"}, {0, 2, 4}, flush, flush_bytes, dev, s, rng);
+  sampling_case(256, 0.0f, 0, 1.0f, 0.0f, {"default"}, {0, 4}, flush, flush_bytes, dev, s, rng);
 
   // ---- the LM heads' merge, W1 M = 1's shape ----------------------------------
   {

@@ -158,31 +158,6 @@ __device__ __forceinline__ void tma_prefetch_map(const void* map) {
 #endif
 }
 
-// ---- L2 prefetches (sm_90; nothing on older devices) -----------------------------
-// Hints with nothing to wait for: a stream's reads can run ahead of the
-// registers or shared-memory stages that gate its loads, so DRAM stays busy
-// while the consumers are elsewhere (a selection, a top-k cut) and the loads
-// that follow find their lines in L2.
-
-// [src, src + bytes): src 16-byte aligned, bytes a multiple of 16.
-__device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(reinterpret_cast<uint64_t>(src)),
-               "r"(bytes)
-               : "memory");
-#endif
-}
-
-// The box of `map` at (x inner, y outer), as tma_load_2d would copy it.
-__device__ __forceinline__ void tma_prefetch_2d(const void* map, int32_t x, int32_t y) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
-                   reinterpret_cast<uint64_t>(map)),
-               "r"(x), "r"(y)
-               : "memory");
-#endif
-}
-
 // ldmatrix: four (x4) or two (x2) 8x8 matrices of 16-bit elements; lane l
 // gives the address of row l % 8 of matrix l / 8.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {

@@ -55,7 +55,6 @@ struct BinaryRowsParams : BinaryOperands {
   // code; sign and scale rows at 16-byte aligned strides, scale rows a
   // multiple of 16 bytes); 0: by cp.async pieces.
   int tensor_copies;
-  int prefetch;  // > 0, with tensor copies: a warp asks L2 for its tile this many tiles ahead
   CUtensorMap sign_map;   // [V, H / 16] 16-bit units: boxes of 16 rows x 128 bytes, swizzled
   CUtensorMap scale_map;  // [V, H / G] halves: boxes of 16 whole rows
   BiasArgs bias;
@@ -187,11 +186,6 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     if (next_row < last_row) {
       if (p.tensor_copies) {
         if (lane == 0) {
-          const int pf_row = next_row + p.prefetch * row_step;
-          if (p.prefetch > 0 && pf_row < last_row) {
-            for (int b = 0; b < L.boxes; ++b) tma_prefetch_2d(&p.sign_map, 64 * b, pf_row);
-            tma_prefetch_2d(&p.scale_map, 0, pf_row);
-          }
           uint64_t* full = &s.full[warp][next_slot];
           // Boxes count whole, rows past V included (they land as zeros).
           mbarrier_arrive_expect_tx(full, uint32_t(L.sign_bytes + kRowsTile * L.scale_stride));

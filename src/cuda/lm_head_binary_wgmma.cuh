@@ -294,7 +294,6 @@ struct BinaryBulkParams {
   CUtensorMap scale_map;  // [V, H / G] halves: boxes of 64 whole rows
   CUtensorMap act_map;    // the pass's [rows, padded H / 2] 16-bit units: boxes of 8NT rows x 128 bytes, swizzled
   BinaryParams b;
-  int prefetch;  // > 0: the copy warp asks L2 for the sign (and scale) boxes this many stages ahead
 };
 
 struct BulkLayout {
@@ -358,21 +357,6 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
     tma_prefetch_map(&bp.act_map);
     int slot = 0;
     uint32_t phase = 0;
-    // As in dense_staged_kernel: the chunk bp.prefetch stages ahead goes to L2.
-    int pf_tile = bp.prefetch / n_chunks, pf_ch = bp.prefetch % n_chunks;
-    auto prefetch_next = [&]() {
-      if (bp.prefetch <= 0 || pf_tile >= n_tiles) return;
-      const int pf_row0 = row_begin + pf_tile * kTileRows;
-      const int pf_boxes = min(kTileRows / kBulkBoxRows, (row_end - pf_row0 + kBulkBoxRows - 1) / kBulkBoxRows);
-      for (int b = 0; b < pf_boxes; ++b) {
-        if (pf_ch == 0) tma_prefetch_2d(&bp.scale_map, 0, pf_row0 + b * kBulkBoxRows);
-        tma_prefetch_2d(&bp.sign_map, pf_ch * (kChunkCols / 16), pf_row0 + b * kBulkBoxRows);
-      }
-      if (++pf_ch == n_chunks) {
-        pf_ch = 0;
-        ++pf_tile;
-      }
-    };
     for (int tile = 0; tile < n_tiles; ++tile) {
       const int row0 = row_begin + tile * kTileRows;
       const int boxes = min(kTileRows / kBulkBoxRows, (row_end - row0 + kBulkBoxRows - 1) / kBulkBoxRows);
@@ -384,7 +368,6 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
         tma_load_2d(scales + b * kBulkBoxRows * B.scale_row_bytes, &bp.scale_map, 0, row0 + b * kBulkBoxRows,
                     &scale_full[sb]);
       for (int ch = 0; ch < n_chunks; ++ch) {
-        prefetch_next();
         mbarrier_wait(&empty[slot], phase ^ 1u);
         unsigned char* stage = smem + slot * B.stage_bytes;
         mbarrier_arrive_expect_tx(&full[slot], uint32_t(boxes * kBulkSignBoxBytes + 4 * B.box_bytes));

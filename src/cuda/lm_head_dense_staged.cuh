@@ -50,7 +50,6 @@ struct StagedParams {
   int cols, vocab, rows;   // H, V, token rows of this pass
   int rows_per_cta;
   int stages;
-  int prefetch;  // > 0: the copy warp asks L2 for the weight boxes this many stages ahead
   BiasArgs bias;
   topk::CandidateArgs cand;
 };
@@ -94,25 +93,11 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
     tma_prefetch_map(&p.hidden_map);
     int slot = 0;
     uint32_t phase = 0;
-    // The stage p.prefetch ahead of the one being copied: its weight boxes go
-    // to L2 while the scoring warps hold every stage (during their top-k
-    // upkeep the copies wait on "empty"; the prefetches do not).
-    int pf_tile = p.prefetch / n_chunks, pf_ch = p.prefetch % n_chunks;
     for (int tile = 0; tile < n_tiles; ++tile) {
       const int row0 = row_begin + tile * kStagedTileRows;
       const int boxes = min(kStagedWarps, (row_end - row0 + kStagedBoxRows - 1) / kStagedBoxRows);
       const uint32_t bytes = uint32_t(boxes * kStagedBoxBytes + staged_hidden_bytes(NT));
       for (int ch = 0; ch < n_chunks; ++ch) {
-        if (p.prefetch > 0 && pf_tile < n_tiles) {
-          const int pf_row0 = row_begin + pf_tile * kStagedTileRows;
-          const int pf_boxes = min(kStagedWarps, (row_end - pf_row0 + kStagedBoxRows - 1) / kStagedBoxRows);
-          for (int b = 0; b < pf_boxes; ++b)
-            tma_prefetch_2d(&p.weight_map, pf_ch * kStagedChunkCols, pf_row0 + b * kStagedBoxRows);
-          if (++pf_ch == n_chunks) {
-            pf_ch = 0;
-            ++pf_tile;
-          }
-        }
         mbarrier_wait(&empty[slot], phase ^ 1u);
         unsigned char* stage = stages + slot * kStageBytes;
         mbarrier_arrive_expect_tx(&full[slot], bytes);

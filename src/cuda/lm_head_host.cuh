@@ -89,17 +89,6 @@ inline bool lm_head_path_forced(const char* name) {
   return path != nullptr && std::strcmp(path, name) == 0;
 }
 
-// NEXTTOK_CUDA_LM_HEAD_PREFETCH=<stages>: how many stages ahead of its copies
-// a bulk-copy kernel asks L2 for the weights (0: none; read on every call, as
-// above, so a benchmark can compare distances).
-constexpr int kDefaultLmHeadPrefetchStages = 0;
-inline int lm_head_prefetch_stages() {
-  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_PREFETCH");
-  if (v == nullptr) return kDefaultLmHeadPrefetchStages;
-  const int n = std::atoi(v);
-  return n < 0 ? 0 : (n > 32 ? 32 : n);
-}
-
 // Byte alignment every row of a 2-D view shares (the row stride is ignored
 // for a single row, as core/check.cpp does).
 inline int64_t row_alignment(const nt_tensor& t) {

@@ -638,7 +638,6 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
       StagedParams p = staged_params(a, hidden, rows);
       p.rows_per_cta = plan.rows_per_cta;
       p.stages = staged_stages(dev, rows);
-      p.prefetch = lm_head_prefetch_stages();
       p.bias = bias;
       p.cand = cand;
       if (a.weight.dtype == NT_BF16) launch_staged_rows<true>(p, plan.grid, a.weight.device_id, stream);

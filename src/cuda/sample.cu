@@ -33,8 +33,6 @@ static_assert(kScanSmemBytes >= (kMaxChunkCandidates + kSortCap) * int(sizeof(u6
               "a one-chunk row's merge runs in the scan's shared memory");
 static_assert(kScanSmemBytes >= kMergeSmemBytes,
               "a cluster's merge runs in its first scan CTA's shared memory");
-// Tiles past each loaded one that the scans prefetch into L2 by default.
-constexpr int kDefaultScanPrefetchTiles = 0;
 // Chunks a row may take when they form one cluster: 16 where the device
 // schedules clusters that large (a non-portable size), else the portable 8;
 // and the largest batch whose rows merge in their clusters (make_plan).
@@ -56,12 +54,12 @@ bool force_merge_kernel() {
   return merge != nullptr && std::strcmp(merge, "kernel") == 0;
 }
 
-// NEXTTOK_CUDA_SAMPLE_PREFETCH=<tiles>: how far past each tile it loads a scan
-// asks L2 for the chunk's next bytes (0: no prefetch; read on every call, so
-// a benchmark can compare distances on one input).
-int scan_prefetch_tiles() {
-  const char* v = std::getenv("NEXTTOK_CUDA_SAMPLE_PREFETCH");
-  return v != nullptr ? std::clamp(std::atoi(v), 0, 16) : kDefaultScanPrefetchTiles;
+// NEXTTOK_CUDA_SAMPLE_SPLITS=<n>: n chunks a row whatever the batch (for
+// measuring how the split count trades balance against merging; read on
+// every call).
+int forced_splits() {
+  const char* v = std::getenv("NEXTTOK_CUDA_SAMPLE_SPLITS");
+  return v != nullptr ? std::atoi(v) : 0;
 }
 
 struct Plan {
@@ -108,8 +106,9 @@ Plan make_plan(const nt_sample_args& a, int sms, int max_cluster) {
   const int64_t target = int64_t(sms) * kScanCtasPerSm;
   const int64_t cap =
       std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, (vocab + kTileTokens - 1) / kTileTokens));
-  const int64_t wanted =
+  int64_t wanted =
       rows >= target ? 1 : std::clamp<int64_t>(target / std::max<int64_t>(rows, 1), 1, cap);
+  if (const int forced = forced_splits(); forced > 0) wanted = std::min<int64_t>(forced, cap);
   auto split = [&](int64_t splits) {
     const int64_t chunk = ((vocab + splits - 1) / splits + 7) / 8 * 8;
     p.splits = int((vocab + chunk - 1) / chunk);
@@ -361,7 +360,6 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   g.merge_in_scan = filtered && plan.splits == 1;
   g.cluster_merge = plan.cluster;
   g.list_scan = !force_general_scan();
-  g.prefetch_tiles = scan_prefetch_tiles();
   l.run_merge = plan.splits > 1 && !plan.cluster;
   l.run_fallback = filtered && plan.fallback_needed;
   if (l.run_fallback) {

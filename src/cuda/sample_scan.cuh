@@ -4,7 +4,6 @@
 #include <cooperative_groups.h>
 #include <cub/block/block_reduce.cuh>
 
-#include "cuda/async_copy.cuh"
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_merge.cuh"
 #include "cuda/timeline.cuh"
@@ -14,17 +13,6 @@ namespace nt::cuda {
 
 // ---- kernel 1: scan one chunk ---------------------------------------------------
 
-// The L2 prefetch of the chunk's tile at `tile`: the whole 16-byte units of
-// [tile, min(tile + kTileTokens, stop)), so no byte outside the row is named.
-template <class S>
-__device__ __forceinline__ void prefetch_tile(const S* row, u32 tile, u32 stop) {
-  if (tile >= stop) return;
-  const uintptr_t b = (reinterpret_cast<uintptr_t>(row + tile) + 15) & ~uintptr_t(15);
-  const uintptr_t e =
-      reinterpret_cast<uintptr_t>(row + min(stop, tile + u32(kTileTokens))) & ~uintptr_t(15);
-  if (e > b) prefetch_l2_bulk(reinterpret_cast<const void*>(b), u32(e - b));
-}
-
 // Runs on_tile(tile, x, last) over the chunk, one tile of 4096 tokens at a time
 // (block-uniform; last: no tile follows). x[u][g] is token
 // tile + (u * kScanThreads + threadIdx.x) * G + g; tokens past `end` read -inf.
@@ -32,26 +20,19 @@ __device__ __forceinline__ void prefetch_tile(const S* row, u32 tile, u32 stop) 
 // it moves), so DEPTH - 1 tiles stay in flight while one is consumed: with 2
 // CTAs of 512 threads per SM and 32 bytes per thread per tile, DEPTH 3 keeps
 // 64 KB per SM in flight, what ~4 TB/s at ~1 us latency needs; DEPTH 2 (32 KB)
-// suits register-heavy callers. With prefetch > 0, thread 0 also asks L2 for
-// the tile `prefetch` tiles past each one loaded (SampleArgs::prefetch_tiles),
-// which costs no registers.
+// suits register-heavy callers. (An L2 prefetch of the tiles further ahead,
+// one bulk prefetch a tile, measured no faster: run 50.)
 template <nt_dtype DT, bool VEC, int DEPTH, class OnTile>
 __device__ __forceinline__ void scan_tile_loop(const typename LogitTraits<DT>::Storage* row,
-                                               int64_t begin, int64_t end, int prefetch,
-                                               OnTile&& on_tile) {
+                                               int64_t begin, int64_t end, OnTile&& on_tile) {
   constexpr int G = group_tokens<DT, VEC>();
   constexpr int U = kTokensPerThread / G;
   // 32-bit positions (the vocabulary is below 2^31): 64-bit loop counters
   // cost the filtered scan its last free registers.
   const u32 first = u32(begin), stop = u32(end), tid = threadIdx.x;
-  const bool prefetcher = prefetch > 0 && tid == 0;
-  const u32 ahead = u32(prefetch) * u32(kTileTokens);
   float buf[DEPTH][U][G];
-  if (prefetcher)
-    for (int d = DEPTH; d < prefetch; ++d) prefetch_tile(row, first + u32(d * kTileTokens), stop);
   auto load = [&](u32 tile, float (&x)[U][G]) {
     if (tile >= stop) return;
-    if (prefetcher) prefetch_tile(row, tile + ahead, stop);
 #pragma unroll
     for (int u = 0; u < U; ++u)
       load_group<DT, VEC, true>(row, tile + (u * kScanThreads + tid) * G, end, x[u]);
@@ -95,7 +76,7 @@ __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
   __shared__ typename Reduce::TempStorage tmp;
   float best_x = -INFINITY;
   u32 best_t = 0;
-  scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, a.prefetch_tiles, [&](u32 tile, const auto& x, bool) {
+  scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool) {
     for_each_group(tile, x, [&](u32 t0, const float (&x4)[4]) {
 #pragma unroll
       for (int j = 0; j < 4; ++j)
@@ -199,7 +180,7 @@ __device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int ch
   if (threadIdx.x == 0) shared_key = NT_KEY_NEG_INF;
   __syncthreads();
   GumbelBest g;
-  scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, a.prefetch_tiles, [&](u32 tile, const auto& x, bool last) {
+  scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool last) {
     gumbel_tile(g, c, floors, tile, x);
     if (last) return;
     // The warps share their bounds after every tile with no barrier: a
@@ -358,7 +339,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   if (threadIdx.x == 0) count = 0;
   __syncthreads();
 
-  scan_tile_loop<DT, VEC, 2>(rowp, begin, end, a.prefetch_tiles, [&](u32 tile, const auto& x, bool last) {
+  scan_tile_loop<DT, VEC, 2>(rowp, begin, end, [&](u32 tile, const auto& x, bool last) {
     if (use_floor && tile == begin) {
       const u64 floor = first_tile_floor(tile, x, c, keep, warp_offer);
       if (floor > kNegInfCeiling) {
@@ -565,7 +546,7 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   }
   __syncthreads();
 
-  scan_tile_loop<DT, VEC, 2>(rowp, begin, end, a.prefetch_tiles, [&](u32 tile, const auto& x, bool) {
+  scan_tile_loop<DT, VEC, 2>(rowp, begin, end, [&](u32 tile, const auto& x, bool) {
     if (tile == begin) {
       NT_TIMELINE_MARK(1);
       const u64 floor = first_tile_floor(tile, x, c, keep, warp_offer);

@@ -12,6 +12,7 @@ constexpr int kTimelineCtas = 1024;
 // cycle counter (finer, for phases inside one CTA).
 __device__ unsigned long long timeline_ns[kTimelineCtas][kTimelineSlots];
 __device__ long long timeline_cycles[kTimelineCtas][kTimelineSlots];
+__device__ unsigned timeline_smid[kTimelineCtas];  // the SM a CTA ran on (set at slot 0)
 
 __device__ __forceinline__ void timeline_mark(int slot) {
   if (threadIdx.x != 0) return;
@@ -21,6 +22,11 @@ __device__ __forceinline__ void timeline_mark(int slot) {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
   timeline_ns[cta][slot] = ns;
   timeline_cycles[cta][slot] = clock64();
+  if (slot == 0) {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    timeline_smid[cta] = sm;
+  }
 }
 }  // namespace nt::cuda
 #define NT_TIMELINE_MARK(slot) ::nt::cuda::timeline_mark(slot)

@@ -102,7 +102,8 @@ __device__ __forceinline__ void warp_find_digit(const uint32_t* hist, int need, 
 
 // Radix select by one warp: the rank T such that exactly `need` of the ranks
 // visited by for_each are >= T (ranks are unique; 0 marks padding).
-// for_each(f) calls f(rank) for each of the lane's entries.
+// for_each(f) calls f(rank) for each of the lane's entries, the same number of
+// times on every lane (f is a warp collective: pad with 0).
 template <class ForEach>
 __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* hist) {
   const int lane = threadIdx.x & 31;
@@ -112,8 +113,12 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
     for (int b = lane; b < 256; b += 32) hist[b] = 0;
     __syncwarp();
     for_each([&](uint64_t rank) {
-      if (rank != 0 && (rank & hi_mask) == prefix)
-        atomicAdd(&hist[unsigned(rank >> shift) & 255u], 1u);
+      // Lanes sharing a digit add once: in the first passes most entries
+      // fall in one or two bins, where 32 atomics on one address serialize.
+      const bool in = rank != 0 && (rank & hi_mask) == prefix;
+      const unsigned digit = in ? unsigned(rank >> shift) & 255u : 256u;
+      const unsigned peers = __match_any_sync(0xffffffffu, digit);
+      if (in && lane == __ffs(peers) - 1) atomicAdd(&hist[digit], unsigned(__popc(peers)));
     });
     __syncwarp();
     int digit, above, count;
@@ -245,8 +250,8 @@ __device__ __noinline__ uint64_t warp_rank_bound(const Rank* buf, int count, int
 // The r-th largest (1 <= r <= R, r <= count) of the distinct nonzero ranks
 // buf[0, count), by one whole warp with no shared-memory atomics: each lane
 // keeps its own R best in registers, then r rounds of a warp max take the
-// overall best. For a small r the radix select costs far more: in its first
-// passes most entries fall in one histogram bin, so its atomics serialize.
+// overall best. For a small r a radix select costs far more: up to eight
+// passes, each a histogram and a digit search.
 template <int R, class Rank>
 __device__ __noinline__ uint64_t warp_rth_largest(const Rank* buf, int count, int r) {
   const int lane = threadIdx.x & 31;
