@@ -21,6 +21,7 @@
 #   LM_HEAD_M=1,64 ...                 # W1/W2 at these M only, with the small checks
 #   LATENCY=1 ...                      # plus bench/micro/latency_paths.cu (phase marks)
 #   EXTRA=0 ...                        # without kernel-times and ctest-pass-bulk-copies
+#   CTEST_ENVS='N=V ...' ...           # plus the CUDA cases with each switch set
 #   COMPARE_ENVS='N=V N=V2' ...        # plus the W3 rows matching COMPARE_MATCH (default
 #                                      #   'B=256 V=128256') timed with each switch against none
 #                                      #   (tokens compared); LM_COMPARE_ENVS: the same for W1/W2
@@ -129,7 +130,12 @@ else
   rows+=("| bench | NOT RUN ($lib missing) | - |")
 fi
 
-# Switches timed against the default on the same calls (COMPARE_ENVS, LM_COMPARE_ENVS).
+# Switches timed against the default on the same calls (COMPARE_ENVS, LM_COMPARE_ENVS),
+# and the CUDA cases with each of CTEST_ENVS set.
+for setting in ${CTEST_ENVS:-}; do
+  [ -x "$op_tests" ] && stage "ctest-$setting" 90 "$OUT/ctest.log" env "$setting" ctest --test-dir "$build" \
+    -R '/cuda$|CudaGraph|OptInPaths' -j 8 --timeout 60 --output-on-failure
+done
 if [ -f "$lib" ]; then
   for setting in ${COMPARE_ENVS:-}; do
     stage "bench-$setting" 60 "$OUT/bench.log" python3 bench/cuda_sampling_bench.py --lib "$lib" --only w3 \
