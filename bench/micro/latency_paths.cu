@@ -303,7 +303,7 @@ int main() {
     CHECK(cudaMalloc(&indices, k * 8));
     CHECK(cudaMemcpy(d_cand, cand.data(), cand.size() * sizeof(Candidate), cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(d_counts, counts.data(), counts.size() * 4, cudaMemcpyHostToDevice));
-    nt::cuda::topk::CandidateArgs ca{d_cand, d_counts, mp_stride, cap, k, nt::cuda::topk::kCountAtomics};
+    nt::cuda::topk::CandidateArgs ca{d_cand, d_counts, mp_stride, cap, k};
     int smem_optin = 0;
     CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     const int resident = nt::cuda::topk::merge_resident_capacity(smem_optin);

@@ -390,7 +390,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
       const int count = s.count[warp][m];
       if (count > p.warp_cap - kRowsTile && count > p.cand.k) {
         const uint32_t key = topk::warp_compact<16>(lists + size_t(m) * p.warp_cap, count, p.cand.k,
-                                                    s.hist[warp], p.cand.count_mode);
+                                                    s.hist[warp]);
         if (lane == 0) {
           s.count[warp][m] = p.cand.k;
           s.threshold[warp][m] = key;

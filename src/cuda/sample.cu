@@ -360,7 +360,6 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   g.merge_in_scan = filtered && plan.splits == 1;
   g.cluster_merge = plan.cluster;
   g.list_scan = !force_general_scan();
-  g.topk_count_mode = topk::topk_count_mode(topk::kCountMatch);
   l.run_merge = plan.splits > 1 && !plan.cluster;
   l.run_fallback = filtered && plan.fallback_needed;
   if (l.run_fallback) {

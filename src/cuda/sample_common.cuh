@@ -136,7 +136,6 @@ struct SampleArgs {
   int cluster_merge;  // rows of several chunks: each row's CTAs form one thread-block
                       // cluster and its first CTA merges them (no merge kernel)
   int list_scan;      // 0: the general filtered scan for every filtered row
-  int topk_count_mode;  // topk::CountMode of the list scan's warp cuts
   ChunkRecord* chunks;
   u64* candidates;
   RowState* row_states;

@@ -457,15 +457,14 @@ struct WarpList {
 // warp has published, and drops the entries under the bound. Out of line:
 // rare, and the scan loop's code must stay small (instruction fetch).
 __device__ __noinline__ WarpList rank_warp_list(u64* list, WarpList w, u32 keep, u32 rank,
-                                                u32* hist, u64* warp_floor, u64* shared_thr,
-                                                int count_mode) {
+                                                u32* hist, u64* warp_floor, u64* shared_thr) {
   constexpr int kWarps = kScanThreads / 32;
   constexpr int kRankMax = (kListKeepMax + kWarps - 1) / kWarps;
   const u32 lane = lane_index();
   __syncwarp();
   u64 bound = 0;
   if (w.count > u32(kListTrigger)) {
-    bound = topk::warp_compact_ranks(list, int(w.count), int(keep), hist, count_mode);
+    bound = topk::warp_compact_ranks(list, int(w.count), int(keep), hist);
     w.count = keep;
   } else {
     // The published value only rises (the warp has seen `rank` tokens at or
@@ -595,7 +594,7 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     w.count = *static_cast<volatile u32*>(&warp_count[warp]);
     // Past kListTrigger the next tile (up to 256 entries) could overflow.
     if (w.count > w.refresh) {
-      w = rank_warp_list(list, w, keep, rank, hist, warp_floor, &shared_thr, a.topk_count_mode);
+      w = rank_warp_list(list, w, keep, rank, hist, warp_floor, &shared_thr);
       follow();  // rank_warp_list may have raised w.thr
       if (lane == 0) warp_count[warp] = w.count;
       __syncwarp();
@@ -606,7 +605,7 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   raise(*static_cast<volatile u64*>(&shared_thr));
   w.count = u32(topk::warp_keep_at_or_above(list, int(w.count), w.thr));
   if (w.count > keep) {
-    const u64 kth = topk::warp_compact_ranks(list, int(w.count), int(keep), hist, a.topk_count_mode);
+    const u64 kth = topk::warp_compact_ranks(list, int(w.count), int(keep), hist);
     w.count = keep;
     if (lane == 0) atomicMax(&shared_thr, kth);  // tokens were dropped
   }

@@ -13,8 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "core/ordering.h"
 
@@ -45,7 +43,6 @@ struct CandidateArgs {
   int mp_stride;
   int cap;
   int k;
-  int count_mode;  // CountMode of the warps' radix cuts
 };
 
 constexpr int kMaxRows = 64;
@@ -103,58 +100,24 @@ __device__ __forceinline__ void warp_find_digit(const uint32_t* hist, int need, 
   count = __shfl_sync(0xffffffffu, n, src);
 }
 
-// How a warp's radix select counts its entries into a digit histogram, one
-// atomic per: entry (the first passes put most entries in one or two bins,
-// whose atomics serialize), distinct digit among the lanes (a match), or the
-// first counting lane's digit (a ballot; the other lanes one each). Which one
-// is faster differs by caller, so it is a parameter (run 51: the match made
-// the LM heads' cuts slower and the sampling list scan's faster).
-enum CountMode : int { kCountAtomics = 0, kCountMatch = 1, kCountBallot = 2 };
-
-// NEXTTOK_CUDA_TOPK_COUNT=atomics|match|ballot overrides a caller's mode (for
-// timing them on one input; read on every call).
-inline int topk_count_mode(int fallback) {
-  const char* v = std::getenv("NEXTTOK_CUDA_TOPK_COUNT");
-  if (v == nullptr) return fallback;
-  if (std::strcmp(v, "atomics") == 0) return kCountAtomics;
-  if (std::strcmp(v, "match") == 0) return kCountMatch;
-  if (std::strcmp(v, "ballot") == 0) return kCountBallot;
-  return fallback;
-}
-
 // Radix select by one warp: the rank T such that exactly `need` of the ranks
 // visited by for_each are >= T (ranks are unique; 0 marks padding).
-// for_each(f) calls f(rank) for each of the lane's entries, the same number of
-// times on every lane (f is a warp collective: pad with 0). mode: a CountMode,
-// the same on every lane.
+// for_each(f) calls f(rank) for each of the lane's entries.
 template <class ForEach>
-__device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* hist, int mode) {
+__device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* hist) {
   const int lane = threadIdx.x & 31;
   uint64_t prefix = 0;
   for (int shift = 56; shift >= 0; shift -= 8) {
     const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
     for (int b = lane; b < 256; b += 32) hist[b] = 0;
     __syncwarp();
+    // One atomic per entry, even where most entries share a bin: one per
+    // distinct digit (a match) or per the first lane's digit (a ballot)
+    // measured slower, W1 M=64 379 -> 424 / 416 us, W2 M=64 839 -> 898 / 887
+    // (run 52), and no faster in the sampling list scan.
     for_each([&](uint64_t rank) {
-      const bool in = rank != 0 && (rank & hi_mask) == prefix;
-      const unsigned digit = in ? unsigned(rank >> shift) & 255u : 256u;
-      if (mode == kCountMatch) {
-        const unsigned peers = __match_any_sync(0xffffffffu, digit);
-        if (in && lane == __ffs(peers) - 1) atomicAdd(&hist[digit], unsigned(__popc(peers)));
-      } else if (mode == kCountBallot) {
-        const unsigned counting = __ballot_sync(0xffffffffu, in);
-        if (counting != 0u) {
-          const int first = __ffs(counting) - 1;
-          const unsigned d0 = __shfl_sync(0xffffffffu, digit, first);
-          const unsigned same = __ballot_sync(0xffffffffu, digit == d0);
-          if (lane == first)
-            atomicAdd(&hist[d0], unsigned(__popc(same)));
-          else if (in && digit != d0)
-            atomicAdd(&hist[digit], 1u);
-        }
-      } else if (in) {
-        atomicAdd(&hist[digit], 1u);
-      }
+      if (rank != 0 && (rank & hi_mask) == prefix)
+        atomicAdd(&hist[unsigned(rank >> shift) & 255u], 1u);
     });
     __syncwarp();
     int digit, above, count;
@@ -171,7 +134,7 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
 // smallest key kept. Called by one whole warp; count > k. Not inlined: it
 // runs rarely and would otherwise be copied into every unrolled loop body.
 template <int kRegEntries>
-__device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, uint32_t* hist, int mode) {
+__device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, uint32_t* hist) {
   const int lane = threadIdx.x & 31;
   uint32_t min_key = 0xFFFFFFFFu;
   if (count <= 32 * kRegEntries) {
@@ -194,7 +157,7 @@ __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, 
 #pragma unroll
           for (int e = 0; e < kRegEntries; ++e) f(rank[e]);
         },
-        k, hist, mode);
+        k, hist);
     int base = 0;
 #pragma unroll
     for (int e = 0; e < kRegEntries; ++e) {
@@ -221,7 +184,7 @@ __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, 
             f(rank);
           }
         },
-        k, hist, mode);
+        k, hist);
     int base = 0;
     for (int r = 0; r < rounds; ++r) {
       const int i = r * 32 + lane;
@@ -270,7 +233,7 @@ __device__ __forceinline__ int warp_keep_at_or_above(Rank* buf, int count, uint6
 // memory on every radix pass, so the caller's registers (a load pipeline in
 // flight) are not crowded out.
 template <class Rank>
-__device__ __noinline__ uint64_t warp_rank_bound(const Rank* buf, int count, int k, uint32_t* hist, int mode) {
+__device__ __noinline__ uint64_t warp_rank_bound(const Rank* buf, int count, int k, uint32_t* hist) {
   const int lane = threadIdx.x & 31;
   const int rounds = (count + 31) / 32;
   return warp_rank_threshold(
@@ -280,14 +243,14 @@ __device__ __noinline__ uint64_t warp_rank_bound(const Rank* buf, int count, int
           f(i < count ? uint64_t(buf[i]) : 0ull);
         }
       },
-      k, hist, mode);
+      k, hist);
 }
 
 // The r-th largest (1 <= r <= R, r <= count) of the distinct nonzero ranks
 // buf[0, count), by one whole warp with no shared-memory atomics: each lane
 // keeps its own R best in registers, then r rounds of a warp max take the
-// overall best. For a small r a radix select costs far more: up to eight
-// passes, each a histogram and a digit search.
+// overall best. For a small r the radix select costs far more: in its first
+// passes most entries fall in one histogram bin, so its atomics serialize.
 template <int R, class Rank>
 __device__ __noinline__ uint64_t warp_rth_largest(const Rank* buf, int count, int r) {
   const int lane = threadIdx.x & 31;
@@ -322,8 +285,8 @@ __device__ __noinline__ uint64_t warp_rth_largest(const Rank* buf, int count, in
 // Keeps the k largest of the distinct nonzero ranks buf[0, count) in buf[0, k)
 // (order kept) and returns the smallest kept. One whole warp; count > k >= 1.
 template <class Rank>
-__device__ __noinline__ Rank warp_compact_ranks(Rank* buf, int count, int k, uint32_t* hist, int mode) {
-  const uint64_t t = warp_rank_bound(buf, count, k, hist, mode);
+__device__ __noinline__ Rank warp_compact_ranks(Rank* buf, int count, int k, uint32_t* hist) {
+  const uint64_t t = warp_rank_bound(buf, count, k, hist);
   const int lane = threadIdx.x & 31;
   uint64_t min_kept = ~0ull;
   for (int i = lane; i < count; i += 32) {
@@ -386,7 +349,7 @@ struct CtaTopk {
       const bool over = last ? count > args.k : (count > args.cap - next_rows && count > args.k);
       if (over) {
         const uint32_t key =
-            warp_compact<16>(mine + size_t(m) * args.cap, count, args.k, s.hist[warp], args.count_mode);
+            warp_compact<16>(mine + size_t(m) * args.cap, count, args.k, s.hist[warp]);
         if (lane == 0) {
           s.count[m] = args.k;
           s.threshold[m] = key;
