@@ -13,8 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/ordering.h"
+#include "cuda/block_select.cuh"
 
 namespace nt::cuda::topk {
 
@@ -43,7 +46,16 @@ struct CandidateArgs {
   int mp_stride;
   int cap;
   int k;
+  int filter_cuts;  // 1: CtaTopk cuts between tiles by warp_filter_cut where it can
 };
+
+// NEXTTOK_CUDA_LM_HEAD_CUT=filter: the LM heads' CTA lists are cut between
+// tiles by warp_filter_cut (k <= 64), not by a radix select (opt-in until it
+// is measured; read on every call).
+inline int lm_head_filter_cuts() {
+  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_CUT");
+  return v != nullptr && std::strcmp(v, "filter") == 0 ? 1 : 0;
+}
 
 constexpr int kMaxRows = 64;
 
@@ -209,6 +221,54 @@ __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, 
   return min_key;
 }
 
+// A cut with no radix select, for k <= 64 (called by one whole warp; count <=
+// 32 * kRegEntries): the k-th best of every lane's two best entries bounds the
+// list's k-th best from below (a subset's k-th best is never above the whole
+// list's), so every entry under it can go. The list keeps at least k entries,
+// a few more than k where some lane held three or more of the k best. One
+// sort of 64 ranks across the warp instead of up to eight histogram passes
+// (run 52: the CTAs' cuts are tens of microseconds of a W1/W2 M=64 call).
+// Returns the entries kept, in buf[0, n) in their order; min_key: the smallest
+// kept key (every entry under it was dropped, as warp_compact's return value).
+template <int kRegEntries>
+__device__ __noinline__ int warp_filter_cut(Candidate* buf, int count, int k, uint32_t& min_key) {
+  const int lane = threadIdx.x & 31;
+  uint64_t rank[kRegEntries];
+  float value[kRegEntries];
+  unsigned long long top[2] = {0ull, 0ull};  // the lane's two best, descending
+#pragma unroll
+  for (int e = 0; e < kRegEntries; ++e) {
+    const int i = e * 32 + lane;
+    rank[e] = 0;
+    value[e] = 0.0f;
+    if (i < count) {
+      const Candidate c = buf[i];
+      rank[e] = rank_of(c.value, c.index);
+      value[e] = c.value;
+    }
+    const unsigned long long r = rank[e];
+    if (r > top[0]) {
+      top[1] = top[0];
+      top[0] = r;
+    } else if (r > top[1]) {
+      top[1] = r;
+    }
+  }
+  warp_sort_desc<2>(top);  // the 64 in descending order: element i at lane i / 2, slot i % 2
+  const uint64_t bound = __shfl_sync(0xffffffffu, (k - 1) % 2 ? top[1] : top[0], (k - 1) / 2);
+  if (bound == 0) return count;  // fewer than k entries: nothing to cut
+  int base = 0;
+#pragma unroll
+  for (int e = 0; e < kRegEntries; ++e) {
+    const bool keep = rank[e] != 0 && rank[e] >= bound;
+    const unsigned ball = __ballot_sync(0xffffffffu, keep);
+    if (keep) buf[base + __popc(ball & ((1u << lane) - 1u))] = Candidate{value[e], index_of(rank[e])};
+    base += __popc(ball);
+  }
+  min_key = uint32_t(bound >> 32);
+  return base;
+}
+
 // Keeps the entries of buf[0, count) at or above `floor` in place (order kept);
 // returns how many. Called by one whole warp.
 template <class Rank>
@@ -348,10 +408,18 @@ struct CtaTopk {
       const int count = s.count[m];
       const bool over = last ? count > args.k : (count > args.cap - next_rows && count > args.k);
       if (over) {
-        const uint32_t key =
-            warp_compact<16>(mine + size_t(m) * args.cap, count, args.k, s.hist[warp]);
+        Candidate* list = mine + size_t(m) * args.cap;
+        int n = count;
+        uint32_t key = 0;
+        // Between tiles the list only has to make room for the next one.
+        const bool filter = !last && args.filter_cuts && args.k <= 64 && count <= 32 * 16;
+        if (filter) n = warp_filter_cut<16>(list, count, args.k, key);
+        if (!filter || (n > args.cap - next_rows && n > args.k)) {
+          key = warp_compact<16>(list, n, args.k, s.hist[warp]);
+          n = args.k;
+        }
         if (lane == 0) {
-          s.count[m] = args.k;
+          s.count[m] = n;
           s.threshold[m] = key;
         }
       }

@@ -321,12 +321,81 @@ TEST(OptInPaths, SortMergeKeepsLmHeadTopK) {
     }
 }
 
+// NEXTTOK_CUDA_LM_HEAD_CUT=filter: the CTAs' lists cut between tiles by a
+// bound from every lane's two best entries instead of a radix select. The
+// same k are kept in the end, so values and indices agree bit for bit with
+// the default's: bf16 weights (the staged kernel on sm_90), V = 70,001 (two
+// or three 256-row tiles a CTA, the first always cut), M = 1, 5, 16 and 64,
+// k = 1, 50 and 64, a row of NaN scores and a row of ties (the bias alone).
+TEST(OptInPaths, FilterCutsKeepDenseTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const nexttok::Device dev = nexttok::Device::cuda(0);
+  const int hidden = 256, vocab = 70001;
+  std::mt19937_64 rng(2030);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  auto bf16 = [](float f) {  // round to nearest even (finite values)
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    if (std::isnan(f)) return uint16_t(0x7FC0);
+    return uint16_t((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+  };
+  std::vector<uint16_t> w(size_t(vocab) * hidden);
+  for (uint16_t& v : w) v = bf16(normal(rng));
+  std::vector<float> bias(static_cast<size_t>(vocab));
+  for (float& b : bias) b = 0.25f * float(int(rng() % 9) - 4);  // few distinct values
+  DeviceBuffer<uint16_t> dw(w.size());
+  DeviceBuffer<float> dbias(bias.size());
+  ASSERT_TRUE(dw.p && dbias.p);
+  CUDA_OK(cudaMemcpy(dw.p, w.data(), w.size() * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dbias.p, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  for (int rows : {1, 5, 16, 64})
+    for (int k : {1, 50, 64}) {
+      SCOPED_TRACE("M=" + std::to_string(rows) + " k=" + std::to_string(k));
+      std::vector<uint16_t> h(size_t(rows) * hidden);
+      for (uint16_t& v : h) v = bf16(normal(rng));
+      if (rows > 2) {
+        h[size_t(1) * hidden + 7] = bf16(std::nanf(""));                          // row 1: NaN scores
+        std::fill(h.begin() + 2 * hidden, h.begin() + 3 * hidden, uint16_t(0));  // row 2: the bias alone
+      }
+      DeviceBuffer<uint16_t> dh(h.size());
+      DeviceBuffer<float> values(size_t(rows) * k);
+      DeviceBuffer<int64_t> indices(static_cast<size_t>(rows) * k);
+      ASSERT_TRUE(dh.p && values.p && indices.p);
+      CUDA_OK(cudaMemcpy(dh.p, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+      nt_lm_head_dense_args a{};
+      a.hidden = nexttok::matrix(dh.p, NT_BF16, rows, hidden, -1, dev);
+      a.weight = nexttok::matrix(dw.p, NT_BF16, vocab, hidden, -1, dev);
+      a.bias = nexttok::vector(dbias.p, vocab, dev);
+      a.k = k;
+      a.values = nexttok::matrix(values.p, rows, k, -1, dev);
+      a.indices = nexttok::matrix(indices.p, rows, k, -1, dev);
+      const auto exact = dense_topk_with(a, "NEXTTOK_CUDA_LM_HEAD_CUT", nullptr);
+      const auto filtered = dense_topk_with(a, "NEXTTOK_CUDA_LM_HEAD_CUT", "filter");
+      for (int64_t i : exact.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
+      EXPECT_EQ(filtered.second, exact.second);
+      for (size_t j = 0; j < exact.first.size(); ++j)
+        ASSERT_EQ(std::memcmp(&filtered.first[j], &exact.first[j], sizeof(float)), 0) << "position " << j;
+      if (rows > 2) {
+        for (int j = 0; j < k; ++j) EXPECT_TRUE(std::isnan(exact.first[size_t(1) * k + j])) << j;
+        int ties = 0;
+        for (int j = 1; j < k; ++j) {
+          const size_t at = size_t(2) * k + j;
+          if (exact.first[at] == exact.first[at - 1]) ++ties;
+        }
+        if (k > 1) {
+          EXPECT_GT(ties, 0) << "the bias-only row has ties among its top k";
+        }
+      }
+    }
+}
+
 // The binary head's pass kernels compute the same integers and the same fp32
 // sums in the same order, so a pinned one's outputs agree bit for bit with the
 // default's on unstructured inputs (W1's H = 5,120 at G = 128; G = 256 at
 // H = 2,048), at the token-row widths 16, 32 and 64 (M = 12, 16, 20, 24, 64)
-// and over two passes (M = 67: 64 + 3, the second 8 wide).
-void expect_binary_path_matches_default(const char* path) {
+// and over two passes (M = 67: 64 + 3, the second 8 wide). The same holds for
+// any switch that keeps the same integers and sums (env = value).
+void expect_binary_switch_matches_default(const char* env, const char* value) {
   const nexttok::Device dev = nexttok::Device::cuda(0);
   // V = 70,001: up to three tiles a CTA (256 + 256 + 32 rows on 132 SMs), so
   // stage slots and tile buffers are reused and the last tile is ragged.
@@ -372,8 +441,8 @@ void expect_binary_path_matches_default(const char* path) {
     a.k = k;
     a.values = nexttok::matrix(values.p, s.rows, k, -1, dev);
     a.indices = nexttok::matrix(indices.p, s.rows, k, -1, dev);
-    auto run = [&](const char* pin) {
-      ScopedEnv env("NEXTTOK_CUDA_LM_HEAD_PATH", pin);
+    auto run = [&](const char* setting) {
+      ScopedEnv scoped(env, setting);
       size_t bytes = 0;
       EXPECT_EQ(nt_lm_head_topk_binary_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
       DeviceBuffer<unsigned char> ws(bytes + 16);
@@ -381,7 +450,7 @@ void expect_binary_path_matches_default(const char* path) {
                           indices.p, size_t(s.rows) * k);
     };
     const auto plain = run(nullptr);
-    const auto pinned = run(path);
+    const auto pinned = run(value);
     for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
     for (size_t j = 1; j < plain.first.size(); ++j)
       if (j % k != 0) {
@@ -397,7 +466,7 @@ void expect_binary_path_matches_default(const char* path) {
 // MMAs (on other devices both calls take the same kernel).
 TEST(OptInPaths, SyncMmaKeepsBinaryTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  expect_binary_path_matches_default("sync-mma");
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_PATH", "sync-mma");
 }
 
 // NEXTTOK_CUDA_LM_HEAD_PATH=pass-async-copies: the warpgroup-MMA kernel fed
@@ -405,7 +474,14 @@ TEST(OptInPaths, SyncMmaKeepsBinaryTopK) {
 // shape above has whole 512-column chunks, so the default takes them all).
 TEST(OptInPaths, PassAsyncCopiesKeepBinaryTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  expect_binary_path_matches_default("pass-async-copies");
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_PATH", "pass-async-copies");
+}
+
+// NEXTTOK_CUDA_LM_HEAD_CUT=filter on the binary head (the warpgroup-MMA
+// kernels' CTA lists; the bit-plane kernel's per-warp lists keep their cuts).
+TEST(OptInPaths, FilterCutsKeepBinaryTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_CUT", "filter");
 }
 
 }  // namespace
