@@ -142,6 +142,46 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
   return prefix;
 }
 
+// A warp's list of at most 32 * kRegEntries candidates in registers: entry
+// e of a lane is buf[32 e + lane] (rank 0 past count).
+template <int kRegEntries>
+__device__ __forceinline__ void warp_load_ranks(const Candidate* buf, int count, uint64_t (&rank)[kRegEntries],
+                                                float (&value)[kRegEntries]) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int e = 0; e < kRegEntries; ++e) {
+    const int i = e * 32 + lane;
+    rank[e] = 0;
+    value[e] = 0.0f;
+    if (i < count) {
+      const Candidate c = buf[i];
+      rank[e] = rank_of(c.value, c.index);
+      value[e] = c.value;
+    }
+  }
+}
+
+// Writes the loaded entries ranked at or above t back to buf[0, n) in their
+// order and returns n; min_key: the smallest key written (unchanged if none).
+template <int kRegEntries>
+__device__ __forceinline__ int warp_store_ranks_at_or_above(Candidate* buf, const uint64_t (&rank)[kRegEntries],
+                                                            const float (&value)[kRegEntries], uint64_t t,
+                                                            uint32_t& min_key) {
+  const int lane = threadIdx.x & 31;
+  int base = 0;
+#pragma unroll
+  for (int e = 0; e < kRegEntries; ++e) {
+    const bool keep = rank[e] != 0 && rank[e] >= t;
+    const unsigned ball = __ballot_sync(0xffffffffu, keep);
+    if (keep) {
+      buf[base + __popc(ball & ((1u << lane) - 1u))] = Candidate{value[e], index_of(rank[e])};
+      min_key = min(min_key, uint32_t(rank[e] >> 32));
+    }
+    base += __popc(ball);
+  }
+  return base;
+}
+
 // Keeps the k best of buf[0, count) in buf[0, k) (any order); returns the
 // smallest key kept. Called by one whole warp; count > k. Not inlined: it
 // runs rarely and would otherwise be copied into every unrolled loop body.
@@ -153,34 +193,14 @@ __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, 
     // Common case: the whole buffer fits the warp's registers, one load.
     uint64_t rank[kRegEntries];
     float value[kRegEntries];
-#pragma unroll
-    for (int e = 0; e < kRegEntries; ++e) {
-      const int i = e * 32 + lane;
-      rank[e] = 0;
-      value[e] = 0.0f;
-      if (i < count) {
-        const Candidate c = buf[i];
-        rank[e] = rank_of(c.value, c.index);
-        value[e] = c.value;
-      }
-    }
+    warp_load_ranks<kRegEntries>(buf, count, rank, value);
     const uint64_t t = warp_rank_threshold(
         [&](auto&& f) {
 #pragma unroll
           for (int e = 0; e < kRegEntries; ++e) f(rank[e]);
         },
         k, hist);
-    int base = 0;
-#pragma unroll
-    for (int e = 0; e < kRegEntries; ++e) {
-      const bool keep = rank[e] != 0 && rank[e] >= t;
-      const unsigned ball = __ballot_sync(0xffffffffu, keep);
-      if (keep) {
-        buf[base + __popc(ball & ((1u << lane) - 1u))] = Candidate{value[e], index_of(rank[e])};
-        min_key = min(min_key, uint32_t(rank[e] >> 32));
-      }
-      base += __popc(ball);
-    }
+    warp_store_ranks_at_or_above<kRegEntries>(buf, rank, value, t, min_key);
   } else {
     // Large k: stream the buffer from memory on every radix pass.
     const int rounds = (count + 31) / 32;
@@ -232,20 +252,12 @@ __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, 
 // kept key (every entry under it was dropped, as warp_compact's return value).
 template <int kRegEntries>
 __device__ __noinline__ int warp_filter_cut(Candidate* buf, int count, int k, uint32_t& min_key) {
-  const int lane = threadIdx.x & 31;
   uint64_t rank[kRegEntries];
   float value[kRegEntries];
+  warp_load_ranks<kRegEntries>(buf, count, rank, value);
   unsigned long long top[2] = {0ull, 0ull};  // the lane's two best, descending
 #pragma unroll
   for (int e = 0; e < kRegEntries; ++e) {
-    const int i = e * 32 + lane;
-    rank[e] = 0;
-    value[e] = 0.0f;
-    if (i < count) {
-      const Candidate c = buf[i];
-      rank[e] = rank_of(c.value, c.index);
-      value[e] = c.value;
-    }
     const unsigned long long r = rank[e];
     if (r > top[0]) {
       top[1] = top[0];
@@ -257,16 +269,8 @@ __device__ __noinline__ int warp_filter_cut(Candidate* buf, int count, int k, ui
   warp_sort_desc<2>(top);  // the 64 in descending order: element i at lane i / 2, slot i % 2
   const uint64_t bound = __shfl_sync(0xffffffffu, (k - 1) % 2 ? top[1] : top[0], (k - 1) / 2);
   if (bound == 0) return count;  // fewer than k entries: nothing to cut
-  int base = 0;
-#pragma unroll
-  for (int e = 0; e < kRegEntries; ++e) {
-    const bool keep = rank[e] != 0 && rank[e] >= bound;
-    const unsigned ball = __ballot_sync(0xffffffffu, keep);
-    if (keep) buf[base + __popc(ball & ((1u << lane) - 1u))] = Candidate{value[e], index_of(rank[e])};
-    base += __popc(ball);
-  }
-  min_key = uint32_t(bound >> 32);
-  return base;
+  min_key = 0xFFFFFFFFu;
+  return warp_store_ranks_at_or_above<kRegEntries>(buf, rank, value, bound, min_key);
 }
 
 // Keeps the entries of buf[0, count) at or above `floor` in place (order kept);
