@@ -14,6 +14,9 @@
 //                     =pass-async-copies the warpgroup-MMA kernel fed by
 //                                        cp.async stages where the default feeds
 //                                        it by bulk tensor copies: the same
+//                                        values and indices, bit for bit;
+//   NEXTTOK_CUDA_LM_HEAD_CUT=filter      the CTA lists cut between tiles by a
+//                                        bound, not a radix select: the same
 //                                        values and indices, bit for bit.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -23,6 +26,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <utility>
@@ -265,53 +269,79 @@ TEST(OptInPaths, DependentLaunchKeepsLmHeadTopK) {
   EXPECT_EQ(pdl.second, plain.second);
 }
 
-// NEXTTOK_CUDA_LM_HEAD_MERGE=sort: the merge that radix-selects and sorts
-// where the few-winners merge (k <= 64) would run. Both pick the same k by the
-// same (value desc, index asc) order, so values and indices agree bit for bit:
-// k = 1, 50, 64, one and five rows, a row of NaN scores (every score NaN,
-// ranked as -inf, reported as NaN) and a row of ties (a zero hidden state, so
-// every score is the bias: ties to the lower index).
-TEST(OptInPaths, SortMergeKeepsLmHeadTopK) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const int hidden = 256, vocab = 30011;
-  std::mt19937_64 rng(2029);
+// Host values as `dtype`'s bytes: f32, or bf16 rounded to nearest even.
+std::vector<unsigned char> as_dtype(const std::vector<float>& x, nt_dtype dtype) {
+  const size_t esize = dtype == NT_BF16 ? 2 : 4;
+  std::vector<unsigned char> out(x.size() * esize);
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint32_t b;
+    std::memcpy(&b, &x[i], 4);
+    if (dtype == NT_BF16) {
+      const uint16_t h = std::isnan(x[i]) ? uint16_t(0x7FC0) : uint16_t((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+      std::memcpy(&out[2 * i], &h, 2);
+    } else {
+      std::memcpy(&out[4 * i], &b, 4);
+    }
+  }
+  return out;
+}
+
+// A dense-head switch env=value that must keep the same k: values and indices
+// bit for bit the default's, at M = each of `row_counts` and k = 1, 50, 64,
+// with a bias of few distinct values; from M = 3 on, row 1 has NaN scores
+// (every score NaN, ranked as -inf, reported as NaN) and row 2 is the bias
+// alone (a zero hidden state: ties, to the lower index).
+void expect_dense_switch_matches_default(const char* env, const char* value, nt_dtype dtype,
+                                         std::initializer_list<int> row_counts, int hidden, int vocab,
+                                         uint64_t seed) {
+  const nexttok::Device dev = nexttok::Device::cuda(0);
+  std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<float> w(size_t(vocab) * hidden), bias(static_cast<size_t>(vocab));
   for (float& v : w) v = normal(rng);
   for (float& b : bias) b = 0.25f * float(int(rng() % 9) - 4);  // few distinct values
-  DeviceBuffer<float> dw(w.size()), dbias(bias.size());
+  const std::vector<unsigned char> w_bytes = as_dtype(w, dtype);
+  DeviceBuffer<unsigned char> dw(w_bytes.size());
+  DeviceBuffer<float> dbias(bias.size());
   ASSERT_TRUE(dw.p && dbias.p);
-  CUDA_OK(cudaMemcpy(dw.p, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dw.p, w_bytes.data(), w_bytes.size(), cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dbias.p, bias.data(), bias.size() * sizeof(float), cudaMemcpyHostToDevice));
-  for (int rows : {1, 5})
+  for (int rows : row_counts)
     for (int k : {1, 50, 64}) {
       SCOPED_TRACE("M=" + std::to_string(rows) + " k=" + std::to_string(k));
       std::vector<float> h(size_t(rows) * hidden);
       for (float& v : h) v = normal(rng);
-      if (rows > 1) {
+      if (rows > 2) {
         h[size_t(1) * hidden + 7] = std::nanf("");                            // row 1: NaN scores
         std::fill(h.begin() + 2 * hidden, h.begin() + 3 * hidden, 0.0f);  // row 2: the bias alone
       }
-      DeviceBuffer<float> dh(h.size()), values(size_t(rows) * k);
+      const std::vector<unsigned char> h_bytes = as_dtype(h, dtype);
+      DeviceBuffer<unsigned char> dh(h_bytes.size());
+      DeviceBuffer<float> values(size_t(rows) * k);
       DeviceBuffer<int64_t> indices(static_cast<size_t>(rows) * k);
       ASSERT_TRUE(dh.p && values.p && indices.p);
-      CUDA_OK(cudaMemcpy(dh.p, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
-      const nt_lm_head_dense_args a =
-          dense_head_args(dh.p, dw.p, dbias.p, rows, hidden, vocab, k, values.p, indices.p);
-      const auto few = dense_topk_with(a, "NEXTTOK_CUDA_LM_HEAD_MERGE", nullptr);
-      const auto sorted = dense_topk_with(a, "NEXTTOK_CUDA_LM_HEAD_MERGE", "sort");
-      for (int64_t i : few.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
-      EXPECT_EQ(few.second, sorted.second);
-      for (size_t j = 0; j < few.first.size(); ++j)
-        ASSERT_EQ(std::memcmp(&few.first[j], &sorted.first[j], sizeof(float)), 0) << "position " << j;
-      if (rows > 1) {
-        for (int j = 0; j < k; ++j) EXPECT_TRUE(std::isnan(few.first[size_t(1) * k + j])) << j;
+      CUDA_OK(cudaMemcpy(dh.p, h_bytes.data(), h_bytes.size(), cudaMemcpyHostToDevice));
+      nt_lm_head_dense_args a{};
+      a.hidden = nexttok::matrix(dh.p, dtype, rows, hidden, -1, dev);
+      a.weight = nexttok::matrix(dw.p, dtype, vocab, hidden, -1, dev);
+      a.bias = nexttok::vector(dbias.p, vocab, dev);
+      a.k = k;
+      a.values = nexttok::matrix(values.p, rows, k, -1, dev);
+      a.indices = nexttok::matrix(indices.p, rows, k, -1, dev);
+      const auto plain = dense_topk_with(a, env, nullptr);
+      const auto switched = dense_topk_with(a, env, value);
+      for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
+      EXPECT_EQ(switched.second, plain.second);
+      for (size_t j = 0; j < plain.first.size(); ++j)
+        ASSERT_EQ(std::memcmp(&switched.first[j], &plain.first[j], sizeof(float)), 0) << "position " << j;
+      if (rows > 2) {
+        for (int j = 0; j < k; ++j) EXPECT_TRUE(std::isnan(plain.first[size_t(1) * k + j])) << j;
         int ties = 0;
         for (int j = 1; j < k; ++j) {  // ties to the lower index
           const size_t at = size_t(2) * k + j;
-          if (few.first[at] == few.first[at - 1]) {
+          if (plain.first[at] == plain.first[at - 1]) {
             ++ties;
-            EXPECT_LT(few.second[at - 1], few.second[at]);
+            EXPECT_LT(plain.second[at - 1], plain.second[at]);
           }
         }
         if (k > 1) {
@@ -321,72 +351,23 @@ TEST(OptInPaths, SortMergeKeepsLmHeadTopK) {
     }
 }
 
+// NEXTTOK_CUDA_LM_HEAD_MERGE=sort: the merge that radix-selects and sorts
+// where the few-winners merge (k <= 64) would run. Both pick the same k by the
+// same (value desc, index asc) order (f32 weights, one and five rows).
+TEST(OptInPaths, SortMergeKeepsLmHeadTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  expect_dense_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_MERGE", "sort", NT_F32, {1, 5}, 256, 30011, 2029);
+}
+
 // NEXTTOK_CUDA_LM_HEAD_CUT=filter: the CTAs' lists cut between tiles by a
-// bound from every lane's two best entries instead of a radix select. The
-// same k are kept in the end, so values and indices agree bit for bit with
-// the default's: bf16 weights (the staged kernel on sm_90), V = 70,001 (two
-// or three 256-row tiles a CTA, the first always cut), M = 1, 5, 16 and 64,
-// k = 1, 50 and 64, a row of NaN scores and a row of ties (the bias alone).
+// bound from every lane's two best entries instead of a radix select; the
+// same k are kept in the end. bf16 weights (the staged kernel on sm_90),
+// V = 70,001 (two or three 256-row tiles a CTA, the first always cut),
+// M = 1, 5, 16 and 64.
 TEST(OptInPaths, FilterCutsKeepDenseTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const nexttok::Device dev = nexttok::Device::cuda(0);
-  const int hidden = 256, vocab = 70001;
-  std::mt19937_64 rng(2030);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  auto bf16 = [](float f) {  // round to nearest even (finite values)
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    if (std::isnan(f)) return uint16_t(0x7FC0);
-    return uint16_t((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
-  };
-  std::vector<uint16_t> w(size_t(vocab) * hidden);
-  for (uint16_t& v : w) v = bf16(normal(rng));
-  std::vector<float> bias(static_cast<size_t>(vocab));
-  for (float& b : bias) b = 0.25f * float(int(rng() % 9) - 4);  // few distinct values
-  DeviceBuffer<uint16_t> dw(w.size());
-  DeviceBuffer<float> dbias(bias.size());
-  ASSERT_TRUE(dw.p && dbias.p);
-  CUDA_OK(cudaMemcpy(dw.p, w.data(), w.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dbias.p, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
-  for (int rows : {1, 5, 16, 64})
-    for (int k : {1, 50, 64}) {
-      SCOPED_TRACE("M=" + std::to_string(rows) + " k=" + std::to_string(k));
-      std::vector<uint16_t> h(size_t(rows) * hidden);
-      for (uint16_t& v : h) v = bf16(normal(rng));
-      if (rows > 2) {
-        h[size_t(1) * hidden + 7] = bf16(std::nanf(""));                          // row 1: NaN scores
-        std::fill(h.begin() + 2 * hidden, h.begin() + 3 * hidden, uint16_t(0));  // row 2: the bias alone
-      }
-      DeviceBuffer<uint16_t> dh(h.size());
-      DeviceBuffer<float> values(size_t(rows) * k);
-      DeviceBuffer<int64_t> indices(static_cast<size_t>(rows) * k);
-      ASSERT_TRUE(dh.p && values.p && indices.p);
-      CUDA_OK(cudaMemcpy(dh.p, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
-      nt_lm_head_dense_args a{};
-      a.hidden = nexttok::matrix(dh.p, NT_BF16, rows, hidden, -1, dev);
-      a.weight = nexttok::matrix(dw.p, NT_BF16, vocab, hidden, -1, dev);
-      a.bias = nexttok::vector(dbias.p, vocab, dev);
-      a.k = k;
-      a.values = nexttok::matrix(values.p, rows, k, -1, dev);
-      a.indices = nexttok::matrix(indices.p, rows, k, -1, dev);
-      const auto exact = dense_topk_with(a, "NEXTTOK_CUDA_LM_HEAD_CUT", nullptr);
-      const auto filtered = dense_topk_with(a, "NEXTTOK_CUDA_LM_HEAD_CUT", "filter");
-      for (int64_t i : exact.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
-      EXPECT_EQ(filtered.second, exact.second);
-      for (size_t j = 0; j < exact.first.size(); ++j)
-        ASSERT_EQ(std::memcmp(&filtered.first[j], &exact.first[j], sizeof(float)), 0) << "position " << j;
-      if (rows > 2) {
-        for (int j = 0; j < k; ++j) EXPECT_TRUE(std::isnan(exact.first[size_t(1) * k + j])) << j;
-        int ties = 0;
-        for (int j = 1; j < k; ++j) {
-          const size_t at = size_t(2) * k + j;
-          if (exact.first[at] == exact.first[at - 1]) ++ties;
-        }
-        if (k > 1) {
-          EXPECT_GT(ties, 0) << "the bias-only row has ties among its top k";
-        }
-      }
-    }
+  expect_dense_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_CUT", "filter", NT_BF16, {1, 5, 16, 64}, 256, 70001,
+                                      2030);
 }
 
 // The binary head's pass kernels compute the same integers and the same fp32
