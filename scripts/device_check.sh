@@ -16,6 +16,7 @@
 #   MERGE_COMPARE=0 ...                # without timing small batches against the merge kernel
 #   SAMPLING=0 scripts/device_check.sh # LM heads only (no W3/W4 bench, sampling profiles or sanitizer runs)
 #   NCU_M=16 ...                       # the profiler stages at M = 16 instead of 1
+#   NCU_KERNELS='dense_staged' NCU_EXTRA_METRICS='lts__t_bytes.sum' ...  # which kernels, more metrics
 #   RACECHECK=0 ...                    # memcheck only
 #   BENCH_MATCH='B=1 ' ...             # only the W3/W4 rows matching the regex
 #   LM_HEAD_M=1,64 ...                 # W1/W2 at these M only, with the small checks
@@ -233,12 +234,13 @@ fi
 # ---- profiler: what limits the kernels (DRAM throughput, occupancy) ------------
 ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size
+metrics+="${NCU_EXTRA_METRICS:+,$NCU_EXTRA_METRICS}"  # e.g. lts__throughput.avg.pct_of_peak_sustained_elapsed
 if [ -f "$lib" ]; then
   [ "${SAMPLING:-1}" = 1 ] && stage ncu-sampling 60 "$OUT/ncu.log" "$ncu_bin" --clock-control none \
     -k regex:'sample_|apply_token_bitmask' --metrics "$metrics" \
     python3 bench/profile_sampling.py --lib "$lib"
   [ "${LM_HEAD:-1}" = 1 ] && stage ncu-lm-head 90 "$OUT/ncu.log" "$ncu_bin" --clock-control none \
-    -k regex:'binary_|dense_|merge_topk' --launch-count 8 --metrics "$metrics" \
+    -k regex:"${NCU_KERNELS:-binary_|dense_|merge_topk}" --launch-count 8 --metrics "$metrics" \
     python3 bench/cuda_lm_head_bench.py --lib "$lib" --bench --m "${NCU_M:-1}" --runs 3 --slow-runs 3
 fi
 

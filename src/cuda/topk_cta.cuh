@@ -270,7 +270,12 @@ __device__ __noinline__ int warp_filter_cut(Candidate* buf, int count, int k, ui
   const uint64_t bound = __shfl_sync(0xffffffffu, (k - 1) % 2 ? top[1] : top[0], (k - 1) / 2);
   if (bound == 0) return count;  // fewer than k entries: nothing to cut
   min_key = 0xFFFFFFFFu;
-  return warp_store_ranks_at_or_above<kRegEntries>(buf, rank, value, bound, min_key);
+  const int n = warp_store_ranks_at_or_above<kRegEntries>(buf, rank, value, bound, min_key);
+  // Each lane saw only its own entries; the caller's lane 0 publishes the
+  // warp's smallest (run 53: lane 0's own minimum let later winners be refused).
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) min_key = min(min_key, __shfl_xor_sync(0xffffffffu, min_key, d));
+  return n;
 }
 
 // Keeps the entries of buf[0, count) at or above `floor` in place (order kept);
