@@ -452,8 +452,7 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
           float s_lo, s_hi;
           issue(gi, acc, a, s_lo, s_hi);
           wgmma_wait<0>();
-          if (!(p.cand.probe & 4)) wgmma_group_scale<NT>(out, acc, s_lo, s_hi);
-          else if (gi == 0) out[0][0] += float(acc[0]);
+          wgmma_group_scale<NT>(out, acc, s_lo, s_hi);
         }
       }
       // The stage's reads (generic loads and the MMAs') are done: the copy
@@ -473,7 +472,6 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
       fence_proxy_async_shared();
       mbarrier_arrive(&scale_empty[sb]);
     }
-    if ((p.cand.probe & 1) && tile != n_tiles - 1) continue;
     offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
     topk.end_tile(kTileRows, tile == n_tiles - 1);
   }

@@ -100,14 +100,12 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
       for (int ch = 0; ch < n_chunks; ++ch) {
         mbarrier_wait(&empty[slot], phase ^ 1u);
         unsigned char* stage = stages + slot * kStageBytes;
-        const bool hidden = !(p.cand.probe & 2) || tile * n_chunks + ch < p.stages;
-        mbarrier_arrive_expect_tx(&full[slot], hidden ? bytes : bytes - uint32_t(staged_hidden_bytes(NT)));
+        mbarrier_arrive_expect_tx(&full[slot], bytes);
         for (int b = 0; b < boxes; ++b)
           tma_load_2d(stage + b * kStagedBoxBytes, &p.weight_map, ch * kStagedChunkCols,
                       row0 + b * kStagedBoxRows, &full[slot]);
-        if (hidden)
-          tma_load_2d(stage + kStagedWeightBytes, &p.hidden_map, ch * kStagedChunkCols, 0,
-                      &full[slot]);
+        tma_load_2d(stage + kStagedWeightBytes, &p.hidden_map, ch * kStagedChunkCols, 0,
+                    &full[slot]);
         if (++slot == p.stages) {
           slot = 0;
           phase ^= 1u;
@@ -167,7 +165,6 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
       // The stage's 64 columns (4 k16 steps) per m64 block, from zero; the
       // boxes a partial tile did not load hold stale rows, never offered.
-      if (!(p.cand.probe & 4)) {
       wgmma_fence();
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
@@ -186,7 +183,6 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
         for (int n = 0; n < NT; ++n)
 #pragma unroll
           for (int i = 0; i < 4; ++i) out[m][n][i] += part[m][4 * n + i];
-      }
       }
 #else
       if (tile_row0 + warp * kStagedBoxRows < row_end) {  // the warp's box was loaded
@@ -238,7 +234,6 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
       }
     }
 
-    if ((p.cand.probe & 1) && tile != n_tiles - 1) continue;
 #pragma unroll
     for (int m = 0; m < 2; ++m)
 #pragma unroll

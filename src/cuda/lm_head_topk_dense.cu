@@ -624,8 +624,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
   const BiasArgs bias{a.bias.data, a.bias.dtype};
   const topk::CandidateArgs cand{reinterpret_cast<topk::Candidate*>(ws + plan.cand_offset),
                                  reinterpret_cast<int32_t*>(ws + plan.counts_offset),
-                                 plan.mp_stride, plan.cap, a.k, topk::lm_head_filter_cuts(),
-                                 topk::lm_head_probe()};
+                                 plan.mp_stride, plan.cap, a.k, topk::lm_head_filter_cuts()};
   const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
   const int merge_smem = topk::merge_smem_bytes(merge_resident);
   allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, a.weight.device_id, kOp);

@@ -47,13 +47,7 @@ struct CandidateArgs {
   int cap;
   int k;
   int filter_cuts;  // 1: CtaTopk cuts between tiles by warp_filter_cut where it can
-  int probe;        // TEMPORARY measurement probe (wrong results): NEXTTOK_CUDA_LM_HEAD_PROBE
 };
-
-inline int lm_head_probe() {
-  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_PROBE");
-  return v != nullptr ? std::atoi(v) : 0;
-}
 
 // NEXTTOK_CUDA_LM_HEAD_CUT=filter: the LM heads' CTA lists are cut between
 // tiles by warp_filter_cut (k <= 64), not by a radix select (opt-in until it
