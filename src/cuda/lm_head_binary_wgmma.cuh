@@ -16,6 +16,7 @@
 #include "cuda/lm_head_binary_pass.cuh"
 #include "cuda/lm_head_device.cuh"
 #include "cuda/topk_cta.cuh"
+#include "cuda/topk_warps.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace nt::cuda::lm_head {
@@ -284,8 +285,19 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
 // at W1 M=16; run 41: M=16 237.7 -> 188.4 us, M=64 448.9 -> 370.6). Boxes
 // past the CTA's rows are not loaded. Whole chunks only (H % 512 == 0).
 
-constexpr int kBulkThreads = kWgmmaThreads + 32;  // warp 16 copies
-constexpr int kBulkTopkBarrier = 1;               // named barrier of the scoring warps
+// With kTopkWarps (the default), warps 0-2 keep the top-k from a score buffer
+// (cuda/topk_warps.cuh), warp 3 copies and warps 4-19 score: 20 warps get
+// the 17-warp kernel's 96 registers a thread (both allotted as 20). Inline
+// (NEXTTOK_CUDA_LM_HEAD_TOPK=inline), warps 0-15 score and keep the top-k,
+// warp 16 copies.
+template <bool kTopkWarps>
+constexpr int bulk_threads() { return kWgmmaThreads + 32 + (kTopkWarps ? 32 * topk::kTopkWarps : 0); }
+template <bool kTopkWarps>
+constexpr int bulk_copy_warp() { return kTopkWarps ? topk::kTopkWarps : kWgmmaWarps; }
+template <bool kTopkWarps>
+using BulkTopkShared = topk::CtaShared<kTopkWarps ? topk::kTopkWarps : kWgmmaWarps>;
+constexpr int kBulkTopkBarrier = 1;  // named barrier of the warps that keep the top-k
+static_assert(kTileRows == topk::kScoreTileRows, "the score buffer holds one tile");
 constexpr int kBulkBoxRows = 64;
 constexpr int kBulkSignBoxBytes = kBulkBoxRows * (kChunkCols / 8);
 
@@ -316,20 +328,25 @@ __host__ __device__ inline BulkLayout bulk_layout(int cols, int group, int nt) {
 template <int NT, int kSteps>
 constexpr bool kTwoGroupsInFlight = NT * 4 + kSteps * 4 <= 32;
 
-template <int NT, int kSteps>
-__global__ void __launch_bounds__(kBulkThreads, 1)
+template <int NT, int kSteps, bool kTopkWarps>
+__global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
     binary_wgmma_bulk_kernel(const __grid_constant__ BinaryBulkParams bp) {
   const BinaryParams& p = bp.b;
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char bulk_smem[];
-  __shared__ topk::CtaShared<kWgmmaWarps> topk_shared;
+  __shared__ BulkTopkShared<kTopkWarps> topk_shared;
   __shared__ uint64_t full[kMaxStages], empty[kMaxStages], scale_full[2], scale_empty[2];
+  __shared__ uint64_t scores_full, scores_empty;  // the score buffer's hand-over (kTopkWarps)
   unsigned char* smem = align_shared(bulk_smem, 1024);
   const BulkLayout B = bulk_layout(p.cols, p.group, NT);
   const int S = p.stages;
   unsigned char* scale_buf = smem + S * B.stage_bytes;
+  float* scores = reinterpret_cast<float*>(scale_buf + 2 * B.scale_bytes);  // kTopkWarps
 
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  // warp: this warp among the scoring warps (negative for the others).
+  constexpr int kFirstScoringWarp = kTopkWarps ? topk::kTopkWarps + 1 : 0;
+  const int hw_warp = threadIdx.x >> 5;
+  const int warp = hw_warp - kFirstScoringWarp, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int row_begin = blockIdx.x * p.rows_per_cta;
   const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
   const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
@@ -346,11 +363,13 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
       mbarrier_init(&scale_full[i], 1);
       mbarrier_init(&scale_empty[i], kWgmmaWarps);
     }
+    mbarrier_init(&scores_full, kWgmmaThreads);
+    mbarrier_init(&scores_empty, topk::kTopkWarps * 32);
     mbarrier_init_fence();
   }
   __syncthreads();
 
-  if (warp == kWgmmaWarps) {  // the copy warp: one lane issues every copy
+  if (hw_warp == bulk_copy_warp<kTopkWarps>()) {  // the copy warp: one lane issues every copy
     if (lane != 0) return;
     tma_prefetch_map(&bp.sign_map);
     tma_prefetch_map(&bp.scale_map);
@@ -385,8 +404,21 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
     }
     return;
   }
+  if constexpr (kTopkWarps) {
+    if (hw_warp < topk::kTopkWarps) {
+      // The scores times 64 scaled as offer_block scales them.
+      topk::keep_tiles<kBulkTopkBarrier>(topk_shared, p.cand, p.rows, scores, &scores_full, &scores_empty,
+                                         row_begin, row_end, [&](int m, float raw, int row) {
+                                           return add_bias(p.act_scale[m] * 0.015625f * raw, p.bias, row);
+                                         });
+      return;
+    }
+  }
 
-  topk::CtaTopk<kWgmmaWarps, kBulkTopkBarrier> topk(topk_shared, p.cand, p.rows);
+  [[maybe_unused]] auto topk = [&] {
+    if constexpr (kTopkWarps) return 0;  // unused: the top-k warps keep it
+    else return topk::CtaTopk<kWgmmaWarps, kBulkTopkBarrier>(topk_shared, p.cand, p.rows);
+  }();
   float out[NT][4] = {};
   // As in binary_wgmma_kernel: warp w scores tile rows 16w..16w+15. Rows g
   // and g + 8 share their swizzle, (row / 2) % 4 = (g / 2) % 4.
@@ -472,8 +504,20 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
       fence_proxy_async_shared();
       mbarrier_arrive(&scale_empty[sb]);
     }
-    offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
-    topk.end_tile(kTileRows, tile == n_tiles - 1);
+    if constexpr (kTopkWarps) {
+      topk::hand_over_scores(tile, &scores_full, &scores_empty, [&] {
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            scores[topk::score_slot(n * 8 + 2 * t + (i & 1), frag_row + 8 * (i >> 1))] = out[n][i];
+            out[n][i] = 0.0f;
+          }
+      });
+    } else {
+      offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
+      topk.end_tile(kTileRows, tile == n_tiles - 1);
+    }
   }
 }
 

@@ -16,8 +16,16 @@
 // way each stage's 64 columns start from zero and are added to the scores
 // with an IEEE add, bounding the tensor cores' truncating accumulation to
 // 64-column partial sums. After a tile's last stage the scores go to the
-// CTA's exact top-k (cuda/topk_cta.cuh), whose barriers are a named barrier
-// of the scoring warps alone.
+// CTA's exact top-k (cuda/topk_cta.cuh).
+//
+// Who keeps the top-k (kTopkWarps): by default three top-k warps (warps 0-2;
+// the copy warp is 3, the scoring warps 4-11) take each tile's scores from a
+// shared-memory buffer (cuda/topk_warps.cuh) while the scoring warps multiply
+// the next tile. Inline (NEXTTOK_CUDA_LM_HEAD_TOPK=inline), scoring warps 0-7
+// offer and cut at the end of every tile, meeting at a named barrier. The
+// buffer costs ring stages (M=64: 3 against 5). Three top-k warps, not four:
+// 13 warps are allotted registers as 16 (128 a thread: the scoring warps
+// spilled); 12 leave them 168.
 #pragma once
 
 #include <cuda.h>
@@ -29,12 +37,18 @@
 #include "cuda/lm_head_device.cuh"
 #include "cuda/lm_head_host.cuh"
 #include "cuda/topk_cta.cuh"
+#include "cuda/topk_warps.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace nt::cuda::lm_head {
 
-constexpr int kStagedWarps = 8;  // scoring warps; warp kStagedWarps copies
-constexpr int kStagedThreads = (kStagedWarps + 1) * 32;
+constexpr int kStagedWarps = 8;  // scoring warps
+template <bool kTopkWarps>
+constexpr int staged_threads() { return (kStagedWarps + 1 + (kTopkWarps ? topk::kTopkWarps : 0)) * 32; }
+// The copy warp: after the scoring warps, or (kTopkWarps) after the top-k
+// warps, so that the scoring warps form whole warpgroups (warps 4-11).
+template <bool kTopkWarps>
+constexpr int staged_copy_warp() { return kTopkWarps ? topk::kTopkWarps : kStagedWarps; }
 constexpr int kStagedBoxRows = 32;  // one scoring warp's weight rows
 constexpr int kStagedTileRows = kStagedWarps * kStagedBoxRows;
 constexpr int kStagedChunkCols = 64;  // one 128-byte swizzle line per row
@@ -43,6 +57,7 @@ constexpr int kStagedWeightBytes = kStagedWarps * kStagedBoxBytes;
 constexpr int kStagedMaxStages = 8;
 constexpr int kStagedTopkBarrier = 1;  // named barrier of the scoring warps
 static_assert(kStagedTileRows <= kMaxTileRows, "candidate buffers are sized for kMaxTileRows");
+static_assert(kStagedTileRows == topk::kScoreTileRows, "the score buffer holds one tile");
 
 struct StagedParams {
   CUtensorMap weight_map;  // [V, H]: boxes of 32 rows x 64 columns
@@ -60,19 +75,26 @@ __host__ __device__ constexpr int staged_hidden_bytes(int n_tiles) { return n_ti
 __host__ __device__ constexpr int staged_stage_bytes(int n_tiles) {
   return kStagedWeightBytes + staged_hidden_bytes(n_tiles);
 }
+template <bool kTopkWarps>
+using StagedTopkShared = topk::CtaShared<kTopkWarps ? topk::kTopkWarps : kStagedWarps>;
 
-template <bool kBf16, int NT>
-__global__ void __launch_bounds__(kStagedThreads, 1)
+template <bool kBf16, int NT, bool kTopkWarps>
+__global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
     dense_staged_kernel(const __grid_constant__ StagedParams p) {
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ unsigned char staged_smem[];
-  __shared__ topk::CtaShared<kStagedWarps> topk_shared;
+  __shared__ StagedTopkShared<kTopkWarps> topk_shared;
   __shared__ uint64_t full[kStagedMaxStages], empty[kStagedMaxStages];
+  __shared__ uint64_t scores_full, scores_empty;  // the score buffer's hand-over (kTopkWarps)
   constexpr int kStageBytes = staged_stage_bytes(NT);
+  constexpr int kFirstScoringWarp = kTopkWarps ? topk::kTopkWarps + 1 : 0;
   [[maybe_unused]] constexpr int NG = NT < 2 ? NT : 2;  // mma.sync: n-tiles per group
   unsigned char* stages = align_shared(staged_smem, 1024);
+  float* scores = reinterpret_cast<float*>(stages + p.stages * kStageBytes);  // kTopkWarps
 
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // warp: this warp among the scoring warps (negative for the others).
+  const int hw_warp = threadIdx.x >> 5;
+  const int warp = hw_warp - kFirstScoringWarp, lane = threadIdx.x & 31;
   const int row_begin = blockIdx.x * p.rows_per_cta;
   const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
   const int n_tiles = (row_end - row_begin + kStagedTileRows - 1) / kStagedTileRows;
@@ -83,11 +105,13 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
       mbarrier_init(&full[s], 1);
       mbarrier_init(&empty[s], kStagedWarps);
     }
+    mbarrier_init(&scores_full, kStagedWarps * 32);
+    mbarrier_init(&scores_empty, topk::kTopkWarps * 32);
     mbarrier_init_fence();
   }
   __syncthreads();
 
-  if (warp == kStagedWarps) {  // the copy warp: one lane issues every copy
+  if (hw_warp == staged_copy_warp<kTopkWarps>()) {  // the copy warp: one lane issues every copy
     if (lane != 0) return;
     tma_prefetch_map(&p.weight_map);
     tma_prefetch_map(&p.hidden_map);
@@ -114,8 +138,20 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
     }
     return;
   }
+  if constexpr (kTopkWarps) {
+    if (hw_warp < topk::kTopkWarps) {
+      topk::keep_tiles<kStagedTopkBarrier>(topk_shared, p.cand, p.rows, scores, &scores_full, &scores_empty,
+                                           row_begin, row_end, [&](int, float raw, int row) {
+                                             return add_bias(raw, p.bias, row);
+                                           });
+      return;
+    }
+  }
 
-  topk::CtaTopk<kStagedWarps, kStagedTopkBarrier> topk(topk_shared, p.cand, p.rows);
+  [[maybe_unused]] auto topk = [&] {
+    if constexpr (kTopkWarps) return 0;  // unused: the top-k warps keep it
+    else return topk::CtaTopk<kStagedWarps, kStagedTopkBarrier>(topk_shared, p.cand, p.rows);
+  }();
   const int g = lane >> 2, t = lane & 3;
 
   // Scores of this thread, out[m][n][i]: m16 block m of the warp's rows
@@ -234,18 +270,34 @@ __global__ void __launch_bounds__(kStagedThreads, 1)
       }
     }
 
+    if constexpr (kTopkWarps) {
+      // Every score of the tile to the buffer (rows past the range and token
+      // rows past the pass too: the top-k warps skip them).
+      topk::hand_over_scores(tile, &scores_full, &scores_empty, [&] {
 #pragma unroll
-    for (int m = 0; m < 2; ++m)
+        for (int m = 0; m < 2; ++m)
 #pragma unroll
-      for (int n = 0; n < NT; ++n)
+          for (int n = 0; n < NT; ++n)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int row = tile_row0 + row_base(m) + g + 8 * (i >> 1);
-          const int tok = n * 8 + 2 * t + (i & 1);
-          if (row < row_end && tok < p.rows) topk.offer(tok, add_bias(out[m][n][i], p.bias, row), row);
-          out[m][n][i] = 0.0f;
-        }
-    topk.end_tile(kStagedTileRows, tile == n_tiles - 1);
+            for (int i = 0; i < 4; ++i) {
+              scores[topk::score_slot(n * 8 + 2 * t + (i & 1), row_base(m) + g + 8 * (i >> 1))] = out[m][n][i];
+              out[m][n][i] = 0.0f;
+            }
+      });
+    } else {
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int row = tile_row0 + row_base(m) + g + 8 * (i >> 1);
+            const int tok = n * 8 + 2 * t + (i & 1);
+            if (row < row_end && tok < p.rows) topk.offer(tok, add_bias(out[m][n][i], p.bias, row), row);
+            out[m][n][i] = 0.0f;
+          }
+      topk.end_tile(kStagedTileRows, tile == n_tiles - 1);
+    }
   }
 }
 

@@ -444,37 +444,53 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p
 // n-tiles of 8 token rows a staged pass of `rows` rows computes.
 int staged_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
 
-// Stages that fit beside the kernel's static shared memory (top-k state and
-// barriers) and the 1024-byte alignment slack.
-int staged_stages(const DeviceLimits& dev, int rows) {
-  const int fixed = int(sizeof(topk::CtaShared<kStagedWarps>)) + 2 * kStagedMaxStages * 8 + 1024;
-  return std::min(kStagedMaxStages,
-                  (dev.max_smem_optin - fixed) / staged_stage_bytes(staged_tiles(rows)));
+// NEXTTOK_CUDA_LM_HEAD_TOPK=inline: the staged kernel's scoring warps keep
+// the top-k themselves (no top-k warps; see cuda/lm_head_dense_staged.cuh).
+bool staged_topk_warps() {
+  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_TOPK");
+  return v == nullptr || std::strcmp(v, "inline") != 0;
+}
+
+// Static shared memory of a staged kernel (top-k state and barriers).
+int staged_static_smem(bool topk_warps) {
+  return int(topk_warps ? sizeof(StagedTopkShared<true>) : sizeof(StagedTopkShared<false>)) +
+         (2 * kStagedMaxStages + 2) * 8;
+}
+
+// Stages that fit beside the static shared memory, the top-k warps' score
+// buffer and the 1024-byte alignment slack. NEXTTOK_CUDA_LM_HEAD_STAGES=n
+// takes fewer (a measurement switch: how many the ring needs).
+int staged_stages(const DeviceLimits& dev, int rows, bool topk_warps) {
+  const int tiles = staged_tiles(rows);
+  const int fixed = staged_static_smem(topk_warps) + (topk_warps ? topk::score_buffer_bytes(8 * tiles) : 0) + 1024;
+  int n = std::min(kStagedMaxStages, (dev.max_smem_optin - fixed) / staged_stage_bytes(tiles));
+  if (const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_STAGES"); v != nullptr && std::atoi(v) >= 2)
+    n = std::min(n, std::atoi(v));
+  return n;
 }
 
 bool staged_kernel_built(int device) {
   static std::atomic<int> known[64];
-  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), device,
+  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1, true>), device,
                               known);
 }
 
-template <bool kBf16, int NT>
+template <bool kBf16, int NT, bool kTopkWarps>
 void launch_staged(const StagedParams& p, int grid, int device, cudaStream_t stream) {
-  auto kernel = dense_staged_kernel<kBf16, NT>;
-  const int smem = p.stages * staged_stage_bytes(NT) + 1024;
-  allow_dynamic_smem(kernel, device_limits(device, kOp).max_smem_optin -
-                                 int(sizeof(topk::CtaShared<kStagedWarps>)) - 2 * kStagedMaxStages * 8,
+  auto kernel = dense_staged_kernel<kBf16, NT, kTopkWarps>;
+  const int smem = p.stages * staged_stage_bytes(NT) + (kTopkWarps ? topk::score_buffer_bytes(8 * NT) : 0) + 1024;
+  allow_dynamic_smem(kernel, device_limits(device, kOp).max_smem_optin - staged_static_smem(kTopkWarps),
                      device, kOp);
-  kernel<<<grid, kStagedThreads, smem, stream>>>(p);
+  kernel<<<grid, staged_threads<kTopkWarps>(), smem, stream>>>(p);
 }
 
-template <bool kBf16>
+template <bool kBf16, bool kTopkWarps>
 void launch_staged_rows(const StagedParams& p, int grid, int device, cudaStream_t stream) {
   switch (staged_tiles(p.rows)) {
-    case 1: launch_staged<kBf16, 1>(p, grid, device, stream); break;
-    case 2: launch_staged<kBf16, 2>(p, grid, device, stream); break;
-    case 4: launch_staged<kBf16, 4>(p, grid, device, stream); break;
-    default: launch_staged<kBf16, 8>(p, grid, device, stream); break;
+    case 1: launch_staged<kBf16, 1, kTopkWarps>(p, grid, device, stream); break;
+    case 2: launch_staged<kBf16, 2, kTopkWarps>(p, grid, device, stream); break;
+    case 4: launch_staged<kBf16, 4, kTopkWarps>(p, grid, device, stream); break;
+    default: launch_staged<kBf16, 8, kTopkWarps>(p, grid, device, stream); break;
   }
 }
 
@@ -517,7 +533,7 @@ Dispatch choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
           cols % 8 == 0 && row_alignment(a.weight) >= 16 && hidden_align >= 4 &&
           mma_pass_rows(dev) >= 8;
   d.staged = d.mma && !lm_head_path_forced("direct") && dev.cc_major >= 9 && hidden_align >= 16 &&
-             staged_stages(dev, kPassRows) >= 2 && staged_kernel_built(a.weight.device_id) &&
+             staged_stages(dev, kPassRows, staged_topk_warps()) >= 2 && staged_kernel_built(a.weight.device_id) &&
              tensor_map_encoder() != nullptr;
   d.hidden_copy = hidden_align >= 8 ? 8 : 4;
   return d;
@@ -637,11 +653,18 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
     if (path.staged) {
       StagedParams p = staged_params(a, hidden, rows);
       p.rows_per_cta = plan.rows_per_cta;
-      p.stages = staged_stages(dev, rows);
+      const bool topk_warps = staged_topk_warps();
+      p.stages = staged_stages(dev, rows, topk_warps);
       p.bias = bias;
       p.cand = cand;
-      if (a.weight.dtype == NT_BF16) launch_staged_rows<true>(p, plan.grid, a.weight.device_id, stream);
-      else launch_staged_rows<false>(p, plan.grid, a.weight.device_id, stream);
+      const int device = a.weight.device_id;
+      if (a.weight.dtype == NT_BF16) {
+        if (topk_warps) launch_staged_rows<true, true>(p, plan.grid, device, stream);
+        else launch_staged_rows<true, false>(p, plan.grid, device, stream);
+      } else {
+        if (topk_warps) launch_staged_rows<false, true>(p, plan.grid, device, stream);
+        else launch_staged_rows<false, false>(p, plan.grid, device, stream);
+      }
     } else if (path.mma && row_stream_fits(rows, a.weight.shape[1], dev)) {
       RowStreamParams p{};
       p.weight = static_cast<const uint16_t*>(a.weight.data);

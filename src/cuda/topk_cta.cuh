@@ -408,6 +408,20 @@ struct CtaTopk {
     }
   }
 
+  // offer() by a whole warp for one token row m (the same m in every lane,
+  // rows owned by one warp at a time): lanes with `in` false offer nothing.
+  // One atomic per warp, where offer() takes one per admitted score.
+  __device__ __forceinline__ void offer_warp(int m, bool in, float score, int32_t index) {
+    const bool admit = in && nt_order_key(score) > s.threshold[m];
+    const unsigned ball = __ballot_sync(0xffffffffu, admit);
+    if (ball == 0u) return;
+    const int lane = threadIdx.x & 31, leader = __ffs(ball) - 1;
+    int base = 0;
+    if (lane == leader) base = atomicAdd(&s.count[m], __popc(ball));
+    base = __shfl_sync(0xffffffffu, base, leader);
+    if (admit) mine[size_t(m) * args.cap + base + __popc(ball & ((1u << lane) - 1u))] = Candidate{score, index};
+  }
+
   // After every tile: cut back each buffer that could not take `next_rows`
   // more candidates (or, at the end, any buffer above k).
   __device__ void end_tile(int next_rows, bool last) {

@@ -370,6 +370,17 @@ TEST(OptInPaths, FilterCutsKeepDenseTopK) {
                                       2030);
 }
 
+// NEXTTOK_CUDA_LM_HEAD_TOPK=inline: the staged kernel's scoring warps keep
+// the top-k themselves instead of handing every tile's scores to the top-k
+// warps. The same k in the end, bit for bit. V = 150,001 (four or five tiles
+// a CTA, so the score buffer changes hands several times), M = 5, 16, 40
+// (a partial n-tile) and 64.
+TEST(OptInPaths, InlineTopkKeepsDenseTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  expect_dense_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_TOPK", "inline", NT_BF16, {5, 16, 40, 64}, 256, 150001,
+                                      2031);
+}
+
 // The binary head's pass kernels compute the same integers and the same fp32
 // sums in the same order, so a pinned one's outputs agree bit for bit with the
 // default's on unstructured inputs (W1's H = 5,120 at G = 128; G = 256 at
