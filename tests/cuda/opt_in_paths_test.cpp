@@ -476,4 +476,11 @@ TEST(OptInPaths, FilterCutsKeepBinaryTopK) {
   expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_CUT", "filter");
 }
 
+// NEXTTOK_CUDA_LM_HEAD_TOPK=inline on the binary head: the bulk-copy kernel's
+// scoring warps keep the top-k where by default its top-k warps do.
+TEST(OptInPaths, InlineTopkKeepsBinaryTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_TOPK", "inline");
+}
+
 }  // namespace
