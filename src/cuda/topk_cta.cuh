@@ -408,11 +408,10 @@ struct CtaTopk {
     }
   }
 
-  // offer() by a whole warp for one token row m (the same m in every lane,
-  // rows owned by one warp at a time): lanes with `in` false offer nothing.
-  // One atomic per warp, where offer() takes one per admitted score.
-  __device__ __forceinline__ void offer_warp(int m, bool in, float score, int32_t index) {
-    const bool admit = in && nt_order_key(score) > s.threshold[m];
+  // By a whole warp for one token row m (rows owned by one warp at a time):
+  // appends the lanes' candidates with `admit` set, no threshold check, one
+  // atomic for the warp.
+  __device__ __forceinline__ void append_warp(int m, bool admit, float score, int32_t index) {
     const unsigned ball = __ballot_sync(0xffffffffu, admit);
     if (ball == 0u) return;
     const int lane = threadIdx.x & 31, leader = __ffs(ball) - 1;

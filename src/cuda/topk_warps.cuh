@@ -3,12 +3,15 @@
 // tile the scoring warps write every score of the tile to a shared-memory
 // buffer, [token row][kTileRows floats + 4] (a warp's stores of one MMA
 // accumulator, rows g and token rows 2t, fall in banks 8t + g, all distinct),
-// and arrive at `full` (every scoring thread); the top-k warps offer the
-// buffer, arrive at `empty` (every top-k thread) and cut their lists while
-// the scoring warps fill the next tile. Inline, the scoring warps' offers and
-// cuts stalled the tensor cores at every tile end and, once the copy ring was
-// full, the copies too (run 54: W2 M=64 800 -> 667 us, W1 M=64 372 -> 249 us
-// with that upkeep skipped).
+// and arrive at `full` (every scoring thread); the top-k warps take what
+// enters from the buffer, arrive at `empty` (every top-k thread) and cut
+// their lists while the scoring warps fill the next tile. Inline, the scoring
+// warps' offers and cuts stalled the tensor cores at every tile end and, once
+// the copy ring was full, the copies too (run 54: W2 M=64 800 -> 667 us, W1
+// M=64 372 -> 249 us with that upkeep skipped). Three warps offering every
+// score and cutting every list as the inline upkeep does ran far slower
+// (run 55: W1 M=64 803 us, W2 M=64 902): a cut reads and rewrites a list in
+// global memory, ~10 us a row under the weight stream.
 #pragma once
 
 #include <cstdint>
@@ -40,12 +43,19 @@ __device__ __forceinline__ void hand_over_scores(int tile, uint64_t* full, uint6
 }
 
 // The top-k warps' side (threads [0, 32 kTopkWarps), named barrier kBarrier):
-// tile by tile, every score of the tile's rows in the range, as
-// score_of(token row, raw score, vocabulary row), offered (token row m by
-// warp m % kTopkWarps), the buffer handed back, the lists cut.
+// tile by tile, each token row's scores (token row m by warp m % kTopkWarps,
+// as score_of(token row, raw score, vocabulary row)) read from the buffer into
+// registers; of those above the row's threshold at most k enter its list: the
+// tile's k best by a radix select in registers where more are above, and the
+// threshold rises to the key of the tile's k-th best (a lower bound of the
+// CTA's k-th best; a later equal key has a larger index, so it ranks below
+// the k that set it). At most k a tile enter, so the lists are cut (in
+// global memory, the slow part of the inline upkeep) only when k more would
+// not fit, and at the end.
 template <int kBarrier, class ScoreOf>
 __device__ void keep_tiles(CtaShared<kTopkWarps>& shared, const CandidateArgs& args, int rows, const float* scores,
                            uint64_t* full, uint64_t* empty, int row_begin, int row_end, ScoreOf&& score_of) {
+  constexpr int kPerLane = kScoreTileRows / 32;
   CtaTopk<kTopkWarps, kBarrier> topk(shared, args, rows);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n_tiles = (row_end - row_begin + kScoreTileRows - 1) / kScoreTileRows;
@@ -55,14 +65,33 @@ __device__ void keep_tiles(CtaShared<kTopkWarps>& shared, const CandidateArgs& a
     mbarrier_wait(full, uint32_t(tile & 1));
     for (int m = warp; m < rows; m += kTopkWarps) {
       const float* row = scores + m * kScoreStride;
-#pragma unroll 4
-      for (int r = lane; r < kScoreTileRows; r += 32) {
-        const bool in = r < valid;
-        topk.offer_warp(m, in, in ? score_of(m, row[r], tile_row0 + r) : 0.0f, tile_row0 + r);
+      const uint32_t floor = shared.threshold[m];
+      uint64_t rank[kPerLane];
+      float value[kPerLane];
+      int above = 0;
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j) {
+        const int r = lane + 32 * j;
+        value[j] = r < valid ? score_of(m, row[r], tile_row0 + r) : 0.0f;
+        rank[j] = r < valid && nt_order_key(value[j]) > floor ? rank_of(value[j], tile_row0 + r) : 0ull;
+        above += __popc(__ballot_sync(0xffffffffu, rank[j] != 0ull));
       }
+      if (above == 0) continue;
+      uint64_t bound = 1;  // every rank above the threshold
+      if (above > args.k)
+        bound = warp_rank_threshold(
+            [&](auto&& f) {
+#pragma unroll
+              for (int j = 0; j < kPerLane; ++j) f(rank[j]);
+            },
+            args.k, shared.hist[warp]);
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j)
+        topk.append_warp(m, rank[j] >= bound, value[j], tile_row0 + lane + 32 * j);
+      if (above > args.k && lane == 0) shared.threshold[m] = max(floor, uint32_t(bound >> 32));
     }
     mbarrier_arrive(empty);  // every thread, after its last read of the buffer
-    topk.end_tile(kScoreTileRows, tile == n_tiles - 1);
+    topk.end_tile(args.k, tile == n_tiles - 1);  // at most k more a row next tile
   }
 }
 
