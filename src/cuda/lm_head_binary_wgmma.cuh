@@ -285,11 +285,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
 // at W1 M=16; run 41: M=16 237.7 -> 188.4 us, M=64 448.9 -> 370.6). Boxes
 // past the CTA's rows are not loaded. Whole chunks only (H % 512 == 0).
 
-// With kTopkWarps (the default), warps 0-2 keep the top-k from a score buffer
+// By default (inline) warps 0-15 score and keep the top-k, warp 16 copies.
+// With kTopkWarps (NEXTTOK_CUDA_LM_HEAD_TOPK=warps, opt-in: slower, see
+// lm_head_topk_binary.cu), warps 0-2 keep the top-k from a score buffer
 // (cuda/topk_warps.cuh), warp 3 copies and warps 4-19 score: 20 warps get
-// the 17-warp kernel's 96 registers a thread (both allotted as 20). Inline
-// (NEXTTOK_CUDA_LM_HEAD_TOPK=inline), warps 0-15 score and keep the top-k,
-// warp 16 copies.
+// the 17-warp kernel's 96 registers a thread (both allotted as 20).
 template <bool kTopkWarps>
 constexpr int bulk_threads() { return kWgmmaThreads + 32 + (kTopkWarps ? 32 * topk::kTopkWarps : 0); }
 template <bool kTopkWarps>

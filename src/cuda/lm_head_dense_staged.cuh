@@ -18,14 +18,15 @@
 // 64-column partial sums. After a tile's last stage the scores go to the
 // CTA's exact top-k (cuda/topk_cta.cuh).
 //
-// Who keeps the top-k (kTopkWarps): by default three top-k warps (warps 0-2;
-// the copy warp is 3, the scoring warps 4-11) take each tile's scores from a
+// Who keeps the top-k: by default (inline) scoring warps 0-7 offer and cut at
+// the end of every tile, meeting at a named barrier of their own; the copy
+// warp is 8. With kTopkWarps (NEXTTOK_CUDA_LM_HEAD_TOPK=warps, opt-in: slower
+// as measured, see lm_head_topk_dense.cu) three top-k warps (0-2; the copy
+// warp is 3, the scoring warps 4-11) take each tile's scores from a
 // shared-memory buffer (cuda/topk_warps.cuh) while the scoring warps multiply
-// the next tile. Inline (NEXTTOK_CUDA_LM_HEAD_TOPK=inline), scoring warps 0-7
-// offer and cut at the end of every tile, meeting at a named barrier. The
-// buffer costs ring stages (M=64: 3 against 5). Three top-k warps, not four:
-// 13 warps are allotted registers as 16 (128 a thread: the scoring warps
-// spilled); 12 leave them 168.
+// the next tile. The buffer costs ring stages (M=64: 3 against 5). Three
+// top-k warps, not four: 13 warps are allotted registers as 16 (128 a
+// thread: the scoring warps spilled); 12 leave them 168.
 #pragma once
 
 #include <cuda.h>

@@ -375,11 +375,12 @@ bool bulk_pass_shape(const nt_lm_head_binary_args& a) {
          row_alignment(a.wscale) % 16 == 0;
 }
 
-// NEXTTOK_CUDA_LM_HEAD_TOPK=inline: the bulk-copy warpgroup kernel's scoring
-// warps keep the top-k themselves (no top-k warps; cuda/lm_head_binary_wgmma.cuh).
+// NEXTTOK_CUDA_LM_HEAD_TOPK=warps: the bulk-copy warpgroup kernel's top-k
+// kept by top-k warps (cuda/lm_head_binary_wgmma.cuh), opt-in: much slower as
+// measured (run 56: W1 M=16 267 us against 162 inline, M=64 786 against 362).
 bool bulk_topk_warps() {
   const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_TOPK");
-  return v == nullptr || std::strcmp(v, "inline") != 0;
+  return v != nullptr && std::strcmp(v, "warps") == 0;
 }
 
 // Stages of the bulk-copy warpgroup kernel at NT n-tiles (its static shared

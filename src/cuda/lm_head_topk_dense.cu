@@ -444,11 +444,12 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p
 // n-tiles of 8 token rows a staged pass of `rows` rows computes.
 int staged_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
 
-// NEXTTOK_CUDA_LM_HEAD_TOPK=inline: the staged kernel's scoring warps keep
-// the top-k themselves (no top-k warps; see cuda/lm_head_dense_staged.cuh).
+// NEXTTOK_CUDA_LM_HEAD_TOPK=warps: the staged kernel's top-k kept by top-k
+// warps (see cuda/lm_head_dense_staged.cuh), opt-in: slower as measured
+// (run 56: W2 M=64 821 us against 798 inline, M=16 644 against 638).
 bool staged_topk_warps() {
   const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_TOPK");
-  return v == nullptr || std::strcmp(v, "inline") != 0;
+  return v != nullptr && std::strcmp(v, "warps") == 0;
 }
 
 // Static shared memory of a staged kernel (top-k state and barriers).

@@ -11,7 +11,12 @@
 // M=64 372 -> 249 us with that upkeep skipped). Three warps offering every
 // score and cutting every list as the inline upkeep does ran far slower
 // (run 55: W1 M=64 803 us, W2 M=64 902): a cut reads and rewrites a list in
-// global memory, ~10 us a row under the weight stream.
+// global memory, ~10 us a row under the weight stream. With at most k
+// entering a tile (below) they are still slower than inline (run 56: W2
+// M=64 821 us against 798, W1 M=16 267 against 162, M=64 786 against 362),
+// so they are opt-in (NEXTTOK_CUDA_LM_HEAD_TOPK=warps): the dense ring loses
+// two of its five stages to the buffer at M=64; why the binary kernel loses
+// 100 us even at M=16 is not yet known.
 #pragma once
 
 #include <cstdint>

@@ -370,14 +370,14 @@ TEST(OptInPaths, FilterCutsKeepDenseTopK) {
                                       2030);
 }
 
-// NEXTTOK_CUDA_LM_HEAD_TOPK=inline: the staged kernel's scoring warps keep
-// the top-k themselves instead of handing every tile's scores to the top-k
-// warps. The same k in the end, bit for bit. V = 150,001 (four or five tiles
-// a CTA, so the score buffer changes hands several times), M = 5, 16, 40
-// (a partial n-tile) and 64.
-TEST(OptInPaths, InlineTopkKeepsDenseTopK) {
+// NEXTTOK_CUDA_LM_HEAD_TOPK=warps: the staged kernel's tiles handed to top-k
+// warps (at most k candidates a tile entering a list) where by default the
+// scoring warps offer every score and cut. The same k in the end, bit for
+// bit. V = 150,001 (four or five tiles a CTA, so the score buffer changes
+// hands several times), M = 5, 16, 40 (a partial n-tile) and 64.
+TEST(OptInPaths, TopkWarpsKeepDenseTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  expect_dense_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_TOPK", "inline", NT_BF16, {5, 16, 40, 64}, 256, 150001,
+  expect_dense_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_TOPK", "warps", NT_BF16, {5, 16, 40, 64}, 256, 150001,
                                       2031);
 }
 
@@ -476,11 +476,11 @@ TEST(OptInPaths, FilterCutsKeepBinaryTopK) {
   expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_CUT", "filter");
 }
 
-// NEXTTOK_CUDA_LM_HEAD_TOPK=inline on the binary head: the bulk-copy kernel's
-// scoring warps keep the top-k where by default its top-k warps do.
-TEST(OptInPaths, InlineTopkKeepsBinaryTopK) {
+// NEXTTOK_CUDA_LM_HEAD_TOPK=warps on the binary head: the bulk-copy kernel's
+// top-k kept by top-k warps where by default its scoring warps keep it.
+TEST(OptInPaths, TopkWarpsKeepBinaryTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_TOPK", "inline");
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_TOPK", "warps");
 }
 
 }  // namespace
