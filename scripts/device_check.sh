@@ -21,6 +21,7 @@
 #   BENCH_MATCH='B=1 ' ...             # only the W3/W4 rows matching the regex
 #   LM_HEAD_M=1,64 ...                 # W1/W2 at these M only, with the small checks
 #   LATENCY=1 ...                      # plus bench/micro/latency_paths.cu (phase marks)
+#   PHASES=1 ...                       # plus bench/micro/lm_head_phases.cu (LM-head warps' cycles)
 #   EXTRA=0 ...                        # without kernel-times and ctest-pass-bulk-copies
 #   CTEST_ENVS='N=V ...' ...           # plus the CUDA cases with each switch set
 #   COMPARE_ENVS='N=V N=V2' ...        # plus the W3 rows matching COMPARE_MATCH (default
@@ -88,6 +89,10 @@ mkdir -p "$build"
 if [ "${LATENCY:-0}" = 1 ]; then
   scripts/build_latency_paths.sh "$build/latency_paths" >"$OUT/latency_build.log" 2>&1 &
   latency_build=$!
+fi
+if [ "${PHASES:-0}" = 1 ]; then
+  scripts/build_lm_head_phases.sh "$build/lm_head_phases" >"$OUT/phases_build.log" 2>&1 &
+  phases_build=$!
 fi
 configure=(cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON
   -DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_CUDA_FLAGS=-lineinfo -DNEXTTOK_OPENCL=OFF
@@ -157,6 +162,17 @@ if [ "${LATENCY:-0}" = 1 ]; then
     stage latency-paths 90 "$OUT/latency_paths.log" "$build/latency_paths"
   else
     rows+=("| latency-paths | NOT BUILT (latency_build.log) | - |")
+  fi
+fi
+
+# Where the LM heads' sm_90 kernels' warps spend their cycles (PHASES=1):
+# W2 and W1 at M = 16, 64, inline top-k upkeep against top-k warps.
+if [ "${PHASES:-0}" = 1 ]; then
+  if wait "$phases_build"; then
+    stage phases-dense 60 "$OUT/phases.log" "$build/lm_head_phases"
+    stage phases-binary 60 "$OUT/phases.log" "$build/lm_head_phases-binary"
+  else
+    rows+=("| phases | NOT BUILT (phases_build.log) | - |")
   fi
 fi
 

@@ -16,6 +16,7 @@
 #include "cuda/lm_head_binary_pass.cuh"
 #include "cuda/lm_head_device.cuh"
 #include "cuda/topk_cta.cuh"
+#include "cuda/timeline.cuh"
 #include "cuda/topk_warps.cuh"
 #include "cuda/wgmma.cuh"
 
@@ -368,6 +369,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
     mbarrier_init_fence();
   }
   __syncthreads();
+  NT_TIMELINE_MARK(0);
 
   if (hw_warp == bulk_copy_warp<kTopkWarps>()) {  // the copy warp: one lane issues every copy
     if (lane != 0) return;
@@ -387,7 +389,9 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
         tma_load_2d(scales + b * kBulkBoxRows * B.scale_row_bytes, &bp.scale_map, 0, row0 + b * kBulkBoxRows,
                     &scale_full[sb]);
       for (int ch = 0; ch < n_chunks; ++ch) {
+        [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
         mbarrier_wait(&empty[slot], phase ^ 1u);
+        NT_TIMELINE_ADD(phase::kCopyWait, waited);
         unsigned char* stage = smem + slot * B.stage_bytes;
         mbarrier_arrive_expect_tx(&full[slot], uint32_t(boxes * kBulkSignBoxBytes + 4 * B.box_bytes));
         for (int b = 0; b < boxes; ++b)
@@ -411,6 +415,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
                                          row_begin, row_end, [&](int m, float raw, int row) {
                                            return add_bias(p.act_scale[m] * 0.015625f * raw, p.bias, row);
                                          });
+      NT_TIMELINE_MARK(1);
       return;
     }
   }
@@ -433,7 +438,10 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
     mbarrier_wait(&scale_full[sb], (tile >> 1) & 1);
     const unsigned char* scales = scale_buf + sb * B.scale_bytes + frag_row * B.scale_row_bytes;
     for (int ch = 0; ch < n_chunks; ++ch) {
+      [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
       mbarrier_wait(&full[slot], phase);
+      NT_TIMELINE_ADD(phase::kStageWait, waited);
+      [[maybe_unused]] const long long worked = NT_TIMELINE_CLOCK();
       const unsigned char* stage = smem + slot * B.stage_bytes;
       const unsigned char* signs = stage + frag_row * (kChunkCols / 8) + 4 * t;
       const uint64_t act_desc = wgmma_desc_sw128(smem_addr(stage + (kTileRows / kBulkBoxRows) * kBulkSignBoxBytes));
@@ -494,6 +502,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
         fence_proxy_async_shared();
         mbarrier_arrive(&empty[slot]);
       }
+      NT_TIMELINE_ADD(phase::kStageWork, worked);
       if (++slot == S) {
         slot = 0;
         phase ^= 1u;
@@ -504,6 +513,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
       fence_proxy_async_shared();
       mbarrier_arrive(&scale_empty[sb]);
     }
+    [[maybe_unused]] const long long upkeep = NT_TIMELINE_CLOCK();
     if constexpr (kTopkWarps) {
       topk::hand_over_scores(tile, &scores_full, &scores_empty, [&] {
 #pragma unroll
@@ -514,11 +524,14 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
             out[n][i] = 0.0f;
           }
       });
+      NT_TIMELINE_ADD(phase::kHandOver, upkeep);
     } else {
       offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
       topk.end_tile(kTileRows, tile == n_tiles - 1);
+      NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
     }
   }
+  NT_TIMELINE_MARK(1);
 }
 
 }  // namespace nt::cuda::lm_head

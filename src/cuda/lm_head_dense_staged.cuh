@@ -38,6 +38,7 @@
 #include "cuda/lm_head_device.cuh"
 #include "cuda/lm_head_host.cuh"
 #include "cuda/topk_cta.cuh"
+#include "cuda/timeline.cuh"
 #include "cuda/topk_warps.cuh"
 #include "cuda/wgmma.cuh"
 
@@ -111,6 +112,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
     mbarrier_init_fence();
   }
   __syncthreads();
+  NT_TIMELINE_MARK(0);
 
   if (hw_warp == staged_copy_warp<kTopkWarps>()) {  // the copy warp: one lane issues every copy
     if (lane != 0) return;
@@ -123,7 +125,9 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
       const int boxes = min(kStagedWarps, (row_end - row0 + kStagedBoxRows - 1) / kStagedBoxRows);
       const uint32_t bytes = uint32_t(boxes * kStagedBoxBytes + staged_hidden_bytes(NT));
       for (int ch = 0; ch < n_chunks; ++ch) {
+        [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
         mbarrier_wait(&empty[slot], phase ^ 1u);
+        NT_TIMELINE_ADD(phase::kCopyWait, waited);
         unsigned char* stage = stages + slot * kStageBytes;
         mbarrier_arrive_expect_tx(&full[slot], bytes);
         for (int b = 0; b < boxes; ++b)
@@ -145,6 +149,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
                                            row_begin, row_end, [&](int, float raw, int row) {
                                              return add_bias(raw, p.bias, row);
                                            });
+      NT_TIMELINE_MARK(1);
       return;
     }
   }
@@ -196,7 +201,10 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int tile_row0 = row_begin + tile * kStagedTileRows;
     for (int ch = 0; ch < n_chunks; ++ch) {
+      [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
       mbarrier_wait(&full[slot], phase);
+      NT_TIMELINE_ADD(phase::kStageWait, waited);
+      [[maybe_unused]] const long long worked = NT_TIMELINE_CLOCK();
       const uint32_t stage = smem_addr(stages + slot * kStageBytes);
       const uint32_t hbox = stage + uint32_t(kStagedWeightBytes);
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -265,12 +273,14 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
 #endif
       __syncwarp();
       if (lane == 0) mbarrier_arrive(&empty[slot]);
+      NT_TIMELINE_ADD(phase::kStageWork, worked);
       if (++slot == p.stages) {
         slot = 0;
         phase ^= 1u;
       }
     }
 
+    [[maybe_unused]] const long long upkeep = NT_TIMELINE_CLOCK();
     if constexpr (kTopkWarps) {
       // Every score of the tile to the buffer (rows past the range and token
       // rows past the pass too: the top-k warps skip them).
@@ -285,6 +295,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
               out[m][n][i] = 0.0f;
             }
       });
+      NT_TIMELINE_ADD(phase::kHandOver, upkeep);
     } else {
 #pragma unroll
       for (int m = 0; m < 2; ++m)
@@ -298,8 +309,10 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
             out[m][n][i] = 0.0f;
           }
       topk.end_tile(kStagedTileRows, tile == n_tiles - 1);
+      NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
     }
   }
+  NT_TIMELINE_MARK(1);
 }
 
 }  // namespace nt::cuda::lm_head

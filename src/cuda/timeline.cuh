@@ -28,8 +28,40 @@ __device__ __forceinline__ void timeline_mark(int slot) {
     timeline_smid[cta] = sm;
   }
 }
+
+// Per CTA and slot: cycles summed over the warps that spent them in a phase
+// (lane 0 of each adds clock64() - since), for where a long kernel's warps
+// wait and work (bench/micro/lm_head_phases.cu).
+__device__ unsigned long long timeline_sum[kTimelineCtas][kTimelineSlots];
+
+__device__ __forceinline__ void timeline_add(int slot, long long since) {
+  if ((threadIdx.x & 31) != 0) return;
+  const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (cta >= unsigned(kTimelineCtas)) return;
+  atomicAdd(&timeline_sum[cta][slot], static_cast<unsigned long long>(clock64() - since));
+}
 }  // namespace nt::cuda
 #define NT_TIMELINE_MARK(slot) ::nt::cuda::timeline_mark(slot)
+#define NT_TIMELINE_CLOCK() clock64()
+#define NT_TIMELINE_ADD(slot, since) ::nt::cuda::timeline_add(slot, since)
 #else
 #define NT_TIMELINE_MARK(slot) ((void)0)
+#define NT_TIMELINE_CLOCK() 0ll
+#define NT_TIMELINE_ADD(slot, since) ((void)(since))
 #endif
+
+// The phase slots of the LM heads' sm_90 kernels (dense staged, binary bulk
+// copies) for NT_TIMELINE_ADD; slots 0 and 1 hold thread 0's start and end
+// marks (NT_TIMELINE_MARK).
+namespace nt::cuda::phase {
+constexpr int kStageWait = 2;     // scoring warps: waiting for a stage's bytes
+constexpr int kStageWork = 3;     // scoring warps: a stage's MMAs and adds
+constexpr int kUpkeep = 4;        // scoring warps, inline: offers and cuts between tiles
+constexpr int kLastUpkeep = 5;    // scoring warps, inline: the last tile's offers and cut
+constexpr int kHandOver = 6;      // scoring warps, top-k warps: waiting for and filling the buffer
+constexpr int kTileWait = 7;      // top-k warps: waiting for a tile's scores
+constexpr int kSelect = 8;        // top-k warps: reading, selecting and appending a tile
+constexpr int kCut = 9;           // top-k warps: cuts between tiles
+constexpr int kLastCut = 10;      // top-k warps: the last cut
+constexpr int kCopyWait = 11;     // the copy lane: waiting for a free stage
+}  // namespace nt::cuda::phase

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "cuda/async_copy.cuh"
+#include "cuda/timeline.cuh"
 #include "cuda/topk_cta.cuh"
 
 namespace nt::cuda::topk {
@@ -67,7 +68,10 @@ __device__ void keep_tiles(CtaShared<kTopkWarps>& shared, const CandidateArgs& a
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int tile_row0 = row_begin + tile * kScoreTileRows;
     const int valid = min(kScoreTileRows, row_end - tile_row0);
+    [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
     mbarrier_wait(full, uint32_t(tile & 1));
+    NT_TIMELINE_ADD(phase::kTileWait, waited);
+    [[maybe_unused]] const long long selected = NT_TIMELINE_CLOCK();
     for (int m = warp; m < rows; m += kTopkWarps) {
       const float* row = scores + m * kScoreStride;
       const uint32_t floor = shared.threshold[m];
@@ -96,7 +100,10 @@ __device__ void keep_tiles(CtaShared<kTopkWarps>& shared, const CandidateArgs& a
       if (above > args.k && lane == 0) shared.threshold[m] = max(floor, uint32_t(bound >> 32));
     }
     mbarrier_arrive(empty);  // every thread, after its last read of the buffer
+    NT_TIMELINE_ADD(phase::kSelect, selected);
+    [[maybe_unused]] const long long cut = NT_TIMELINE_CLOCK();
     topk.end_tile(args.k, tile == n_tiles - 1);  // at most k more a row next tile
+    NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastCut : phase::kCut, cut);
   }
 }
 
