@@ -88,11 +88,13 @@ void clear_sums() {
   std::vector<unsigned long long> zero(size_t(kTimelineCtas) * kTimelineSlots, 0);
   CHECK(cudaMemcpyToSymbol(nt::cuda::timeline_sum, zero.data(), zero.size() * 8));
   CHECK(cudaMemcpyToSymbol(nt::cuda::timeline_ns, zero.data(), zero.size() * 8));
+  // The copies go on the legacy stream; the call's stream does not wait for it.
+  CHECK(cudaDeviceSynchronize());
 }
 
 // Times `call` (median of 20) and then reports one call's phase sums.
 template <class Call>
-void report(const char* label, Call&& call, int scoring_warps, int clock_khz, cudaStream_t s) {
+void report(const char* label, Call&& call, int scoring_warps, cudaStream_t s) {
   for (int i = 0; i < 3; ++i) call();
   CHECK(cudaStreamSynchronize(s));
   cudaEvent_t a, b;
@@ -113,24 +115,38 @@ void report(const char* label, Call&& call, int scoring_warps, int clock_khz, cu
   call();
   CHECK(cudaStreamSynchronize(s));
   std::vector<unsigned long long> sums(size_t(kTimelineCtas) * kTimelineSlots), ns(sums.size());
+  std::vector<long long> cycles(sums.size());
   CHECK(cudaMemcpyFromSymbol(sums.data(), nt::cuda::timeline_sum, sums.size() * 8));
   CHECK(cudaMemcpyFromSymbol(ns.data(), nt::cuda::timeline_ns, ns.size() * 8));
+  CHECK(cudaMemcpyFromSymbol(cycles.data(), nt::cuda::timeline_cycles, cycles.size() * 8));
+  // The scoring kernel's thread 0 marks its start and end (the merges' marks
+  // use other slots); the SM clock is read from those marks' cycles and ns.
   int ctas = 0;
-  double kernel_us = 0;
+  double kernel_us = 0, cycles_per_us = 0;
   for (int c = 0; c < kTimelineCtas; ++c) {
-    const unsigned long long t0 = ns[size_t(c) * kTimelineSlots], t1 = ns[size_t(c) * kTimelineSlots + 1];
-    if (t0 == 0) continue;
+    const size_t at = size_t(c) * kTimelineSlots;
+    const unsigned long long t0 = ns[at + phase::kStartMark], t1 = ns[at + phase::kEndMark];
+    if (t0 == 0 || t1 <= t0) continue;
     ++ctas;
     kernel_us = std::max(kernel_us, (t1 - t0) * 1e-3);
+    cycles_per_us += double(cycles[at + phase::kEndMark] - cycles[at + phase::kStartMark]) / ((t1 - t0) * 1e-3);
   }
-  std::printf("\n%s: call %.1f us (median of 20), %d CTAs, longest CTA %.1f us\n", label, ms[ms.size() / 2] * 1e3,
-              ctas, kernel_us);
+  if (ctas == 0) {
+    std::printf("\n%s: no CTA marked (not the sm_90 kernels?)\n", label);
+    return;
+  }
+  cycles_per_us /= ctas;
+  std::printf("\n%s: call %.1f us (median of 20), %d CTAs, longest CTA %.1f us, SM clock %.0f MHz\n", label,
+              ms[ms.size() / 2] * 1e3, ctas, kernel_us, cycles_per_us);
+  bool handed_over = false;
+  for (int c = 0; c < kTimelineCtas; ++c) handed_over |= sums[size_t(c) * kTimelineSlots + phase::kHandOver] != 0;
+  std::printf("  (%s)\n", handed_over ? "top-k warps ran" : "inline upkeep ran");
   for (const PhaseName& ph : kPhases) {
     double total = 0;
     for (int c = 0; c < kTimelineCtas; ++c) total += double(sums[size_t(c) * kTimelineSlots + ph.slot]);
     if (total == 0 || ctas == 0) continue;
     const int warps = ph.slot == phase::kCopyWait ? 1 : ph.scoring ? scoring_warps : nt::cuda::topk::kTopkWarps;
-    const double us = total / ctas / warps / (clock_khz * 1e-3);
+    const double us = total / ctas / warps / cycles_per_us;
     std::printf("  %-18s %8.1f us a warp (mean over CTAs)\n", ph.name, us);
   }
   CHECK(cudaEventDestroy(a));
@@ -144,9 +160,6 @@ int main() {
   const nexttok::Device dev = nexttok::Device::cuda(0);
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  int clock_khz = 0;
-  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  std::printf("SM clock attribute %d kHz (cycles are read as this rate)\n", clock_khz);
   for (int rows : {16, 64}) {
     float* values = static_cast<float*>(device_alloc(size_t(rows) * K * 4));
     int64_t* indices = static_cast<int64_t*>(device_alloc(size_t(rows) * K * 8));
@@ -205,7 +218,7 @@ int main() {
       void* ws = device_alloc(bytes);
       char label[96];
       std::snprintf(label, sizeof label, "%s M=%d, top-k %s", head, rows, topk);
-      report(label, [&] { run(ws, bytes); }, scoring_warps, clock_khz, s);
+      report(label, [&] { run(ws, bytes); }, scoring_warps, s);
       CHECK(cudaFree(ws));
     }
     unsetenv("NEXTTOK_CUDA_LM_HEAD_TOPK");

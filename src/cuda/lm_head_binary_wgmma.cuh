@@ -369,7 +369,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
     mbarrier_init_fence();
   }
   __syncthreads();
-  NT_TIMELINE_MARK(0);
+  NT_TIMELINE_MARK(phase::kStartMark);
 
   if (hw_warp == bulk_copy_warp<kTopkWarps>()) {  // the copy warp: one lane issues every copy
     if (lane != 0) return;
@@ -382,7 +382,9 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
       const int row0 = row_begin + tile * kTileRows;
       const int boxes = min(kTileRows / kBulkBoxRows, (row_end - row0 + kBulkBoxRows - 1) / kBulkBoxRows);
       const int sb = tile & 1;
+      [[maybe_unused]] const long long scale_waited = NT_TIMELINE_CLOCK();
       mbarrier_wait(&scale_empty[sb], ((tile >> 1) & 1) ^ 1u);
+      NT_TIMELINE_ADD(phase::kCopyWait, scale_waited);
       unsigned char* scales = scale_buf + sb * B.scale_bytes;
       mbarrier_arrive_expect_tx(&scale_full[sb], uint32_t(boxes * kBulkBoxRows * B.scale_row_bytes));
       for (int b = 0; b < boxes; ++b)
@@ -415,7 +417,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
                                          row_begin, row_end, [&](int m, float raw, int row) {
                                            return add_bias(p.act_scale[m] * 0.015625f * raw, p.bias, row);
                                          });
-      NT_TIMELINE_MARK(1);
+      NT_TIMELINE_MARK(phase::kEndMark);
       return;
     }
   }
@@ -435,7 +437,9 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int tile_row0 = row_begin + tile * kTileRows;
     const int sb = tile & 1;
+    [[maybe_unused]] const long long scale_waited = NT_TIMELINE_CLOCK();
     mbarrier_wait(&scale_full[sb], (tile >> 1) & 1);
+    NT_TIMELINE_ADD(phase::kStageWait, scale_waited);
     const unsigned char* scales = scale_buf + sb * B.scale_bytes + frag_row * B.scale_row_bytes;
     for (int ch = 0; ch < n_chunks; ++ch) {
       [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
@@ -531,7 +535,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
       NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
     }
   }
-  NT_TIMELINE_MARK(1);
+  NT_TIMELINE_MARK(phase::kEndMark);
 }
 
 }  // namespace nt::cuda::lm_head

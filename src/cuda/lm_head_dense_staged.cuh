@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
     mbarrier_init_fence();
   }
   __syncthreads();
-  NT_TIMELINE_MARK(0);
+  NT_TIMELINE_MARK(phase::kStartMark);
 
   if (hw_warp == staged_copy_warp<kTopkWarps>()) {  // the copy warp: one lane issues every copy
     if (lane != 0) return;
@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
                                            row_begin, row_end, [&](int, float raw, int row) {
                                              return add_bias(raw, p.bias, row);
                                            });
-      NT_TIMELINE_MARK(1);
+      NT_TIMELINE_MARK(phase::kEndMark);
       return;
     }
   }
@@ -312,7 +312,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
       NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
     }
   }
-  NT_TIMELINE_MARK(1);
+  NT_TIMELINE_MARK(phase::kEndMark);
 }
 
 }  // namespace nt::cuda::lm_head

@@ -51,10 +51,13 @@ __device__ __forceinline__ void timeline_add(int slot, long long since) {
 #endif
 
 // The phase slots of the LM heads' sm_90 kernels (dense staged, binary bulk
-// copies) for NT_TIMELINE_ADD; slots 0 and 1 hold thread 0's start and end
-// marks (NT_TIMELINE_MARK).
+// copies) for NT_TIMELINE_ADD, and the slots of their thread 0's start and end
+// marks (NT_TIMELINE_MARK; the merges that follow mark slots 0-9 of CTAs
+// 0..M-1).
 namespace nt::cuda::phase {
-constexpr int kStageWait = 2;     // scoring warps: waiting for a stage's bytes
+constexpr int kStartMark = 14;
+constexpr int kEndMark = 15;
+constexpr int kStageWait = 2;     // scoring warps: waiting for a stage's (or a tile's scales') bytes
 constexpr int kStageWork = 3;     // scoring warps: a stage's MMAs and adds
 constexpr int kUpkeep = 4;        // scoring warps, inline: offers and cuts between tiles
 constexpr int kLastUpkeep = 5;    // scoring warps, inline: the last tile's offers and cut
@@ -63,5 +66,5 @@ constexpr int kTileWait = 7;      // top-k warps: waiting for a tile's scores
 constexpr int kSelect = 8;        // top-k warps: reading, selecting and appending a tile
 constexpr int kCut = 9;           // top-k warps: cuts between tiles
 constexpr int kLastCut = 10;      // top-k warps: the last cut
-constexpr int kCopyWait = 11;     // the copy lane: waiting for a free stage
+constexpr int kCopyWait = 11;     // the copy lane: waiting for a free stage (or scale buffer)
 }  // namespace nt::cuda::phase
