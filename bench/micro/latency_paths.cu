@@ -22,14 +22,7 @@
 #include <random>
 #include <vector>
 
-#define CHECK(x)                                                                     \
-  do {                                                                               \
-    cudaError_t e_ = (x);                                                            \
-    if (e_ != cudaSuccess) {                                                         \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
+#include "cuda_check.h"
 
 namespace {
 
