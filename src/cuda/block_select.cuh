@@ -43,6 +43,16 @@ __device__ __forceinline__ T warp_max(T v) {
 }
 
 template <class T>
+__device__ __forceinline__ T warp_min(T v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const T w = __shfl_xor_sync(kFullMask, v, o);
+    v = w < v ? w : v;
+  }
+  return v;
+}
+
+template <class T>
 __device__ __forceinline__ T warp_sum(T v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);

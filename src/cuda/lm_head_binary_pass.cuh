@@ -115,6 +115,13 @@ inline __device__ void stage_chunk(const BinaryParams& p, const StageLayout& L, 
     cp_async(seed + 16 * i, seed_src + 4 * i, 16, 16);
 }
 
+// The score of token row `tok` and vocabulary row `row` from its integer dot
+// times 64 (an exact float): the one expression every binary kernel and the
+// top-k warps (cuda/topk_warps.cuh) use, so their scores agree bit for bit.
+__device__ __forceinline__ float binary_score(const BinaryParams& p, int tok, float dot64, int row) {
+  return add_bias(p.act_scale[tok] * 0.015625f * dot64, p.bias, row);
+}
+
 // Offers one m16 block of a tile's scores (times 64, in the MMA accumulator
 // layout: vocabulary rows `row` (i < 2) and row + 8, token rows 8n + 2t +
 // (i & 1)) to the CTA's top-k and clears it for the next tile.
@@ -126,11 +133,10 @@ __device__ __forceinline__ void offer_block(Topk& topk, float (&out)[NT][4], con
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       const int tok = n * 8 + 2 * t + e;
-      const float scale = tok < p.rows ? p.act_scale[tok] * 0.015625f : 0.0f;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = row + 8 * h;
-        if (r < row_end && tok < p.rows) topk.offer(tok, add_bias(scale * out[n][2 * h + e], p.bias, r), r);
+        if (r < row_end && tok < p.rows) topk.offer(tok, binary_score(p, tok, out[n][2 * h + e], r), r);
         out[n][2 * h + e] = 0.0f;
       }
     }

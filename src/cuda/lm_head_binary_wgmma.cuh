@@ -412,10 +412,10 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
   }
   if constexpr (kTopkWarps) {
     if (hw_warp < topk::kTopkWarps) {
-      // The scores times 64 scaled as offer_block scales them.
+      // The buffer holds the dots times 64, as offer_block takes them.
       topk::keep_tiles<kBulkTopkBarrier>(topk_shared, p.cand, p.rows, scores, &scores_full, &scores_empty,
-                                         row_begin, row_end, [&](int m, float raw, int row) {
-                                           return add_bias(p.act_scale[m] * 0.015625f * raw, p.bias, row);
+                                         row_begin, row_end, [&](int m, float dot64, int row) {
+                                           return binary_score(p, m, dot64, row);
                                          });
       NT_TIMELINE_MARK(phase::kEndMark);
       return;

@@ -196,6 +196,21 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
   };
 #endif
 
+  // Each of this thread's scores with its token row and tile row, cleared
+  // for the next tile: the one walk of the accumulator layout that both
+  // upkeeps take, so they see the same (token, row) pairs.
+  auto each_score = [&](auto&& f) {
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          f(n * 8 + 2 * t + (i & 1), row_base(m) + g + 8 * (i >> 1), out[m][n][i]);
+          out[m][n][i] = 0.0f;
+        }
+  };
+
   int slot = 0;
   uint32_t phase = 0;
   for (int tile = 0; tile < n_tiles; ++tile) {
@@ -285,29 +300,14 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
       // Every score of the tile to the buffer (rows past the range and token
       // rows past the pass too: the top-k warps skip them).
       topk::hand_over_scores(tile, &scores_full, &scores_empty, [&] {
-#pragma unroll
-        for (int m = 0; m < 2; ++m)
-#pragma unroll
-          for (int n = 0; n < NT; ++n)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              scores[topk::score_slot(n * 8 + 2 * t + (i & 1), row_base(m) + g + 8 * (i >> 1))] = out[m][n][i];
-              out[m][n][i] = 0.0f;
-            }
+        each_score([&](int tok, int row, float score) { scores[topk::score_slot(tok, row)] = score; });
       });
       NT_TIMELINE_ADD(phase::kHandOver, upkeep);
     } else {
-#pragma unroll
-      for (int m = 0; m < 2; ++m)
-#pragma unroll
-        for (int n = 0; n < NT; ++n)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const int row = tile_row0 + row_base(m) + g + 8 * (i >> 1);
-            const int tok = n * 8 + 2 * t + (i & 1);
-            if (row < row_end && tok < p.rows) topk.offer(tok, add_bias(out[m][n][i], p.bias, row), row);
-            out[m][n][i] = 0.0f;
-          }
+      each_score([&](int tok, int tile_row, float score) {
+        const int row = tile_row0 + tile_row;
+        if (row < row_end && tok < p.rows) topk.offer(tok, add_bias(score, p.bias, row), row);
+      });
       topk.end_tile(kStagedTileRows, tile == n_tiles - 1);
       NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
     }

@@ -375,14 +375,6 @@ bool bulk_pass_shape(const nt_lm_head_binary_args& a) {
          row_alignment(a.wscale) % 16 == 0;
 }
 
-// NEXTTOK_CUDA_LM_HEAD_TOPK=warps: the bulk-copy warpgroup kernel's top-k
-// kept by top-k warps (cuda/lm_head_binary_wgmma.cuh), opt-in: much slower as
-// measured (run 56: W1 M=16 267 us against 162 inline, M=64 786 against 362).
-bool bulk_topk_warps() {
-  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_TOPK");
-  return v != nullptr && std::strcmp(v, "warps") == 0;
-}
-
 // Stages of the bulk-copy warpgroup kernel at NT n-tiles (its static shared
 // memory: the top-k state and the mbarriers; 1024 bytes of the budget for
 // the stage alignment; the top-k warps' score buffer); below 2 it cannot run.
@@ -413,8 +405,10 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
   const int64_t vocab = a.wq.shape[0], groups = p.cols / p.group;
   if (!bulk_pass_shape(a)) return false;
   const BulkLayout B = bulk_layout(p.cols, p.group, NT);
-  // The top-k warps where their score buffer leaves two stages, else inline.
-  const bool topk_warps = bulk_topk_warps() && bulk_stages(p.cols, p.group, NT, dev, true) >= 2;
+  // Top-k warps (topk::lm_head_topk_warps; run 57: W1 M=16 269 us against
+  // 163 inline, M=64 786 against 362) where their score buffer leaves two
+  // stages, else inline.
+  const bool topk_warps = topk::lm_head_topk_warps() && bulk_stages(p.cols, p.group, NT, dev, true) >= 2;
   const int stages = bulk_stages(p.cols, p.group, NT, dev, topk_warps);
   const bool pinned = force_pass_bulk_copies();
   if (stages < 2) {

@@ -444,14 +444,6 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p
 // n-tiles of 8 token rows a staged pass of `rows` rows computes.
 int staged_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
 
-// NEXTTOK_CUDA_LM_HEAD_TOPK=warps: the staged kernel's top-k kept by top-k
-// warps (see cuda/lm_head_dense_staged.cuh), opt-in: slower as measured
-// (run 56: W2 M=64 821 us against 798 inline, M=16 644 against 638).
-bool staged_topk_warps() {
-  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_TOPK");
-  return v != nullptr && std::strcmp(v, "warps") == 0;
-}
-
 // Static shared memory of a staged kernel (top-k state and barriers).
 int staged_static_smem(bool topk_warps) {
   return int(topk_warps ? sizeof(StagedTopkShared<true>) : sizeof(StagedTopkShared<false>)) +
@@ -534,7 +526,7 @@ Dispatch choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
           cols % 8 == 0 && row_alignment(a.weight) >= 16 && hidden_align >= 4 &&
           mma_pass_rows(dev) >= 8;
   d.staged = d.mma && !lm_head_path_forced("direct") && dev.cc_major >= 9 && hidden_align >= 16 &&
-             staged_stages(dev, kPassRows, staged_topk_warps()) >= 2 && staged_kernel_built(a.weight.device_id) &&
+             staged_stages(dev, kPassRows, topk::lm_head_topk_warps()) >= 2 && staged_kernel_built(a.weight.device_id) &&
              tensor_map_encoder() != nullptr;
   d.hidden_copy = hidden_align >= 8 ? 8 : 4;
   return d;
@@ -654,7 +646,9 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
     if (path.staged) {
       StagedParams p = staged_params(a, hidden, rows);
       p.rows_per_cta = plan.rows_per_cta;
-      const bool topk_warps = staged_topk_warps();
+      // Top-k warps opt-in (topk::lm_head_topk_warps; run 57: W2 M=64 838 us
+      // against 800 inline, M=16 652 against 646).
+      const bool topk_warps = topk::lm_head_topk_warps();
       p.stages = staged_stages(dev, rows, topk_warps);
       p.bias = bias;
       p.cand = cand;

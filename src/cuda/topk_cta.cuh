@@ -236,9 +236,7 @@ __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, 
       base += __popc(ball);
     }
   }
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) min_key = min(min_key, __shfl_xor_sync(0xffffffffu, min_key, d));
-  return min_key;
+  return warp_min(min_key);
 }
 
 // A cut with no radix select, for k <= 64 (called by one whole warp; count <=
@@ -273,8 +271,7 @@ __device__ __noinline__ int warp_filter_cut(Candidate* buf, int count, int k, ui
   const int n = warp_store_ranks_at_or_above<kRegEntries>(buf, rank, value, bound, min_key);
   // Each lane saw only its own entries; the caller's lane 0 publishes the
   // warp's smallest (run 53: lane 0's own minimum let later winners be refused).
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) min_key = min(min_key, __shfl_xor_sync(0xffffffffu, min_key, d));
+  min_key = warp_min(min_key);
   return n;
 }
 

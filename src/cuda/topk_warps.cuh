@@ -20,12 +20,22 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "cuda/async_copy.cuh"
 #include "cuda/timeline.cuh"
 #include "cuda/topk_cta.cuh"
 
 namespace nt::cuda::topk {
+
+// NEXTTOK_CUDA_LM_HEAD_TOPK=warps: the sm_90 LM-head kernels hand their
+// tiles to top-k warps (opt-in: slower at every M as measured, run 57; read
+// on every call).
+inline bool lm_head_topk_warps() {
+  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_TOPK");
+  return v != nullptr && std::strcmp(v, "warps") == 0;
+}
 
 constexpr int kTopkWarps = 3;  // with a copy warp, one warpgroup beside the scoring warpgroups
 constexpr int kScoreTileRows = 256;
