@@ -222,12 +222,12 @@ std::pair<std::vector<float>, std::vector<int64_t>> topk_outputs(Call&& call, fl
 }
 
 // The dense head's arguments over device buffers (bias optional).
-nt_lm_head_dense_args dense_head_args(float* hidden, float* weight, float* bias, int rows, int width, int vocab,
-                                      int k, float* values, int64_t* indices) {
+nt_lm_head_dense_args dense_head_args(const void* hidden, const void* weight, float* bias, int rows, int width,
+                                      int vocab, int k, float* values, int64_t* indices, nt_dtype dtype = NT_F32) {
   const nexttok::Device dev = nexttok::Device::cuda(0);
   nt_lm_head_dense_args a{};
-  a.hidden = nexttok::matrix(hidden, rows, width, -1, dev);
-  a.weight = nexttok::matrix(weight, vocab, width, -1, dev);
+  a.hidden = nexttok::matrix(hidden, dtype, rows, width, -1, dev);
+  a.weight = nexttok::matrix(weight, dtype, vocab, width, -1, dev);
   if (bias) a.bias = nexttok::vector(bias, vocab, dev);
   a.k = k;
   a.values = nexttok::matrix(values, rows, k, -1, dev);
@@ -294,7 +294,6 @@ std::vector<unsigned char> as_dtype(const std::vector<float>& x, nt_dtype dtype)
 void expect_dense_switch_matches_default(const char* env, const char* value, nt_dtype dtype,
                                          std::initializer_list<int> row_counts, int hidden, int vocab,
                                          uint64_t seed) {
-  const nexttok::Device dev = nexttok::Device::cuda(0);
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<float> w(size_t(vocab) * hidden), bias(static_cast<size_t>(vocab));
@@ -321,13 +320,8 @@ void expect_dense_switch_matches_default(const char* env, const char* value, nt_
       DeviceBuffer<int64_t> indices(static_cast<size_t>(rows) * k);
       ASSERT_TRUE(dh.p && values.p && indices.p);
       CUDA_OK(cudaMemcpy(dh.p, h_bytes.data(), h_bytes.size(), cudaMemcpyHostToDevice));
-      nt_lm_head_dense_args a{};
-      a.hidden = nexttok::matrix(dh.p, dtype, rows, hidden, -1, dev);
-      a.weight = nexttok::matrix(dw.p, dtype, vocab, hidden, -1, dev);
-      a.bias = nexttok::vector(dbias.p, vocab, dev);
-      a.k = k;
-      a.values = nexttok::matrix(values.p, rows, k, -1, dev);
-      a.indices = nexttok::matrix(indices.p, rows, k, -1, dev);
+      const nt_lm_head_dense_args a =
+          dense_head_args(dh.p, dw.p, dbias.p, rows, hidden, vocab, k, values.p, indices.p, dtype);
       const auto plain = dense_topk_with(a, env, nullptr);
       const auto switched = dense_topk_with(a, env, value);
       for (int64_t i : plain.second) ASSERT_TRUE(i >= 0 && i < vocab) << i;
