@@ -450,12 +450,18 @@ int staged_static_smem(bool topk_warps) {
          (2 * kStagedMaxStages + 2) * 8;
 }
 
-// Stages that fit beside the static shared memory, the top-k warps' score
-// buffer and the 1024-byte alignment slack. NEXTTOK_CUDA_LM_HEAD_STAGES=n
-// takes fewer (a measurement switch: how many the ring needs).
+// Dynamic shared memory of a staged kernel of `n_tiles` n-tiles: its stages,
+// the top-k warps' score buffer and the 1024-byte alignment slack.
+int staged_dynamic_bytes(int stages, int n_tiles, bool topk_warps) {
+  return stages * staged_stage_bytes(n_tiles) + (topk_warps ? topk::score_buffer_bytes(8 * n_tiles) : 0) + 1024;
+}
+
+// Stages that fit beside the static shared memory and the rest of the
+// dynamic. NEXTTOK_CUDA_LM_HEAD_STAGES=n takes fewer (a measurement switch:
+// how many the ring needs).
 int staged_stages(const DeviceLimits& dev, int rows, bool topk_warps) {
   const int tiles = staged_tiles(rows);
-  const int fixed = staged_static_smem(topk_warps) + (topk_warps ? topk::score_buffer_bytes(8 * tiles) : 0) + 1024;
+  const int fixed = staged_static_smem(topk_warps) + staged_dynamic_bytes(0, tiles, topk_warps);
   int n = std::min(kStagedMaxStages, (dev.max_smem_optin - fixed) / staged_stage_bytes(tiles));
   if (const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_STAGES"); v != nullptr && std::atoi(v) >= 2)
     n = std::min(n, std::atoi(v));
@@ -464,14 +470,14 @@ int staged_stages(const DeviceLimits& dev, int rows, bool topk_warps) {
 
 bool staged_kernel_built(int device) {
   static std::atomic<int> known[64];
-  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1, true>), device,
+  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1, false>), device,
                               known);
 }
 
 template <bool kBf16, int NT, bool kTopkWarps>
 void launch_staged(const StagedParams& p, int grid, int device, cudaStream_t stream) {
   auto kernel = dense_staged_kernel<kBf16, NT, kTopkWarps>;
-  const int smem = p.stages * staged_stage_bytes(NT) + (kTopkWarps ? topk::score_buffer_bytes(8 * NT) : 0) + 1024;
+  const int smem = staged_dynamic_bytes(p.stages, NT, kTopkWarps);
   allow_dynamic_smem(kernel, device_limits(device, kOp).max_smem_optin - staged_static_smem(kTopkWarps),
                      device, kOp);
   kernel<<<grid, staged_threads<kTopkWarps>(), smem, stream>>>(p);
