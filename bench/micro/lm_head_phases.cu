@@ -75,6 +75,7 @@ constexpr PhaseName kPhases[] = {
     {phase::kHandOver, "hand-over", true},     {phase::kTileWait, "top-k: tile wait", false},
     {phase::kSelect, "top-k: select", false},  {phase::kCut, "top-k: cuts", false},
     {phase::kLastCut, "top-k: last cut", false}, {phase::kCopyWait, "copy: stage wait", false},
+    {phase::kUpkeepBarrier, "(upkeeps: barrier)", true}, {phase::kUpkeepCuts, "(upkeeps: cuts)", true},
 };
 
 void clear_sums() {

@@ -67,4 +67,6 @@ constexpr int kSelect = 8;        // top-k warps: reading, selecting and appendi
 constexpr int kCut = 9;           // top-k warps: cuts between tiles
 constexpr int kLastCut = 10;      // top-k warps: the last cut
 constexpr int kCopyWait = 11;     // the copy lane: waiting for a free stage (or scale buffer)
+constexpr int kUpkeepBarrier = 12;  // scoring warps, inline: end_tile's barrier before the cuts (within upkeep)
+constexpr int kUpkeepCuts = 13;     // scoring warps, inline: end_tile's cuts and the barrier after (within upkeep)
 }  // namespace nt::cuda::phase

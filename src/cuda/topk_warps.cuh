@@ -98,12 +98,7 @@ __device__ void keep_tiles(CtaShared<kTopkWarps>& shared, const CandidateArgs& a
       if (above == 0) continue;
       uint64_t bound = 1;  // every rank above the threshold
       if (above > args.k)
-        bound = warp_rank_threshold(
-            [&](auto&& f) {
-#pragma unroll
-              for (int j = 0; j < kPerLane; ++j) f(rank[j]);
-            },
-            args.k, shared.hist[warp]);
+        bound = warp_register_rank_threshold(rank, args.k, shared.hist[warp]);
 #pragma unroll
       for (int j = 0; j < kPerLane; ++j)
         topk.append_warp(m, rank[j] >= bound, value[j], tile_row0 + lane + 32 * j);
