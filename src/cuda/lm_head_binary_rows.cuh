@@ -55,6 +55,7 @@ struct BinaryRowsParams : BinaryOperands {
   // code; sign and scale rows at 16-byte aligned strides, scale rows a
   // multiple of 16 bytes); 0: by cp.async pieces.
   int tensor_copies;
+  int weights_evict_first;  // lm_head_weights_evict_first(): the bulk copies' L2 policy
   CUtensorMap sign_map;   // [V, H / 16] 16-bit units: boxes of 16 rows x 128 bytes, swizzled
   CUtensorMap scale_map;  // [V, H / G] halves: boxes of 16 whole rows
   BiasArgs bias;
@@ -182,6 +183,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     mbarrier_init_fence();
     __syncwarp();
   }
+  const uint64_t weight_policy = l2_policy(p.weights_evict_first != 0);
   auto issue = [&]() {
     if (next_row < last_row) {
       if (p.tensor_copies) {
@@ -191,8 +193,9 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
           mbarrier_arrive_expect_tx(full, uint32_t(L.sign_bytes + kRowsTile * L.scale_stride));
           fence_proxy_async_shared();  // the stage's last reads (before __syncwarp) come first
           for (int b = 0; b < L.boxes; ++b)
-            tma_load_2d(next_stage + b * kRowsBoxBytes, &p.sign_map, 64 * b, next_row, full);
-          tma_load_2d(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full);
+            tma_load_2d_hinted(next_stage + b * kRowsBoxBytes, &p.sign_map, 64 * b, next_row, full,
+                               weight_policy);
+          tma_load_2d_hinted(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full, weight_policy);
         }
         next_slot = next_slot + 1 == S ? 0 : next_slot + 1;
       } else if (next_row + copy_row < cta_end) {

@@ -307,6 +307,7 @@ struct BinaryBulkParams {
   CUtensorMap scale_map;  // [V, H / G] halves: boxes of 64 whole rows
   CUtensorMap act_map;    // the pass's [rows, padded H / 2] 16-bit units: boxes of 8NT rows x 128 bytes, swizzled
   BinaryParams b;
+  int weights_evict_first;  // lm_head_weights_evict_first(): the sign and scale boxes' L2 policy
 };
 
 struct BulkLayout {
@@ -376,6 +377,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
     tma_prefetch_map(&bp.sign_map);
     tma_prefetch_map(&bp.scale_map);
     tma_prefetch_map(&bp.act_map);
+    const uint64_t weight_policy = l2_policy(bp.weights_evict_first != 0);
     int slot = 0;
     uint32_t phase = 0;
     for (int tile = 0; tile < n_tiles; ++tile) {
@@ -388,8 +390,8 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
       unsigned char* scales = scale_buf + sb * B.scale_bytes;
       mbarrier_arrive_expect_tx(&scale_full[sb], uint32_t(boxes * kBulkBoxRows * B.scale_row_bytes));
       for (int b = 0; b < boxes; ++b)
-        tma_load_2d(scales + b * kBulkBoxRows * B.scale_row_bytes, &bp.scale_map, 0, row0 + b * kBulkBoxRows,
-                    &scale_full[sb]);
+        tma_load_2d_hinted(scales + b * kBulkBoxRows * B.scale_row_bytes, &bp.scale_map, 0,
+                           row0 + b * kBulkBoxRows, &scale_full[sb], weight_policy);
       for (int ch = 0; ch < n_chunks; ++ch) {
         [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
         mbarrier_wait(&empty[slot], phase ^ 1u);
@@ -397,8 +399,8 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
         unsigned char* stage = smem + slot * B.stage_bytes;
         mbarrier_arrive_expect_tx(&full[slot], uint32_t(boxes * kBulkSignBoxBytes + 4 * B.box_bytes));
         for (int b = 0; b < boxes; ++b)
-          tma_load_2d(stage + b * kBulkSignBoxBytes, &bp.sign_map, ch * (kChunkCols / 16), row0 + b * kBulkBoxRows,
-                      &full[slot]);
+          tma_load_2d_hinted(stage + b * kBulkSignBoxBytes, &bp.sign_map, ch * (kChunkCols / 16),
+                             row0 + b * kBulkBoxRows, &full[slot], weight_policy);
         unsigned char* act = stage + (kTileRows / kBulkBoxRows) * kBulkSignBoxBytes;
         for (int b = 0; b < kChunkCols / 128; ++b)
           tma_load_2d(act + b * B.box_bytes, &bp.act_map, ch * (kChunkCols / 2) + 64 * b, 0, &full[slot]);

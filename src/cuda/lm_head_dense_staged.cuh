@@ -67,6 +67,7 @@ struct StagedParams {
   int cols, vocab, rows;   // H, V, token rows of this pass
   int rows_per_cta;
   int stages;
+  int weights_evict_first;  // lm_head_weights_evict_first(): the weight boxes' L2 policy
   BiasArgs bias;
   topk::CandidateArgs cand;
 };
@@ -118,6 +119,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
     if (lane != 0) return;
     tma_prefetch_map(&p.weight_map);
     tma_prefetch_map(&p.hidden_map);
+    const uint64_t weight_policy = l2_policy(p.weights_evict_first != 0);
     int slot = 0;
     uint32_t phase = 0;
     for (int tile = 0; tile < n_tiles; ++tile) {
@@ -131,8 +133,8 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
         unsigned char* stage = stages + slot * kStageBytes;
         mbarrier_arrive_expect_tx(&full[slot], bytes);
         for (int b = 0; b < boxes; ++b)
-          tma_load_2d(stage + b * kStagedBoxBytes, &p.weight_map, ch * kStagedChunkCols,
-                      row0 + b * kStagedBoxRows, &full[slot]);
+          tma_load_2d_hinted(stage + b * kStagedBoxBytes, &p.weight_map, ch * kStagedChunkCols,
+                             row0 + b * kStagedBoxRows, &full[slot], weight_policy);
         tma_load_2d(stage + kStagedWeightBytes, &p.hidden_map, ch * kStagedChunkCols, 0,
                     &full[slot]);
         if (++slot == p.stages) {
