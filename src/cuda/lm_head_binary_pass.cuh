@@ -124,8 +124,7 @@ __device__ __forceinline__ float binary_score(const BinaryParams& p, int tok, fl
 
 // Offers one m16 block of a tile's scores (times 64, in the MMA accumulator
 // layout: vocabulary rows `row` (i < 2) and row + 8, token rows 8n + 2t +
-// (i & 1)) to the CTA's top-k and clears it for the next tile. By a whole
-// warp (CtaTopk::offer_quads).
+// (i & 1)) to the CTA's top-k and clears it for the next tile.
 template <int NT, class Topk>
 __device__ __forceinline__ void offer_block(Topk& topk, float (&out)[NT][4], const BinaryParams& p, int row,
                                             int row_end, int t) {
@@ -137,8 +136,7 @@ __device__ __forceinline__ void offer_block(Topk& topk, float (&out)[NT][4], con
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = row + 8 * h;
-        const bool valid = r < row_end && tok < p.rows;
-        topk.offer_quads(tok, valid, valid ? binary_score(p, tok, out[n][2 * h + e], r) : 0.0f, r);
+        if (r < row_end && tok < p.rows) topk.offer(tok, binary_score(p, tok, out[n][2 * h + e], r), r);
         out[n][2 * h + e] = 0.0f;
       }
     }

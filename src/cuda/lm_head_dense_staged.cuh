@@ -308,8 +308,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
     } else {
       each_score([&](int tok, int tile_row, float score) {
         const int row = tile_row0 + tile_row;
-        const bool valid = row < row_end && tok < p.rows;
-        topk.offer_quads(tok, valid, valid ? add_bias(score, p.bias, row) : 0.0f, row);
+        if (row < row_end && tok < p.rows) topk.offer(tok, add_bias(score, p.bias, row), row);
       });
       topk.end_tile(kStagedTileRows, tile == n_tiles - 1);
       NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);

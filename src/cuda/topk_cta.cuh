@@ -461,24 +461,6 @@ struct CtaTopk {
     }
   }
 
-  // offer() by a whole warp holding scores in the MMA accumulator layout,
-  // where the lanes of one quad column (equal lane % 4) offer the same token
-  // row m: one shared-memory atomic per quad column and call instead of one
-  // per admitted score. A tile that admits most of its scores (the first,
-  // under threshold 0) otherwise serializes eight lanes on each row's count.
-  __device__ __forceinline__ void offer_quads(int m, bool valid, float score, int32_t index) {
-    const bool admit = valid && nt_order_key(score) > s.threshold[m];
-    const unsigned ball = __ballot_sync(0xffffffffu, admit);
-    if (ball == 0u) return;
-    const int lane = threadIdx.x & 31;
-    const unsigned quad = ball & (0x11111111u << (lane & 3));
-    const int leader = quad != 0u ? __ffs(quad) - 1 : lane;
-    int base = 0;
-    if (lane == leader && quad != 0u) base = atomicAdd(&s.count[m], __popc(quad));
-    base = __shfl_sync(0xffffffffu, base, leader);
-    if (admit) mine[size_t(m) * args.cap + base + __popc(quad & ((1u << lane) - 1u))] = Candidate{score, index};
-  }
-
   // By a whole warp for one token row m (rows owned by one warp at a time):
   // appends the lanes' candidates with `admit` set, no threshold check, one
   // atomic for the warp.
