@@ -128,26 +128,30 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, int32_t 
 #endif
 }
 
-// L2 policies for tma_load_2d_hinted. A head's weights are read once and are
-// far larger than the L2, so their lines are marked first to go (evict_first):
-// what the kernel does reuse -- the activations, the CTAs' candidate lists
-// that every cut rereads -- then stays in the L2 instead of being pushed out
-// to DRAM by the stream (where each cut's reload waits a loaded DRAM latency).
-__device__ __forceinline__ uint64_t l2_policy(bool evict_first) {
+// The L2 policy of a head's weight copies (tma_load_2d_weights). The weights
+// are read once and are far larger than the L2, so their lines are marked
+// first to go: what the kernel does reuse -- the activations, the CTAs'
+// candidate lists that every cut rereads -- then stays in the L2 instead of
+// being pushed out to DRAM by the stream (runs 59 -> 60: the cuts 146 -> 133 us a
+// warp at W2 M=64). A policy made evict_normal is not the same as no hint:
+// it was slower still (run 60, W2 M=64 968 us), so the opt-out copies plainly.
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
   uint64_t policy = 0;
 #if __CUDA_ARCH__ >= 800
-  if (evict_first)
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  else
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
 #endif
   return policy;
 }
 
-// tma_load_2d with an L2 policy (l2_policy) for the lines it reads.
-__device__ __forceinline__ void tma_load_2d_hinted(void* dst, const void* map, int32_t x, int32_t y,
-                                                   uint64_t* bar, uint64_t policy) {
+// tma_load_2d of weight boxes: with the evict-first policy where evict_first
+// (lm_head_weights_evict_first() on the host), plain otherwise.
+__device__ __forceinline__ void tma_load_2d_weights(void* dst, const void* map, int32_t x, int32_t y,
+                                                    uint64_t* bar, uint64_t policy, bool evict_first) {
 #if __CUDA_ARCH__ >= 900
+  if (!evict_first) {
+    tma_load_2d(dst, map, x, y, bar);
+    return;
+  }
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_addr(dst)),

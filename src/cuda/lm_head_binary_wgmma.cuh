@@ -377,7 +377,8 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
     tma_prefetch_map(&bp.sign_map);
     tma_prefetch_map(&bp.scale_map);
     tma_prefetch_map(&bp.act_map);
-    const uint64_t weight_policy = l2_policy(bp.weights_evict_first != 0);
+    const uint64_t weight_policy = l2_evict_first_policy();
+    const bool evict_first = bp.weights_evict_first != 0;
     int slot = 0;
     uint32_t phase = 0;
     for (int tile = 0; tile < n_tiles; ++tile) {
@@ -390,8 +391,8 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
       unsigned char* scales = scale_buf + sb * B.scale_bytes;
       mbarrier_arrive_expect_tx(&scale_full[sb], uint32_t(boxes * kBulkBoxRows * B.scale_row_bytes));
       for (int b = 0; b < boxes; ++b)
-        tma_load_2d_hinted(scales + b * kBulkBoxRows * B.scale_row_bytes, &bp.scale_map, 0,
-                           row0 + b * kBulkBoxRows, &scale_full[sb], weight_policy);
+        tma_load_2d_weights(scales + b * kBulkBoxRows * B.scale_row_bytes, &bp.scale_map, 0,
+                            row0 + b * kBulkBoxRows, &scale_full[sb], weight_policy, evict_first);
       for (int ch = 0; ch < n_chunks; ++ch) {
         [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
         mbarrier_wait(&empty[slot], phase ^ 1u);
@@ -399,8 +400,8 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
         unsigned char* stage = smem + slot * B.stage_bytes;
         mbarrier_arrive_expect_tx(&full[slot], uint32_t(boxes * kBulkSignBoxBytes + 4 * B.box_bytes));
         for (int b = 0; b < boxes; ++b)
-          tma_load_2d_hinted(stage + b * kBulkSignBoxBytes, &bp.sign_map, ch * (kChunkCols / 16),
-                             row0 + b * kBulkBoxRows, &full[slot], weight_policy);
+          tma_load_2d_weights(stage + b * kBulkSignBoxBytes, &bp.sign_map, ch * (kChunkCols / 16),
+                              row0 + b * kBulkBoxRows, &full[slot], weight_policy, evict_first);
         unsigned char* act = stage + (kTileRows / kBulkBoxRows) * kBulkSignBoxBytes;
         for (int b = 0; b < kChunkCols / 128; ++b)
           tma_load_2d(act + b * B.box_bytes, &bp.act_map, ch * (kChunkCols / 2) + 64 * b, 0, &full[slot]);

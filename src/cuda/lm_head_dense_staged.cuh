@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
     if (lane != 0) return;
     tma_prefetch_map(&p.weight_map);
     tma_prefetch_map(&p.hidden_map);
-    const uint64_t weight_policy = l2_policy(p.weights_evict_first != 0);
+    const uint64_t weight_policy = l2_evict_first_policy();
     int slot = 0;
     uint32_t phase = 0;
     for (int tile = 0; tile < n_tiles; ++tile) {
@@ -133,8 +133,8 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
         unsigned char* stage = stages + slot * kStageBytes;
         mbarrier_arrive_expect_tx(&full[slot], bytes);
         for (int b = 0; b < boxes; ++b)
-          tma_load_2d_hinted(stage + b * kStagedBoxBytes, &p.weight_map, ch * kStagedChunkCols,
-                             row0 + b * kStagedBoxRows, &full[slot], weight_policy);
+          tma_load_2d_weights(stage + b * kStagedBoxBytes, &p.weight_map, ch * kStagedChunkCols,
+                              row0 + b * kStagedBoxRows, &full[slot], weight_policy, p.weights_evict_first != 0);
         tma_load_2d(stage + kStagedWeightBytes, &p.hidden_map, ch * kStagedChunkCols, 0,
                     &full[slot]);
         if (++slot == p.stages) {

@@ -90,7 +90,7 @@ inline bool lm_head_path_forced(const char* name) {
 }
 
 // NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2=normal: the heads' bulk weight copies
-// without the evict-first hint (async_copy.cuh, l2_policy); on by default.
+// without the evict-first hint (async_copy.cuh, tma_load_2d_weights); on by default.
 // Read on every call, so a benchmark times both in one process.
 inline int lm_head_weights_evict_first() {
   const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2");
