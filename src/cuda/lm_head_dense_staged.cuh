@@ -200,7 +200,8 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
 
   // Each of this thread's scores with its token row and tile row, cleared
   // for the next tile: the one walk of the accumulator layout that both
-  // upkeeps take, so they see the same (token, row) pairs.
+  // upkeeps take, so they see the same (token, row) pairs. The last argument
+  // numbers the thread's 2 NT token rows (a constant once unrolled).
   auto each_score = [&](auto&& f) {
 #pragma unroll
     for (int m = 0; m < 2; ++m)
@@ -208,7 +209,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
       for (int n = 0; n < NT; ++n)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          f(n * 8 + 2 * t + (i & 1), row_base(m) + g + 8 * (i >> 1), out[m][n][i]);
+          f(n * 8 + 2 * t + (i & 1), row_base(m) + g + 8 * (i >> 1), out[m][n][i], 2 * n + (i & 1));
           out[m][n][i] = 0.0f;
         }
   };
@@ -302,13 +303,19 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
       // Every score of the tile to the buffer (rows past the range and token
       // rows past the pass too: the top-k warps skip them).
       topk::hand_over_scores(tile, &scores_full, &scores_empty, [&] {
-        each_score([&](int tok, int row, float score) { scores[topk::score_slot(tok, row)] = score; });
+        each_score([&](int tok, int row, float score, int) { scores[topk::score_slot(tok, row)] = score; });
       });
       NT_TIMELINE_ADD(phase::kHandOver, upkeep);
     } else {
-      each_score([&](int tok, int tile_row, float score) {
+      // The thresholds of the thread's token rows into registers first: they
+      // hold still until end_tile, and read inside the walk each would wait
+      // behind the earlier offers' atomics and stores.
+      uint32_t floor[2 * NT];
+#pragma unroll
+      for (int j = 0; j < 2 * NT; ++j) floor[j] = topk.threshold((j >> 1) * 8 + 2 * t + (j & 1));
+      each_score([&](int tok, int tile_row, float score, int j) {
         const int row = tile_row0 + tile_row;
-        if (row < row_end && tok < p.rows) topk.offer(tok, add_bias(score, p.bias, row), row);
+        if (row < row_end && tok < p.rows) topk.offer_above(tok, floor[j], add_bias(score, p.bias, row), row);
       });
       topk.end_tile(kStagedTileRows, tile == n_tiles - 1);
       NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);

@@ -455,7 +455,14 @@ struct CtaTopk {
   }
 
   __device__ __forceinline__ void offer(int m, float score, int32_t index) {
-    if (nt_order_key(score) > s.threshold[m]) {
+    offer_above(m, s.threshold[m], score, index);
+  }
+
+  // offer() against a threshold the caller read (threshold(m)) before its
+  // offers; for m < kMaxRows.
+  __device__ __forceinline__ uint32_t threshold(int m) const { return s.threshold[m]; }
+  __device__ __forceinline__ void offer_above(int m, uint32_t floor, float score, int32_t index) {
+    if (nt_order_key(score) > floor) {
       const int slot = atomicAdd(&s.count[m], 1);
       mine[size_t(m) * args.cap + slot] = Candidate{score, index};
     }
