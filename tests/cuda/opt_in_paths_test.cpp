@@ -477,4 +477,18 @@ TEST(OptInPaths, TopkWarpsKeepBinaryTopK) {
   expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_TOPK", "warps");
 }
 
+// NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2=normal: the weights' bulk copies without
+// the evict-first L2 policy. A cache hint must not change a byte: the staged
+// dense kernel at M = 1, 16 and 64, and the binary head's bulk-fed kernel.
+TEST(OptInPaths, PlainWeightCopiesKeepDenseTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  expect_dense_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2", "normal", NT_BF16, {1, 16, 64}, 256,
+                                      70001, 2032);
+}
+
+TEST(OptInPaths, PlainWeightCopiesKeepBinaryTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2", "normal");
+}
+
 }  // namespace
