@@ -183,8 +183,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     mbarrier_init_fence();
     __syncwarp();
   }
-  const uint64_t weight_policy = l2_evict_first_policy();
-  const bool evict_first = p.weights_evict_first != 0;
+  const WeightCopyHint hint = weight_copy_hint(p.weights_evict_first);
   auto issue = [&]() {
     if (next_row < last_row) {
       if (p.tensor_copies) {
@@ -194,10 +193,8 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
           mbarrier_arrive_expect_tx(full, uint32_t(L.sign_bytes + kRowsTile * L.scale_stride));
           fence_proxy_async_shared();  // the stage's last reads (before __syncwarp) come first
           for (int b = 0; b < L.boxes; ++b)
-            tma_load_2d_weights(next_stage + b * kRowsBoxBytes, &p.sign_map, 64 * b, next_row, full,
-                                weight_policy, evict_first);
-          tma_load_2d_weights(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full, weight_policy,
-                              evict_first);
+            tma_load_2d_weights(next_stage + b * kRowsBoxBytes, &p.sign_map, 64 * b, next_row, full, hint);
+          tma_load_2d_weights(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full, hint);
         }
         next_slot = next_slot + 1 == S ? 0 : next_slot + 1;
       } else if (next_row + copy_row < cta_end) {

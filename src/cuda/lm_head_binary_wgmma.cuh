@@ -377,8 +377,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
     tma_prefetch_map(&bp.sign_map);
     tma_prefetch_map(&bp.scale_map);
     tma_prefetch_map(&bp.act_map);
-    const uint64_t weight_policy = l2_evict_first_policy();
-    const bool evict_first = bp.weights_evict_first != 0;
+    const WeightCopyHint hint = weight_copy_hint(bp.weights_evict_first);
     int slot = 0;
     uint32_t phase = 0;
     for (int tile = 0; tile < n_tiles; ++tile) {
@@ -392,7 +391,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
       mbarrier_arrive_expect_tx(&scale_full[sb], uint32_t(boxes * kBulkBoxRows * B.scale_row_bytes));
       for (int b = 0; b < boxes; ++b)
         tma_load_2d_weights(scales + b * kBulkBoxRows * B.scale_row_bytes, &bp.scale_map, 0,
-                            row0 + b * kBulkBoxRows, &scale_full[sb], weight_policy, evict_first);
+                            row0 + b * kBulkBoxRows, &scale_full[sb], hint);
       for (int ch = 0; ch < n_chunks; ++ch) {
         [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
         mbarrier_wait(&empty[slot], phase ^ 1u);
@@ -401,7 +400,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
         mbarrier_arrive_expect_tx(&full[slot], uint32_t(boxes * kBulkSignBoxBytes + 4 * B.box_bytes));
         for (int b = 0; b < boxes; ++b)
           tma_load_2d_weights(stage + b * kBulkSignBoxBytes, &bp.sign_map, ch * (kChunkCols / 16),
-                              row0 + b * kBulkBoxRows, &full[slot], weight_policy, evict_first);
+                              row0 + b * kBulkBoxRows, &full[slot], hint);
         unsigned char* act = stage + (kTileRows / kBulkBoxRows) * kBulkSignBoxBytes;
         for (int b = 0; b < kChunkCols / 128; ++b)
           tma_load_2d(act + b * B.box_bytes, &bp.act_map, ch * (kChunkCols / 2) + 64 * b, 0, &full[slot]);

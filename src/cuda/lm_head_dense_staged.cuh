@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
     if (lane != 0) return;
     tma_prefetch_map(&p.weight_map);
     tma_prefetch_map(&p.hidden_map);
-    const uint64_t weight_policy = l2_evict_first_policy();
+    const WeightCopyHint hint = weight_copy_hint(p.weights_evict_first);
     int slot = 0;
     uint32_t phase = 0;
     for (int tile = 0; tile < n_tiles; ++tile) {
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
         mbarrier_arrive_expect_tx(&full[slot], bytes);
         for (int b = 0; b < boxes; ++b)
           tma_load_2d_weights(stage + b * kStagedBoxBytes, &p.weight_map, ch * kStagedChunkCols,
-                              row0 + b * kStagedBoxRows, &full[slot], weight_policy, p.weights_evict_first != 0);
+                              row0 + b * kStagedBoxRows, &full[slot], hint);
         tma_load_2d(stage + kStagedWeightBytes, &p.hidden_map, ch * kStagedChunkCols, 0,
                     &full[slot]);
         if (++slot == p.stages) {
@@ -201,7 +201,9 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
   // Each of this thread's scores with its token row and tile row, cleared
   // for the next tile: the one walk of the accumulator layout that both
   // upkeeps take, so they see the same (token, row) pairs. The last argument
-  // numbers the thread's 2 NT token rows (a constant once unrolled).
+  // j numbers the thread's 2 NT token rows (a constant once unrolled): token
+  // row token_of(j) = 8 n + 2 t + (i & 1) for j = 2 n + (i & 1).
+  auto token_of = [&](int j) { return (j >> 1) * 8 + 2 * t + (j & 1); };
   auto each_score = [&](auto&& f) {
 #pragma unroll
     for (int m = 0; m < 2; ++m)
@@ -209,7 +211,8 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
       for (int n = 0; n < NT; ++n)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          f(n * 8 + 2 * t + (i & 1), row_base(m) + g + 8 * (i >> 1), out[m][n][i], 2 * n + (i & 1));
+          const int j = 2 * n + (i & 1);
+          f(token_of(j), row_base(m) + g + 8 * (i >> 1), out[m][n][i], j);
           out[m][n][i] = 0.0f;
         }
   };
@@ -312,7 +315,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
       // behind the earlier offers' atomics and stores.
       uint32_t floor[2 * NT];
 #pragma unroll
-      for (int j = 0; j < 2 * NT; ++j) floor[j] = topk.threshold((j >> 1) * 8 + 2 * t + (j & 1));
+      for (int j = 0; j < 2 * NT; ++j) floor[j] = topk.threshold(token_of(j));
       each_score([&](int tok, int tile_row, float score, int j) {
         const int row = tile_row0 + tile_row;
         if (row < row_end && tok < p.rows) topk.offer_above(tok, floor[j], add_bias(score, p.bias, row), row);

@@ -150,9 +150,10 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
 // differ, each step one compare per entry and one warp reduction, stopping
 // as soon as exactly `need` keys are at or above the probe. Only when that
 // key is shared by more entries than fit (a tie) does the index decide, by
-// the 64-bit radix select. The radix select's first passes put nearly every
-// entry in one bin, so its atomics serialize: ~3 us a select of 256 entries
-// (run 58 phases.log: 542 us of the top-k warps' W2 M=64 call).
+// the 64-bit radix select, whose first passes put nearly every entry in one
+// bin (its shared-memory atomics serialize). Measured (run 59 against 58): the
+// top-k warps' selection phase 542 -> 514 us a warp at W2 M=64, the inline
+// calls a few us faster at most -- what a cut costs is its list's reload.
 template <int N>
 __device__ __forceinline__ uint64_t warp_register_rank_threshold(const uint64_t (&rank)[N], int need,
                                                                  uint32_t* hist) {
