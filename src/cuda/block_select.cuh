@@ -77,16 +77,21 @@ __device__ __forceinline__ u32 warp_append(bool take, u32* counter) {
 // (Written as loops it measured no faster at B=1: 24.0 us against 23.1, run 49.)
 template <int N>
 __device__ __forceinline__ void warp_sort_desc(u64 (&v)[N]) {
-  static_assert(N == 1 || N == 2, "one or two values per lane");
+  static_assert(N == 1 || N == 2 || N == 4, "one, two or four values per lane");
   const u32 lane = lane_index();
+#pragma unroll
   for (int k = 2; k <= 32 * N; k <<= 1) {
+#pragma unroll
     for (int d = k >> 1; d > 0; d >>= 1) {
-      if (N == 2 && d == 1) {  // partner in the same lane
-        const bool desc = ((2 * lane) & u32(k)) == 0;
-        const u64 hi = v[0] > v[N - 1] ? v[0] : v[N - 1];
-        const u64 lo = v[0] > v[N - 1] ? v[N - 1] : v[0];
-        v[0] = desc ? hi : lo;
-        v[N - 1] = desc ? lo : hi;
+      if (d < N) {  // partners in the same lane
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+          if (j & d) continue;
+          const bool desc = ((u32(N) * lane + u32(j)) & u32(k)) == 0;
+          const u64 x = v[j], y = v[j | d];
+          v[j] = (x > y) == desc ? x : y;
+          v[j | d] = (x > y) == desc ? y : x;
+        }
         continue;
       }
 #pragma unroll
@@ -98,6 +103,75 @@ __device__ __forceinline__ void warp_sort_desc(u64 (&v)[N]) {
       }
     }
   }
+}
+
+// The best 32N of two descending warp lists (layout as warp_sort_desc), sorted
+// descending, into a. Element i of a against element 32N-1-i of b keeps the
+// best 32N as one bitonic sequence (the first step of a bitonic merge), and
+// log2(32N) half-cleaners sort it: 6 steps at N = 2 where a sort of the union
+// would take 28.
+template <int N>
+__device__ __forceinline__ void warp_merge_desc(u64 (&a)[N], const u64 (&b)[N]) {
+  const u32 lane = lane_index();
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const u64 o = __shfl_sync(kFullMask, b[N - 1 - j], int(31 - lane));
+    a[j] = o > a[j] ? o : a[j];
+  }
+#pragma unroll
+  for (int d = 16 * N; d > 0; d >>= 1) {
+    if (d < N) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        if (j & d) continue;
+        const u64 x = a[j], y = a[j | d];
+        a[j] = x > y ? x : y;
+        a[j | d] = x > y ? y : x;
+      }
+      continue;
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const u64 o = __shfl_xor_sync(kFullMask, a[j], d / N);
+      const bool lower = ((u32(N) * lane + u32(j)) & u32(d)) == 0;
+      a[j] = lower ? (o > a[j] ? o : a[j]) : (o > a[j] ? a[j] : o);
+    }
+  }
+}
+
+// The best 32N over the descending lists of the block's first `active` warps
+// (block-uniform, at most blockDim.x / 32), sorted descending, end in warp 0's
+// v; other warps' v are left partly merged. A tree of warp merges, one block
+// barrier a level (ceil(log2(active)) of them): what replaces a radix select
+// and a sort when every list is short and already sorted. Warp w's list passes
+// through stage[w * stride, + 32N), which it alone writes.
+template <int N>
+__device__ __forceinline__ void block_merge_desc(u64 (&v)[N], u64* stage, int stride, int active) {
+  const int warp = int(threadIdx.x >> 5);
+  const u32 lane = lane_index();
+  for (int step = 1; step < active; step <<= 1) {
+    if ((warp & (2 * step - 1)) == step && warp < active) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) stage[warp * stride + N * int(lane) + j] = v[j];
+    }
+    __syncthreads();
+    if ((warp & (2 * step - 1)) == 0 && warp + step < active) {
+      u64 b[N];
+#pragma unroll
+      for (int j = 0; j < N; ++j) b[j] = stage[(warp + step) * stride + N * int(lane) + j];
+      warp_merge_desc<N>(v, b);
+    }
+  }
+}
+
+// Element i (warp-uniform) of a warp list laid out as warp_sort_desc's.
+template <int N>
+__device__ __forceinline__ u64 warp_element(const u64 (&v)[N], u32 i) {
+  u64 mine = v[0];
+#pragma unroll
+  for (int j = 1; j < N; ++j)
+    if (i % u32(N) == u32(j)) mine = v[j];
+  return __shfl_sync(kFullMask, mine, int(i / u32(N)));
 }
 
 // ---- count-only radix select --------------------------------------------------

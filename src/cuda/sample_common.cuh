@@ -400,4 +400,40 @@ __device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, con
     if ((pass >> j) & 1u) gumbel_token(g, c, x[j], word[j], t0 + u32(j), keep);
 }
 
+// Without a top-k the chunk keeps half its list: the buffer holds kchunk +
+// one tile, so keep = kchunk would compact after every tile that admits
+// anything (31 block selects per 128k row); at half, a compaction happens
+// each time the admitted count doubles. Rows whose keep-set reaches past
+// that are flagged by the merge and taken by the large keep-set kernels.
+__device__ __forceinline__ u32 filtered_keep(const SampleArgs& a, const RowCfg& c) {
+  return c.p.top_k ? min(u32(c.p.top_k), u32(a.kchunk)) : max(1u, u32(a.kchunk) / 2);
+}
+
+// Top-p measured on the whole row needs every token's mass.
+__device__ __forceinline__ bool filtered_needs_mass(const SampleArgs& a, const RowCfg& c) {
+  return c.p.top_p > 0.0f && c.p.top_p < 1.0f && (a.joint || c.p.top_k == 0);
+}
+
+// A thread's tile is skipped when the bound of its largest logit is below the
+// admission bound (score_upper is monotone for T = 1 and for the reciprocal
+// bound; the exact-division mode, T subnormal or huge, checks every token).
+// Rows that need the full mass look at every token anyway.
+__device__ __forceinline__ bool filtered_tile_filter(const SampleArgs& a, const RowCfg& c) {
+  return !filtered_needs_mass(a, c) && c.bound_mode != 2;
+}
+
+// The list scan takes the filtered rows whose chunk keeps few candidates and
+// whose tiles can be skipped by a bound; its chunks hand over their
+// candidates sorted (sample_scan.cuh, lists_out_sorted).
+__device__ __forceinline__ bool list_scan_applies(const SampleArgs& a, const RowCfg& c) {
+  return a.list_scan && filtered_keep(a, c) <= u32(kListKeepMax) && filtered_tile_filter(a, c);
+}
+
+// Rows whose chunks' lists are sorted and whose top-k keeps at most 128: the
+// merge takes their best top_k by a tree of warp merges (sample_merge.cuh).
+constexpr u32 kSortedMergeMax = 128;
+__device__ __forceinline__ bool merge_of_sorted_lists(const SampleArgs& a, const RowCfg& c) {
+  return list_scan_applies(a, c) && c.p.top_k > 0 && u32(c.p.top_k) <= kSortedMergeMax;
+}
+
 }  // namespace nt::cuda

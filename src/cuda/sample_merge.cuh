@@ -94,18 +94,14 @@ __device__ __forceinline__ u32 keep_length(const RowCfg& c, bool joint, u32 m, b
 // the block version's sort alone costs 21 block barriers at 64 entries.
 constexpr u32 kWarpTailMax = 64;
 
-// The end of merge_filtered for m <= kWarpTailMax candidates (top[0, m),
-// unsorted), no +inf score (those rows are drawn before) and a Gumbel draw;
-// the same decisions as the block version.
-// Element i = 2 * lane + j sits in v[j], so a lane's running mass is its
+// The end of merge_filtered for m <= kWarpTailMax candidates, sorted
+// descending in one warp's registers (element i = 2 * lane + j in v[j], zero
+// past m), no +inf score (those rows are drawn before) and a Gumbel draw; the
+// same decisions as the block version. A lane's running mass is its
 // predecessors' total plus its own pair.
-__device__ void merge_tail_warp(const SampleArgs& a, const RowCfg& c, u32 row, const u64* top,
-                                u32 m, bool known_all, double z_full, RowState state) {
+__device__ void merge_tail_sorted(const SampleArgs& a, const RowCfg& c, u32 row, const u64 (&v)[2],
+                                  u32 m, bool known_all, double z_full, RowState state) {
   const u32 lane = lane_index();
-  u64 v[2];
-#pragma unroll
-  for (int j = 0; j < 2; ++j) v[j] = 2 * lane + j < m ? top[2 * lane + j] : 0ull;
-  warp_sort_desc<2>(v);
   NT_TIMELINE_MARK(10);
   const float s_max = nt_key_to_float(composite_key(__shfl_sync(kFullMask, v[0], 0)));
   float pv[2];
@@ -171,6 +167,60 @@ __device__ void merge_tail_warp(const SampleArgs& a, const RowCfg& c, u32 row, c
     a.row_states[row] = state;
   }
   NT_TIMELINE_MARK(12);
+}
+
+// merge_tail_sorted over top[0, m) (sorted descending when `sorted`).
+__device__ __forceinline__ void merge_tail_warp(const SampleArgs& a, const RowCfg& c, u32 row,
+                                                const u64* top, u32 m, bool known_all, double z_full,
+                                                RowState state, bool sorted) {
+  const u32 lane = lane_index();
+  u64 v[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) v[j] = 2 * lane + j < m ? top[2 * lane + j] : 0ull;
+  if (!sorted) warp_sort_desc<2>(v);
+  merge_tail_sorted(a, c, row, v, m, known_all, z_full, state);
+}
+
+// The row's best 32N candidates at or above the floor into top[0, got),
+// sorted descending, from chunk lists the list scan handed over sorted: warp
+// w merges chunks w, w + 16, ... in registers, then a tree of warp merges
+// (block_merge_desc). At B = 1 (16 chunks) this replaces a radix select of 50
+// from ~800 (3.5 us) and the tail's sort (1.1 us; run 51's phase marks).
+// Block-uniform call; returns got. `stage` holds min(splits, 16) * 32N entries.
+template <int N>
+__device__ u32 merge_sorted_lists(const SampleArgs& a, u32 row, MergeInfo& info, u64 floor,
+                                  u64* stage, u64* top) {
+  constexpr int kWarps = kMergeThreads / 32;
+  const int warp = int(threadIdx.x >> 5);
+  const u32 lane = lane_index();
+  u64 v[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) v[j] = 0ull;
+  for (int k = warp; k < a.splits; k += kWarps) {
+    const u32 nk = info.offset[k + 1] - info.offset[k];
+    const u64* src = a.candidates + (size_t(row) * a.splits + k) * size_t(a.kchunk);
+    u64 b[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const u32 i = u32(N) * lane + u32(j);
+      const u64 x = i < nk ? src[i] : 0ull;
+      b[j] = x >= floor ? x : 0ull;  // under the floor: an exact prefix stays (merge_filtered)
+    }
+    warp_merge_desc<N>(v, b);
+  }
+  block_merge_desc<N>(v, stage, 32 * N, min(a.splits, kWarps));
+  if (warp == 0) {
+    u32 got = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      if (v[j] != 0ull) top[u32(N) * lane + u32(j)] = v[j];
+      got += v[j] != 0ull ? 1u : 0u;
+    }
+    got = warp_sum(got);
+    if (lane == 0) info.m_out = got;
+  }
+  __syncthreads();
+  return info.m_out;
 }
 
 __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
@@ -256,73 +306,84 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     }
     return;
   }
-  // Each thread finds its candidates' chunks by binary search on the offsets
-  // (non-decreasing over all kMaxSplits + 1 slots, empty chunks included), so
-  // every load is independent: a loop over the chunks paid one L2 round trip
-  // per chunk in series, 64 of them at B = 1. Candidates under the highest
-  // truncation floor are dropped on load: the ones at or above it are an exact
-  // prefix of the row's order (no chunk dropped anything ranking above its
-  // floor), and every later step only looks at a prefix no longer than that.
   const bool any_truncated = info.any_truncated != 0;
-  const u64 floor = info.valid_floor;
-  for (int base = 0; base < int(n_total); base += kMergeThreads) {
-    const int i = base + tid;
-    u64 v = 0;
-    if (i < int(n_total)) {
-      int k = 0;
-#pragma unroll
-      for (int step = kMaxSplits / 2; step > 0; step >>= 1)
-        if (info.offset[k + step] <= u32(i)) k += step;
-      v = a.candidates[(size_t(row) * a.splits + k) * size_t(a.kchunk) + (u32(i) - info.offset[k])];
-    }
-    const bool take = i < int(n_total) && (!any_truncated || v >= floor);
-    const u32 pos = warp_append(take, &info.counter);
-    if (take) cand[pos] = v;
-  }
-  __syncthreads();
-  NT_TIMELINE_MARK(8);
-  const u32 valid = info.counter;
+  const u64 floor = any_truncated ? info.valid_floor : 0ull;
+  // Chunks of the list scan come sorted: a tree of merges takes the top-k.
+  const bool sorted = n_inf == 0 && merge_of_sorted_lists(a, c);
   u32 m_count;
-  if (n_inf > 0) {
-    if (n_inf > min(valid, u32(kSortCap))) {
-      if (tid == 0) {
-        state.fallback = 1;
-        state.s_max = INFINITY;
-        a.row_states[row] = state;
-      }
-      return;
-    }
-    m_count = n_inf;
+  if (sorted) {
+    const u32 got = c.p.top_k <= 64 ? merge_sorted_lists<2>(a, row, info, floor, cand, top)
+                                    : merge_sorted_lists<4>(a, row, info, floor, cand, top);
+    m_count = min(got, u32(c.p.top_k));
   } else {
-    m_count = min(valid, u32(kSortCap));
-    if (c.p.top_k) m_count = min(m_count, u32(c.p.top_k));
-  }
-  // The top m_count candidates into `top`.
-  __syncthreads();
-  if (tid == 0) info.counter = 0;
-  if (m_count < valid) {
-    const u64 thr = block_select_kth<kMergeThreads>(cand, int(valid), m_count, sel);
-    for (int base = 0; base < int(valid); base += kMergeThreads) {
+    // Each thread finds its candidates' chunks by binary search on the offsets
+    // (non-decreasing over all kMaxSplits + 1 slots, empty chunks included), so
+    // every load is independent: a loop over the chunks paid one L2 round trip
+    // per chunk in series, 64 of them at B = 1. Candidates under the highest
+    // truncation floor are dropped on load: the ones at or above it are an exact
+    // prefix of the row's order (no chunk dropped anything ranking above its
+    // floor), and every later step only looks at a prefix no longer than that.
+    for (int base = 0; base < int(n_total); base += kMergeThreads) {
       const int i = base + tid;
-      const u64 v = i < int(valid) ? cand[i] : 0ull;
-      const bool take = v >= thr;
+      u64 v = 0;
+      if (i < int(n_total)) {
+        int k = 0;
+#pragma unroll
+        for (int step = kMaxSplits / 2; step > 0; step >>= 1)
+          if (info.offset[k + step] <= u32(i)) k += step;
+        v = a.candidates[(size_t(row) * a.splits + k) * size_t(a.kchunk) + (u32(i) - info.offset[k])];
+      }
+      const bool take = i < int(n_total) && (!any_truncated || v >= floor);
       const u32 pos = warp_append(take, &info.counter);
-      if (take) top[pos] = v;
+      if (take) cand[pos] = v;
     }
-  } else {
-    for (int i = tid; i < int(valid); i += kMergeThreads) top[i] = cand[i];
+    __syncthreads();
+    NT_TIMELINE_MARK(8);
+    const u32 valid = info.counter;
+    if (n_inf > 0) {
+      if (n_inf > min(valid, u32(kSortCap))) {
+        if (tid == 0) {
+          state.fallback = 1;
+          state.s_max = INFINITY;
+          a.row_states[row] = state;
+        }
+        return;
+      }
+      m_count = n_inf;
+    } else {
+      m_count = min(valid, u32(kSortCap));
+      if (c.p.top_k) m_count = min(m_count, u32(c.p.top_k));
+    }
+    // The top m_count candidates into `top`.
+    __syncthreads();
+    if (tid == 0) info.counter = 0;
+    if (m_count < valid) {
+      const u64 thr = block_select_kth<kMergeThreads>(cand, int(valid), m_count, sel);
+      for (int base = 0; base < int(valid); base += kMergeThreads) {
+        const int i = base + tid;
+        const u64 v = i < int(valid) ? cand[i] : 0ull;
+        const bool take = v >= thr;
+        const u32 pos = warp_append(take, &info.counter);
+        if (take) top[pos] = v;
+      }
+    } else {
+      for (int i = tid; i < int(valid); i += kMergeThreads) top[i] = cand[i];
+    }
   }
   const bool known_all = !any_truncated && m_count == n_total;
   NT_TIMELINE_MARK(9);
   if (m_count <= kWarpTailMax && !c.has_u && n_inf == 0) {
     __syncthreads();
-    if (tid < 32) merge_tail_warp(a, c, row, top, m_count, known_all, info.z_full, state);
+    if (tid < 32) merge_tail_warp(a, c, row, top, m_count, known_all, info.z_full, state, sorted);
     return;
   }
   int n_sort = 1;
   while (n_sort < int(m_count)) n_sort <<= 1;
   for (int i = int(m_count) + tid; i < n_sort; i += kMergeThreads) top[i] = 0ull;
-  bitonic_sort_desc<kMergeThreads>(top, n_sort);
+  if (sorted)
+    __syncthreads();
+  else
+    bitonic_sort_desc<kMergeThreads>(top, n_sort);
 
   const bool inf_rule = n_inf > 0;
   const float s_max = inf_rule ? INFINITY : nt_key_to_float(composite_key(top[0]));
@@ -442,15 +503,21 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
 // one chunk, or the first CTA of a row's cluster). FILTERED = false where no
 // row can be filtered (the greedy and plain scans), so the filtered merge is
 // not compiled there.
+// After a filtered row's merge (or its draw in the scan): a row it flagged
+// readies the large keep-set kernels. Block-uniform call.
+__device__ __forceinline__ void filtered_row_merged(const SampleArgs& a, u32 row) {
+  if (a.large.rows) {
+    __syncthreads();
+    if (a.row_states[row].fallback) large_keep_reset(a, row);
+  }
+}
+
 template <bool FILTERED = true>
 __device__ __forceinline__ void merge_row(const SampleArgs& a, const RowCfg& c, u32 row) {
   if constexpr (FILTERED) {
     if (c.cls == kFilteredRow) {
       merge_filtered(a, c, row);
-      if (a.large.rows) {
-        __syncthreads();
-        if (a.row_states[row].fallback) large_keep_reset(a, row);
-      }
+      filtered_row_merged(a, row);
       return;
     }
   }

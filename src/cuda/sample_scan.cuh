@@ -267,28 +267,6 @@ __device__ u64 first_tile_floor(u32 tile, const float (&x)[U][G], const RowCfg& 
   return floor;
 }
 
-// Without a top-k the chunk keeps half its list: the buffer holds kchunk +
-// one tile, so keep = kchunk would compact after every tile that admits
-// anything (31 block selects per 128k row); at half, a compaction happens
-// each time the admitted count doubles. Rows whose keep-set reaches past
-// that are flagged by the merge and taken by the large keep-set kernels.
-__device__ __forceinline__ u32 filtered_keep(const SampleArgs& a, const RowCfg& c) {
-  return c.p.top_k ? min(u32(c.p.top_k), u32(a.kchunk)) : max(1u, u32(a.kchunk) / 2);
-}
-
-// Top-p measured on the whole row needs every token's mass.
-__device__ __forceinline__ bool filtered_needs_mass(const SampleArgs& a, const RowCfg& c) {
-  return c.p.top_p > 0.0f && c.p.top_p < 1.0f && (a.joint || c.p.top_k == 0);
-}
-
-// A thread's tile is skipped when the bound of its largest logit is below the
-// admission bound (score_upper is monotone for T = 1 and for the reciprocal
-// bound; the exact-division mode, T subnormal or huge, checks every token).
-// Rows that need the full mass look at every token anyway.
-__device__ __forceinline__ bool filtered_tile_filter(const SampleArgs& a, const RowCfg& c) {
-  return !filtered_needs_mass(a, c) && c.bound_mode != 2;
-}
-
 // A filtered chunk's record for the merge: its best +inf draw and count, its
 // candidate count, whether it dropped any finite token (every dropped one
 // ranks below kept_floor), and its (max, mass) when top-p needs the row's.
@@ -490,6 +468,57 @@ __device__ __noinline__ WarpList rank_warp_list(u64* list, WarpList w, u32 keep,
   return w;
 }
 
+// The list scan's chunk, handed to the merge: its best min(n, keep) entries,
+// sorted descending (so the merge need not select or sort them again), and
+// whether any finite token was dropped (every dropped one ranks below
+// kept_floor).
+struct ListsOut {
+  u32 n;  // entries over all warps' lists (each cut to at most keep)
+  bool truncated;
+  u64 kept_floor;
+};
+
+// Every warp sorts its list (at most keep <= 32N entries) in registers, and a
+// tree of warp merges (block_merge_desc) leaves the chunk's best 32N in warp
+// 0's v, which it writes out: four block barriers, where a radix select over
+// the laid-out lists took ~7 us of a B = 256 call (run 51's phase marks).
+// Block-uniform call; each warp's list region doubles as its stage.
+static_assert(kListKeepMax <= 32 * 4, "lists_out_sorted holds a chunk's keep in four values a lane");
+template <int N>
+__device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count, u64* buf,
+                                                     u32* warp_count, const u64& shared_thr,
+                                                     u32 keep, u64* out, u64 (&v)[N]) {
+  constexpr int kWarps = kScanThreads / 32;
+  const u32 warp = threadIdx.x / 32, lane = lane_index();
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const u32 i = u32(N) * lane + u32(j);
+    v[j] = i < count ? list[i] : 0ull;
+  }
+  warp_sort_desc<N>(v);
+  if (lane == 0) warp_count[warp] = count;
+  __syncthreads();  // counts and bound final; every list is in registers
+  ListsOut r;
+  r.n = 0;
+#pragma unroll
+  for (int k = 0; k < kWarps; ++k) r.n += warp_count[k];
+  // Some finite token was dropped when a bound was ever raised or the lists
+  // hold more than keep.
+  r.truncated = *static_cast<const volatile u64*>(&shared_thr) > kNegInfCeiling || r.n > keep;
+  block_merge_desc<N>(v, buf, kListCap, kWarps);
+  const u32 n_out = min(r.n, keep);
+  r.kept_floor = 0;
+  if (warp == 0) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const u32 i = u32(N) * lane + u32(j);
+      if (i < n_out) out[i] = v[j];
+    }
+    if (r.truncated && n_out > 0) r.kept_floor = warp_element<N>(v, n_out - 1);
+  }
+  return r;
+}
+
 // Filtered rows whose chunk keeps few candidates (keep <= kListKeepMax) and
 // whose tiles can be skipped by a bound (no full mass needed), the common
 // top-k case: each warp appends to its own list in shared memory and ranks it
@@ -503,19 +532,17 @@ __device__ __noinline__ WarpList rank_warp_list(u64* list, WarpList w, u32 keep,
 // warp sees 1/warps of the tokens). The tile body is a loop over the few
 // tokens that pass the bound, so the loop's code stays small. At the end the
 // lists are cut to keep each, laid side by side and selected once.
+// Returns whether it drew the row's token (block-uniform).
 template <nt_dtype DT, bool VEC>
-__device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
+__device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                                     int64_t end, u64* buf, u32 keep) {
   using ReduceU64 = cub::BlockReduce<u64, kScanThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
   constexpr int kWarps = kScanThreads / 32;
-  constexpr int kKeepRegs = kListKeepMax / 32;
-  __shared__ SelectScratch sel;
   __shared__ u64 shared_thr;
   __shared__ u64 warp_floor[kWarps];  // warp w has seen `rank` tokens at or above warp_floor[w]
   __shared__ u32 warp_count[kWarps];
-  __shared__ u32 out_count;
   __shared__ u64 warp_offer[kWarps];
   __shared__ union {
     typename ReduceU64::TempStorage r64;
@@ -609,79 +636,61 @@ __device__ void scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     w.count = keep;
     if (lane == 0) atomicMax(&shared_thr, kth);  // tokens were dropped
   }
-  u64 mine[kKeepRegs];
-#pragma unroll
-  for (int j = 0; j < kKeepRegs; ++j) {
-    const u32 i = lane + 32u * j;
-    mine[j] = i < w.count ? list[i] : 0ull;
-  }
-  __syncwarp();
-  if (lane == 0) warp_count[warp] = w.count;
-  __syncthreads();
-  u32 at = 0, n = 0;
-#pragma unroll
-  for (int k = 0; k < kWarps; ++k) {
-    const u32 ck = warp_count[k];
-    at += u32(k) < warp ? ck : 0u;
-    n += ck;
-  }
-  // Every warp read its list above, so the lists may be overwritten.
-#pragma unroll
-  for (int j = 0; j < kKeepRegs; ++j) {
-    const u32 i = lane + 32u * j;
-    if (i < w.count) buf[at + i] = mine[j];
-  }
-  // Some finite token was dropped when a bound was ever raised or the lists
-  // hold more than keep; every dropped token ranks below each kept one.
-  const bool truncated = shared_thr > kNegInfCeiling || n > keep;
-  u64 kept_floor = 0;
-  if (truncated && n > 0)
-    kept_floor = block_select_kth<kScanThreads>(buf, int(n), min(n, keep), sel);
-  else
-    __syncthreads();
-  NT_TIMELINE_MARK(4);
   u64* out = a.candidates + (size_t(row) * a.splits + chunk) * size_t(a.kchunk);
-  if (n > keep) {
-    if (tid == 0) out_count = 0;
-    __syncthreads();
-    for (int base = 0; base < int(n); base += kScanThreads) {
-      const int i = base + int(tid);
-      const u64 v = i < int(n) ? buf[i] : 0ull;
-      const bool take = v >= kept_floor;
-      const u32 p = warp_append(take, &out_count);
-      if (take) out[p] = v;
-    }
+  u64 top[2];  // keep <= 64: warp 0 holds the chunk's best, sorted
+  ListsOut lists;
+  if (keep <= 64u) {
+    lists = lists_out_sorted<2>(list, w.count, buf, warp_count, shared_thr, keep, out, top);
   } else {
-    for (int i = int(tid); i < int(n); i += kScanThreads) out[i] = buf[i];
+    u64 top4[4];
+    lists = lists_out_sorted<4>(list, w.count, buf, warp_count, shared_thr, keep, out, top4);
   }
+  const u32 n = lists.n, n_out = min(n, keep);
+  NT_TIMELINE_MARK(4);
   const u64 bi = ReduceU64(tmp.r64).Reduce(best_inf, MaxU64());
   __syncthreads();
   const u32 ni = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
-  if (tid != 0) return;
-  NT_TIMELINE_MARK(5);
-  store_filtered_record(a, row, chunk, bi, ni, min(n, keep), truncated, kept_floor,
-                        MaxSum{-INFINITY, 0.0f});
+  const bool any_inf = __syncthreads_or(n_inf != 0) != 0;
+  if (tid == 0) {
+    NT_TIMELINE_MARK(5);
+    // Written in every case: a row the draw below flags is read by the large
+    // keep-set kernels from the record and the candidates.
+    store_filtered_record(a, row, chunk, bi, ni, n_out, lists.truncated, lists.kept_floor,
+                          MaxSum{-INFINITY, 0.0f});
+  }
+  // A row of this one chunk that the merge would finish in its sorted warp
+  // tail is drawn here from warp 0's registers: no record or candidates read
+  // back (~2 us of a B = 256 call, run 51).
+  const bool draw_here = a.merge_in_scan && keep <= 64u && merge_of_sorted_lists(a, c) &&
+                         !c.has_u && n > 0 && !any_inf;
+  if (draw_here && warp == 0)
+    merge_tail_sorted(a, c, row, top, n_out, !lists.truncated, 0.0, RowState{0u, 0u, 0.0f, 0u});
+  return draw_here;
 }
 
-// A filtered row's chunk: the list scan where it applies, else the general one.
+// A filtered row's chunk: the list scan where it applies, else the general
+// one. Returns whether the row's token was drawn already (block-uniform).
 template <nt_dtype DT, bool VEC>
-__device__ void scan_filtered_chunk(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
+__device__ bool scan_filtered_chunk(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                                     int64_t end, u64* buf) {
-  const u32 keep = filtered_keep(a, c);
-  if (a.list_scan && keep <= u32(kListKeepMax) && filtered_tile_filter(a, c))
-    scan_filtered_lists<DT, VEC>(a, c, row, chunk, rowp, begin, end, buf, keep);
-  else
-    scan_filtered<DT, VEC>(a, c, row, chunk, rowp, begin, end, buf);
+  if (list_scan_applies(a, c))
+    return scan_filtered_lists<DT, VEC>(a, c, row, chunk, rowp, begin, end, buf, filtered_keep(a, c));
+  scan_filtered<DT, VEC>(a, c, row, chunk, rowp, begin, end, buf);
+  return false;
 }
 
 // A row scanned by one CTA is merged by that CTA as soon as its chunk is done
 // (no second launch, no cold merge kernel; the merge overlaps other rows'
 // scans).
-__device__ __forceinline__ void merge_row_in_scan(const SampleArgs& a, const RowCfg& c, u32 row) {
+__device__ __forceinline__ void merge_row_in_scan(const SampleArgs& a, const RowCfg& c, u32 row,
+                                                  bool drawn) {
   static_assert(kMergeThreads == kScanThreads, "the merge runs on the scan's threads");
   __syncthreads();  // the chunk's record and candidates, written above, are visible
-  merge_row(a, c, row);
+  if (drawn)
+    filtered_row_merged(a, row);
+  else
+    merge_row(a, c, row);
 }
 
 // A row's chunks launched as one cluster (sm_90): once every chunk's record
@@ -720,16 +729,16 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   } else if constexpr (MODE == kPlainRow) {
     scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kFilteredRow) {
-    scan_filtered_chunk<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
-    if (a.merge_in_scan) merge_row_in_scan(a, c, row);
+    const bool drawn = scan_filtered_chunk<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+    if (a.merge_in_scan) merge_row_in_scan(a, c, row, drawn);
   } else {
     if (c.cls == kGreedyRow) {
       scan_greedy<DT, VEC, kDepth>(a, row, chunk, rowp, begin, end);
     } else if (c.cls == kPlainRow) {
       scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
     } else {
-      scan_filtered_chunk<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
-      if (a.merge_in_scan) merge_row_in_scan(a, c, row);
+      const bool drawn = scan_filtered_chunk<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+      if (a.merge_in_scan) merge_row_in_scan(a, c, row, drawn);
     }
   }
   if (a.cluster_merge) merge_row_in_cluster<MODE>(a, c, row, chunk);
