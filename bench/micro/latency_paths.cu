@@ -303,8 +303,6 @@ int main() {
     const int smem = nt::cuda::topk::merge_smem_bytes(resident);
     CHECK(cudaFuncSetAttribute(nt::cuda::topk::merge_topk_kernel<>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    CHECK(cudaFuncSetAttribute(nt::cuda::topk::merge_few_winners_kernel<>,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     auto call = [&] {
       nt::cuda::topk::launch_merge(ca, grid, values, k, indices, k, 0, 1, resident, smem, false, s);
     };
@@ -327,8 +325,8 @@ int main() {
                   grid, k, k, warm, cold);
       const char* sort_slots[] = {"kernel start",     "floor and offsets", "candidates resident", "k-th found",
                                   "winners gathered", "sorted",            "written"};
-      const char* few_slots[] = {"kernel start",     "copies in (own)", "first pass counted", "k-th found",
-                                 "winners gathered", "-",               "written"};
+      const char* few_slots[] = {"kernel start", "warps' lists merged", "-", "-",
+                                 "tree merged",  "-",                   "written"};
       const char* const* slots = std::strcmp(merge, "sort") == 0 ? sort_slots : few_slots;
       timeline_report("LM-head merge", call, false, flush, flush_bytes, 1, slots, 7, 30, s);
       timeline_report("LM-head merge", call, true, flush, flush_bytes, 1, slots, 7, 30, s);

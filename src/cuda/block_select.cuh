@@ -70,73 +70,85 @@ __device__ __forceinline__ u32 warp_append(bool take, u32* counter) {
   return base + u32(__popc(m & lanes_below()));
 }
 
-// ---- warp bitonic sort, descending, in registers ------------------------------
-// N values per lane, element i = N * lane + j held as v[j]; afterwards element 0
-// (lane 0, v[0]) is the largest. No shared memory and no block barrier, so a
+// ---- warp bitonic sort and merges, descending, in registers -------------------
+// N elements per lane, element i = N * lane + j held as v[j]; afterwards element
+// 0 (lane 0, v[0]) is the largest. No shared memory and no block barrier, so a
 // short list (up to 32 * N) is sorted by one warp while the others go on.
 // (Written as loops it measured no faster at B=1: 24.0 us against 23.1, run 49.)
-template <int N>
-__device__ __forceinline__ void warp_sort_desc(u64 (&v)[N]) {
-  static_assert(N == 1 || N == 2 || N == 4, "one, two or four values per lane");
+// Elements are u64 composites/ranks, or RankedValue (a rank carrying the value
+// it was made from, where the rank alone cannot give it back: -0, NaN); the
+// order is the rank's, and 0 (the rank of nothing) sorts last.
+struct RankedValue {
+  u64 rank;
+  float value;
+};
+__device__ __forceinline__ u64 rank_of_element(u64 e) { return e; }
+__device__ __forceinline__ u64 rank_of_element(const RankedValue& e) { return e.rank; }
+__device__ __forceinline__ u64 shfl_element(u64 e, int lane) { return __shfl_sync(kFullMask, e, lane); }
+__device__ __forceinline__ u64 shfl_xor_element(u64 e, int d) { return __shfl_xor_sync(kFullMask, e, d); }
+__device__ __forceinline__ RankedValue shfl_element(const RankedValue& e, int lane) {
+  return {__shfl_sync(kFullMask, e.rank, lane), __shfl_sync(kFullMask, e.value, lane)};
+}
+__device__ __forceinline__ RankedValue shfl_xor_element(const RankedValue& e, int d) {
+  return {__shfl_xor_sync(kFullMask, e.rank, d), __shfl_xor_sync(kFullMask, e.value, d)};
+}
+
+// Puts the larger of x, y first when `desc`, else last.
+template <class E>
+__device__ __forceinline__ void order_pair(E& x, E& y, bool desc) {
+  const bool swap = (rank_of_element(y) > rank_of_element(x)) == desc;
+  const E lo = swap ? x : y;
+  x = swap ? y : x;
+  y = lo;
+}
+
+// One half-cleaner step at distance d of a bitonic network over the warp's
+// 32N elements; element i ends high when (i & d) == 0 equals desc_of(i).
+template <int N, class E, class Desc>
+__device__ __forceinline__ void warp_network_step(E (&v)[N], int d, Desc&& desc_of) {
   const u32 lane = lane_index();
+  if (d < N) {  // partners in the same lane
 #pragma unroll
-  for (int k = 2; k <= 32 * N; k <<= 1) {
+    for (int j = 0; j < N; ++j)
+      if (!(j & d)) order_pair(v[j], v[j | d], desc_of(u32(N) * lane + u32(j)));
+    return;
+  }
 #pragma unroll
-    for (int d = k >> 1; d > 0; d >>= 1) {
-      if (d < N) {  // partners in the same lane
-#pragma unroll
-        for (int j = 0; j < N; ++j) {
-          if (j & d) continue;
-          const bool desc = ((u32(N) * lane + u32(j)) & u32(k)) == 0;
-          const u64 x = v[j], y = v[j | d];
-          v[j] = (x > y) == desc ? x : y;
-          v[j | d] = (x > y) == desc ? y : x;
-        }
-        continue;
-      }
-#pragma unroll
-      for (int j = 0; j < N; ++j) {
-        const u32 i = u32(N) * lane + u32(j);
-        const u64 o = __shfl_xor_sync(kFullMask, v[j], d / N);
-        const bool lower = (i & u32(d)) == 0, desc = (i & u32(k)) == 0;
-        v[j] = (lower == desc) ? (o > v[j] ? o : v[j]) : (o > v[j] ? v[j] : o);
-      }
-    }
+  for (int j = 0; j < N; ++j) {
+    const u32 i = u32(N) * lane + u32(j);
+    const E o = shfl_xor_element(v[j], d / N);
+    const bool lower = (i & u32(d)) == 0;
+    const bool o_larger = rank_of_element(o) > rank_of_element(v[j]);
+    v[j] = (lower == desc_of(i)) == o_larger ? o : v[j];
   }
 }
 
-// The best 32N of two descending warp lists (layout as warp_sort_desc), sorted
-// descending, into a. Element i of a against element 32N-1-i of b keeps the
-// best 32N as one bitonic sequence (the first step of a bitonic merge), and
-// log2(32N) half-cleaners sort it: 6 steps at N = 2 where a sort of the union
-// would take 28.
-template <int N>
-__device__ __forceinline__ void warp_merge_desc(u64 (&a)[N], const u64 (&b)[N]) {
+template <int N, class E>
+__device__ __forceinline__ void warp_sort_desc(E (&v)[N]) {
+  static_assert(N == 1 || N == 2 || N == 4, "one, two or four elements per lane");
+#pragma unroll
+  for (int k = 2; k <= 32 * N; k <<= 1) {
+#pragma unroll
+    for (int d = k >> 1; d > 0; d >>= 1)
+      warp_network_step<N>(v, d, [&](u32 i) { return (i & u32(k)) == 0; });
+  }
+}
+
+// The best 32N of two descending warp lists, sorted descending, into a.
+// Element i of a against element 32N-1-i of b keeps the best 32N as one
+// bitonic sequence (the first step of a bitonic merge), and log2(32N)
+// half-cleaners sort it: 6 steps at N = 2 where a sort of the union would
+// take 28.
+template <int N, class E>
+__device__ __forceinline__ void warp_merge_desc(E (&a)[N], const E (&b)[N]) {
   const u32 lane = lane_index();
 #pragma unroll
   for (int j = 0; j < N; ++j) {
-    const u64 o = __shfl_sync(kFullMask, b[N - 1 - j], int(31 - lane));
-    a[j] = o > a[j] ? o : a[j];
+    const E o = shfl_element(b[N - 1 - j], int(31 - lane));
+    a[j] = rank_of_element(o) > rank_of_element(a[j]) ? o : a[j];
   }
 #pragma unroll
-  for (int d = 16 * N; d > 0; d >>= 1) {
-    if (d < N) {
-#pragma unroll
-      for (int j = 0; j < N; ++j) {
-        if (j & d) continue;
-        const u64 x = a[j], y = a[j | d];
-        a[j] = x > y ? x : y;
-        a[j | d] = x > y ? y : x;
-      }
-      continue;
-    }
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-      const u64 o = __shfl_xor_sync(kFullMask, a[j], d / N);
-      const bool lower = ((u32(N) * lane + u32(j)) & u32(d)) == 0;
-      a[j] = lower ? (o > a[j] ? o : a[j]) : (o > a[j] ? a[j] : o);
-    }
-  }
+  for (int d = 16 * N; d > 0; d >>= 1) warp_network_step<N>(a, d, [](u32) { return true; });
 }
 
 // The best 32N over the descending lists of the block's first `active` warps
@@ -145,8 +157,8 @@ __device__ __forceinline__ void warp_merge_desc(u64 (&a)[N], const u64 (&b)[N]) 
 // barrier a level (ceil(log2(active)) of them): what replaces a radix select
 // and a sort when every list is short and already sorted. Warp w's list passes
 // through stage[w * stride, + 32N), which it alone writes.
-template <int N>
-__device__ __forceinline__ void block_merge_desc(u64 (&v)[N], u64* stage, int stride, int active) {
+template <int N, class E>
+__device__ __forceinline__ void block_merge_desc(E (&v)[N], E* stage, int stride, int active) {
   const int warp = int(threadIdx.x >> 5);
   const u32 lane = lane_index();
   for (int step = 1; step < active; step <<= 1) {
@@ -156,7 +168,7 @@ __device__ __forceinline__ void block_merge_desc(u64 (&v)[N], u64* stage, int st
     }
     __syncthreads();
     if ((warp & (2 * step - 1)) == 0 && warp + step < active) {
-      u64 b[N];
+      E b[N];
 #pragma unroll
       for (int j = 0; j < N; ++j) b[j] = stage[(warp + step) * stride + N * int(lane) + j];
       warp_merge_desc<N>(v, b);
@@ -164,14 +176,14 @@ __device__ __forceinline__ void block_merge_desc(u64 (&v)[N], u64* stage, int st
   }
 }
 
-// Element i (warp-uniform) of a warp list laid out as warp_sort_desc's.
-template <int N>
-__device__ __forceinline__ u64 warp_element(const u64 (&v)[N], u32 i) {
-  u64 mine = v[0];
+// Element i (warp-uniform) of a warp list.
+template <int N, class E>
+__device__ __forceinline__ E warp_element(const E (&v)[N], u32 i) {
+  E mine = v[0];
 #pragma unroll
   for (int j = 1; j < N; ++j)
     if (i % u32(N) == u32(j)) mine = v[j];
-  return __shfl_sync(kFullMask, mine, int(i / u32(N)));
+  return shfl_element(mine, int(i / u32(N)));
 }
 
 // ---- count-only radix select --------------------------------------------------

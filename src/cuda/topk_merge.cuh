@@ -5,8 +5,8 @@
 // under the largest of the CTAs' final thresholds are dropped on load (at
 // M = 1 that leaves ~2k of the 132k kept), and when the rest fit they sit in
 // shared memory, so the radix passes never touch device memory again. Merges
-// of k <= 64 whose slots fit in shared memory take merge_few_winners_kernel
-// (below) instead, which needs no sort.
+// of k <= 64 take merge_few_winners_kernel (below) instead: warp sorts and a
+// tree of warp merges, no radix select.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -301,143 +301,74 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
 }
 
 // ---- the merge of a few winners (k <= 64, W1/W2's k = 50) --------------------
-// Every candidate of the row (grid x k slots, each CTA's count at most k)
-// comes into shared memory at once by cp.async: one round trip, no registers
-// held, no search for a candidate's segment. A radix select with two barriers
-// a pass finds the k-th best and each winner's place is counted (k compares)
-// instead of sorted. At W1 M = 1 it takes 15.1 us against merge_topk_kernel's
-// 17.6 and the call 81.5 against 87.6 (run 49, which also found that cold
-// code costs these merges only 1-3 us: their time is the radix passes).
+// Warp w takes the lists of scoring CTAs w, w + 32, ... (each at most k
+// entries, unsorted), kMergeListBatch of them loaded in one round trip with
+// their counts. A list with an entry above the warp's running k-th best is
+// sorted and merged into the warp's best 64 in registers; the warps' lists
+// then meet in a tree of warp merges (block_select.cuh), five block barriers.
+// No radix select and no shared-memory copy of the slots: the radix version
+// of this merge took 13.9 us of its 15 at W1 M = 1 in its selection passes
+// (run 49's phase marks). Ranks carry their values (RankedValue), so NaN and
+// -0 come out as computed.
 constexpr int kFewWinnersMaxK = 64;
-constexpr int kFewWinnersMaxSlots = 32 * kMergeThreads;  // a thread's slots fit one mask word
-
-struct FewWinnersShared {
-  uint32_t hist[2][256];
-  int n[kMergeMaxGrid];
-  uint32_t warp_floor[32];
-  int digit, above, count;
-  int winners;
-  uint64_t win_rank[kFewWinnersMaxK];
-  float win_value[kFewWinnersMaxK];
-};
+constexpr int kMergeListBatch = 4;
 
 template <int kThreads = kMergeThreads>
 __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a) {
-  static_assert(kThreads >= kMergeMaxGrid, "one scoring CTA per thread");
-  extern __shared__ __align__(16) unsigned char merge_smem[];
-  Candidate* slot = reinterpret_cast<Candidate*>(merge_smem);  // [grid][k]
-  __shared__ FewWinnersShared s;
+  constexpr int kWarps = kThreads / 32;
+  __shared__ RankedValue stage[kWarps * 64];
   dependent_wait();  // the scoring pass's candidates
   NT_TIMELINE_MARK(0);
-  const int m = blockIdx.x, tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
-  const int total = a.grid * a.k;
-  // The row's floor: the largest CTA threshold (that CTA alone holds k
-  // candidates at or above it).
-  uint32_t floor_key = 0;
-  if (tid < a.grid) {
-    s.n[tid] = cta_count(a, tid, m);
-    floor_key = cta_threshold(a, tid, m);
-  }
-  floor_key = warp_max(floor_key);
-  if (lane == 0) s.warp_floor[warp] = floor_key;
-  for (int b = tid; b < 512; b += kThreads) (&s.hist[0][0])[b] = 0u;
-  if (tid == 0) s.winners = 0;
-  __syncthreads();
-  floor_key = warp_max(lane < kThreads / 32 ? s.warp_floor[lane] : 0u);
-
-  // Slot i = c * k + j holds candidate j of CTA c; thread tid owns slots
-  // tid + r * kThreads, bit r of `mine` set while the slot is in the running.
+  const int m = blockIdx.x, lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
   const size_t seg_stride = size_t(a.mp_stride) * a.cap;
   const Candidate* cand = a.cand + size_t(m) * a.cap;
-  uint32_t mine = 0;
+  RankedValue best[2] = {{0ull, 0.0f}, {0ull, 0.0f}};
+  uint64_t kth = 0;  // the warp's k-th best so far (0 until it holds k)
 #pragma unroll 1
-  for (int i = tid, r = 0; i < total; i += kThreads, ++r) {
-    const int c = i / a.k, j = i - c * a.k;
-    if (j < s.n[c]) {
-      cp_async(slot + i, cand + size_t(c) * seg_stride + j, 8, 8);
-      mine |= 1u << r;
+  for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeListBatch) {
+    // Slots past a list's count are loaded too (they lie inside the
+    // workspace) and dropped, so the counts and the slots share a round trip.
+    int n[kMergeListBatch];
+    Candidate e[kMergeListBatch][2];
+#pragma unroll
+    for (int b = 0; b < kMergeListBatch; ++b) {
+      const int c = c0 + b * kWarps;
+      n[b] = c < a.grid ? cta_count(a, c, m) : 0;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int i = 2 * lane + j;
+        e[b][j] = c < a.grid && i < a.k ? cand[size_t(c) * seg_stride + i] : Candidate{0.0f, 0};
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kMergeListBatch; ++b) {
+      RankedValue r[2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint64_t rank = 2 * lane + j < n[b] ? rank_of(e[b][j].value, e[b][j].index) : 0ull;
+        r[j] = {rank > kth ? rank : 0ull, e[b][j].value};
+      }
+      if (!__any_sync(0xffffffffu, r[0].rank != 0 || r[1].rank != 0)) continue;
+      warp_sort_desc<2>(r);
+      warp_merge_desc<2>(best, r);
+      kth = warp_element<2>(best, uint32_t(a.k - 1)).rank;
     }
   }
-  cp_async_commit();
-  cp_async_wait<0>();  // this thread's own copies are visible to it now
   NT_TIMELINE_MARK(1);
-
-  // Radix select on the 64-bit rank, 8 bits a pass from the top, counts
-  // aggregated per warp (the first passes put most ranks in one bin).
-  // Every lane runs the same number of rounds (the warp's match below).
-  const int rounds = (total + kThreads - 1) / kThreads;
-  auto count_pass = [&](uint32_t* hist, uint64_t prefix, int shift, bool first) {
-    const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
-#pragma unroll 1
-    for (int r = 0, i = tid; r < rounds; ++r, i += kThreads) {
-      unsigned digit = 256u;  // bit r is clear for i >= total
-      if ((mine >> r) & 1u) {
-        const Candidate e = slot[i];
-        const uint64_t rank = rank_of(e.value, e.index);
-        if (first && uint32_t(rank >> 32) < floor_key) mine &= ~(1u << r);  // under the floor
-        else if ((rank & hi_mask) == prefix) digit = unsigned(rank >> shift) & 255u;
-      }
-      const unsigned peers = __match_any_sync(0xffffffffu, digit);
-      if (digit != 256u && lane == __ffs(peers) - 1) atomicAdd(&hist[digit], unsigned(__popc(peers)));
-    }
-  };
-  count_pass(s.hist[0], 0ull, 56, true);
-  __syncthreads();
-  NT_TIMELINE_MARK(2);
-  uint64_t prefix = 0;
-  int need = a.k, cur = 0;
-#pragma unroll 1
-  for (int shift = 56;; shift -= 8) {
-    if (warp == 0) {
-      int digit, above, count;
-      warp_find_digit(s.hist[cur], need, digit, above, count);
-      if (lane == 0) {
-        s.digit = digit;
-        s.above = above;
-        s.count = count;
-      }
-    } else {
-      for (int b = tid - 32; b < 256; b += kThreads - 32) s.hist[cur ^ 1][b] = 0u;
-    }
-    __syncthreads();
-    need -= s.above;
-    prefix |= uint64_t(s.digit) << shift;
-    if (s.count == need || shift == 0) break;  // the bucket's entries are all in
-    count_pass(s.hist[cur ^ 1], prefix, shift - 8, false);
-    __syncthreads();  // the counts are complete; s.digit may be rewritten
-    cur ^= 1;
-  }
-  NT_TIMELINE_MARK(3);
-
-  // The k winners (exactly k: the ranks are distinct), each placed by the
-  // number of winners ranking above it.
-#pragma unroll 1
-  for (int i = tid, r = 0; i < total; i += kThreads, ++r) {
-    if (!((mine >> r) & 1u)) continue;
-    const Candidate e = slot[i];
-    const uint64_t rank = rank_of(e.value, e.index);
-    if (rank >= prefix) {
-      const int w = atomicAdd(&s.winners, 1);
-      if (w < kFewWinnersMaxK) {
-        s.win_rank[w] = rank;
-        s.win_value[w] = e.value;
-      }
-    }
-  }
-  __syncthreads();
+  block_merge_desc<2>(best, stage, 64, a.grid < kWarps ? a.grid : kWarps);
   NT_TIMELINE_MARK(4);
-  if (tid < a.k) {
-    const uint64_t rank = s.win_rank[tid];
-    int place = 0;
-#pragma unroll 4
-    for (int q = 0; q < a.k; ++q) place += s.win_rank[q] > rank ? 1 : 0;
-    a.values[size_t(m) * a.values_stride + place] = s.win_value[tid];
-    a.indices[size_t(m) * a.indices_stride + place] = int64_t(index_of(rank));
+  if (warp == 0) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int i = 2 * lane + j;
+      if (i < a.k) {
+        a.values[size_t(m) * a.values_stride + i] = best[j].value;
+        a.indices[size_t(m) * a.indices_stride + i] = int64_t(index_of(best[j].rank));
+      }
+    }
   }
   NT_TIMELINE_MARK(6);
 }
-
-inline int few_winners_smem_bytes(int grid, int k) { return grid * k * int(sizeof(Candidate)); }
 
 // NEXTTOK_CUDA_LM_HEAD_MERGE=sort pins merge_topk_kernel where the few-winners
 // merge would run (tests compare the two on one input, so it is read on every call).
@@ -478,15 +409,9 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
     fail(NT_ERROR_UNSUPPORTED, "lm_head_topk: the merge takes at most " +
                                    std::to_string(kMergeMaxGrid) + " scoring CTAs, got " +
                                    std::to_string(grid));
-  // The few-winners kernel fits in the shared memory the caller allowed both
-  // kernels (`smem` dynamic bytes beside merge_topk_kernel's static ones).
-  const bool few = cand.k <= kFewWinnersMaxK && grid * cand.k <= kFewWinnersMaxSlots &&
-                   few_winners_smem_bytes(grid, cand.k) + int(sizeof(FewWinnersShared)) <=
-                       smem + int(sizeof(MergeShared)) &&
-                   !few_winners_merge_pinned_off();
-  if (few)
-    launch_kernel(merge_few_winners_kernel<>, dim3(rows), dim3(kMergeThreads),
-                  size_t(few_winners_smem_bytes(grid, cand.k)), stream, dependent, "lm_head_topk", merge);
+  if (cand.k <= kFewWinnersMaxK && !few_winners_merge_pinned_off())
+    launch_kernel(merge_few_winners_kernel<>, dim3(rows), dim3(kMergeThreads), 0, stream, dependent,
+                  "lm_head_topk", merge);
   else
     launch_kernel(merge_topk_kernel<>, dim3(rows), dim3(kMergeThreads), size_t(smem), stream, dependent,
                   "lm_head_topk", merge);
