@@ -301,35 +301,49 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
 }
 
 // ---- the merge of a few winners (k <= 64, W1/W2's k = 50) --------------------
-// Warp w takes the lists of scoring CTAs w, w + 32, ... (each at most k
-// entries, unsorted), kMergeListBatch of them loaded in one round trip with
-// their counts. A list with an entry above the warp's running k-th best is
-// sorted and merged into the warp's best 64 in registers; the warps' lists
-// then meet in a tree of warp merges (block_select.cuh), five block barriers.
-// No radix select and no shared-memory copy of the slots: the radix version
-// of this merge took 13.9 us of its 15 at W1 M = 1 in its selection passes
-// (run 49's phase marks). Ranks carry their values (RankedValue), so NaN and
-// -0 come out as computed.
+// 16 warps; warp w holds the lists of scoring CTAs w, w + 16, ... (each at
+// most k entries, unsorted), up to kMergeListBatch of them loaded in one
+// round trip with their counts and kept in registers. A bound comes first:
+// the k-th largest of the lists' maxima (its 32-bit key bisected by one
+// warp), under which no candidate can be among the k best (k lists reach
+// it). About k + k^2 / (2 grid) candidates pass it (~60 of 6,600 at W1
+// M = 1), so the warps sort only those, 64 a warp, and a tree of warp merges
+// (block_select.cuh) takes their best k: no radix select (its passes were
+// 13.9 us of the 15 this merge took at W1 M = 1, run 49's phase marks) and no
+// sorting network over every candidate (one SM's shuffles made that 22.8 us,
+// run 62). Should more than kSurvivorCap pass the bound (adversarial lists),
+// every warp merges its lists' passing entries into a running best instead.
+// Ranks carry their values (RankedValue), so NaN and -0 come out as computed.
 constexpr int kFewWinnersMaxK = 64;
-constexpr int kMergeListBatch = 4;
+constexpr int kFewWinnersThreads = 512;
+constexpr int kMergeListBatch = 9;  // lists a warp loads at once: 144 of them stay in registers
+constexpr int kSurvivorCap = kFewWinnersThreads / 32 * 64;  // one sorting warp per 64
+constexpr int kBoundSteps = 16;     // key bits bisected below the maxima's common prefix
 
-template <int kThreads = kMergeThreads>
+struct FewWinnersShared {
+  RankedValue survivor[kSurvivorCap];  // also each sorting warp's tree stage
+  uint32_t list_max_key[kMergeMaxGrid];
+  uint32_t bound_key;
+  uint32_t survivors;
+};
+
+template <int kThreads = kFewWinnersThreads>
 __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a) {
   constexpr int kWarps = kThreads / 32;
-  __shared__ RankedValue stage[kWarps * 64];
+  static_assert(kWarps * 64 == kSurvivorCap, "one sorting warp per 64 survivors");
+  __shared__ FewWinnersShared s;
   dependent_wait();  // the scoring pass's candidates
   NT_TIMELINE_MARK(0);
   const int m = blockIdx.x, lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
   const size_t seg_stride = size_t(a.mp_stride) * a.cap;
   const Candidate* cand = a.cand + size_t(m) * a.cap;
-  RankedValue best[2] = {{0ull, 0.0f}, {0ull, 0.0f}};
-  uint64_t kth = 0;  // the warp's k-th best so far (0 until it holds k)
-#pragma unroll 1
-  for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeListBatch) {
-    // Slots past a list's count are loaded too (they lie inside the
-    // workspace) and dropped, so the counts and the slots share a round trip.
-    int n[kMergeListBatch];
-    Candidate e[kMergeListBatch][2];
+  if (threadIdx.x == 0) s.survivors = 0;
+
+  // Slots past a list's count are loaded too (they lie inside the workspace)
+  // and ranked 0, so the counts and the slots share a round trip.
+  int n[kMergeListBatch];
+  Candidate e[kMergeListBatch][2];
+  auto load_batch = [&](int c0) {
 #pragma unroll
     for (int b = 0; b < kMergeListBatch; ++b) {
       const int c = c0 + b * kWarps;
@@ -340,22 +354,115 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
         e[b][j] = c < a.grid && i < a.k ? cand[size_t(c) * seg_stride + i] : Candidate{0.0f, 0};
       }
     }
+  };
+  auto rank_at = [&](int b, int j) {
+    return 2 * lane + j < n[b] ? rank_of(e[b][j].value, e[b][j].index) : 0ull;
+  };
+  const bool batch_kept = a.grid <= kWarps * kMergeListBatch;  // pass 2 reuses the registers
+#pragma unroll 1
+  for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeListBatch) {
+    load_batch(c0);
 #pragma unroll
     for (int b = 0; b < kMergeListBatch; ++b) {
-      RankedValue r[2];
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const uint64_t rank = 2 * lane + j < n[b] ? rank_of(e[b][j].value, e[b][j].index) : 0ull;
-        r[j] = {rank > kth ? rank : 0ull, e[b][j].value};
-      }
-      if (!__any_sync(0xffffffffu, r[0].rank != 0 || r[1].rank != 0)) continue;
-      warp_sort_desc<2>(r);
-      warp_merge_desc<2>(best, r);
-      kth = warp_element<2>(best, uint32_t(a.k - 1)).rank;
+      const uint64_t r0 = rank_at(b, 0), r1 = rank_at(b, 1);
+      const uint64_t top = warp_max(r0 > r1 ? r0 : r1);
+      const int c = c0 + b * kWarps;
+      if (lane == 0 && c < a.grid) s.list_max_key[c] = uint32_t(top >> 32);  // 0: an empty list
     }
   }
+  __syncthreads();
   NT_TIMELINE_MARK(1);
-  block_merge_desc<2>(best, stage, 64, a.grid < kWarps ? a.grid : kWarps);
+  if (warp == 0) {
+    // The largest key t (to kBoundSteps bits below the keys' common prefix)
+    // with at least k maxima at or above it.
+    auto count_at_or_above = [&](uint32_t t) {
+      int c = 0;
+      for (int i = lane; i < a.grid; i += 32) c += s.list_max_key[i] >= t ? 1 : 0;
+      return __reduce_add_sync(0xffffffffu, unsigned(c));
+    };
+    uint32_t hi = 0u, lo = 0xFFFFFFFFu;
+    for (int i = lane; i < a.grid; i += 32) {
+      const uint32_t key = s.list_max_key[i];
+      hi = key > hi ? key : hi;
+      lo = key != 0u && key < lo ? key : lo;
+    }
+    hi = __reduce_max_sync(0xffffffffu, hi);
+    lo = __reduce_min_sync(0xffffffffu, lo);
+    uint32_t t = 0u;  // 0: every candidate passes (fewer than k lists hold any)
+    if (hi != 0u && count_at_or_above(lo) >= unsigned(a.k)) {
+      t = lo;
+      if (hi != lo) {
+        const int top = 31 - __clz(hi ^ lo);
+        uint32_t probe_base = hi & ~((2u << top) - 1u);  // top = 31: 2u << 31 wraps to 0
+        for (int b = top; b >= 0 && b > top - kBoundSteps; --b) {
+          const uint32_t probe = probe_base | (1u << b);
+          const unsigned c = count_at_or_above(probe);
+          if (c >= unsigned(a.k)) {
+            probe_base = probe;
+            if (c == unsigned(a.k)) break;
+          }
+        }
+        t = probe_base > t ? probe_base : t;
+      }
+    }
+    if (lane == 0) s.bound_key = t;
+  }
+  __syncthreads();
+  NT_TIMELINE_MARK(2);
+  const uint64_t bound = uint64_t(s.bound_key) << 32;
+#pragma unroll 1
+  for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeListBatch) {
+    if (!batch_kept) load_batch(c0);
+#pragma unroll
+    for (int b = 0; b < kMergeListBatch; ++b) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint64_t rank = rank_at(b, j);
+        const bool take = rank != 0 && rank >= bound;
+        const uint32_t at = warp_append(take, &s.survivors);
+        if (take && at < uint32_t(kSurvivorCap)) s.survivor[at] = {rank, e[b][j].value};
+      }
+    }
+  }
+  __syncthreads();
+  NT_TIMELINE_MARK(3);
+  const int passed = int(s.survivors);
+  RankedValue best[2] = {{0ull, 0.0f}, {0ull, 0.0f}};
+  if (passed <= kSurvivorCap) {
+    const int active = (passed + 63) / 64;
+    if (warp < active) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int i = warp * 64 + 2 * lane + j;
+        if (i < passed) best[j] = s.survivor[i];
+      }
+      warp_sort_desc<2>(best);
+    }
+    block_merge_desc<2>(best, s.survivor, 64, active);
+  } else {
+    // Each warp merges its lists' passing entries into its running best.
+    uint64_t kth = bound > 0 ? bound - 1 : 0;
+#pragma unroll 1
+    for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeListBatch) {
+      if (!batch_kept) load_batch(c0);
+#pragma unroll
+      for (int b = 0; b < kMergeListBatch; ++b) {
+        RankedValue r[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const uint64_t rank = rank_at(b, j);
+          r[j] = {rank > kth ? rank : 0ull, e[b][j].value};
+        }
+        if (!__any_sync(0xffffffffu, r[0].rank != 0 || r[1].rank != 0)) continue;
+        warp_sort_desc<2>(r);
+        warp_merge_desc<2>(best, r);
+        const uint64_t now = warp_element<2>(best, uint32_t(a.k - 1)).rank;
+        kth = now > kth ? now : kth;
+      }
+    }
+    __syncthreads();  // every warp is done with the survivor slots it never wrote
+    block_merge_desc<2>(best, s.survivor, 64, kWarps);
+  }
   NT_TIMELINE_MARK(4);
   if (warp == 0) {
 #pragma unroll
@@ -410,7 +517,7 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
                                    std::to_string(kMergeMaxGrid) + " scoring CTAs, got " +
                                    std::to_string(grid));
   if (cand.k <= kFewWinnersMaxK && !few_winners_merge_pinned_off())
-    launch_kernel(merge_few_winners_kernel<>, dim3(rows), dim3(kMergeThreads), 0, stream, dependent,
+    launch_kernel(merge_few_winners_kernel<>, dim3(rows), dim3(kFewWinnersThreads), 0, stream, dependent,
                   "lm_head_topk", merge);
   else
     launch_kernel(merge_topk_kernel<>, dim3(rows), dim3(kMergeThreads), size_t(smem), stream, dependent,

@@ -181,6 +181,22 @@ TEST_P(LmHeadDense, WinnersPlantedInOneChunk) {
     }
 }
 
+// A bias rising with the token index puts each chunk's whole list above the
+// maxima of the chunks before it, so the k best lie over many chunks and
+// thousands of candidates pass the CUDA few-winners merge's bound (the k-th
+// largest list maximum): its fallback for more than it sorts at once.
+TEST_P(LmHeadDense, WinnersSpreadOverManyChunks) {
+  uint64_t seed = 11350;
+  const int64_t vocab = 70001;
+  for (int32_t k : {50, 64}) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " k=" + std::to_string(k));
+    DenseCase c = grid_case(rng, NT_BF16, 3, vocab, 64, k, true, NT_F32);
+    for (int64_t v = 0; v < vocab; ++v) c.bias[size_t(v)] += float(v / 64);
+    expect_topk(dev(), c, 0.0);
+  }
+}
+
 TEST_P(LmHeadDense, ContinuousInputsWithinTolerance) {
   uint64_t seed = 11400;
   for (nt_dtype dtype : kFloatTypes)
