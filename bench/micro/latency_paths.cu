@@ -325,8 +325,8 @@ int main() {
                   grid, k, k, warm, cold);
       const char* sort_slots[] = {"kernel start",     "floor and offsets", "candidates resident", "k-th found",
                                   "winners gathered", "sorted",            "written"};
-      const char* few_slots[] = {"kernel start", "warps' lists merged", "-", "-",
-                                 "tree merged",  "-",                   "written"};
+      const char* few_slots[] = {"kernel start", "lists in, bound", "-", "survivors out",
+                                 "tree merged",  "-",               "written"};
       const char* const* slots = std::strcmp(merge, "sort") == 0 ? sort_slots : few_slots;
       timeline_report("LM-head merge", call, false, flush, flush_bytes, 1, slots, 7, 30, s);
       timeline_report("LM-head merge", call, true, flush, flush_bytes, 1, slots, 7, 30, s);

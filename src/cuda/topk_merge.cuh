@@ -304,33 +304,35 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
 // 16 warps; warp w holds the lists of scoring CTAs w, w + 16, ... (each at
 // most k entries, unsorted), up to kMergeListBatch of them loaded in one
 // round trip with their counts and kept in registers. A bound comes first:
-// the k-th largest of the lists' maxima (its 32-bit key bisected by one
-// warp), under which no candidate can be among the k best (k lists reach
-// it). About k + k^2 / (2 grid) candidates pass it (~60 of 6,600 at W1
-// M = 1), so the warps sort only those, 64 a warp, and a tree of warp merges
-// (block_select.cuh) takes their best k: no radix select (its passes were
-// 13.9 us of the 15 this merge took at W1 M = 1, run 49's phase marks) and no
-// sorting network over every candidate (one SM's shuffles made that 22.8 us,
-// run 62). Should more than kSurvivorCap pass the bound (adversarial lists),
-// every warp merges its lists' passing entries into a running best instead.
-// Ranks carry their values (RankedValue), so NaN and -0 come out as computed.
+// every warp takes the r-th largest of its lists' maxima (r = ceil(k / 16)),
+// and the smallest of those is reached by at least k lists, so no candidate
+// under it can be among the k best. A few hundred candidates pass it at most
+// on unstructured lists (~6,600 held at W1 M = 1), so the warps sort only
+// those, 64 a warp, and a tree of warp merges (block_select.cuh) takes their
+// best k: no radix select (its passes were 13.9 us of the 15 this merge took
+// at W1 M = 1, run 49's phase marks), no sorting network over every
+// candidate (one SM's shuffles made that 22.8 us, run 62), and no serial
+// bisection of the exact k-th maximum (3.5 us of 11.4, run 63). Should more
+// than kSurvivorCap pass (adversarial lists), every warp merges its lists'
+// passing entries into a running best instead. Ranks carry their values
+// (RankedValue), so NaN and -0 come out as computed.
 constexpr int kFewWinnersMaxK = 64;
 constexpr int kFewWinnersThreads = 512;
+constexpr int kFewWinnersWarps = kFewWinnersThreads / 32;
 constexpr int kMergeListBatch = 9;  // lists a warp loads at once: 144 of them stay in registers
-constexpr int kSurvivorCap = kFewWinnersThreads / 32 * 64;  // one sorting warp per 64
-constexpr int kBoundSteps = 16;     // key bits bisected below the maxima's common prefix
+constexpr int kSurvivorCap = kFewWinnersWarps * 64;  // one sorting warp per 64
+constexpr int kBoundRank = (kFewWinnersMaxK + kFewWinnersWarps - 1) / kFewWinnersWarps;
 
 struct FewWinnersShared {
   RankedValue survivor[kSurvivorCap];  // also each sorting warp's tree stage
-  uint32_t list_max_key[kMergeMaxGrid];
-  uint32_t bound_key;
+  uint64_t warp_bound[kFewWinnersWarps];
   uint32_t survivors;
 };
 
 template <int kThreads = kFewWinnersThreads>
 __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a) {
   constexpr int kWarps = kThreads / 32;
-  static_assert(kWarps * 64 == kSurvivorCap, "one sorting warp per 64 survivors");
+  static_assert(kWarps == kFewWinnersWarps, "the shared layout's warps");
   __shared__ FewWinnersShared s;
   dependent_wait();  // the scoring pass's candidates
   NT_TIMELINE_MARK(0);
@@ -358,71 +360,61 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   auto rank_at = [&](int b, int j) {
     return 2 * lane + j < n[b] ? rank_of(e[b][j].value, e[b][j].index) : 0ull;
   };
-  const bool batch_kept = a.grid <= kWarps * kMergeListBatch;  // pass 2 reuses the registers
+  const bool batch_kept = a.grid <= kWarps * kMergeListBatch;  // the second pass reuses the registers
+  const int r = (a.k + kWarps - 1) / kWarps;  // <= kBoundRank
+  uint64_t tops[kBoundRank];  // the warp's r largest list maxima, descending (warp-uniform)
+#pragma unroll
+  for (int q = 0; q < kBoundRank; ++q) tops[q] = 0ull;
 #pragma unroll 1
   for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeListBatch) {
     load_batch(c0);
 #pragma unroll
     for (int b = 0; b < kMergeListBatch; ++b) {
       const uint64_t r0 = rank_at(b, 0), r1 = rank_at(b, 1);
-      const uint64_t top = warp_max(r0 > r1 ? r0 : r1);
-      const int c = c0 + b * kWarps;
-      if (lane == 0 && c < a.grid) s.list_max_key[c] = uint32_t(top >> 32);  // 0: an empty list
-    }
-  }
-  __syncthreads();
-  NT_TIMELINE_MARK(1);
-  if (warp == 0) {
-    // The largest key t (to kBoundSteps bits below the keys' common prefix)
-    // with at least k maxima at or above it.
-    auto count_at_or_above = [&](uint32_t t) {
-      int c = 0;
-      for (int i = lane; i < a.grid; i += 32) c += s.list_max_key[i] >= t ? 1 : 0;
-      return __reduce_add_sync(0xffffffffu, unsigned(c));
-    };
-    uint32_t hi = 0u, lo = 0xFFFFFFFFu;
-    for (int i = lane; i < a.grid; i += 32) {
-      const uint32_t key = s.list_max_key[i];
-      hi = key > hi ? key : hi;
-      lo = key != 0u && key < lo ? key : lo;
-    }
-    hi = __reduce_max_sync(0xffffffffu, hi);
-    lo = __reduce_min_sync(0xffffffffu, lo);
-    uint32_t t = 0u;  // 0: every candidate passes (fewer than k lists hold any)
-    if (hi != 0u && count_at_or_above(lo) >= unsigned(a.k)) {
-      t = lo;
-      if (hi != lo) {
-        const int top = 31 - __clz(hi ^ lo);
-        uint32_t probe_base = hi & ~((2u << top) - 1u);  // top = 31: 2u << 31 wraps to 0
-        for (int b = top; b >= 0 && b > top - kBoundSteps; --b) {
-          const uint32_t probe = probe_base | (1u << b);
-          const unsigned c = count_at_or_above(probe);
-          if (c >= unsigned(a.k)) {
-            probe_base = probe;
-            if (c == unsigned(a.k)) break;
-          }
-        }
-        t = probe_base > t ? probe_base : t;
+      uint64_t top = warp_max(r0 > r1 ? r0 : r1);  // 0 for an empty list
+#pragma unroll
+      for (int q = 0; q < kBoundRank; ++q) {  // insertion into the sorted tops
+        const uint64_t t = tops[q];
+        tops[q] = top > t ? top : t;
+        top = top > t ? t : top;
       }
     }
-    if (lane == 0) s.bound_key = t;
   }
+  if (lane == 0) s.warp_bound[warp] = tops[r - 1 < kBoundRank ? r - 1 : kBoundRank - 1];
   __syncthreads();
-  NT_TIMELINE_MARK(2);
-  const uint64_t bound = uint64_t(s.bound_key) << 32;
+  // Every warp has r lists whose maxima reach its bound: 16 r >= k lists reach
+  // the smallest (0, letting everything pass, when some warp has fewer).
+  uint64_t bound = ~0ull;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) bound = s.warp_bound[w] < bound ? s.warp_bound[w] : bound;
+  NT_TIMELINE_MARK(1);
 #pragma unroll 1
   for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeListBatch) {
     if (!batch_kept) load_batch(c0);
+    // The warp's passing entries into the survivors, one atomic a warp.
+    unsigned ball[kMergeListBatch][2];
+    int total = 0;
 #pragma unroll
-    for (int b = 0; b < kMergeListBatch; ++b) {
+    for (int b = 0; b < kMergeListBatch; ++b)
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const uint64_t rank = rank_at(b, j);
-        const bool take = rank != 0 && rank >= bound;
-        const uint32_t at = warp_append(take, &s.survivors);
-        if (take && at < uint32_t(kSurvivorCap)) s.survivor[at] = {rank, e[b][j].value};
+        ball[b][j] = __ballot_sync(0xffffffffu, rank != 0 && rank >= bound);
+        total += __popc(ball[b][j]);
       }
-    }
+    uint32_t at = 0;
+    if (lane == 0 && total != 0) at = atomicAdd(&s.survivors, uint32_t(total));
+    at = __shfl_sync(0xffffffffu, at, 0);
+    const unsigned below = (1u << lane) - 1u;
+#pragma unroll
+    for (int b = 0; b < kMergeListBatch; ++b)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint32_t slot = at + uint32_t(__popc(ball[b][j] & below));
+        if (((ball[b][j] >> lane) & 1u) && slot < uint32_t(kSurvivorCap))
+          s.survivor[slot] = {rank_at(b, j), e[b][j].value};
+        at += uint32_t(__popc(ball[b][j]));
+      }
   }
   __syncthreads();
   NT_TIMELINE_MARK(3);
@@ -447,20 +439,20 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
       if (!batch_kept) load_batch(c0);
 #pragma unroll
       for (int b = 0; b < kMergeListBatch; ++b) {
-        RankedValue r[2];
+        RankedValue rv[2];
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const uint64_t rank = rank_at(b, j);
-          r[j] = {rank > kth ? rank : 0ull, e[b][j].value};
+          rv[j] = {rank > kth ? rank : 0ull, e[b][j].value};
         }
-        if (!__any_sync(0xffffffffu, r[0].rank != 0 || r[1].rank != 0)) continue;
-        warp_sort_desc<2>(r);
-        warp_merge_desc<2>(best, r);
+        if (!__any_sync(0xffffffffu, rv[0].rank != 0 || rv[1].rank != 0)) continue;
+        warp_sort_desc<2>(rv);
+        warp_merge_desc<2>(best, rv);
         const uint64_t now = warp_element<2>(best, uint32_t(a.k - 1)).rank;
         kth = now > kth ? now : kth;
       }
     }
-    __syncthreads();  // every warp is done with the survivor slots it never wrote
+    __syncthreads();  // the survivor slots become the tree's stage
     block_merge_desc<2>(best, s.survivor, 64, kWarps);
   }
   NT_TIMELINE_MARK(4);
