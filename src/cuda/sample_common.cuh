@@ -7,15 +7,16 @@
 //            or the workspace's per-chunk capacity) plus, when top-p needs it,
 //            the chunk's max and sum of exp(s - max). Filtered rows whose
 //            top-k keeps at most kListKeepMax per chunk take the list scan
-//            (per-warp lists, no per-tile barrier), the others the general
-//            filtered scan.
+//            (per-warp lists, no per-tile barrier; the chunk's candidates
+//            handed over sorted), the others the general filtered scan.
 //  merge     grid B: combines the chunks (a row of one chunk is merged by its
-//            scan CTA; on sm_90 the chunks of a small batch's row, launched as
-//            one thread-block cluster, by the cluster's first CTA: no merge
-//            launch either way). Filtered rows select the row's top M
-//            candidates, sort them (M <= 1024; one warp in registers when
-//            M <= 64), cut the keep-set and draw; a row whose keep-set may reach
-//            past its candidates is flagged.
+//            scan CTA, or drawn there from registers; on sm_90 the chunks of a
+//            small batch's row, launched as one thread-block cluster, by the
+//            cluster's first CTA: no merge launch either way). Filtered rows
+//            take the row's top M candidates (sorted chunk lists: a tree of
+//            warp merges; otherwise a radix select and a sort, M <= 1024, one
+//            warp in registers when M <= 64), cut the keep-set and draw; a row
+//            whose keep-set may reach past its candidates is flagged.
 //  large keep-set (sample_large_keep.cuh), three kernels, grids (B, splits)
 //            and B: flagged rows (a keep-set past the candidates: top-p over a
 //            flat row) in two passes: a fine histogram of counts and
