@@ -92,7 +92,12 @@ __device__ __forceinline__ u32 keep_length(const RowCfg& c, bool joint, u32 m, b
 
 // Lists this short are sorted, cut and drawn from by one warp in registers:
 // the block version's sort alone costs 21 block barriers at 64 entries.
-constexpr u32 kWarpTailMax = 64;
+constexpr u32 kWarpTailMax = 64;  // two per lane
+
+// Rows of m candidates (n_inf of them +inf) that merge_tail_sorted draws.
+__device__ __forceinline__ bool warp_tail_draws(const RowCfg& c, u32 m, u32 n_inf) {
+  return m <= kWarpTailMax && !c.has_u && n_inf == 0;
+}
 
 // The end of merge_filtered for m <= kWarpTailMax candidates, sorted
 // descending in one warp's registers (element i = 2 * lane + j in v[j], zero
@@ -312,8 +317,8 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   const bool sorted = n_inf == 0 && merge_of_sorted_lists(a, c);
   u32 m_count;
   if (sorted) {
-    const u32 got = c.p.top_k <= 64 ? merge_sorted_lists<2>(a, row, info, floor, cand, top)
-                                    : merge_sorted_lists<4>(a, row, info, floor, cand, top);
+    const u32 got = u32(c.p.top_k) <= kWarpTailMax ? merge_sorted_lists<2>(a, row, info, floor, cand, top)
+                                                   : merge_sorted_lists<4>(a, row, info, floor, cand, top);
     m_count = min(got, u32(c.p.top_k));
   } else {
     // Each thread finds its candidates' chunks by binary search on the offsets
@@ -333,7 +338,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
           if (info.offset[k + step] <= u32(i)) k += step;
         v = a.candidates[(size_t(row) * a.splits + k) * size_t(a.kchunk) + (u32(i) - info.offset[k])];
       }
-      const bool take = i < int(n_total) && (!any_truncated || v >= floor);
+      const bool take = i < int(n_total) && v >= floor;
       const u32 pos = warp_append(take, &info.counter);
       if (take) cand[pos] = v;
     }
@@ -372,7 +377,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   }
   const bool known_all = !any_truncated && m_count == n_total;
   NT_TIMELINE_MARK(9);
-  if (m_count <= kWarpTailMax && !c.has_u && n_inf == 0) {
+  if (warp_tail_draws(c, m_count, n_inf)) {
     __syncthreads();
     if (tid < 32) merge_tail_warp(a, c, row, top, m_count, known_all, info.z_full, state, sorted);
     return;
@@ -498,11 +503,6 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   }
 }
 
-// One row's merge once its chunks' records and candidates are out, on
-// kMergeThreads threads: the merge kernel's CTA, or a scan CTA (its own row of
-// one chunk, or the first CTA of a row's cluster). FILTERED = false where no
-// row can be filtered (the greedy and plain scans), so the filtered merge is
-// not compiled there.
 // After a filtered row's merge (or its draw in the scan): a row it flagged
 // readies the large keep-set kernels. Block-uniform call.
 __device__ __forceinline__ void filtered_row_merged(const SampleArgs& a, u32 row) {
@@ -512,6 +512,11 @@ __device__ __forceinline__ void filtered_row_merged(const SampleArgs& a, u32 row
   }
 }
 
+// One row's merge once its chunks' records and candidates are out, on
+// kMergeThreads threads: the merge kernel's CTA, or a scan CTA (its own row of
+// one chunk, or the first CTA of a row's cluster). FILTERED = false where no
+// row can be filtered (the greedy and plain scans), so the filtered merge is
+// not compiled there.
 template <bool FILTERED = true>
 __device__ __forceinline__ void merge_row(const SampleArgs& a, const RowCfg& c, u32 row) {
   if constexpr (FILTERED) {

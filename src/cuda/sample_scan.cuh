@@ -531,7 +531,7 @@ __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count,
 // every warp's r-th best does, about as fast as the chunk's keep-th best (each
 // warp sees 1/warps of the tokens). The tile body is a loop over the few
 // tokens that pass the bound, so the loop's code stays small. At the end the
-// lists are cut to keep each, laid side by side and selected once.
+// lists are cut to keep each and handed over sorted (lists_out_sorted).
 // Returns whether it drew the row's token (block-uniform).
 template <nt_dtype DT, bool VEC>
 __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
@@ -637,9 +637,9 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     if (lane == 0) atomicMax(&shared_thr, kth);  // tokens were dropped
   }
   u64* out = a.candidates + (size_t(row) * a.splits + chunk) * size_t(a.kchunk);
-  u64 top[2];  // keep <= 64: warp 0 holds the chunk's best, sorted
+  u64 top[2];  // keep <= kWarpTailMax: warp 0 holds the chunk's best, sorted, as the tail takes them
   ListsOut lists;
-  if (keep <= 64u) {
+  if (keep <= kWarpTailMax) {
     lists = lists_out_sorted<2>(list, w.count, buf, warp_count, shared_thr, keep, out, top);
   } else {
     u64 top4[4];
@@ -661,8 +661,8 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   // A row of this one chunk that the merge would finish in its sorted warp
   // tail is drawn here from warp 0's registers: no record or candidates read
   // back (~2 us of a B = 256 call, run 51).
-  const bool draw_here = a.merge_in_scan && keep <= 64u && merge_of_sorted_lists(a, c) &&
-                         !c.has_u && n > 0 && !any_inf;
+  const bool draw_here = a.merge_in_scan && keep <= kWarpTailMax && merge_of_sorted_lists(a, c) &&
+                         n > 0 && warp_tail_draws(c, n_out, any_inf ? 1u : 0u);
   if (draw_here && warp == 0)
     merge_tail_sorted(a, c, row, top, n_out, !lists.truncated, 0.0, RowState{0u, 0u, 0.0f, 0u});
   return draw_here;
