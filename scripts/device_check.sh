@@ -19,9 +19,11 @@
 #   NCU_KERNELS='dense_staged' NCU_EXTRA_METRICS='lts__t_bytes.sum' ...  # which kernels, more metrics
 #   RACECHECK=0 ...                    # memcheck only
 #   BENCH_MATCH='B=1 ' ...             # only the W3/W4 rows matching the regex
+#   CTEST_MATCH='LmHeadBinary.*cuda' ...  # only these CUDA cases (ctest -R)
 #   LM_HEAD_M=1,64 ...                 # W1/W2 at these M only, with the small checks
 #   LATENCY=1 ...                      # plus bench/micro/latency_paths.cu (phase marks)
 #   PHASES=1 ...                       # plus bench/micro/lm_head_phases.cu (LM-head warps' cycles)
+#   MMA_RATES=1 ...                    # plus bench/micro/mma_rates.cu (warp MMAs' latency, throughput)
 #   EXTRA=0 ...                        # without kernel-times and ctest-pass-bulk-copies
 #   CTEST_ENVS='N=V ...' ...           # plus the CUDA cases with each switch set
 #   COMPARE_ENVS='N=V N=V2' ...        # plus the W3 rows matching COMPARE_MATCH (default
@@ -108,8 +110,8 @@ grep -E "error|warning: .*(spill|stack)" "$build_log" | head -20
 # ---- tests -------------------------------------------------------------------
 op_tests="$build/tests/nexttok_op_tests"
 if [ -x "$op_tests" ]; then
-  stage ctest 90 "$OUT/ctest.log" ctest --test-dir "$build" -R '/cuda$|CudaGraph|OptInPaths' -j 8 --timeout 60 \
-    --output-on-failure
+  stage ctest 90 "$OUT/ctest.log" ctest --test-dir "$build" -R "${CTEST_MATCH:-/cuda\$|CudaGraph|OptInPaths}" -j 8 \
+    --timeout 60 --output-on-failure
   tail -15 "$OUT/ctest.log"
 else
   rows+=("| tests | NOT BUILT ($op_tests missing) | - |")
@@ -163,6 +165,12 @@ if [ "${LATENCY:-0}" = 1 ]; then
   else
     rows+=("| latency-paths | NOT BUILT (latency_build.log) | - |")
   fi
+fi
+
+# The warp MMAs' latency and SM throughput (MMA_RATES=1): 1-bit and int8.
+if [ "${MMA_RATES:-0}" = 1 ]; then
+  stage mma-rates 60 "$OUT/mma_rates.log" bash -c "nvcc -O3 -arch=sm_90a -o '$build/mma_rates' \
+    bench/micro/mma_rates.cu && '$build/mma_rates'"
 fi
 
 # Where the LM heads' sm_90 kernels' warps spend their cycles (PHASES=1):
@@ -241,7 +249,7 @@ if [ "${SANITIZE:-1}" = 1 ] && [ -x "$op_tests" ]; then
   if [ "${RACECHECK:-1}" = 1 ]; then
     stage racecheck 110 "$OUT/memcheck.log" "$sanitizer" --tool racecheck --error-exitcode 1 \
       "$op_tests" --gtest_filter="$race_filter"
-    [ "${LM_HEAD:-1}" = 1 ] && stage racecheck-decode-rows 60 "$OUT/memcheck.log" "$sanitizer" --tool racecheck \
+    [ "${LM_HEAD:-1}" = 1 ] && stage racecheck-decode-rows 90 "$OUT/memcheck.log" "$sanitizer" --tool racecheck \
       --error-exitcode 1 "$op_tests" --gtest_filter='Devices/LmHeadBinary.DecodeRowsOverManyWarpCuts/cuda'
   fi
   grep -E "RACECHECK SUMMARY|hazard|PASSED|FAILED" "$OUT/memcheck.log" | head -20

@@ -164,6 +164,28 @@ __device__ __forceinline__ void tma_load_2d_weights(void* dst, const void* map, 
 #endif
 }
 
+// The same for a 3-D map (encode_map_u16_lines: x the 16-bit unit in a
+// 128-byte piece, y the row, z the piece): a tile of rows x several pieces
+// in one copy.
+__device__ __forceinline__ void tma_load_3d_weights(void* dst, const void* map, int32_t x, int32_t y, int32_t z,
+                                                    uint64_t* bar, const WeightCopyHint& hint) {
+#if __CUDA_ARCH__ >= 900
+  if (!hint.evict_first) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_addr(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar))
+        : "memory");
+    return;
+  }
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar)), "l"(hint.policy)
+      : "memory");
+#endif
+}
+
 // Orders this thread's earlier shared-memory accesses (and, after a CTA
 // barrier, the other threads') before its next copy-engine writes, so a slot
 // that was just read may be refilled.

@@ -21,12 +21,15 @@
 // taking tiles w, w + W, ... through its own stages (no CTA barrier per tile:
 // with one, a quarter of the stall samples were that barrier, run 21), so the
 // CTA still reads one contiguous stream. On sm_90 a stage is filled by bulk
-// tensor copies that one lane issues (six per tile at W1), elsewhere by
-// cp.async pieces from every lane. Each warp keeps its own exact top-k list per
-// token row (offers above the warp's threshold, a warp-level radix cut when
-// the list could overflow, cuda/topk_cta.cuh); at the end the CTA selects the
-// k best of its warps' lists into its candidate slice for the merge
-// (cuda/topk_merge.cuh), as every other scoring kernel does.
+// tensor copies that one lane issues (a tile's signs in one, its scales in
+// another), elsewhere by cp.async pieces from every lane. Each warp keeps its
+// own exact top-k list per token row (offers above the warp's threshold, a
+// warp-level radix cut when the list could overflow, cuda/topk_cta.cuh); at
+// the end the CTA selects the k best of its warps' lists into its candidate
+// slice for the merge (cuda/topk_merge.cuh), as every other scoring kernel
+// does. Tiles stay whole per stage: box-sized slots with 9 boxes in flight a
+// warp (run 67) were slower, the per-box wait and copy issue in each warp's
+// chain.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (types only)
@@ -56,6 +59,10 @@ struct BinaryRowsParams : BinaryOperands {
   // multiple of 16 bytes); 0: by cp.async pieces.
   int tensor_copies;
   int weights_evict_first;  // lm_head_weights_evict_first(): the bulk copies' L2 policy
+  // 1: sign_map is encode_map_u16_lines' 3-D map and one copy brings a
+  // tile's signs (H a multiple of 1,024); 0: one 2-D copy per box (each
+  // copy is ~25 instructions of the issuing lane, run 65's SASS).
+  int sign_lines;
   CUtensorMap sign_map;   // [V, H / 16] 16-bit units: boxes of 16 rows x 128 bytes, swizzled
   CUtensorMap scale_map;  // [V, H / G] halves: boxes of 16 whole rows
   BiasArgs bias;
@@ -76,8 +83,9 @@ struct RowsLayout {
   int sign_bytes;    // boxes * kRowsBoxBytes
   int scale_stride;  // bytes per staged scale row
   int stage_bytes;
-  int frag_bytes;  // B fragments: [k-step of 128][token row][lane] x 4 bytes
-  int seed_bytes;  // [group][token row][lane of a quad] x 4 bytes
+  // Both padded to whole boxes, so a box's share is read by 16-byte loads:
+  int frag_bytes;  // B fragments: [box][token row][half][lane][4 pieces] x 4 bytes
+  int seed_bytes;  // [box][token row][lane of a quad][8 groups] x 4 bytes
   int fixed_bytes;
   int align;  // of the dynamic shared memory's first stage and fixed area
 };
@@ -87,8 +95,8 @@ __host__ __device__ inline RowsLayout rows_layout(int cols, int group, int token
   l.boxes = (cols + 1023) / 1024;
   l.sign_bytes = l.boxes * kRowsBoxBytes;
   const int scale_row = 2 * (cols / group);
-  l.frag_bytes = cols * token_rows;
-  l.seed_bytes = (cols / group) * token_rows * 16;
+  l.frag_bytes = l.boxes * token_rows * 1024;
+  l.seed_bytes = l.boxes * token_rows * 128;
   if (tensor_copies) {
     // Boxes of whole rows land unpadded; at W1 (40 groups, 80 bytes) the 8
     // rows a quad-column reads still fall in 8 different banks.
@@ -123,6 +131,15 @@ struct RowsShared {
 
 // The bit-plane coefficient c_n of plane n (see the top of the file).
 __device__ __forceinline__ int32_t plane_coefficient(int n) { return n < 7 ? 1 << n : -128; }
+
+// The word of the B fragments that holds bit plane `plane` of 32-column
+// chunk c of token row m: the lane that feeds it to the MMAs (column plane,
+// k-chunk c % 4) reads its share of a box's 8 pieces as two 16-byte loads.
+template <int R>
+__device__ __forceinline__ int frag_word(int c, int m, int plane) {
+  const int piece = c >> 2, box = piece >> 3, j = piece & 7;
+  return ((box * R + m) * 2 + (j >> 2)) * 128 + (plane * 4 + (c & 3)) * 4 + (j & 3);
+}
 
 // WPG: sign words per group (4 or 8: G = 128 or 256); R: token rows (1 or 2).
 template <int WPG, int R>
@@ -192,8 +209,12 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
           // Boxes count whole, rows past V included (they land as zeros).
           mbarrier_arrive_expect_tx(full, uint32_t(L.sign_bytes + kRowsTile * L.scale_stride));
           fence_proxy_async_shared();  // the stage's last reads (before __syncwarp) come first
-          for (int b = 0; b < L.boxes; ++b)
-            tma_load_2d_weights(next_stage + b * kRowsBoxBytes, &p.sign_map, 64 * b, next_row, full, hint);
+          if (p.sign_lines) {
+            tma_load_3d_weights(next_stage, &p.sign_map, 0, next_row, 0, full, hint);
+          } else {
+            for (int b = 0; b < L.boxes; ++b)
+              tma_load_2d_weights(next_stage + b * kRowsBoxBytes, &p.sign_map, 64 * b, next_row, full, hint);
+          }
           tma_load_2d_weights(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full, hint);
         }
         next_slot = next_slot + 1 == S ? 0 : next_slot + 1;
@@ -231,9 +252,10 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     s.threshold[warp][lane] = 0u;  // below every key: the first scores all enter
   }
   // The loads of a batch go out before any is used (a dependent round trip
-  // per chunk is microseconds while the first stages stream in).
+  // per chunk is microseconds while the first stages stream in; at W1 one
+  // batch a warp: two were ~5% of run 65's stall samples).
   const int chunks = p.cols / 32;
-  constexpr int kBatch = 16;
+  constexpr int kBatch = 24;
 #pragma unroll
   for (int m = 0; m < R; ++m) {
     const int8_t* act_row = p.act_q + int64_t(m) * p.act_stride + lane;
@@ -254,22 +276,23 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
           const uint32_t bits = __ballot_sync(0xffffffffu, (act[b] & (1 << n)) != 0);
           plane = lane == n ? bits : plane;
         }
-        if (lane < 8) frags[((c >> 2) * R + m) * 32 + lane * 4 + (c & 3)] = plane;
+        if (lane < 8) frags[frag_word<R>(c, m, lane)] = plane;
       }
     }
   }
   __syncthreads();
+  constexpr int kGroupsPerBox = 32 / WPG;
   for (int e = threadIdx.x; e < groups * R * 4; e += blockDim.x) {
     const int tq = e & 3, m = (e >> 2) % R, gi = (e >> 2) / R;
     int32_t seed = kMagicBits;
 #pragma unroll
     for (int w = 0; w < WPG; ++w) {
       const int c = gi * WPG + w;
-      const uint32_t* planes = frags + ((c >> 2) * R + m) * 32 + (c & 3);
-      seed -= plane_coefficient(2 * tq) * __popc(planes[8 * tq]) +
-              plane_coefficient(2 * tq + 1) * __popc(planes[8 * tq + 4]);
+      seed -= plane_coefficient(2 * tq) * __popc(frags[frag_word<R>(c, m, 2 * tq)]) +
+              plane_coefficient(2 * tq + 1) * __popc(frags[frag_word<R>(c, m, 2 * tq + 1)]);
     }
-    seeds[e] = seed;
+    const int box = gi / kGroupsPerBox;
+    seeds[((box * R + m) * 4 + tq) * 8 + gi % kGroupsPerBox] = seed;
   }
   __syncthreads();
 
@@ -279,13 +302,16 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
 #pragma unroll
   for (int m = 0; m < R; ++m) act_scale[m] = m < p.rows ? p.act_scale[m] : 0.0f;
   topk::Candidate* lists = p.warp_cand + (size_t(blockIdx.x) * kRowsWarps + warp) * R * p.warp_cap;
-  // Lane (g, t) reads word t of piece j of rows g and g + 8 at these offsets
-  // in a box (the swizzle), j = 0..7.
-  uint32_t piece_offset[8];
+  // ldmatrix addresses: lane l gives row (l % 8) + 8 ((l / 8) % 2) of piece
+  // 2u + l / 16 of a box, so one x4 load hands lane (g, t) word t of rows g
+  // and g + 8 of pieces 2u and 2u + 1 (the MMA's A registers for both).
+  uint32_t a_offset[4];
+  {
+    const int line = (lane & 7) + 8 * ((lane >> 3) & 1);
 #pragma unroll
-  for (int j = 0; j < 8; ++j) piece_offset[j] = swizzled(g, j) + 4 * t;
+    for (int u = 0; u < 4; ++u) a_offset[u] = swizzled(line, 2 * u + (lane >> 4));
+  }
   constexpr int kPiecesPerGroup = WPG / 4;
-  constexpr int kGroupsPerBox = 8 / kPiecesPerGroup;
   const unsigned char* stage = stages;
   int wait_slot = 0;
   uint32_t wait_phase = 0;
@@ -306,60 +332,97 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
 #pragma unroll
     for (int m = 0; m < R; ++m) lo[m] = hi[m] = 0.0f;
     // The first groups_left groups of a box (all of them but in a partial
-    // last box): their pieces, scales (two groups per 32-bit load), B
-    // fragments and seeds.
-    auto box_groups = [&](const unsigned char* box, const uint16_t* scale, const uint32_t* frag,
+    // last box). Each operand comes in as few loads as its layout allows:
+    // the signs by four ldmatrix, the B fragments and seeds by 16-byte
+    // loads, the scales of rows g and g + 8 by one load each (run 65: the
+    // per-group 32-bit loads and their addressing were half of the loop's
+    // 162 instructions a box). A partial box reads past its last group
+    // within its own padded share and multiplies none of it.
+    auto box_groups = [&](const unsigned char* box, const unsigned char* scale, const uint32_t* frag,
                           const int32_t* seed, int groups_left) {
-      const int hi_halves = 4 * L.scale_stride;  // 8 rows on, in halves
+      uint32_t a[8][2];
 #pragma unroll
-      for (int i = 0; i < kGroupsPerBox; i += 2) {
+      for (int u = 0; u < 4; ++u) {
+        uint32_t r[4];
+        ldmatrix_x4(r, smem_addr(box + a_offset[u]));
+        a[2 * u][0] = r[0];
+        a[2 * u][1] = r[1];
+        a[2 * u + 1][0] = r[2];
+        a[2 * u + 1][1] = r[3];
+      }
+      uint32_t b[R][8];
+      int32_t sd[R][8];
+#pragma unroll
+      for (int m = 0; m < R; ++m) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint4 v = *reinterpret_cast<const uint4*>(frag + (m * 2 + h) * 128);
+          b[m][4 * h] = v.x;
+          b[m][4 * h + 1] = v.y;
+          b[m][4 * h + 2] = v.z;
+          b[m][4 * h + 3] = v.w;
+        }
+#pragma unroll
+        for (int h = 0; h < kGroupsPerBox / 4; ++h) {
+          const int4 v = *reinterpret_cast<const int4*>(seed + m * 32 + 4 * h);
+          sd[m][4 * h] = v.x;
+          sd[m][4 * h + 1] = v.y;
+          sd[m][4 * h + 2] = v.z;
+          sd[m][4 * h + 3] = v.w;
+        }
+      }
+      // kGroupsPerBox halves of rows g and g + 8.
+      uint32_t s_lo[4], s_hi[4];
+      if constexpr (kGroupsPerBox == 8) {
+        const uint4 vl = *reinterpret_cast<const uint4*>(scale);
+        const uint4 vh = *reinterpret_cast<const uint4*>(scale + 8 * L.scale_stride);
+        s_lo[0] = vl.x, s_lo[1] = vl.y, s_lo[2] = vl.z, s_lo[3] = vl.w;
+        s_hi[0] = vh.x, s_hi[1] = vh.y, s_hi[2] = vh.z, s_hi[3] = vh.w;
+      } else {
+        const uint2 vl = *reinterpret_cast<const uint2*>(scale);
+        const uint2 vh = *reinterpret_cast<const uint2*>(scale + 8 * L.scale_stride);
+        s_lo[0] = vl.x, s_lo[1] = vl.y, s_lo[2] = s_lo[3] = 0u;
+        s_hi[0] = vh.x, s_hi[1] = vh.y, s_hi[2] = s_hi[3] = 0u;
+      }
+#pragma unroll
+      for (int i = 0; i < kGroupsPerBox; ++i) {
         if (i >= groups_left) break;
-        const uint32_t s_lo2 = *reinterpret_cast<const uint32_t*>(scale + i);
-        const uint32_t s_hi2 = *reinterpret_cast<const uint32_t*>(scale + hi_halves + i);
+        int32_t d[R][4];
 #pragma unroll
-        for (int i2 = 0; i2 < 2; ++i2) {
-          if (i + i2 >= groups_left) break;
-          int32_t d[R][4];
-#pragma unroll
-          for (int h = 0; h < kPiecesPerGroup; ++h) {
-            const int j = (i + i2) * kPiecesPerGroup + h;
-            const unsigned char* piece = box + piece_offset[j];
-            const uint32_t a_lo = *reinterpret_cast<const uint32_t*>(piece);
-            const uint32_t a_hi = *reinterpret_cast<const uint32_t*>(piece + 8 * 128);
-#pragma unroll
-            for (int m = 0; m < R; ++m) {
-              if (h == 0) {
-                const int32_t zero[4] = {0, 0, 0, 0};
-                mma_and_popc_168128(d[m], a_lo, a_hi, frag[(j * R + m) * 32], zero);
-              } else {
-                mma_and_popc_168128(d[m], a_lo, a_hi, frag[(j * R + m) * 32], d[m]);
-              }
-            }
-          }
-          const float s_lo = __half2float(__ushort_as_half(uint16_t(s_lo2 >> (16 * i2))));
-          const float s_hi = __half2float(__ushort_as_half(uint16_t(s_hi2 >> (16 * i2))));
+        for (int h = 0; h < kPiecesPerGroup; ++h) {
+          const int j = i * kPiecesPerGroup + h;
 #pragma unroll
           for (int m = 0; m < R; ++m) {
-            const int32_t sd = seed[((i + i2) * R + m) * 4];
-            const int32_t x_lo = d[m][1] * w1 + (d[m][0] * w0 + sd);
-            const int32_t x_hi = d[m][3] * w1 + (d[m][2] * w0 + sd);
-            lo[m] = fmaf(s_lo, __int_as_float(x_lo) - kMagicValue, lo[m]);
-            hi[m] = fmaf(s_hi, __int_as_float(x_hi) - kMagicValue, hi[m]);
+            if (h == 0) {
+              const int32_t zero[4] = {0, 0, 0, 0};
+              mma_and_popc_168128(d[m], a[j][0], a[j][1], b[m][j], zero);
+            } else {
+              mma_and_popc_168128(d[m], a[j][0], a[j][1], b[m][j], d[m]);
+            }
           }
+        }
+        const float sc_lo = __half2float(__ushort_as_half(uint16_t(s_lo[i >> 1] >> (16 * (i & 1)))));
+        const float sc_hi = __half2float(__ushort_as_half(uint16_t(s_hi[i >> 1] >> (16 * (i & 1)))));
+#pragma unroll
+        for (int m = 0; m < R; ++m) {
+          const int32_t x_lo = d[m][1] * w1 + (d[m][0] * w0 + sd[m][i]);
+          const int32_t x_hi = d[m][3] * w1 + (d[m][2] * w0 + sd[m][i]);
+          lo[m] = fmaf(sc_lo, __int_as_float(x_lo) - kMagicValue, lo[m]);
+          hi[m] = fmaf(sc_hi, __int_as_float(x_hi) - kMagicValue, hi[m]);
         }
       }
     };
     const unsigned char* box = stage;
-    const uint16_t* scale = reinterpret_cast<const uint16_t*>(stage + L.sign_bytes + g * L.scale_stride);
-    const uint32_t* frag = frags + lane;
-    const int32_t* seed = seeds + t;
+    const unsigned char* scale = stage + L.sign_bytes + g * L.scale_stride;
+    const uint32_t* frag = frags + lane * 4;
+    const int32_t* seed = seeds + t * 8;
     int groups_left = groups;
     for (; groups_left >= kGroupsPerBox; groups_left -= kGroupsPerBox) {
       box_groups(box, scale, frag, seed, kGroupsPerBox);
       box += kRowsBoxBytes;
-      scale += kGroupsPerBox;
-      frag += 8 * R * 32;
-      seed += kGroupsPerBox * R * 4;
+      scale += 2 * kGroupsPerBox;
+      frag += R * 256;
+      seed += R * 32;
     }
     if (groups_left > 0) box_groups(box, scale, frag, seed, groups_left);
 

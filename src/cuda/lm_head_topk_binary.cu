@@ -33,6 +33,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 
 #include "core/check.h"
@@ -255,6 +257,15 @@ constexpr int kRowsMinWarps = 4;
 RowsConfig rows_config(int64_t cols, int group, int64_t rows, const DeviceLimits& dev, bool tensor_copies) {
   const RowsLayout L = rows_layout(int(cols), group, int(rows), tensor_copies);
   const int budget = dev.max_smem_optin - int(sizeof(RowsShared)) - 1024;
+  // NEXTTOK_CUDA_LM_HEAD_ROWS=<warps>x<stages> (a measuring switch, read on
+  // every call): that configuration where it fits, so a benchmark times the
+  // trade of warps against bytes in flight in one process.
+  if (const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_ROWS"); v != nullptr) {
+    int warps = 0, stages = 0;
+    if (std::sscanf(v, "%dx%d", &warps, &stages) == 2 && warps >= kRowsMinWarps && warps <= kRowsWarps &&
+        stages >= 2 && stages <= kRowsMaxStages && rows_smem_bytes(L, warps, stages) <= budget)
+      return {warps, stages};
+  }
   for (int warps : {kRowsWarps, 6, kRowsMinWarps})
     for (int stages = kRowsMaxStages; stages >= 2; --stages)
       if (rows_smem_bytes(L, warps, stages) <= budget) return {warps, stages};
@@ -501,10 +512,14 @@ bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev
 // driver refuses one.
 bool rows_tensor_maps(const nt_lm_head_binary_args& a, BinaryRowsParams& p) {
   const int64_t vocab = a.wq.shape[0], cols = a.act_q.shape[1], groups = cols / a.group_size;
-  return encode_map_u16(&p.sign_map, a.wq.data, uint64_t(vocab), uint64_t(cols / 16), sign_map_stride(a),
-                        kRowsTile, 64, CU_TENSOR_MAP_SWIZZLE_128B, true) &&
-         encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(a),
-                        kRowsTile, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false);
+  if (!encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(a),
+                      kRowsTile, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false))
+    return false;
+  // Whole boxes: one copy brings a tile's signs; otherwise one copy a box.
+  p.sign_lines = cols % 1024 == 0 && encode_map_u16_lines(&p.sign_map, a.wq.data, uint64_t(vocab), uint64_t(cols / 16),
+                                                         sign_map_stride(a), kRowsTile, uint32_t(cols / 1024));
+  return p.sign_lines != 0 || encode_map_u16(&p.sign_map, a.wq.data, uint64_t(vocab), uint64_t(cols / 16),
+                                             sign_map_stride(a), kRowsTile, 64, CU_TENSOR_MAP_SWIZZLE_128B, true);
 }
 
 // The bit-plane kernel when its conditions hold (see lm_head_binary_rows.cuh);

@@ -49,4 +49,23 @@ inline bool encode_map_u16(CUtensorMap* map, const void* base, uint64_t rows, ui
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// The same matrix seen as 128-byte pieces: dims {64 units, rows, cols / 64}
+// with strides {row_bytes, 128}, so one box of {64, box_rows, pieces} copies
+// box_rows rows x `pieces` consecutive pieces and lands piece-major, each
+// piece's box_rows lines 128-byte swizzled, as `pieces` 2-D boxes of
+// box_rows x 64 would (cols a multiple of 64: a partial piece would read the
+// next row's units instead of zeros). False when the driver refuses.
+inline bool encode_map_u16_lines(CUtensorMap* map, const void* base, uint64_t rows, uint64_t cols,
+                                 uint64_t row_bytes, uint32_t box_rows, uint32_t pieces) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr || cols % 64 != 0 || pieces == 0 || pieces > 256) return false;
+  const cuuint64_t dims[3] = {64, rows, cols / 64};
+  const cuuint64_t strides[2] = {row_bytes, 128};
+  const cuuint32_t box[3] = {64, box_rows, pieces};
+  const cuuint32_t steps[3] = {1, 1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void*>(base), dims, strides, box, steps,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 }  // namespace nt::cuda
