@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "core/check.h"
@@ -272,11 +273,39 @@ RowsConfig rows_config(int64_t cols, int group, int64_t rows, const DeviceLimits
   return {};
 }
 
-// The bit-plane kernel's per-warp candidate lists.
+// The bit-plane kernel's per-warp candidate lists: `stride` entries each in
+// the workspace, cut back to k when they could not take the next tile at
+// `cap` entries.
 struct WarpListPlan {
-  int rows_per_warp = 0, cap = 0;
+  int rows_per_warp = 0, stride = 0, cap = 0;
   size_t offset = 0, end = 0;
 };
+
+// A warp list's cap for k: 1.5 k + 32 by default (about three cuts a warp at
+// W1 M = 1, k = 50). NEXTTOK_CUDA_LM_HEAD_ROWS_CAP=<a> (a measuring switch,
+// 2 to kRowsCapMaxMultiple, read on every call) takes a k + 32: fewer cuts
+// for longer lists at the CTA's final select. The cuts were 14% of the
+// kernel's stall samples in run 66, each ~3 us of a warp's chain (a cold,
+// not inlined radix select). The workspace holds the largest cap, so the
+// switch may change between the size query and a call.
+constexpr int kRowsCapMaxMultiple = 4;
+
+int64_t rows_list_cap(int64_t k) {
+  if (const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP"); v != nullptr) {
+    const int a = std::atoi(v);
+    if (a >= 2 && a <= kRowsCapMaxMultiple) return a * k + 2 * kRowsTile;
+  }
+  return k + kRowsTile + std::max<int64_t>(kRowsTile, k / 2);
+}
+
+// NEXTTOK_CUDA_LM_HEAD_ROWS_FLOOR=cta (a measuring switch, read on every
+// call): the bit-plane kernel's warps also drop offers under the CTA's floor,
+// the largest k-th key any of its warps' cuts kept (fewer offers and cuts;
+// the offers were 7% of run 66's stall samples, the cuts 14%).
+bool rows_cta_floor() {
+  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_ROWS_FLOOR");
+  return v != nullptr && std::strcmp(v, "cta") == 0;
+}
 
 struct Plan {
   TopkPlan topk;
@@ -293,14 +322,14 @@ Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
   if (rows <= kPlaneRowsMeasuredFaster) {
     // A warp takes every W-th 16-row tile of its CTA's range; its list is cut
     // when it could not take the next tile, so the cap bounds it by
-    // min(the warp's rows, 1.5k + 32) whatever V is. Sized for the fewest
-    // warps a launch takes, so it holds whichever copies fill the stages.
+    // min(the warp's rows, a small multiple of k) whatever V is. Sized for the
+    // fewest warps a launch takes, so it holds whichever copies fill the stages.
     const int tiles = (p.topk.rows_per_cta / kRowsTile + kRowsMinWarps - 1) / kRowsMinWarps;
     p.lists.rows_per_warp = tiles * kRowsTile;
-    p.lists.cap = int(std::min<int64_t>(p.lists.rows_per_warp,
-                                        int64_t(a.k) + kRowsTile + std::max(kRowsTile, a.k / 2)));
+    p.lists.stride = int(std::min<int64_t>(p.lists.rows_per_warp, kRowsCapMaxMultiple * int64_t(a.k) + 2 * kRowsTile));
+    p.lists.cap = int(std::min<int64_t>(p.lists.rows_per_warp, rows_list_cap(a.k)));
     p.lists.offset = align_up(p.act.end, 256);
-    p.lists.end = p.lists.offset + size_t(p.topk.grid) * kRowsWarps * size_t(rows) * size_t(p.lists.cap) *
+    p.lists.end = p.lists.offset + size_t(p.topk.grid) * kRowsWarps * size_t(rows) * size_t(p.lists.stride) *
                                        sizeof(topk::Candidate);
   }
   return p;
@@ -550,7 +579,9 @@ bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLim
   p.bias = bias;
   p.cand = cand;
   p.warp_cand = warp_cand;
+  p.warp_stride = plan.lists.stride;
   p.warp_cap = plan.lists.cap;
+  p.cta_floor = rows_cta_floor() ? 1 : 0;
   const bool wide_groups = a.group_size == 256;
   auto kernel = rows == 1 ? (wide_groups ? binary_rows_kernel<8, 1> : binary_rows_kernel<4, 1>)
                           : (wide_groups ? binary_rows_kernel<8, 2> : binary_rows_kernel<4, 2>);

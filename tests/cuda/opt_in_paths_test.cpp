@@ -381,19 +381,21 @@ TEST(OptInPaths, TopkWarpsKeepDenseTopK) {
 // H = 2,048), at the token-row widths 16, 32 and 64 (M = 12, 16, 20, 24, 64)
 // and over two passes (M = 67: 64 + 3, the second 8 wide). The same holds for
 // any switch that keeps the same integers and sums (env = value).
-void expect_binary_switch_matches_default(const char* env, const char* value) {
+struct BinaryShape {
+  int hidden, group, rows;
+};
+// M = 12, 16: two n-tiles (two groups in flight in the bulk-copy kernel),
+// 24: four, 64: eight (one group in flight), 67: a pass of 64 and one of 3.
+const std::vector<BinaryShape> kPassShapes = {{5120, 128, 12}, {5120, 128, 16}, {5120, 128, 24}, {5120, 128, 64},
+                                              {5120, 128, 67}, {2048, 256, 20}, {2048, 256, 67}};
+void expect_binary_switch_matches_default(const char* env, const char* value,
+                                          const std::vector<BinaryShape>& shapes = kPassShapes, int k = 50) {
   const nexttok::Device dev = nexttok::Device::cuda(0);
   // V = 70,001: up to three tiles a CTA (256 + 256 + 32 rows on 132 SMs), so
   // stage slots and tile buffers are reused and the last tile is ragged.
-  const int vocab = 70001, k = 50;
+  const int vocab = 70001;
   std::mt19937_64 rng(2028);
-  struct Shape {
-    int hidden, group, rows;
-  };
-  // M = 12, 16: two n-tiles (two groups in flight in the bulk-copy kernel),
-  // 24: four, 64: eight (one group in flight), 67: a pass of 64 and one of 3.
-  for (const Shape& s : {Shape{5120, 128, 12}, Shape{5120, 128, 16}, Shape{5120, 128, 24}, Shape{5120, 128, 64},
-                         Shape{5120, 128, 67}, Shape{2048, 256, 20}, Shape{2048, 256, 67}}) {
+  for (const BinaryShape& s : shapes) {
     SCOPED_TRACE("H=" + std::to_string(s.hidden) + " G=" + std::to_string(s.group) + " M=" + std::to_string(s.rows));
     const int words = s.hidden / 32, groups = s.hidden / s.group;
     std::vector<int8_t> act(size_t(s.rows) * s.hidden);
@@ -484,6 +486,33 @@ TEST(OptInPaths, PlainWeightCopiesKeepDenseTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   expect_dense_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2", "normal", NT_BF16, {1, 16, 64}, 256,
                                       70001, 2032);
+}
+
+// NEXTTOK_CUDA_LM_HEAD_ROWS_CAP=2, 4: the bit-plane kernel's warp lists
+// capped at 2k + 32 and 4k + 32 entries instead of k + 32 (k < 32). With
+// k = 16 and 64-80 rows a warp (V = 70,001: 129 CTAs of 34 tiles of 16 rows
+// over 8 warps) the default cuts when a list passes 32 entries (after the
+// warp's third tile), the switches at 48 (the fourth) and never: other cuts,
+// and at 4k + 32 none but the CTA's final select over whole lists; the same
+// k best in the end, bit for bit, at M = 1 and 2.
+TEST(OptInPaths, LongerWarpListsKeepBinaryTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const std::vector<BinaryShape> decode = {{5120, 128, 1}, {5120, 128, 2}, {2048, 256, 1}};
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP", "2", decode, 16);
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP", "4", decode, 16);
+}
+
+// NEXTTOK_CUDA_LM_HEAD_ROWS_FLOOR=cta: the same kernel's warps drop offers
+// under the largest key another warp's cut kept k entries at or above. At
+// k = 16 (one cut a warp, after its third tile, as above) the floor drops
+// offers of the warps' later tiles. The same k best, bit for bit. H = 2,048
+// keeps it short enough for the sanitizer stages (scripts/device_check.sh).
+// The tie-prone grid cases of LmHeadBinary.DecodeRowsOverManyWarpCuts with
+// the switch set (CTEST_ENVS) are the stronger check.
+TEST(OptInPaths, CtaFloorKeepsBinaryTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const std::vector<BinaryShape> decode = {{2048, 128, 1}, {2048, 128, 2}, {2048, 256, 1}};
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_ROWS_FLOOR", "cta", decode, 16);
 }
 
 TEST(OptInPaths, PlainWeightCopiesKeepBinaryTopK) {
