@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # Summary of the per-instruction SASS profiles that device_check's ncu-sass
 # stage appends to ncu.log as CSV (one block per kernel launch): stall
-# reasons, execution-count classes (a loop body's instructions share a count),
-# the instruction mix of the largest class and the 25 hottest instructions.
+# reasons, execution-count classes (a loop body's instructions share a count)
+# by instructions and by stall samples, the instruction mix of the largest
+# class and the 25 hottest instructions.
 # Usage: scripts/ncu_sass_summary.py ncu.log [block index, default all]
 import collections
 import csv
@@ -45,12 +46,16 @@ def summarize(block):
     stall_total = collections.Counter()
     executed_by_count = collections.Counter()  # execution count -> instructions executed
     instructions_at = collections.Counter()    # execution count -> distinct instructions
+    samples_at = collections.Counter()         # execution count -> stall samples
+    stalls_at = collections.defaultdict(collections.Counter)
     samples = executed = 0
     for r in rows:
+        e = count(r, ix, "Instructions Executed")
         for h in stalls:
             stall_total[h] += count(r, ix, h)
-        e = count(r, ix, "Instructions Executed")
+            stalls_at[e][h[6:]] += count(r, ix, h)
         samples += count(r, ix, "# Samples")
+        samples_at[e] += count(r, ix, "# Samples")
         executed += e
         executed_by_count[e] += e
         instructions_at[e] += 1
@@ -65,6 +70,13 @@ def summarize(block):
     print("execution-count classes (count x instructions = share of those executed):")
     for e, v in executed_by_count.most_common(8):
         print(f"  {e:9d} x {instructions_at[e]:4d} = {100 * v / max(1, executed):5.1f}%")
+    # Where the warps' time goes: samples are taken per warp at a fixed
+    # interval, so a class's share of them is its share of the warps' time
+    # (run 66: the MMA loop held 45% of the instructions but 21% of the time).
+    print("execution-count classes by stall samples (share of the warps' time, top stalls):")
+    for e, v in samples_at.most_common(10):
+        top = ", ".join(f"{n} {c}" for n, c in stalls_at[e].most_common(3))
+        print(f"  {e:9d} x {instructions_at[e]:4d}: {100 * v / max(1, samples):5.1f}%  ({top})")
     hot = executed_by_count.most_common(1)[0][0]
     mix = collections.Counter(opcode(r[ix["Source"]].strip()) for r in rows if count(r, ix, "Instructions Executed") == hot)
     print(f"mix of the {instructions_at[hot]} instructions executed {hot} times: " +
