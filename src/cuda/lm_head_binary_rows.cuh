@@ -59,11 +59,10 @@ struct BinaryRowsParams : BinaryOperands {
   // multiple of 16 bytes); 0: by cp.async pieces.
   int tensor_copies;
   int weights_evict_first;  // lm_head_weights_evict_first(): the bulk copies' L2 policy
-  // 1: sign_map is encode_map_u16_lines' 3-D map and one copy brings a
-  // tile's signs (H a multiple of 1,024); 0: one 2-D copy per box (each
-  // copy is ~25 instructions of the issuing lane, run 65's SASS).
-  int sign_lines;
-  CUtensorMap sign_map;   // [V, H / 16] 16-bit units: boxes of 16 rows x 128 bytes, swizzled
+  // encode_map_u16_lines' 3-D map of [V, H / 16] 16-bit units: one copy
+  // brings a tile's signs as boxes of 16 rows x 128 bytes, swizzled (one 2-D
+  // copy a box cost the issuing lane ~25 instructions each, run 65's SASS).
+  CUtensorMap sign_map;
   CUtensorMap scale_map;  // [V, H / G] halves: boxes of 16 whole rows
   BiasArgs bias;
   topk::CandidateArgs cand;    // the CTAs' lists, read by the merge
@@ -71,7 +70,7 @@ struct BinaryRowsParams : BinaryOperands {
   int warp_stride;
   int warp_cap;  // <= warp_stride: a list is cut when it could not take the next tile
   // 1: offers also below the CTA's floor are dropped (rows_cta_floor()).
-  int cta_floor;
+  int use_cta_floor;
 };
 
 constexpr int kRowsBoxBytes = kRowsTile * 128;  // 16 rows x 1,024 columns of signs
@@ -215,12 +214,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
           // Boxes count whole, rows past V included (they land as zeros).
           mbarrier_arrive_expect_tx(full, uint32_t(L.sign_bytes + kRowsTile * L.scale_stride));
           fence_proxy_async_shared();  // the stage's last reads (before __syncwarp) come first
-          if (p.sign_lines) {
-            tma_load_3d_weights(next_stage, &p.sign_map, 0, next_row, 0, full, hint);
-          } else {
-            for (int b = 0; b < L.boxes; ++b)
-              tma_load_2d_weights(next_stage + b * kRowsBoxBytes, &p.sign_map, 64 * b, next_row, full, hint);
-          }
+          tma_load_3d_weights(next_stage, &p.sign_map, 0, next_row, 0, full, hint);
           tma_load_2d_weights(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full, hint);
         }
         next_slot = next_slot + 1 == S ? 0 : next_slot + 1;
@@ -339,7 +333,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
 #pragma unroll
     for (int m = 0; m < R; ++m) {
       cta_floor[m] = 0u;
-      if (p.cta_floor) {  // the same for the whole warp
+      if (p.use_cta_floor) {  // the same for the whole warp
         uint32_t f = 0u;
         if (lane == 0) f = atomicOr(&s.floor[m], 0u);
         cta_floor[m] = __shfl_sync(0xffffffffu, f, 0);
@@ -480,7 +474,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
         if (lane == 0) {
           s.count[warp][m] = p.cand.k;
           s.threshold[warp][m] = key;
-          if (p.cta_floor) atomicMax(&s.floor[m], key);
+          if (p.use_cta_floor) atomicMax(&s.floor[m], key);
         }
         __syncwarp();
       }

@@ -538,17 +538,16 @@ bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev
 }
 
 // The tensor maps of the bit-plane kernel's bulk copies; false when the
-// driver refuses one.
+// driver refuses one (the kernel then takes cp.async pieces). The shapes that
+// take bulk copies have whole 1,024-column boxes (rows_tensor_copies: 16-byte
+// scale rows), so a tile's signs come in one copy of the 3-D map.
 bool rows_tensor_maps(const nt_lm_head_binary_args& a, BinaryRowsParams& p) {
   const int64_t vocab = a.wq.shape[0], cols = a.act_q.shape[1], groups = cols / a.group_size;
-  if (!encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(a),
-                      kRowsTile, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false))
-    return false;
-  // Whole boxes: one copy brings a tile's signs; otherwise one copy a box.
-  p.sign_lines = cols % 1024 == 0 && encode_map_u16_lines(&p.sign_map, a.wq.data, uint64_t(vocab), uint64_t(cols / 16),
-                                                         sign_map_stride(a), kRowsTile, uint32_t(cols / 1024));
-  return p.sign_lines != 0 || encode_map_u16(&p.sign_map, a.wq.data, uint64_t(vocab), uint64_t(cols / 16),
-                                             sign_map_stride(a), kRowsTile, 64, CU_TENSOR_MAP_SWIZZLE_128B, true);
+  return cols % 1024 == 0 &&
+         encode_map_u16_lines(&p.sign_map, a.wq.data, uint64_t(vocab), uint64_t(cols / 16), sign_map_stride(a),
+                              kRowsTile, uint32_t(cols / 1024)) &&
+         encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(a),
+                        kRowsTile, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false);
 }
 
 // The bit-plane kernel when its conditions hold (see lm_head_binary_rows.cuh);
@@ -581,7 +580,7 @@ bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLim
   p.warp_cand = warp_cand;
   p.warp_stride = plan.lists.stride;
   p.warp_cap = plan.lists.cap;
-  p.cta_floor = rows_cta_floor() ? 1 : 0;
+  p.use_cta_floor = rows_cta_floor() ? 1 : 0;
   const bool wide_groups = a.group_size == 256;
   auto kernel = rows == 1 ? (wide_groups ? binary_rows_kernel<8, 1> : binary_rows_kernel<4, 1>)
                           : (wide_groups ? binary_rows_kernel<8, 2> : binary_rows_kernel<4, 2>);
