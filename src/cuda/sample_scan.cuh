@@ -6,63 +6,14 @@
 
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_merge.cuh"
+#include "cuda/sample_scan_plain.cuh"
+#include "cuda/sample_tiles.cuh"
 #include "cuda/timeline.cuh"
 #include "cuda/topk_cta.cuh"
 
 namespace nt::cuda {
 
 // ---- kernel 1: scan one chunk ---------------------------------------------------
-
-// Runs on_tile(tile, x, last) over the chunk, one tile of 4096 tokens at a time
-// (block-uniform; last: no tile follows). x[u][g] is token
-// tile + (u * kScanThreads + threadIdx.x) * G + g; tokens past `end` read -inf.
-// DEPTH register buffers rotate without copies (a copy would wait for the load
-// it moves), so DEPTH - 1 tiles stay in flight while one is consumed: with 2
-// CTAs of 512 threads per SM and 32 bytes per thread per tile, DEPTH 3 keeps
-// 64 KB per SM in flight, what ~4 TB/s at ~1 us latency needs; DEPTH 2 (32 KB)
-// suits register-heavy callers. (An L2 prefetch of the tiles further ahead,
-// one bulk prefetch a tile, measured no faster: run 50.)
-template <nt_dtype DT, bool VEC, int DEPTH, class OnTile>
-__device__ __forceinline__ void scan_tile_loop(const typename LogitTraits<DT>::Storage* row,
-                                               int64_t begin, int64_t end, OnTile&& on_tile) {
-  constexpr int G = group_tokens<DT, VEC>();
-  constexpr int U = kTokensPerThread / G;
-  // 32-bit positions (the vocabulary is below 2^31): 64-bit loop counters
-  // cost the filtered scan its last free registers.
-  const u32 first = u32(begin), stop = u32(end), tid = threadIdx.x;
-  float buf[DEPTH][U][G];
-  auto load = [&](u32 tile, float (&x)[U][G]) {
-    if (tile >= stop) return;
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      load_group<DT, VEC, true>(row, tile + (u * kScanThreads + tid) * G, end, x[u]);
-  };
-#pragma unroll
-  for (int d = 0; d < DEPTH; ++d) load(first + u32(d * kTileTokens), buf[d]);
-  for (u32 base = first; base < stop; base += u32(DEPTH * kTileTokens)) {
-#pragma unroll
-    for (int d = 0; d < DEPTH; ++d) {
-      const u32 tile = base + u32(d * kTileTokens);
-      if (tile >= stop) break;
-      on_tile(tile, buf[d], tile + u32(kTileTokens) >= stop);
-      load(tile + u32(DEPTH * kTileTokens), buf[d]);
-    }
-  }
-}
-
-// on_group(t0, x[4]) over a thread's tile in groups of 4 tokens (a Philox block).
-template <int U, int G, class OnGroup>
-__device__ __forceinline__ void for_each_group(u32 tile, const float (&x)[U][G],
-                                               OnGroup&& on_group) {
-  const u32 tid = threadIdx.x;
-#pragma unroll
-  for (int u = 0; u < U; ++u)
-#pragma unroll
-    for (int q = 0; q < G / 4; ++q) {
-      const float x4[4] = {x[u][4 * q], x[u][4 * q + 1], x[u][4 * q + 2], x[u][4 * q + 3]};
-      on_group(tile + (u * kScanThreads + tid) * G + 4 * q, x4);
-    }
-}
 
 // A thread meets its tokens in increasing index order, so a strict float
 // compare keeps the first of equal maxima (-0 equals +0 and NaN never wins, as
@@ -94,120 +45,6 @@ __device__ void scan_greedy(const SampleArgs& a, u32 row, int chunk,
     write_token(a, row, composite_key(best) > NT_KEY_NEG_INF ? (long long)composite_index(best) : -1);
   } else {
     a.chunks[size_t(row) * a.splits + chunk].best = best;
-  }
-}
-
-// Gumbel-max over a thread's tile. Philox runs for the thread's groups
-// together, once any lane of the warp has a group that may still win: the
-// warp issues the generator's instructions whenever one lane needs them, so a
-// branch per group saves no issue slots, and the groups' blocks interleaved
-// hide each other's multiply latency. The tokens whose words then reach their
-// group's floor are taken one per lane per round, so a warp runs the exact
-// score and the two logs once per round, not once for every token position at
-// which any of its lanes passes. After each round the lanes share their
-// bounds (every bound is a value some token reached): on a row's first tile,
-// where the bound starts at -inf and every token passes, this is what keeps
-// the rounds few.
-template <int U, int G>
-__device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, const u32* floors,
-                                            u32 tile, const float (&x)[U][G]) {
-  constexpr int N = U * G;
-  constexpr int kGroups = N / 4;
-  static_assert(N <= 32 && N % 4 == 0, "pending tokens are one bit each, groups of 4");
-  const u32 tid = threadIdx.x;
-  u32 word[N];
-  u32 pending = 0;
-  float s_top[kGroups];
-  bool needed[kGroups];
-  bool any_needed = false;
-#pragma unroll
-  for (int q = 0; q < kGroups; ++q) {
-    const float* x4 = &x[(4 * q) / G][(4 * q) % G];
-    s_top[q] = score_upper(fmaxf(fmaxf(x4[0], x4[1]), fmaxf(x4[2], x4[3])), c);
-    needed[q] = s_top[q] + kGumbelCeiling >= g.bound;  // false for a group of NaNs
-    any_needed |= needed[q];
-  }
-  if (!__any_sync(kFullMask, any_needed)) return;
-  const float floor_base = word_floor_base(g.bound);
-#pragma unroll
-  for (int q = 0; q < kGroups; ++q) {
-    const int u = (4 * q) / G, j0 = (4 * q) % G;
-    const u32 t0 = tile + (u32(u) * kScanThreads + tid) * G + u32(j0);
-    const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
-    const u32 floor = word_floor_at(floors, floor_base, s_top[q]);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      word[4 * q + j] = b.v[j];
-      if (needed[q] && b.v[j] >= floor) pending |= 1u << (4 * q + j);
-    }
-  }
-  while (__any_sync(kFullMask, pending != 0)) {
-    if (pending != 0) {
-      const int i = __ffs(pending) - 1;
-      pending &= pending - 1;
-      float xi = 0.0f;
-      u32 wi = 0;
-#pragma unroll
-      for (int k = 0; k < N; ++k)  // selects, not a dynamically indexed (local) array
-        if (k == i) {
-          xi = x[k / G][k % G];
-          wi = word[k];
-        }
-      // The bound may have risen since the word was checked; this token's
-      // own score bound is tighter than its group's.
-      if (wi >= word_floor(floors, g.bound, score_upper(xi, c))) {
-        const u32 t = tile + (u32(i / G) * kScanThreads + tid) * G + u32(i % G);
-        gumbel_token(g, c, xi, wi, t, [](float, u32) { return true; });
-      }
-    }
-    g.bound = warp_max(g.bound);
-  }
-}
-
-template <nt_dtype DT, bool VEC, int DEPTH>
-__device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
-                           const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
-                           int64_t end) {
-  using ReduceU64 = cub::BlockReduce<u64, kScanThreads>;
-  using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
-  __shared__ u32 floors[kWordFloorSlots];
-  __shared__ u32 shared_key;  // the highest bound (as a key) any warp has published
-  __shared__ union {
-    typename ReduceU64::TempStorage r64;
-    typename ReduceU32::TempStorage r32;
-  } tmp;
-  build_word_floors<kScanThreads>(floors);
-  if (threadIdx.x == 0) shared_key = NT_KEY_NEG_INF;
-  __syncthreads();
-  GumbelBest g;
-  scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool last) {
-    gumbel_tile(g, c, floors, tile, x);
-    if (last) return;
-    // The warps share their bounds after every tile with no barrier: a
-    // published bound is a value some token reached, so reading it early or
-    // late changes only how many tokens it rules out, never the winner. One
-    // shared atomic a warp both publishes and reads.
-    u32 seen = 0;
-    if (lane_index() == 0) seen = atomicMax(&shared_key, nt_order_key(g.bound));
-    seen = __shfl_sync(kFullMask, seen, 0);
-    g.bound = fmaxf(g.bound, nt_key_to_float(seen));
-  });
-  NT_TIMELINE_MARK(3);
-  const u64 best = ReduceU64(tmp.r64).Reduce(g.best, MaxU64());
-  __syncthreads();
-  const u64 best_inf = ReduceU64(tmp.r64).Reduce(g.best_inf, MaxU64());
-  __syncthreads();
-  const u32 n_inf = ReduceU32(tmp.r32).Reduce(g.n_inf, SumU32());
-  if (threadIdx.x != 0) return;
-  NT_TIMELINE_MARK(5);
-  if (a.splits == 1) {
-    const u64 w = n_inf ? best_inf : best;
-    write_token(a, row, w ? (long long)composite_index(w) : -1);
-  } else {
-    ChunkRecord& r = a.chunks[size_t(row) * a.splits + chunk];
-    r.best = best;
-    r.best_inf = best_inf;
-    r.n_pos_inf = n_inf;
   }
 }
 
@@ -713,7 +550,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   NT_TIMELINE_MARK(0);
   using S = typename LogitTraits<DT>::Storage;
-  extern __shared__ u64 scan_buffer[];
+  extern __shared__ __align__(16) u64 scan_buffer[];
   const u32 row = blockIdx.x;
   const int chunk = int(blockIdx.y);
   const int64_t begin = int64_t(chunk) * a.chunk;

@@ -97,6 +97,27 @@ TEST_P(Sample, GumbelDrawMatchesReference) {
       }
 }
 
+// Plain (temperature-only) rows of BENCH.md's logits at a 128k vocabulary with
+// one scalar temperature, the case GPUs take by their leanest scan: on peaked
+// rows most tiles hold only a few groups that may still win (the CUDA scan's
+// warps queue them over several tiles), on flat rows nearly all do.
+TEST_P(Sample, PlainRowsOfBenchLogits) {
+  uint64_t seed = 2400;
+  for (float temperature : {0.7f, 1.3f})
+    for (bool peaked : {true, false}) {
+      Rng rng(++seed);
+      SCOPED_TRACE(seed_trace(seed) + (peaked ? " peaked" : " flat") + " T=" + std::to_string(temperature));
+      SampleCase c;
+      c.rows = 6;
+      c.vocab = 128256 - 3;
+      c.temperature = scalar(temperature);
+      set_seeds(c, rng, false);
+      fill_logits(c, rng, peaked);
+      redraw_degenerate_rows(c, rng, peaked);
+      expect_tokens_match(dev(), c);
+    }
+}
+
 TEST_P(Sample, LargeVocabularyMixedBatch) {
   const uint64_t seed = 2500;
   Rng rng(seed);
