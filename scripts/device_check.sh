@@ -217,11 +217,10 @@ fi
 
 # ---- sanitizers (last: they take whatever time is left) -------------------
 if [ "${SANITIZE:-1}" = 1 ] && [ -x "$op_tests" ]; then
-  # The cluster merge of small sampling batches, the LM heads' two merges and
-  # the binary decode kernel's CTA floor (shared atomics across warps), compared
-  # in one process (tests/cuda/opt_in_paths_test.cpp), under both tools.
+  # The cluster merge of small sampling batches and the LM heads' two merges,
+  # compared in one process (tests/cuda/opt_in_paths_test.cpp), under both tools.
   cuda_tests="$build/tests/nexttok_cuda_tests"
-  opt_in='OptInPaths.MergeKernelKeepsSampledTokens:OptInPaths.SortMergeKeepsLmHeadTopK:OptInPaths.CtaFloorKeepsBinaryTopK'
+  opt_in='OptInPaths.MergeKernelKeepsSampledTokens:OptInPaths.SortMergeKeepsLmHeadTopK'
   if [ -x "$cuda_tests" ] && [ "${OPT_IN_SANITIZE:-1}" = 1 ]; then
     stage memcheck-opt-in 60 "$OUT/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
       "$cuda_tests" --gtest_filter="$opt_in"

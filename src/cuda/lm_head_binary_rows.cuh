@@ -69,8 +69,6 @@ struct BinaryRowsParams : BinaryOperands {
   topk::Candidate* warp_cand;  // [CTA][warp][token row][warp_stride]
   int warp_stride;
   int warp_cap;  // <= warp_stride: a list is cut when it could not take the next tile
-  // 1: offers also below the CTA's floor are dropped (rows_cta_floor()).
-  int use_cta_floor;
 };
 
 constexpr int kRowsBoxBytes = kRowsTile * 128;  // 16 rows x 1,024 columns of signs
@@ -125,9 +123,6 @@ __host__ __device__ inline int rows_smem_bytes(const RowsLayout& l, int warps, i
 struct RowsShared {
   uint64_t full[kRowsWarps][kRowsMaxStages];  // bulk tensor copies: a warp's stages
   uint32_t threshold[kRowsWarps][kRowsMaxTokenRows];
-  // The largest key a warp's cut has kept k entries at or above (atomics
-  // only: warps raise and read it without barriers).
-  uint32_t floor[kRowsMaxTokenRows];
   int32_t count[kRowsWarps][kRowsMaxTokenRows];
   uint32_t hist[kRowsWarps][256];
   topk::MergeShared select;
@@ -250,7 +245,6 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
   if (lane < R) {
     s.count[warp][lane] = 0;
     s.threshold[warp][lane] = 0u;  // below every key: the first scores all enter
-    if (warp == 0) s.floor[lane] = 0u;
   }
   // The loads of a batch go out before any is used (a dependent round trip
   // per chunk is microseconds while the first stages stream in; at W1 one
@@ -328,17 +322,6 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     }
     __syncwarp();  // tile q landed (every lane's copies), and tile q - 1 is read
     issue();
-    // The CTA's floor, read now so its latency hides behind the tile's MMAs.
-    uint32_t cta_floor[R];
-#pragma unroll
-    for (int m = 0; m < R; ++m) {
-      cta_floor[m] = 0u;
-      if (p.use_cta_floor) {  // the same for the whole warp
-        uint32_t f = 0u;
-        if (lane == 0) f = atomicOr(&s.floor[m], 0u);
-        cta_floor[m] = __shfl_sync(0xffffffffu, f, 0);
-      }
-    }
 
     float lo[R], hi[R];
 #pragma unroll
@@ -454,10 +437,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
           if (row >= cta_end) continue;
           const float score = add_bias(act_scale[m] * (half ? hi[m] : lo[m]), p.bias, row);
           // Rows come in increasing order: an equal key loses to the kept one.
-          // Another warp holds k entries at or above the floor, so a key under
-          // it is not among the CTA's k best (an equal one may be: lower index).
-          const uint32_t key = nt_order_key(score);
-          if (key > s.threshold[warp][m] && key >= cta_floor[m]) {
+          if (nt_order_key(score) > s.threshold[warp][m]) {
             const int slot = atomicAdd(&s.count[warp][m], 1);
             lists[size_t(m) * p.warp_stride + slot] = topk::Candidate{score, row};
           }
@@ -474,7 +454,6 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
         if (lane == 0) {
           s.count[warp][m] = p.cand.k;
           s.threshold[warp][m] = key;
-          if (p.use_cta_floor) atomicMax(&s.floor[m], key);
         }
         __syncwarp();
       }

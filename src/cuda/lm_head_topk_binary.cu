@@ -35,7 +35,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "core/check.h"
@@ -281,30 +280,22 @@ struct WarpListPlan {
   size_t offset = 0, end = 0;
 };
 
-// A warp list's cap for k: 1.5 k + 32 by default (about three cuts a warp at
-// W1 M = 1, k = 50). NEXTTOK_CUDA_LM_HEAD_ROWS_CAP=<a> (a measuring switch,
-// 2 to kRowsCapMaxMultiple, read on every call) takes a k + 32: fewer cuts
-// for longer lists at the CTA's final select. The cuts were 14% of the
-// kernel's stall samples in run 66, each ~3 us of a warp's chain (a cold,
-// not inlined radix select). The workspace holds the largest cap, so the
-// switch may change between the size query and a call.
-constexpr int kRowsCapMaxMultiple = 4;
+// A warp list's length: every row the warp scores where that is at most
+// max(4k + 32, 512) entries, so a list is cut only when a warp's rows exceed
+// both (the W1 shapes' never do: at k = 50 a warp scores ~240 of V = 248,320).
+// Run 69 (W1, k = 50): lists of 1.5k + 32 (about three cuts a warp) 78.0 us
+// at M = 1 and 109.3 at M = 2; 4k + 32 (about one) 73.7 and 95.0. A cut is a
+// warp's radix select chained after its tile (~3 us each, run 66). The
+// measuring switch NEXTTOK_CUDA_LM_HEAD_ROWS_CAP=<a> (1 to 4, read on every
+// call) caps the lists at a k + 32 inside that length.
+constexpr int64_t kRowsListMin = 512;
 
-int64_t rows_list_cap(int64_t k) {
+int64_t rows_list_cap(int64_t k, int64_t length) {
   if (const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP"); v != nullptr) {
     const int a = std::atoi(v);
-    if (a >= 2 && a <= kRowsCapMaxMultiple) return a * k + 2 * kRowsTile;
+    if (a >= 1 && a <= 4) return std::min<int64_t>(length, a * k + 2 * kRowsTile);
   }
-  return k + kRowsTile + std::max<int64_t>(kRowsTile, k / 2);
-}
-
-// NEXTTOK_CUDA_LM_HEAD_ROWS_FLOOR=cta (a measuring switch, read on every
-// call): the bit-plane kernel's warps also drop offers under the CTA's floor,
-// the largest k-th key any of its warps' cuts kept (fewer offers and cuts;
-// the offers were 7% of run 66's stall samples, the cuts 14%).
-bool rows_cta_floor() {
-  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_ROWS_FLOOR");
-  return v != nullptr && std::strcmp(v, "cta") == 0;
+  return length;
 }
 
 struct Plan {
@@ -322,12 +313,13 @@ Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
   if (rows <= kPlaneRowsMeasuredFaster) {
     // A warp takes every W-th 16-row tile of its CTA's range; its list is cut
     // when it could not take the next tile, so the cap bounds it by
-    // min(the warp's rows, a small multiple of k) whatever V is. Sized for the
+    // min(the warp's rows, a multiple of k or 512) whatever V is. Sized for the
     // fewest warps a launch takes, so it holds whichever copies fill the stages.
     const int tiles = (p.topk.rows_per_cta / kRowsTile + kRowsMinWarps - 1) / kRowsMinWarps;
     p.lists.rows_per_warp = tiles * kRowsTile;
-    p.lists.stride = int(std::min<int64_t>(p.lists.rows_per_warp, kRowsCapMaxMultiple * int64_t(a.k) + 2 * kRowsTile));
-    p.lists.cap = int(std::min<int64_t>(p.lists.rows_per_warp, rows_list_cap(a.k)));
+    p.lists.stride = int(std::min<int64_t>(p.lists.rows_per_warp,
+                                           std::max<int64_t>(4 * int64_t(a.k) + 2 * kRowsTile, kRowsListMin)));
+    p.lists.cap = int(rows_list_cap(a.k, p.lists.stride));
     p.lists.offset = align_up(p.act.end, 256);
     p.lists.end = p.lists.offset + size_t(p.topk.grid) * kRowsWarps * size_t(rows) * size_t(p.lists.stride) *
                                        sizeof(topk::Candidate);
@@ -580,7 +572,6 @@ bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLim
   p.warp_cand = warp_cand;
   p.warp_stride = plan.lists.stride;
   p.warp_cap = plan.lists.cap;
-  p.use_cta_floor = rows_cta_floor() ? 1 : 0;
   const bool wide_groups = a.group_size == 256;
   auto kernel = rows == 1 ? (wide_groups ? binary_rows_kernel<8, 1> : binary_rows_kernel<4, 1>)
                           : (wide_groups ? binary_rows_kernel<8, 2> : binary_rows_kernel<4, 2>);

@@ -31,7 +31,6 @@ constexpr int kScanSmemBytes =
 constexpr int kMergeSmemBytes = (kMaxMerged + kSortCap) * int(sizeof(u64));
 static_assert(kScanSmemBytes >= (kMaxChunkCandidates + kSortCap) * int(sizeof(u64)),
               "a one-chunk row's merge runs in the scan's shared memory");
-static_assert(kScanSmemBytes >= kGroupQueueBytes, "a mixed batch's plain rows queue groups there");
 static_assert(kScanSmemBytes >= kMergeSmemBytes,
               "a cluster's merge runs in its first scan CTA's shared memory");
 // Chunks a row may take when they form one cluster: 16 where the device
@@ -61,17 +60,6 @@ bool force_merge_kernel() {
 int forced_splits() {
   const char* v = std::getenv("NEXTTOK_CUDA_SAMPLE_SPLITS");
   return v != nullptr ? std::atoi(v) : 0;
-}
-
-// A plain row's warp takes a tile's Philox blocks straight away when at
-// least this many of its 64 groups need them, and queues them otherwise
-// (sample_scan_plain.cuh). NEXTTOK_CUDA_SAMPLE_PLAIN_DIRECT=<n> sets it for
-// measuring (1: never queue; 65: always; read on every call).
-constexpr int kPlainDirectMin = 48;
-int plain_direct_min() {
-  const char* v = std::getenv("NEXTTOK_CUDA_SAMPLE_PLAIN_DIRECT");
-  const int n = v != nullptr ? std::atoi(v) : 0;
-  return n >= 1 && n <= 65 ? n : kPlainDirectMin;
 }
 
 struct Plan {
@@ -257,7 +245,7 @@ template <nt_dtype DT, bool VEC, int MODE>
 void launch_scan(const Launch& l) {
   auto kernel = sample_scan_kernel<DT, VEC, MODE>;
   static std::atomic<int> done[64], cluster_allowed[64];
-  if (l.scan_smem > 48 * 1024) allow_dynamic_smem(kernel, l.device, kScanSmemBytes, done);
+  if (l.scan_smem > 0) allow_dynamic_smem(kernel, l.device, kScanSmemBytes, done);
   if (!l.args.cluster_merge) {
     kernel<<<l.scan_grid, kScanThreads, size_t(l.scan_smem), l.stream>>>(l.args);
     check_cuda(cudaGetLastError(), kOp);
@@ -372,7 +360,6 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   g.merge_in_scan = filtered && plan.splits == 1;
   g.cluster_merge = plan.cluster;
   g.list_scan = !force_general_scan();
-  g.plain_direct_min = plain_direct_min();
   l.run_merge = plan.splits > 1 && !plan.cluster;
   l.run_fallback = filtered && plan.fallback_needed;
   if (l.run_fallback) {
@@ -382,7 +369,7 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
     g.large.cand = reinterpret_cast<u64*>(ws + plan.large_cand_at);
   }
   l.scan_grid = dim3(u32(rows), u32(plan.splits), 1);
-  l.scan_smem = filtered ? kScanSmemBytes : l.mode == kPlainRow ? kGroupQueueBytes : 0;
+  l.scan_smem = filtered ? kScanSmemBytes : 0;
   l.merge_smem = filtered ? int((size_t(plan.splits) * plan.kchunk + kSortCap) * sizeof(u64)) : 0;
   l.dependent_merge = dependent_launch_enabled(limits.cc_major);
   l.device = device;

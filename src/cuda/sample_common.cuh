@@ -137,8 +137,6 @@ struct SampleArgs {
   int cluster_merge;  // rows of several chunks: each row's CTAs form one thread-block
                       // cluster and its first CTA merges them (no merge kernel)
   int list_scan;      // 0: the general filtered scan for every filtered row
-  int plain_direct_min;  // plain rows: a warp's tile with this many needed groups skips
-                         // the group queue (sample_scan_plain.cuh)
   ChunkRecord* chunks;
   u64* candidates;
   RowState* row_states;

@@ -550,7 +550,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   NT_TIMELINE_MARK(0);
   using S = typename LogitTraits<DT>::Storage;
-  extern __shared__ __align__(16) u64 scan_buffer[];
+  extern __shared__ u64 scan_buffer[];
   const u32 row = blockIdx.x;
   const int chunk = int(blockIdx.y);
   const int64_t begin = int64_t(chunk) * a.chunk;

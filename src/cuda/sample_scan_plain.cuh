@@ -1,5 +1,12 @@
 // Kernel 1 of nt_sample for plain rows (temperature only): Gumbel-max over one
 // chunk of one row, with pruning (sample_common.cuh, core/word_floor.h).
+//
+// Measured and dropped (run 69): gathering a warp's groups that may still win
+// in a shared-memory queue until 32 fill one Philox round (about 40% of a
+// peaked row's groups need a block, scattered over the lanes). B = 256 plain
+// rows took 76.6 us peaked, 69.8 flat, against 61.2 / 60.0 here: the queue's
+// stores, loads and bookkeeping cost more issue slots than the idle lanes'
+// Philox, and the register pressure spilled the scan's tile buffers.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -10,66 +17,48 @@
 
 namespace nt::cuda {
 
-// A warp's groups of 4 tokens still waiting for their Philox blocks. A warp
-// issues a block's ~50 instructions for all its lanes whenever one lane needs
-// it, and on peaked rows ~40% of the groups do (a tile's group where no token
-// comes within the Gumbel ceiling of the bound needs none), scattered over the
-// lanes: gathering the needed groups of several tiles here gives rounds of 32
-// blocks with every lane busy. In the scan's dynamic shared memory (the
-// launcher's kGroupQueueBytes).
-constexpr int kGroupQueueCap = 64;  // below 32 after each round, plus one group of 32
-constexpr int kGroupQueueBytes = (kScanThreads / 32) * kGroupQueueCap * int(sizeof(float4) + sizeof(u32));
-
-// The queue's slots are shared-memory indices (32-bit addresses, no generic
-// pointers held in registers): the logits of every warp's slots, then their
-// first tokens.
-extern __shared__ __align__(16) float4 group_queue_x[];
-struct GroupQueue {
-  u32 first;  // this warp's first slot
-  u32 count;  // warp-uniform
-  __device__ __forceinline__ float4& x(u32 slot) const { return group_queue_x[first + slot]; }
-  __device__ __forceinline__ u32& t0(u32 slot) const {
-    return reinterpret_cast<u32*>(group_queue_x + (kScanThreads / 32) * kGroupQueueCap)[first + slot];
-  }
-};
-
-__device__ __forceinline__ GroupQueue warp_group_queue() {
-  return {(threadIdx.x / 32u) * u32(kGroupQueueCap), 0u};
-}
-
-__device__ __forceinline__ float max4(const float (&x)[4]) {
-  return fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));  // fmaxf skips NaN logits
-}
-
-// One round of Gumbel-max over NG groups a lane: their Philox blocks (run for
-// every lane: the warp issues them once any lane needs one, and a lane's
-// blocks interleaved hide each other's multiply latency), then the tokens of
-// active groups whose words reach their group's floor, taken one per lane per
-// step, so a warp runs the exact score and the two logs once per step, not
-// once for every token position at which any of its lanes passes. After each
-// step the lanes share their bounds (every bound is a value some token
-// reached): on a row's first tile, where the bound starts at -inf and every
-// token passes, this is what keeps the steps few. A group's largest word is
-// checked first: a flat row's floors are within a few millionths of the top
-// word, so the per-token bits are rarely needed.
-template <int NG>
-__device__ __forceinline__ void gumbel_round(GumbelBest& g, const RowCfg& c, const u32* floors,
-                                             const bool (&active)[NG], const u32 (&t0)[NG],
-                                             const float (&x)[NG][4]) {
-  static_assert(NG * 4 <= 32, "pending tokens are one bit each");
-  u32 word[NG][4];
+// Gumbel-max over a thread's tile. Philox runs for the thread's groups
+// together, once any lane of the warp has a group that may still win: the
+// warp issues the generator's instructions whenever one lane needs them, so a
+// branch per group saves no issue slots, and the groups' blocks interleaved
+// hide each other's multiply latency. The tokens whose words then reach their
+// group's floor are taken one per lane per round, so a warp runs the exact
+// score and the two logs once per round, not once for every token position at
+// which any of its lanes passes. After each round the lanes share their
+// bounds (every bound is a value some token reached): on a row's first tile,
+// where the bound starts at -inf and every token passes, this is what keeps
+// the rounds few.
+template <int U, int G>
+__device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, const u32* floors,
+                                            u32 tile, const float (&x)[U][G]) {
+  constexpr int N = U * G;
+  constexpr int kGroups = N / 4;
+  static_assert(N <= 32 && N % 4 == 0, "pending tokens are one bit each, groups of 4");
+  const u32 tid = threadIdx.x;
+  u32 word[N];
   u32 pending = 0;
+  float s_top[kGroups];
+  bool needed[kGroups];
+  bool any_needed = false;
+#pragma unroll
+  for (int q = 0; q < kGroups; ++q) {
+    const float* x4 = &x[(4 * q) / G][(4 * q) % G];
+    s_top[q] = score_upper(fmaxf(fmaxf(x4[0], x4[1]), fmaxf(x4[2], x4[3])), c);
+    needed[q] = s_top[q] + kGumbelCeiling >= g.bound;  // false for a group of NaNs
+    any_needed |= needed[q];
+  }
+  if (!__any_sync(kFullMask, any_needed)) return;
   const float floor_base = word_floor_base(g.bound);
 #pragma unroll
-  for (int q = 0; q < NG; ++q) {
-    const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0[q] >> 2);
-    const u32 floor = word_floor_at(floors, floor_base, score_upper(max4(x[q]), c));
-    const u32 top = max(max(b.v[0], b.v[1]), max(b.v[2], b.v[3]));
+  for (int q = 0; q < kGroups; ++q) {
+    const int u = (4 * q) / G, j0 = (4 * q) % G;
+    const u32 t0 = tile + (u32(u) * kScanThreads + tid) * G + u32(j0);
+    const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
+    const u32 floor = word_floor_at(floors, floor_base, s_top[q]);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) word[q][j] = b.v[j];
-    if (active[q] && top >= floor) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) pending |= u32(b.v[j] >= floor) << (4 * q + j);
+    for (int j = 0; j < 4; ++j) {
+      word[4 * q + j] = b.v[j];
+      if (needed[q] && b.v[j] >= floor) pending |= 1u << (4 * q + j);
     }
   }
   while (__any_sync(kFullMask, pending != 0)) {
@@ -77,80 +66,21 @@ __device__ __forceinline__ void gumbel_round(GumbelBest& g, const RowCfg& c, con
       const int i = __ffs(pending) - 1;
       pending &= pending - 1;
       float xi = 0.0f;
-      u32 wi = 0, ti = 0;
+      u32 wi = 0;
 #pragma unroll
-      for (int k = 0; k < NG * 4; ++k)  // selects, not a dynamically indexed (local) array
+      for (int k = 0; k < N; ++k)  // selects, not a dynamically indexed (local) array
         if (k == i) {
-          xi = x[k / 4][k % 4];
-          wi = word[k / 4][k % 4];
-          ti = t0[k / 4] + u32(k % 4);
+          xi = x[k / G][k % G];
+          wi = word[k];
         }
       // The bound may have risen since the word was checked; this token's
       // own score bound is tighter than its group's.
-      if (wi >= word_floor(floors, g.bound, score_upper(xi, c)))
-        gumbel_token(g, c, xi, wi, ti, [](float, u32) { return true; });
+      if (wi >= word_floor(floors, g.bound, score_upper(xi, c))) {
+        const u32 t = tile + (u32(i / G) * kScanThreads + tid) * G + u32(i % G);
+        gumbel_token(g, c, xi, wi, t, [](float, u32) { return true; });
+      }
     }
     g.bound = warp_max(g.bound);
-  }
-}
-
-// Pops the queue's top 32 groups (count >= 32), or all of them at the end of
-// the chunk, and runs their round.
-__device__ __forceinline__ void gumbel_queue_round(GumbelBest& g, const RowCfg& c, const u32* floors,
-                                                   GroupQueue& queue) {
-  const u32 lane = lane_index();
-  const u32 n = min(queue.count, 32u);
-  queue.count -= n;
-  __syncwarp();  // the lanes' appends are visible
-  const bool active[1] = {lane < n};
-  const u32 at = queue.count + (active[0] ? lane : 0u);
-  const float4 v = queue.x(at);
-  const u32 t0[1] = {queue.t0(at)};
-  __syncwarp();  // read before the next appends overwrite the slots
-  const float x[1][4] = {{v.x, v.y, v.z, v.w}};
-  gumbel_round<1>(g, c, floors, active, t0, x);
-}
-
-// Gumbel-max over a thread's tile: the groups that may still win (their top
-// score within the Gumbel ceiling of the warp's bound) go to the warp's queue,
-// or straight to one round when at least direct_min of the warp's groups need
-// their blocks (a flat row, a row's first tiles), where the queue's stores and
-// loads would buy nothing.
-template <int U, int G>
-__device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, const u32* floors,
-                                            GroupQueue& queue, u32 direct_min, u32 tile,
-                                            const float (&x)[U][G]) {
-  constexpr int kGroups = U * G / 4;
-  const u32 tid = threadIdx.x;
-  float x4[kGroups][4];
-  u32 t0[kGroups], mask[kGroups];
-  bool needed[kGroups];
-  u32 n = 0;
-#pragma unroll
-  for (int q = 0; q < kGroups; ++q) {
-    const int u = (4 * q) / G, j0 = (4 * q) % G;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) x4[q][j] = x[u][j0 + j];
-    t0[q] = tile + (u32(u) * kScanThreads + tid) * G + u32(j0);
-    needed[q] = score_upper(max4(x4[q]), c) + kGumbelCeiling >= g.bound;  // false for NaNs
-    mask[q] = __ballot_sync(kFullMask, needed[q]);
-    n += u32(__popc(mask[q]));
-  }
-  if (n == 0) return;
-  if (n >= direct_min) {
-    gumbel_round<kGroups>(g, c, floors, needed, t0, x4);
-    return;
-  }
-#pragma unroll
-  for (int q = 0; q < kGroups; ++q) {
-    if (mask[q] == 0) continue;
-    if (needed[q]) {
-      const u32 at = queue.count + u32(__popc(mask[q] & lanes_below()));
-      queue.x(at) = make_float4(x4[q][0], x4[q][1], x4[q][2], x4[q][3]);
-      queue.t0(at) = t0[q];
-    }
-    queue.count += u32(__popc(mask[q]));
-    if (queue.count >= 32) gumbel_queue_round(g, c, floors, queue);
   }
 }
 
@@ -170,10 +100,8 @@ __device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int ch
   if (threadIdx.x == 0) shared_key = NT_KEY_NEG_INF;
   __syncthreads();
   GumbelBest g;
-  GroupQueue queue = warp_group_queue();
-  const u32 direct_min = u32(a.plain_direct_min);
   scan_tile_loop<DT, VEC, DEPTH>(rowp, begin, end, [&](u32 tile, const auto& x, bool last) {
-    gumbel_tile(g, c, floors, queue, direct_min, tile, x);
+    gumbel_tile(g, c, floors, tile, x);
     if (last) return;
     // The warps share their bounds after every tile with no barrier: a
     // published bound is a value some token reached, so reading it early or
@@ -184,7 +112,6 @@ __device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int ch
     seen = __shfl_sync(kFullMask, seen, 0);
     g.bound = fmaxf(g.bound, nt_key_to_float(seen));
   });
-  if (queue.count != 0) gumbel_queue_round(g, c, floors, queue);
   NT_TIMELINE_MARK(3);
   const u64 best = ReduceU64(tmp.r64).Reduce(g.best, MaxU64());
   __syncthreads();

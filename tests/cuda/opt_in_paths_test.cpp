@@ -6,9 +6,6 @@
 //   NEXTTOK_CUDA_SAMPLE_MERGE=kernel     the merge kernel where a small batch's
 //                                        rows would merge in their clusters: the
 //                                        same tokens;
-//   NEXTTOK_CUDA_SAMPLE_PLAIN_DIRECT=<n> plain rows' Philox blocks queued or
-//                                        taken at once at another threshold:
-//                                        the same tokens, equal to the CPU's;
 //   NEXTTOK_CUDA_LM_HEAD_MERGE=sort     the radix-select-and-sort merge where k <= 64
 //                                        would take the few-winners merge: the
 //                                        same values and indices, bit for bit;
@@ -206,93 +203,6 @@ TEST(OptInPaths, MergeKernelKeepsSampledTokens) {
       EXPECT_EQ(by_cluster, by_kernel);
       EXPECT_EQ(by_cluster_graph, by_kernel);
     }
-}
-
-// BENCH.md's logits: "peaked" rows (N(0, 2) with four logits in [10, 16]),
-// where a plain row's warps queue the groups that may still win, or "flat"
-// ones (N(0, 1)), where nearly every group may and the warps skip the queue.
-std::vector<float> bench_logits(int rows, int vocab, bool peaked, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.f, peaked ? 2.0f : 1.0f);
-  std::uniform_int_distribution<int> column(0, vocab - 1);
-  std::uniform_real_distribution<float> spike(10.0f, 16.0f);
-  std::vector<float> x(size_t(rows) * vocab);
-  for (float& v : x) v = normal(rng);
-  if (peaked)
-    for (int r = 0; r < rows; ++r)
-      for (int p = 0; p < 4; ++p) x[size_t(r) * vocab + column(rng)] = spike(rng);
-  return x;
-}
-
-// Tokens of plain (temperature-only) rows, per-row temperatures when
-// `per_row`, on the CPU backend or on the GPU.
-std::vector<int64_t> sample_plain(const std::vector<float>& logits, int rows, int vocab,
-                                  const std::vector<float>& temperature, bool per_row, uint64_t seed,
-                                  bool on_gpu) {
-  std::vector<int64_t> out(size_t(rows), int64_t(0x5A5A5A5A5A5A5A5A));
-  nexttok::SampleParams p;
-  p.seed.scalar = seed;
-  p.offset.scalar = 3;
-  p.temperature.scalar = temperature[0];
-  if (!on_gpu) {
-    const nexttok::Device cpu = nexttok::Device::cpu();
-    if (per_row) p.temperature.per_row = temperature.data();
-    nexttok::sample(nexttok::matrix(logits.data(), rows, vocab, -1, cpu),
-                    nexttok::vector(out.data(), rows, cpu), p);
-    return out;
-  }
-  const nexttok::Device dev = nexttok::Device::cuda(0);
-  DeviceBuffer<float> x(logits.size()), t(static_cast<size_t>(rows));
-  DeviceBuffer<int64_t> tokens(static_cast<size_t>(rows));
-  if (!x.p || !t.p || !tokens.p) return {};
-  cudaMemcpy(x.p, logits.data(), logits.size() * sizeof(float), cudaMemcpyHostToDevice);
-  cudaMemcpy(t.p, temperature.data(), size_t(rows) * sizeof(float), cudaMemcpyHostToDevice);
-  cudaMemcpy(tokens.p, out.data(), out.size() * sizeof(int64_t), cudaMemcpyHostToDevice);
-  if (per_row) p.temperature.per_row = t.p;
-  const nt_sample_args a = nexttok::sample_args(nexttok::matrix(x.p, rows, vocab, -1, dev),
-                                                nexttok::vector(tokens.p, rows, dev), p);
-  const size_t bytes = nexttok::sample_workspace_size(a);
-  DeviceBuffer<unsigned char> ws(bytes + 16);
-  nexttok::sample(a, ws.p, bytes, nullptr);
-  cudaDeviceSynchronize();
-  cudaMemcpy(out.data(), tokens.p, out.size() * sizeof(int64_t), cudaMemcpyDeviceToHost);
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
-  return out;
-}
-
-TEST(OptInPaths, GroupQueueKeepsPlainTokens) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  // NEXTTOK_CUDA_SAMPLE_PLAIN_DIRECT=<n>: a warp's tile with at least n of its
-  // 64 groups needing Philox blocks takes them at once, fewer go to the warp's
-  // queue (default 48). 1 never queues, 65 always does, 17 mixes the two
-  // within a row. B = 1 and 24 split rows into chunks (the queue flushed at
-  // each chunk's end), B = 140 scans whole rows; per-row temperatures take the
-  // mixed-row kernel; one peaked row holds a +inf and a NaN.
-  uint64_t seed = 4100;
-  for (int rows : {1, 24, 140})
-    for (bool peaked : {true, false})
-      for (bool per_row : {false, true}) {
-        SCOPED_TRACE("B=" + std::to_string(rows) + (peaked ? " peaked" : " flat") +
-                     (per_row ? " per-row T" : " scalar T"));
-        const int vocab = 128256 - 3;  // a ragged last tile
-        std::vector<float> x = bench_logits(rows, vocab, peaked, ++seed);
-        if (peaked && rows > 1) {
-          x[size_t(vocab) + 70000] = INFINITY;
-          x[size_t(vocab) + 5] = NAN;
-        }
-        std::vector<float> temperature(size_t(rows), 0.7f);
-        if (per_row)
-          for (int r = 0; r < rows; ++r) temperature[size_t(r)] = 0.4f + 0.1f * float(r % 9);
-        const std::vector<int64_t> cpu = sample_plain(x, rows, vocab, temperature, per_row, seed, false);
-        for (const char* direct : {static_cast<const char*>(nullptr), "1", "17", "65"}) {
-          SCOPED_TRACE(std::string("NEXTTOK_CUDA_SAMPLE_PLAIN_DIRECT=") + (direct ? direct : "(unset)"));
-          ScopedEnv env("NEXTTOK_CUDA_SAMPLE_PLAIN_DIRECT", direct);
-          const std::vector<int64_t> gpu = sample_plain(x, rows, vocab, temperature, per_row, seed, true);
-          ASSERT_EQ(gpu.size(), size_t(rows));
-          for (int64_t t : gpu) EXPECT_TRUE(t >= 0 && t < vocab) << t;
-          EXPECT_EQ(gpu, cpu);
-        }
-      }
 }
 
 // One LM-head call's outputs: `call()` runs it into `values` and `indices`
@@ -578,31 +488,18 @@ TEST(OptInPaths, PlainWeightCopiesKeepDenseTopK) {
                                       70001, 2032);
 }
 
-// NEXTTOK_CUDA_LM_HEAD_ROWS_CAP=2, 4: the bit-plane kernel's warp lists
-// capped at 2k + 32 and 4k + 32 entries instead of k + 32 (k < 32). With
-// k = 16 and 64-80 rows a warp (V = 70,001: 129 CTAs of 34 tiles of 16 rows
-// over 8 warps) the default cuts when a list passes 32 entries (after the
-// warp's third tile), the switches at 48 (the fourth) and never: other cuts,
-// and at 4k + 32 none but the CTA's final select over whole lists; the same
-// k best in the end, bit for bit, at M = 1 and 2.
-TEST(OptInPaths, LongerWarpListsKeepBinaryTopK) {
+// NEXTTOK_CUDA_LM_HEAD_ROWS_CAP=1, 2: the bit-plane kernel's warp lists
+// capped at k + 32 and 2k + 32 entries. With k = 16 and 64-80 rows a warp
+// (V = 70,001: 129 CTAs of 34 tiles of 16 rows over 8 warps) the default
+// lists take every row a warp scores (no cut but the CTA's final select),
+// the switches cut them when they pass 32 entries (after the warp's third
+// tile) and 48 (the fourth); the same k best in the end, bit for bit, at
+// M = 1 and 2.
+TEST(OptInPaths, ShorterWarpListsKeepBinaryTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const std::vector<BinaryShape> decode = {{5120, 128, 1}, {5120, 128, 2}, {2048, 256, 1}};
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP", "1", decode, 16);
   expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP", "2", decode, 16);
-  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP", "4", decode, 16);
-}
-
-// NEXTTOK_CUDA_LM_HEAD_ROWS_FLOOR=cta: the same kernel's warps drop offers
-// under the largest key another warp's cut kept k entries at or above. At
-// k = 16 (one cut a warp, after its third tile, as above) the floor drops
-// offers of the warps' later tiles. The same k best, bit for bit. H = 2,048
-// keeps it short enough for the sanitizer stages (scripts/device_check.sh).
-// The tie-prone grid cases of LmHeadBinary.DecodeRowsOverManyWarpCuts with
-// the switch set (CTEST_ENVS) are the stronger check.
-TEST(OptInPaths, CtaFloorKeepsBinaryTopK) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const std::vector<BinaryShape> decode = {{2048, 128, 1}, {2048, 128, 2}, {2048, 256, 1}};
-  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_ROWS_FLOOR", "cta", decode, 16);
 }
 
 TEST(OptInPaths, PlainWeightCopiesKeepBinaryTopK) {

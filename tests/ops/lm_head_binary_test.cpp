@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "harness/ops.h"
 
@@ -123,14 +125,41 @@ TEST_P(LmHeadBinary, WinnersPlantedInOneChunk) {
     }
 }
 
+// Sets an environment variable for the scope (backends that do not read it
+// ignore it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      had_ = true;
+      old_ = old;
+    }
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
 // Passes of 1 or 2 rows on CUDA take the bit-plane kernel, whose warps keep
-// their own top-k lists and cut them when the next tile might not fit: with
-// V = 70,001 over at most ~132 CTAs of 8 warps each warp sees >= 64 rows, so
-// k = 5 and k = 40 lists are cut many times, G = 256 takes two MMA steps per
-// group, and the last CTA's range is ragged. At H = 512 the scale rows (8 or
-// 4 bytes) go in cp.async pieces; at 8 groups (16 bytes) on sm_90 a tile's
-// rows land by bulk copies (one for a tile's signs, one for its scales),
-// also from rows padded to 16-byte strides. H = 1,536 puts a partial
+// their own top-k lists, cut back to k when the next tile might not fit. By
+// default a list takes up to max(4k + 32, 512) entries, more than a warp of
+// an H200 scores here (V = 70,001 over ~132 CTAs of 8 warps: 64-80 rows), so
+// the k = 5 cases cap the lists at k + 32 (NEXTTOK_CUDA_LM_HEAD_ROWS_CAP=1,
+// what GPUs with fewer SMs reach at real vocabularies): cut many times. The
+// k = 40 cases keep the default's whole lists. G = 256 takes two MMA steps
+// per group, and the last CTA's range is ragged. At H = 512 the scale rows
+// (8 or 4 bytes) go in cp.async pieces; at 8 groups (16 bytes) on sm_90 a
+// tile's rows land by bulk copies (one for a tile's signs, one for its
+// scales), also from rows padded to 16-byte strides. H = 1,536 puts a partial
 // 1,024-column box after a whole one (12 groups at G = 128, 6 at G = 256;
 // scale rows of 24 and 12 bytes, so in cp.async pieces), at k = 40 only:
 // the case is slow on the CPU backend.
@@ -143,12 +172,13 @@ TEST_P(LmHeadBinary, DecodeRowsOverManyWarpCuts) {
           if (hidden == 1536 && k != 40) continue;
           Rng rng(++seed);
           SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(rows) + " G=" + std::to_string(group) +
-                       " H=" + std::to_string(hidden));
+                       " H=" + std::to_string(hidden) + " k=" + std::to_string(k));
           BinaryCase c = grid_case(rng, rows, 70001, hidden, group, k, (seed / 4) % 2 == 0, NT_BF16);
           if (hidden > 512 && k == 40) {  // padded strides, with and without a bias
             c.wq_stride = hidden / 32 + 4;
             c.wscale_stride = hidden / group + 8;
           }
+          ScopedEnv cap("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP", k == 5 ? "1" : "0");  // 0: the default
           expect_topk(dev(), c, 0.0);
         }
 }

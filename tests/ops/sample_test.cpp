@@ -99,8 +99,8 @@ TEST_P(Sample, GumbelDrawMatchesReference) {
 
 // Plain (temperature-only) rows of BENCH.md's logits at a 128k vocabulary with
 // one scalar temperature, the case GPUs take by their leanest scan: on peaked
-// rows most tiles hold only a few groups that may still win (the CUDA scan's
-// warps queue them over several tiles), on flat rows nearly all do.
+// rows the Gumbel bound rules out most groups once a spike is seen, on flat
+// rows nearly none.
 TEST_P(Sample, PlainRowsOfBenchLogits) {
   uint64_t seed = 2400;
   for (float temperature : {0.7f, 1.3f})
