@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/scoped_env.h"
 #include "nexttok/nexttok.hpp"
 
 namespace {
@@ -47,30 +48,7 @@ bool have_gpu() {
   return n > 0 && nt_backend_available(NT_DEVICE_CUDA);
 }
 
-// Sets an environment variable for the scope (unset when value is null).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using ntt::ScopedEnv;
 
 template <class T>
 struct DeviceBuffer {

@@ -9,10 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "harness/ops.h"
+#include "harness/scoped_env.h"
 
 namespace ntt {
 namespace {
@@ -125,30 +125,6 @@ TEST_P(LmHeadBinary, WinnersPlantedInOneChunk) {
     }
 }
 
-// Sets an environment variable for the scope (backends that do not read it
-// ignore it).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
 // Passes of 1 or 2 rows on CUDA take the bit-plane kernel, whose warps keep
 // their own top-k lists, cut back to k when the next tile might not fit. By
 // default a list takes up to max(4k + 32, 512) entries, more than a warp of
@@ -178,7 +154,7 @@ TEST_P(LmHeadBinary, DecodeRowsOverManyWarpCuts) {
             c.wq_stride = hidden / 32 + 4;
             c.wscale_stride = hidden / group + 8;
           }
-          ScopedEnv cap("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP", k == 5 ? "1" : "0");  // 0: the default
+          ScopedEnv cap("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP", k == 5 ? "1" : nullptr);  // unset: the default
           expect_topk(dev(), c, 0.0);
         }
 }
