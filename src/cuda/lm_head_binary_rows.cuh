@@ -69,9 +69,6 @@ struct BinaryRowsParams : BinaryOperands {
   topk::Candidate* warp_cand;  // [CTA][warp][token row][warp_stride]
   int warp_stride;
   int warp_cap;  // <= warp_stride: a list is cut when it could not take the next tile
-  // 1: a stage is refilled when the next tile has landed, S - 1 tiles ahead
-  // (rows_issue_late(), for measuring); 0: after its box loop, S ahead.
-  int issue_late;
 };
 
 constexpr int kRowsBoxBytes = kRowsTile * 128;  // 16 rows x 1,024 columns of signs
@@ -237,10 +234,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     }
     cp_async_commit();
   };
-  // Every stage fills while the prologue below runs; in the loop a tile's
-  // stage is refilled as soon as its box loop has read it.
-  const int late = p.issue_late;
-  for (int i = 0; i < S - late; ++i) issue();
+  for (int i = 0; i < S - 1; ++i) issue();
 
   // While the first stages load: the B fragments, one warp per 32-column
   // chunk of a token row (8 ballots give its bit planes, lane n < 8 stores
@@ -324,10 +318,10 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
         wait_phase ^= 1u;
       }
     } else {
-      cp_async_wait_pending(S - 1 - late);  // the groups of the tiles after q may be in flight
+      cp_async_wait_pending(S - 2);
     }
     __syncwarp();  // tile q landed (every lane's copies), and tile q - 1 is read
-    if (late) issue();
+    issue();
 
     float lo[R], hi[R];
 #pragma unroll
@@ -426,10 +420,6 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
       seed += R * 32;
     }
     if (groups_left > 0) box_groups(box, scale, frag, seed, groups_left);
-    if (!late) {
-      __syncwarp();  // every lane has read tile q's stage: it takes tile q + S
-      issue();
-    }
 
     // The quad's shares meet (a fixed order: deterministic); lane t = 0 of
     // quad g offers rows g and g + 8 of the tile.

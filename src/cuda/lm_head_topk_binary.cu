@@ -298,15 +298,6 @@ int64_t rows_list_cap(int64_t k, int64_t length) {
   return length;
 }
 
-// NEXTTOK_CUDA_LM_HEAD_ROWS_AHEAD=late (a measuring switch, read on every
-// call): the bit-plane kernel refills a stage when the warp's next tile has
-// landed (S - 1 tiles ahead, as before 2026-12-03) instead of right after the
-// stage's box loop (S ahead, all S filling during the prologue).
-bool rows_issue_late() {
-  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_ROWS_AHEAD");
-  return v != nullptr && std::string(v) == "late";
-}
-
 struct Plan {
   TopkPlan topk;
   ActLayout act;
@@ -581,7 +572,6 @@ bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLim
   p.warp_cand = warp_cand;
   p.warp_stride = plan.lists.stride;
   p.warp_cap = plan.lists.cap;
-  p.issue_late = rows_issue_late() ? 1 : 0;
   const bool wide_groups = a.group_size == 256;
   auto kernel = rows == 1 ? (wide_groups ? binary_rows_kernel<8, 1> : binary_rows_kernel<4, 1>)
                           : (wide_groups ? binary_rows_kernel<8, 2> : binary_rows_kernel<4, 2>);

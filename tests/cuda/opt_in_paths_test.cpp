@@ -480,15 +480,6 @@ TEST(OptInPaths, ShorterWarpListsKeepBinaryTopK) {
   expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP", "2", decode, 16);
 }
 
-// NEXTTOK_CUDA_LM_HEAD_ROWS_AHEAD=late: the bit-plane kernel's stages
-// refilled one tile later (S - 1 tiles ahead); the same bits, with bulk copies
-// (H = 5,120) and with cp.async pieces (H = 512), at M = 1 and 2.
-TEST(OptInPaths, LateRefillsKeepBinaryTopK) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const std::vector<BinaryShape> decode = {{5120, 128, 1}, {5120, 128, 2}, {512, 128, 1}, {2048, 256, 2}};
-  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_ROWS_AHEAD", "late", decode, 50);
-}
-
 TEST(OptInPaths, PlainWeightCopiesKeepBinaryTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2", "normal");
