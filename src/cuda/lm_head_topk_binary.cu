@@ -284,8 +284,9 @@ struct WarpListPlan {
 // max(4k + 32, 512) entries, so a list is cut only when a warp's rows exceed
 // both (the W1 shapes' never do: at k = 50 a warp scores ~240 of V = 248,320).
 // Run 69 (W1, k = 50): lists of 1.5k + 32 (about three cuts a warp) 78.0 us
-// at M = 1 and 109.3 at M = 2; 4k + 32 (about one) 73.7 and 95.0. A cut is a
-// warp's radix select chained after its tile (~3 us each, run 66). The
+// at M = 1 and 109.3 at M = 2; 4k + 32 (about one) 73.7 and 95.0; these
+// whole lists (none) 72.3 and 95.9 in run 70. A cut is a warp's radix select
+// chained after its tile (~3 us each, run 66). The
 // measuring switch NEXTTOK_CUDA_LM_HEAD_ROWS_CAP=<a> (1 to 4, read on every
 // call) caps the lists at a k + 32 inside that length.
 constexpr int64_t kRowsListMin = 512;
