@@ -276,7 +276,7 @@ RowsConfig rows_config(int64_t cols, int group, int64_t rows, const DeviceLimits
 // the workspace, cut back to k when they could not take the next tile at
 // `cap` entries.
 struct WarpListPlan {
-  int rows_per_warp = 0, stride = 0, cap = 0;
+  int stride = 0, cap = 0;
   size_t offset = 0, end = 0;
 };
 
@@ -317,8 +317,8 @@ Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
     // min(the warp's rows, a multiple of k or 512) whatever V is. Sized for the
     // fewest warps a launch takes, so it holds whichever copies fill the stages.
     const int tiles = (p.topk.rows_per_cta / kRowsTile + kRowsMinWarps - 1) / kRowsMinWarps;
-    p.lists.rows_per_warp = tiles * kRowsTile;
-    p.lists.stride = int(std::min<int64_t>(p.lists.rows_per_warp,
+    const int64_t rows_per_warp = int64_t(tiles) * kRowsTile;
+    p.lists.stride = int(std::min<int64_t>(rows_per_warp,
                                            std::max<int64_t>(4 * int64_t(a.k) + 2 * kRowsTile, kRowsListMin)));
     p.lists.cap = int(rows_list_cap(a.k, p.lists.stride));
     p.lists.offset = align_up(p.act.end, 256);

@@ -99,8 +99,8 @@ TEST_P(Sample, GumbelDrawMatchesReference) {
 
 // Plain (temperature-only) rows of BENCH.md's logits at a 128k vocabulary with
 // one scalar temperature, the case GPUs take by their leanest scan: on peaked
-// rows the Gumbel bound rules out most groups once a spike is seen, on flat
-// rows nearly none.
+// rows the Gumbel bound rules groups out once a high logit is seen, on flat
+// rows hardly any.
 TEST_P(Sample, PlainRowsOfBenchLogits) {
   uint64_t seed = 2400;
   for (float temperature : {0.7f, 1.3f})
