@@ -303,6 +303,8 @@ int main() {
     const int smem = nt::cuda::topk::merge_smem_bytes(resident);
     CHECK(cudaFuncSetAttribute(nt::cuda::topk::merge_topk_kernel<>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CHECK(cudaFuncSetAttribute(nt::cuda::topk::merge_few_winners_kernel<>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               nt::cuda::topk::few_winners_smem_limit(smem)));
     auto call = [&] {
       nt::cuda::topk::launch_merge(ca, grid, values, k, indices, k, 0, 1, resident, smem, false, s);
     };
@@ -325,7 +327,7 @@ int main() {
                   grid, k, k, warm, cold);
       const char* sort_slots[] = {"kernel start",     "floor and offsets", "candidates resident", "k-th found",
                                   "winners gathered", "sorted",            "written"};
-      const char* few_slots[] = {"kernel start", "lists in, bound", "-", "survivors out",
+      const char* few_slots[] = {"kernel start", "lists resident", "bound", "survivors out",
                                  "tree merged",  "-",               "written"};
       const char* const* slots = std::strcmp(merge, "sort") == 0 ? sort_slots : few_slots;
       timeline_report("LM-head merge", call, false, flush, flush_bytes, 1, slots, 7, 30, s);

@@ -688,6 +688,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
   const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
   const int merge_smem = topk::merge_smem_bytes(merge_resident);
   allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, device, kOp);
+  allow_dynamic_smem(topk::merge_few_winners_kernel<>, topk::few_winners_smem_limit(merge_smem), device, kOp);
   // Calls of 3 to 8 rows take the bulk-fed warpgroup kernel where it takes
   // the shape (W1 M=4 131.3 us against 169.0 for the stream decode kernel,
   // run 42), else the stream decode kernel (167.5 us against 207.8 for the

@@ -644,6 +644,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
   const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
   const int merge_smem = topk::merge_smem_bytes(merge_resident);
   allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, a.weight.device_id, kOp);
+  allow_dynamic_smem(topk::merge_few_winners_kernel<>, topk::few_winners_smem_limit(merge_smem), a.weight.device_id, kOp);
 
   const int pass_rows = path.mma && !path.staged ? mma_pass_rows(dev) : kPassRows;
   for (int64_t m0 = 0; m0 < rows_total; m0 += pass_rows) {

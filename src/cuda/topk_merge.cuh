@@ -301,120 +301,119 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
 }
 
 // ---- the merge of a few winners (k <= 64, W1/W2's k = 50) --------------------
-// 16 warps; warp w holds the lists of scoring CTAs w, w + 16, ... (each at
-// most k entries, unsorted), up to kMergeListBatch of them loaded in one
-// round trip with their counts and kept in registers. A bound comes first:
-// every warp takes the r-th largest of its lists' maxima (r = ceil(k / 16)),
-// and the smallest of those is reached by at least k lists, so no candidate
-// under it can be among the k best. A few hundred candidates pass it at most
-// on unstructured lists (~6,600 held at W1 M = 1), so the warps sort only
-// those, 64 a warp, and a tree of warp merges (block_select.cuh) takes their
-// best k: no radix select (its passes were 13.9 us of the 15 this merge took
-// at W1 M = 1, run 49's phase marks), no sorting network over every
-// candidate (one SM's shuffles made that 22.8 us, run 62), and no serial
-// bisection of the exact k-th maximum (3.5 us of 11.4, run 63). Should more
-// than kSurvivorCap pass (adversarial lists), every warp merges its lists'
-// passing entries into a running best instead. Ranks carry their values
+// 32 warps over the lists of every scoring CTA (each at most k entries,
+// unsorted), copied first into shared memory with their counts by cp.async,
+// one round trip. A bound comes next: every warp takes the r-th largest of its
+// lists' maximum keys (warp w: lists w, w + 32, ...; r = ceil(k / 32)), and
+// the smallest of those is reached by at least k lists, so no candidate under
+// it can be among the k best. A few hundred candidates pass it on
+// unstructured lists (~6,600 held at W1 M = 1), so the warps sort only those,
+// 64 a warp, and a tree of warp merges (block_select.cuh) takes their best k:
+// no radix select (its passes were 13.9 us of the 15 this merge took at W1
+// M = 1, run 49's phase marks), no sorting network over every candidate (one
+// SM's shuffles made that 22.8 us, run 62). The merge is one CTA's chain of
+// short per-list steps, a few hundred cycles each: with the lists held in
+// registers (unrolled, 340 KB of code) or rolled over shared memory (43 KB)
+// it took the same 10.5 us of phase marks (runs 62, 73), so what shortens it
+// is fewer lists a warp: 32 warps, 9.4 us (run 74). Should more than
+// kSurvivorCap pass (adversarial lists), every warp merges its lists' passing
+// entries into a running best instead. Ranks carry their values
 // (RankedValue), so NaN and -0 come out as computed.
 constexpr int kFewWinnersMaxK = 64;
-constexpr int kFewWinnersThreads = 512;
+constexpr int kFewWinnersThreads = 1024;
 constexpr int kFewWinnersWarps = kFewWinnersThreads / 32;
-constexpr int kMergeListBatch = 9;  // lists a warp loads at once: 144 of them stay in registers
 constexpr int kSurvivorCap = kFewWinnersWarps * 64;  // one sorting warp per 64
 constexpr int kBoundRank = (kFewWinnersMaxK + kFewWinnersWarps - 1) / kFewWinnersWarps;
 
 struct FewWinnersShared {
   RankedValue survivor[kSurvivorCap];  // also each sorting warp's tree stage
-  uint64_t warp_bound[kFewWinnersWarps];
+  uint32_t warp_bound[kFewWinnersWarps];
   uint32_t survivors;
 };
+
+// Dynamic shared memory of merge_few_winners_kernel: every list's k slots,
+// then the lists' counts.
+inline int few_winners_smem_bytes(int grid, int k) {
+  return int((size_t(grid) * size_t(k) * sizeof(Candidate) + size_t(grid) * sizeof(int32_t) + 15) / 16 * 16);
+}
 
 template <int kThreads = kFewWinnersThreads>
 __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a) {
   constexpr int kWarps = kThreads / 32;
   static_assert(kWarps == kFewWinnersWarps, "the shared layout's warps");
   __shared__ FewWinnersShared s;
+  extern __shared__ __align__(16) unsigned char few_winners_smem[];
+  Candidate* lists = reinterpret_cast<Candidate*>(few_winners_smem);  // [grid][k]
+  int32_t* counts = reinterpret_cast<int32_t*>(lists + size_t(a.grid) * a.k);
   dependent_wait();  // the scoring pass's candidates
   NT_TIMELINE_MARK(0);
-  const int m = blockIdx.x, lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
+  const int m = blockIdx.x, lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5), k = a.k;
   const size_t seg_stride = size_t(a.mp_stride) * a.cap;
   const Candidate* cand = a.cand + size_t(m) * a.cap;
   if (threadIdx.x == 0) s.survivors = 0;
-
-  // Slots past a list's count are loaded too (they lie inside the workspace)
-  // and ranked 0, so the counts and the slots share a round trip.
-  int n[kMergeListBatch];
-  Candidate e[kMergeListBatch][2];
-  auto load_batch = [&](int c0) {
-#pragma unroll
-    for (int b = 0; b < kMergeListBatch; ++b) {
-      const int c = c0 + b * kWarps;
-      n[b] = c < a.grid ? cta_count(a, c, m) : 0;
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int i = 2 * lane + j;
-        e[b][j] = c < a.grid && i < a.k ? cand[size_t(c) * seg_stride + i] : Candidate{0.0f, 0};
-      }
+  // Slots past a list's count are copied too (they lie inside the workspace)
+  // and ranked 0 below.
+  for (int c = warp; c < a.grid; c += kWarps)
+    for (int i = lane; i < k; i += 32) cp_async(&lists[c * k + i], &cand[size_t(c) * seg_stride + i], 8, 8);
+  for (int c = int(threadIdx.x); c < a.grid; c += kThreads)
+    cp_async(&counts[c], &a.counts[size_t(c) * a.mp_stride + m], 4, 4);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  NT_TIMELINE_MARK(1);
+  // Entry i of list c as a rank, 0 past its count (warp-uniform n).
+  auto entry = [&](int c, int i, int n) {
+    RankedValue e{0ull, 0.0f};
+    if (i < n) {
+      const Candidate x = lists[c * k + i];
+      e = {rank_of(x.value, x.index), x.value};
     }
+    return e;
   };
-  auto rank_at = [&](int b, int j) {
-    return 2 * lane + j < n[b] ? rank_of(e[b][j].value, e[b][j].index) : 0ull;
-  };
-  const bool batch_kept = a.grid <= kWarps * kMergeListBatch;  // the second pass reuses the registers
-  const int r = (a.k + kWarps - 1) / kWarps;  // <= kBoundRank
-  uint64_t tops[kBoundRank];  // the warp's r largest list maxima, descending (warp-uniform)
+  auto list_length = [&](int c) { return min(counts[c], k); };
+
+  const int r = (k + kWarps - 1) / kWarps;  // <= kBoundRank
+  uint32_t tops[kBoundRank];  // the warp's r largest list-maximum keys, descending (warp-uniform)
 #pragma unroll
-  for (int q = 0; q < kBoundRank; ++q) tops[q] = 0ull;
-#pragma unroll 1
-  for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeListBatch) {
-    load_batch(c0);
+  for (int q = 0; q < kBoundRank; ++q) tops[q] = 0u;
+  for (int c = warp; c < a.grid; c += kWarps) {
+    const int n = list_length(c);
+    uint32_t key = 0u;  // real keys are at least NT_KEY_NEG_INF, above 0
+    for (int i = lane; i < n; i += 32) key = max(key, nt_order_key(lists[c * k + i].value));
+    key = __reduce_max_sync(0xffffffffu, key);
 #pragma unroll
-    for (int b = 0; b < kMergeListBatch; ++b) {
-      const uint64_t r0 = rank_at(b, 0), r1 = rank_at(b, 1);
-      uint64_t top = warp_max(r0 > r1 ? r0 : r1);  // 0 for an empty list
-#pragma unroll
-      for (int q = 0; q < kBoundRank; ++q) {  // insertion into the sorted tops
-        const uint64_t t = tops[q];
-        tops[q] = top > t ? top : t;
-        top = top > t ? t : top;
-      }
+    for (int q = 0; q < kBoundRank; ++q) {  // insertion into the sorted tops
+      const uint32_t t = tops[q];
+      tops[q] = max(key, t);
+      key = min(key, t);
     }
   }
-  if (lane == 0) s.warp_bound[warp] = tops[r - 1 < kBoundRank ? r - 1 : kBoundRank - 1];
+  uint32_t mine = 0u;
+#pragma unroll
+  for (int q = 0; q < kBoundRank; ++q)
+    if (q == r - 1) mine = tops[q];
+  if (lane == 0) s.warp_bound[warp] = mine;
   __syncthreads();
   // Every warp has r lists whose maxima reach its bound: 16 r >= k lists reach
   // the smallest (0, letting everything pass, when some warp has fewer).
-  uint64_t bound = ~0ull;
+  uint32_t bound_key = 0xFFFFFFFFu;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) bound = s.warp_bound[w] < bound ? s.warp_bound[w] : bound;
-  NT_TIMELINE_MARK(1);
-#pragma unroll 1
-  for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeListBatch) {
-    if (!batch_kept) load_batch(c0);
-    // The warp's passing entries into the survivors, one atomic a warp.
-    unsigned ball[kMergeListBatch][2];
-    int total = 0;
-#pragma unroll
-    for (int b = 0; b < kMergeListBatch; ++b)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const uint64_t rank = rank_at(b, j);
-        ball[b][j] = __ballot_sync(0xffffffffu, rank != 0 && rank >= bound);
-        total += __popc(ball[b][j]);
-      }
-    uint32_t at = 0;
-    if (lane == 0 && total != 0) at = atomicAdd(&s.survivors, uint32_t(total));
-    at = __shfl_sync(0xffffffffu, at, 0);
-    const unsigned below = (1u << lane) - 1u;
-#pragma unroll
-    for (int b = 0; b < kMergeListBatch; ++b)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const uint32_t slot = at + uint32_t(__popc(ball[b][j] & below));
-        if (((ball[b][j] >> lane) & 1u) && slot < uint32_t(kSurvivorCap))
-          s.survivor[slot] = {rank_at(b, j), e[b][j].value};
-        at += uint32_t(__popc(ball[b][j]));
-      }
+  for (int w = 0; w < kWarps; ++w) bound_key = min(bound_key, s.warp_bound[w]);
+  const uint64_t bound = uint64_t(bound_key) << 32;  // a rank at or above it: a key at or above bound_key
+  NT_TIMELINE_MARK(2);
+  const unsigned below = (1u << lane) - 1u;
+  for (int c = warp; c < a.grid; c += kWarps) {
+    const int n = list_length(c);
+    for (int i0 = 0; i0 < n; i0 += 32) {
+      const RankedValue e = entry(c, i0 + lane, n);
+      const bool pass = e.rank != 0 && e.rank >= bound;
+      const unsigned ball = __ballot_sync(0xffffffffu, pass);
+      if (ball == 0u) continue;
+      uint32_t at = 0;
+      if (lane == 0) at = atomicAdd(&s.survivors, uint32_t(__popc(ball)));
+      at = __shfl_sync(0xffffffffu, at, 0) + uint32_t(__popc(ball & below));
+      if (pass && at < uint32_t(kSurvivorCap)) s.survivor[at] = e;
+    }
   }
   __syncthreads();
   NT_TIMELINE_MARK(3);
@@ -434,23 +433,19 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   } else {
     // Each warp merges its lists' passing entries into its running best.
     uint64_t kth = bound > 0 ? bound - 1 : 0;
-#pragma unroll 1
-    for (int c0 = warp; c0 < a.grid; c0 += kWarps * kMergeListBatch) {
-      if (!batch_kept) load_batch(c0);
+    for (int c = warp; c < a.grid; c += kWarps) {
+      const int n = list_length(c);
+      RankedValue rv[2];
 #pragma unroll
-      for (int b = 0; b < kMergeListBatch; ++b) {
-        RankedValue rv[2];
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const uint64_t rank = rank_at(b, j);
-          rv[j] = {rank > kth ? rank : 0ull, e[b][j].value};
-        }
-        if (!__any_sync(0xffffffffu, rv[0].rank != 0 || rv[1].rank != 0)) continue;
-        warp_sort_desc<2>(rv);
-        warp_merge_desc<2>(best, rv);
-        const uint64_t now = warp_element<2>(best, uint32_t(a.k - 1)).rank;
-        kth = now > kth ? now : kth;
+      for (int j = 0; j < 2; ++j) {
+        rv[j] = entry(c, 2 * lane + j, n);
+        if (rv[j].rank <= kth) rv[j].rank = 0ull;
       }
+      if (!__any_sync(0xffffffffu, rv[0].rank != 0 || rv[1].rank != 0)) continue;
+      warp_sort_desc<2>(rv);
+      warp_merge_desc<2>(best, rv);
+      const uint64_t now = warp_element<2>(best, uint32_t(k - 1)).rank;
+      kth = now > kth ? now : kth;
     }
     __syncthreads();  // the survivor slots become the tree's stage
     block_merge_desc<2>(best, s.survivor, 64, kWarps);
@@ -460,7 +455,7 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int i = 2 * lane + j;
-      if (i < a.k) {
+      if (i < k) {
         a.values[size_t(m) * a.values_stride + i] = best[j].value;
         a.indices[size_t(m) * a.indices_stride + i] = int64_t(index_of(best[j].rank));
       }
@@ -486,6 +481,13 @@ inline int merge_resident_capacity(int max_smem_optin) {
   return n < 0 ? 0 : (n < kMergeMaxResident ? n : kMergeMaxResident);
 }
 
+// The dynamic shared memory merge_few_winners_kernel may take where the
+// sorting merge takes `sort_smem` (both within the device's limit); callers
+// raise the kernel's limit to it once, as they do the sorting merge's.
+inline int few_winners_smem_limit(int sort_smem) {
+  return sort_smem + int(sizeof(MergeShared)) - int(sizeof(FewWinnersShared));
+}
+
 // Host side: merges the candidates of one scoring pass (grid CTAs) into rows
 // [m0, m0 + rows) of the outputs; shared by the dense and the binary head.
 inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
@@ -508,10 +510,13 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
     fail(NT_ERROR_UNSUPPORTED, "lm_head_topk: the merge takes at most " +
                                    std::to_string(kMergeMaxGrid) + " scoring CTAs, got " +
                                    std::to_string(grid));
-  if (cand.k <= kFewWinnersMaxK && !few_winners_merge_pinned_off())
-    launch_kernel(merge_few_winners_kernel<>, dim3(rows), dim3(kFewWinnersThreads), 0, stream, dependent,
-                  "lm_head_topk", merge);
-  else
+  // The few-winners merge holds every list in shared memory: it takes the
+  // merges whose lists fit what the device allows the sorting merge.
+  const int few_bytes = few_winners_smem_bytes(grid, cand.k);
+  if (cand.k <= kFewWinnersMaxK && !few_winners_merge_pinned_off() && few_bytes <= few_winners_smem_limit(smem)) {
+    launch_kernel(merge_few_winners_kernel<>, dim3(rows), dim3(kFewWinnersThreads), size_t(few_bytes), stream,
+                  dependent, "lm_head_topk: the few-winners merge", merge);
+  } else
     launch_kernel(merge_topk_kernel<>, dim3(rows), dim3(kMergeThreads), size_t(smem), stream, dependent,
                   "lm_head_topk", merge);
 }

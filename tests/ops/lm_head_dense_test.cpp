@@ -184,8 +184,9 @@ TEST_P(LmHeadDense, WinnersPlantedInOneChunk) {
 // A bias rising with the token index puts each chunk's whole list above the
 // maxima of the chunks before it, so the k best lie over many chunks and
 // thousands of candidates pass the CUDA few-winners merge's bound (the
-// smallest of its warps' ceil(k / 16)-th largest list maxima): its fallback
-// for more than it sorts at once.
+// smallest of its 32 warps' ceil(k / 32)-th largest list maxima: about half
+// the ~130 lists whole, over 3,000 entries): its fallback for more than the
+// 2,048 it sorts at once.
 TEST_P(LmHeadDense, WinnersSpreadOverManyChunks) {
   uint64_t seed = 11350;
   const int64_t vocab = 70001;
