@@ -351,10 +351,11 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   const size_t seg_stride = size_t(a.mp_stride) * a.cap;
   const Candidate* cand = a.cand + size_t(m) * a.cap;
   if (threadIdx.x == 0) s.survivors = 0;
-  // Slots past a list's count are copied too (they lie inside the workspace)
-  // and ranked 0 below.
+  // A list's slots up to min(k, cap) are copied whatever its count (a count
+  // never exceeds either); those past the count are never read.
+  const int slots = min(k, a.cap);
   for (int c = warp; c < a.grid; c += kWarps)
-    for (int i = lane; i < k; i += 32) cp_async(&lists[c * k + i], &cand[size_t(c) * seg_stride + i], 8, 8);
+    for (int i = lane; i < slots; i += 32) cp_async(&lists[c * k + i], &cand[size_t(c) * seg_stride + i], 8, 8);
   for (int c = int(threadIdx.x); c < a.grid; c += kThreads)
     cp_async(&counts[c], &a.counts[size_t(c) * a.mp_stride + m], 4, 4);
   cp_async_commit();
