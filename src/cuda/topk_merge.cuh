@@ -395,7 +395,7 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
     if (q == r - 1) mine = tops[q];
   if (lane == 0) s.warp_bound[warp] = mine;
   __syncthreads();
-  // Every warp has r lists whose maxima reach its bound: 16 r >= k lists reach
+  // Every warp has r lists whose maxima reach its bound: 32 r >= k lists reach
   // the smallest (0, letting everything pass, when some warp has fewer).
   uint32_t bound_key = 0xFFFFFFFFu;
 #pragma unroll
