@@ -299,14 +299,12 @@ int main() {
     nt::cuda::topk::CandidateArgs ca{d_cand, d_counts, mp_stride, cap, k};
     int smem_optin = 0;
     CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const int resident = nt::cuda::topk::merge_resident_capacity(smem_optin);
-    const int smem = nt::cuda::topk::merge_smem_bytes(resident);
-    CHECK(cudaFuncSetAttribute(nt::cuda::topk::merge_topk_kernel<>,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    CHECK(cudaFuncSetAttribute(nt::cuda::topk::merge_few_winners_kernel<>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               nt::cuda::topk::few_winners_smem_limit(smem)));
+    const nt::cuda::topk::MergeBudget budget = nt::cuda::topk::merge_budget(
+        smem_optin, [](auto kernel, int bytes) {
+          CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+        });
     auto call = [&] {
-      nt::cuda::topk::launch_merge(ca, grid, values, k, indices, k, 0, 1, resident, smem, false, s);
+      nt::cuda::topk::launch_merge(ca, grid, values, k, indices, k, 0, 1, budget, false, s);
     };
     std::vector<int64_t> first(k), again(k);
     for (const char* merge : {"few winners", "sort"}) {

@@ -685,10 +685,8 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
   const int wgmma_budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWgmmaWarps>)) - 1024;
   const bool wgmma = mma && wgmma_usable(a, dev, device) && wgmma_stages(a.group_size, kPassRows, wgmma_budget) >= 2;
   if (wgmma) pass_rows = kPassRows;
-  const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
-  const int merge_smem = topk::merge_smem_bytes(merge_resident);
-  allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, device, kOp);
-  allow_dynamic_smem(topk::merge_few_winners_kernel<>, topk::few_winners_smem_limit(merge_smem), device, kOp);
+  const topk::MergeBudget merges = topk::merge_budget(
+      dev.max_smem_optin, [&](auto kernel, int bytes) { allow_dynamic_smem(kernel, bytes, device, kOp); });
   // Calls of 3 to 8 rows take the bulk-fed warpgroup kernel where it takes
   // the shape (W1 M=4 131.3 us against 169.0 for the stream decode kernel,
   // run 42), else the stream decode kernel (167.5 us against 207.8 for the
@@ -702,8 +700,8 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
       (!few_rows_on_passes && try_stream(a, plan, dev, cand, bias, device, stream))) {
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
-                       a.indices.row_stride, 0, static_cast<int>(rows_total), merge_resident,
-                       merge_smem, dependent_launch_enabled(dev.cc_major), stream);
+                       a.indices.row_stride, 0, static_cast<int>(rows_total), merges,
+                       dependent_launch_enabled(dev.cc_major), stream);
     check_launch(kOp);
     return;
   }
@@ -775,7 +773,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
 
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
-                       a.indices.row_stride, m0, rows, merge_resident, merge_smem,
+                       a.indices.row_stride, m0, rows, merges,
                        dependent_launch_enabled(dev.cc_major), stream);
     check_launch(kOp);
   }

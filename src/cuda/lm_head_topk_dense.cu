@@ -641,10 +641,8 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
   const topk::CandidateArgs cand{reinterpret_cast<topk::Candidate*>(ws + plan.cand_offset),
                                  reinterpret_cast<int32_t*>(ws + plan.counts_offset),
                                  plan.mp_stride, plan.cap, a.k, topk::lm_head_filter_cuts()};
-  const int merge_resident = topk::merge_resident_capacity(dev.max_smem_optin);
-  const int merge_smem = topk::merge_smem_bytes(merge_resident);
-  allow_dynamic_smem(topk::merge_topk_kernel<>, merge_smem, a.weight.device_id, kOp);
-  allow_dynamic_smem(topk::merge_few_winners_kernel<>, topk::few_winners_smem_limit(merge_smem), a.weight.device_id, kOp);
+  const topk::MergeBudget merges = topk::merge_budget(
+      dev.max_smem_optin, [&](auto kernel, int bytes) { allow_dynamic_smem(kernel, bytes, a.weight.device_id, kOp); });
 
   const int pass_rows = path.mma && !path.staged ? mma_pass_rows(dev) : kPassRows;
   for (int64_t m0 = 0; m0 < rows_total; m0 += pass_rows) {
@@ -713,7 +711,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
 
     topk::launch_merge(cand, plan.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
-                       a.indices.row_stride, m0, rows, merge_resident, merge_smem,
+                       a.indices.row_stride, m0, rows, merges,
                        dependent_launch_enabled(dev.cc_major), stream);
     check_launch(kOp);
   }

@@ -44,9 +44,10 @@ struct MergeArgs {
 
 // Scoring CTA c's final count for token row m, and its final threshold (the
 // key every one of its k best is at or above; 0 when it never cut its list).
-__device__ __forceinline__ int cta_count(const MergeArgs& a, int c, int m) {
-  return a.counts[size_t(c) * a.mp_stride + m];
+__device__ __forceinline__ const int32_t* cta_count_slot(const MergeArgs& a, int c, int m) {
+  return a.counts + size_t(c) * a.mp_stride + m;
 }
+__device__ __forceinline__ int cta_count(const MergeArgs& a, int c, int m) { return *cta_count_slot(a, c, m); }
 __device__ __forceinline__ uint32_t cta_threshold(const MergeArgs& a, int c, int m) {
   return reinterpret_cast<const uint32_t*>(a.counts)[(size_t(a.grid) + c) * a.mp_stride + m];
 }
@@ -357,7 +358,7 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   for (int c = warp; c < a.grid; c += kWarps)
     for (int i = lane; i < slots; i += 32) cp_async(&lists[c * k + i], &cand[size_t(c) * seg_stride + i], 8, 8);
   for (int c = int(threadIdx.x); c < a.grid; c += kThreads)
-    cp_async(&counts[c], &a.counts[size_t(c) * a.mp_stride + m], 4, 4);
+    cp_async(&counts[c], cta_count_slot(a, c, m), 4, 4);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -482,18 +483,31 @@ inline int merge_resident_capacity(int max_smem_optin) {
   return n < 0 ? 0 : (n < kMergeMaxResident ? n : kMergeMaxResident);
 }
 
-// The dynamic shared memory merge_few_winners_kernel may take where the
-// sorting merge takes `sort_smem` (both within the device's limit); callers
-// raise the kernel's limit to it once, as they do the sorting merge's.
-inline int few_winners_smem_limit(int sort_smem) {
-  return sort_smem + int(sizeof(MergeShared)) - int(sizeof(FewWinnersShared));
+// The merges' dynamic shared memory on a device: the sorting merge's resident
+// candidates and bytes, and the most the few-winners merge may take (the same
+// total with its own static layout).
+struct MergeBudget {
+  int resident = 0, sort_smem = 0, few_winners_smem = 0;
+};
+
+// The budget, with both kernels' limits raised through `allow(kernel, bytes)`
+// (the caller's once-per-device setter).
+template <class Allow>
+MergeBudget merge_budget(int max_smem_optin, Allow&& allow) {
+  MergeBudget b;
+  b.resident = merge_resident_capacity(max_smem_optin);
+  b.sort_smem = merge_smem_bytes(b.resident);
+  b.few_winners_smem = b.sort_smem + int(sizeof(MergeShared)) - int(sizeof(FewWinnersShared));
+  allow(merge_topk_kernel<>, b.sort_smem);
+  allow(merge_few_winners_kernel<>, b.few_winners_smem);
+  return b;
 }
 
 // Host side: merges the candidates of one scoring pass (grid CTAs) into rows
 // [m0, m0 + rows) of the outputs; shared by the dense and the binary head.
 inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
                          int64_t values_stride, int64_t* indices, int64_t indices_stride,
-                         int64_t m0, int rows, int resident, int smem, bool dependent,
+                         int64_t m0, int rows, const MergeBudget& budget, bool dependent,
                          cudaStream_t stream) {
   MergeArgs merge{};
   merge.cand = cand.cand;
@@ -506,19 +520,19 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
   merge.values_stride = values_stride;
   merge.indices = indices + m0 * indices_stride;
   merge.indices_stride = indices_stride;
-  merge.resident = resident;
+  merge.resident = budget.resident;
   if (grid > kMergeMaxGrid)
     fail(NT_ERROR_UNSUPPORTED, "lm_head_topk: the merge takes at most " +
                                    std::to_string(kMergeMaxGrid) + " scoring CTAs, got " +
                                    std::to_string(grid));
   // The few-winners merge holds every list in shared memory: it takes the
   // merges whose lists fit what the device allows the sorting merge.
-  const int few_bytes = few_winners_smem_bytes(grid, cand.k);
-  if (cand.k <= kFewWinnersMaxK && !few_winners_merge_pinned_off() && few_bytes <= few_winners_smem_limit(smem)) {
+  const int few_bytes = cand.k <= kFewWinnersMaxK ? few_winners_smem_bytes(grid, cand.k) : 0;
+  if (cand.k <= kFewWinnersMaxK && !few_winners_merge_pinned_off() && few_bytes <= budget.few_winners_smem) {
     launch_kernel(merge_few_winners_kernel<>, dim3(rows), dim3(kFewWinnersThreads), size_t(few_bytes), stream,
                   dependent, "lm_head_topk: the few-winners merge", merge);
   } else
-    launch_kernel(merge_topk_kernel<>, dim3(rows), dim3(kMergeThreads), size_t(smem), stream, dependent,
+    launch_kernel(merge_topk_kernel<>, dim3(rows), dim3(kMergeThreads), size_t(budget.sort_smem), stream, dependent,
                   "lm_head_topk", merge);
 }
 
