@@ -527,11 +527,12 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
                                    std::to_string(grid));
   // The few-winners merge holds every list in shared memory: it takes the
   // merges whose lists fit what the device allows the sorting merge.
-  const int few_bytes = cand.k <= kFewWinnersMaxK ? few_winners_smem_bytes(grid, cand.k) : 0;
-  if (cand.k <= kFewWinnersMaxK && !few_winners_merge_pinned_off() && few_bytes <= budget.few_winners_smem) {
+  const bool few = cand.k <= kFewWinnersMaxK && !few_winners_merge_pinned_off();
+  const int few_bytes = few ? few_winners_smem_bytes(grid, cand.k) : 0;
+  if (few && few_bytes <= budget.few_winners_smem)
     launch_kernel(merge_few_winners_kernel<>, dim3(rows), dim3(kFewWinnersThreads), size_t(few_bytes), stream,
                   dependent, "lm_head_topk: the few-winners merge", merge);
-  } else
+  else
     launch_kernel(merge_topk_kernel<>, dim3(rows), dim3(kMergeThreads), size_t(budget.sort_smem), stream, dependent,
                   "lm_head_topk", merge);
 }
