@@ -128,11 +128,9 @@ __device__ __forceinline__ uint32_t signs_as_pm64(uint32_t w, int shift, uint32_
 // `a` and `acc` belong to the MMAs until a wgmma_wait has retired them. No
 // instruction writes `acc` before the MMAs: register moves there (seeding
 // kMagicBits, as the kernel did first) made ptxas wait for every MMA in flight.
-template <int NT, int kSteps>
-__device__ __forceinline__ void wgmma_group_issue(int32_t (&acc)[NT * 4], uint32_t (&a)[kSteps][4],
-                                                  const uint32_t (&w_lo)[kSteps / 4],
-                                                  const uint32_t (&w_hi)[kSteps / 4], uint64_t act_desc,
-                                                  int box_bytes, int col0, uint32_t flip) {
+template <int kSteps>
+__device__ __forceinline__ void wgmma_group_signs(uint32_t (&a)[kSteps][4], const uint32_t (&w_lo)[kSteps / 4],
+                                                  const uint32_t (&w_hi)[kSteps / 4], uint32_t flip) {
 #pragma unroll
   for (int wb = 0; wb < kSteps / 4; ++wb)
 #pragma unroll
@@ -143,27 +141,42 @@ __device__ __forceinline__ void wgmma_group_issue(int32_t (&acc)[NT * 4], uint32
       r[2] = signs_as_pm64(w_lo[wb], 6 - 2 * jj, flip);
       r[3] = signs_as_pm64(w_hi[wb], 6 - 2 * jj, flip);
     }
+}
+// The group's kSteps MMAs of N token rows (B from act_desc on), committed as one group.
+template <int N, int kSteps>
+__device__ __forceinline__ void wgmma_group_mmas(int32_t (&acc)[N / 2], const uint32_t (&a)[kSteps][4],
+                                                 uint64_t act_desc, int box_bytes, int col0) {
   wgmma_fence();
 #pragma unroll
   for (int j = 0; j < kSteps; ++j) {
     const int col = col0 + 32 * j;
-    wgmma_s8_m64k32<8 * NT>(acc, a[j], act_desc + uint64_t(((col >> 7) * box_bytes + (col & 127)) >> 4), j > 0);
+    wgmma_s8_m64k32<N>(acc, a[j], act_desc + uint64_t(((col >> 7) * box_bytes + (col & 127)) >> 4), j > 0);
   }
   wgmma_commit();
+}
+template <int NT, int kSteps>
+__device__ __forceinline__ void wgmma_group_issue(int32_t (&acc)[NT * 4], uint32_t (&a)[kSteps][4],
+                                                  const uint32_t (&w_lo)[kSteps / 4],
+                                                  const uint32_t (&w_hi)[kSteps / 4], uint64_t act_desc,
+                                                  int box_bytes, int col0, uint32_t flip) {
+  wgmma_group_signs<kSteps>(a, w_lo, w_hi, flip);
+  wgmma_group_mmas<8 * NT, kSteps>(acc, a, act_desc, box_bytes, col0);
 }
 
 // A retired group's accumulators (64 * D) into the scores: out += s * D, rows
 // g and g + 8 scaled by s_lo, s_hi; D exact as fp32 through kMagicBits (an
 // integer add and a float subtract, as binary_mma_kernel's seeded sums).
-template <int NT>
-__device__ __forceinline__ void wgmma_group_scale(float (&out)[NT][4], int32_t (&acc)[NT * 4], float s_lo,
+// kCount n-tiles from out[kFirst] on (a group's MMAs in parts of the token rows).
+template <int NT, int kFirst = 0, int kCount = NT>
+__device__ __forceinline__ void wgmma_group_scale(float (&out)[NT][4], int32_t (&acc)[kCount * 4], float s_lo,
                                                   float s_hi) {
   wgmma_fence_operands(acc);
 #pragma unroll
-  for (int n = 0; n < NT; ++n)
+  for (int n = 0; n < kCount; ++n)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      out[n][i] = fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[4 * n + i] + kMagicBits) - kMagicValue, out[n][i]);
+      out[kFirst + n][i] =
+          fmaf(i < 2 ? s_lo : s_hi, __int_as_float(acc[4 * n + i] + kMagicBits) - kMagicValue, out[kFirst + n][i]);
 }
 
 // One group issued, waited for and scaled.
@@ -275,8 +288,8 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
 
 // ---- the warpgroup-MMA kernel fed by bulk tensor copies ----------------------
 //
-// binary_wgmma_kernel with its stages filled by the copy engine: a 17th warp
-// issues, per chunk, the tile's sign words as four 64-row boxes (64 bytes a
+// binary_wgmma_kernel with its stages filled by the copy engine: one lane of
+// a fifth warpgroup issues, per chunk, the tile's sign words as four 64-row boxes (64 bytes a
 // row, 64-byte swizzle: piece c of row r at c ^ ((r / 2) % 4), conflict-free
 // word loads) and the pass's activations as the same four 128-byte swizzled
 // boxes, and per tile the scale rows as four 64-row boxes into one of two
@@ -286,13 +299,28 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
 // at W1 M=16; run 41: M=16 237.7 -> 188.4 us, M=64 448.9 -> 370.6). Boxes
 // past the CTA's rows are not loaded. Whole chunks only (H % 512 == 0).
 
-// By default (inline) warps 0-15 score and keep the top-k, warp 16 copies.
+// By default (inline) warps 0-15 score and keep the top-k, and warp 16 of a
+// fifth warpgroup copies; warps 17-19 only give their registers away (below).
 // With kTopkWarps (NEXTTOK_CUDA_LM_HEAD_TOPK=warps, opt-in: slower, see
 // lm_head_topk_binary.cu), warps 0-2 keep the top-k from a score buffer
-// (cuda/topk_warps.cuh), warp 3 copies and warps 4-19 score: 20 warps get
-// the 17-warp kernel's 96 registers a thread (both allotted as 20).
+// (cuda/topk_warps.cuh), warp 3 copies and warps 4-19 score. Either way 20
+// warps get 96 registers a thread at launch.
 template <bool kTopkWarps>
-constexpr int bulk_threads() { return kWgmmaThreads + 32 + (kTopkWarps ? 32 * topk::kTopkWarps : 0); }
+constexpr int bulk_threads() { return kWgmmaThreads + (kTopkWarps ? 32 + 32 * topk::kTopkWarps : 128); }
+// Inline, the copy warpgroup keeps 24 registers a thread and the scoring
+// warpgroups take 112: a CTA's pool holds only what its own warps release,
+// 128 x (96 - 24) = 9,216 >= 512 x (112 - 96). (Claiming 120 hung every
+// call on the H200, run 78: three warpgroups got theirs, the fourth waited.)
+// Room for a second set of A registers and two halves of accumulators at
+// M = 64 (kHalves).
+constexpr int kCopyRegisters = 24;
+constexpr int kScoringRegisters = 112;
+// The launch's registers a thread (ptxas gives every inline kernel the most
+// its 640 threads allow) and what the claim takes from the release.
+constexpr int kLaunchRegisters = (65536 / (kWgmmaThreads + 128)) & ~7;
+static_assert(kLaunchRegisters == 96 &&
+                  kWgmmaThreads * (kScoringRegisters - kLaunchRegisters) <= 128 * (kLaunchRegisters - kCopyRegisters),
+              "the scoring warpgroups' claim must fit in what the copy warpgroup releases");
 template <bool kTopkWarps>
 constexpr int bulk_copy_warp() { return kTopkWarps ? topk::kTopkWarps : kWgmmaWarps; }
 template <bool kTopkWarps>
@@ -324,15 +352,22 @@ __host__ __device__ inline BulkLayout bulk_layout(int cols, int group, int nt) {
 }
 
 // Two groups in flight need a second set of accumulators and A registers
-// (NT * 4 + kSteps * 4 a set): within the 17-warp kernel's 96 registers
-// (ptxas serializes the MMAs where they do not fit: C7512) at G = 128 and
-// NT <= 4 only.
+// (NT * 4 + kSteps * 4 a set): within the 96 registers the 17-warp kernel
+// had (ptxas serializes the MMAs where they do not fit: C7512) at G = 128 and
+// NT <= 4 only. (With the scoring warps' 112 this may now hold for more.)
 template <int NT, int kSteps>
 constexpr bool kTwoGroupsInFlight = NT * 4 + kSteps * 4 <= 32;
 
-template <int NT, int kSteps, bool kTopkWarps>
+// kHalves (NT = 8, G = 128; NEXTTOK_CUDA_LM_HEAD_GROUPS=one pins the plain
+// loop): a group's MMAs in two halves of 32 token rows, one half's flush
+// running while the other half's MMAs do, and the next group's signs
+// expanded into a second set of A registers, so a warpgroup always has MMAs
+// in flight (one group at a time, run 77's profile: the MMAs' wait is the
+// hottest stall at W1 M=64).
+template <int NT, int kSteps, bool kTopkWarps, bool kHalves = false>
 __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
     binary_wgmma_bulk_kernel(const __grid_constant__ BinaryBulkParams bp) {
+  static_assert(!kHalves || (NT == 8 && kSteps == 4 && !kTopkWarps), "halves: M = 64 passes at G = 128, inline");
   const BinaryParams& p = bp.b;
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char bulk_smem[];
@@ -371,9 +406,12 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
   }
   __syncthreads();
   NT_TIMELINE_MARK(phase::kStartMark);
-
-  if (hw_warp == bulk_copy_warp<kTopkWarps>()) {  // the copy warp: one lane issues every copy
-    if (lane != 0) return;
+  // The copy warp: one lane issues every copy. (Inline, its warpgroup's
+  // release and the scoring warpgroups' claim below each dominate only their
+  // own code, so ptxas allocates each within its budget.)
+  if (kTopkWarps ? hw_warp == bulk_copy_warp<kTopkWarps>() : hw_warp >= kWgmmaWarps) {
+    if constexpr (!kTopkWarps) warpgroup_registers_release<kCopyRegisters>();
+    if (hw_warp != bulk_copy_warp<kTopkWarps>() || lane != 0) return;
     tma_prefetch_map(&bp.sign_map);
     tma_prefetch_map(&bp.scale_map);
     tma_prefetch_map(&bp.act_map);
@@ -424,6 +462,7 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
     }
   }
 
+  if constexpr (!kTopkWarps) warpgroup_registers_claim<kScoringRegisters>();
   [[maybe_unused]] auto topk = [&] {
     if constexpr (kTopkWarps) return 0;  // unused: the top-k warps keep it
     else return topk::CtaTopk<kWgmmaWarps, kBulkTopkBarrier>(topk_shared, p.cand, p.rows);
@@ -487,10 +526,55 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
         wgmma_group_scale<NT>(out, acc0, s0_lo, s0_hi);
         wgmma_wait<0>();
         wgmma_group_scale<NT>(out, acc1, s1_lo, s1_hi);
+      } else if constexpr (kHalves) {
+        // Group gi's halves lo (token rows 0-31) and hi (32-63); pending
+        // commit groups at each wait, oldest first: lo(gi), hi(gi) at the
+        // first, then hi(gi), lo(gi + 1) at the second. The chunk ends with
+        // none in flight.
+        constexpr int kHalfRows = 32;
+        const uint64_t hi_desc = act_desc + uint64_t((kHalfRows * 128) >> 4);  // a 1024-byte multiple: same swizzle
+        int32_t acc_lo[kHalfRows / 2], acc_hi[kHalfRows / 2];
+        uint32_t a[2][kSteps][4];
+        float s_lo[2], s_hi[2];
+        auto load = [&](int gi) {
+          uint32_t w_lo[kSteps / 4], w_hi[kSteps / 4];
+#pragma unroll
+          for (int wb = 0; wb < kSteps / 4; ++wb) {
+            const int piece = ((gi * kSteps) >> 2) + wb;
+            const unsigned char* w = signs + 16 * (piece ^ swz);
+            w_lo[wb] = *reinterpret_cast<const uint32_t*>(w);
+            w_hi[wb] = *reinterpret_cast<const uint32_t*>(w + 8 * (kChunkCols / 8));
+          }
+          s_lo[gi & 1] = __half2float(*reinterpret_cast<const __half*>(sc + 2 * gi));
+          s_hi[gi & 1] = __half2float(*reinterpret_cast<const __half*>(sc + 2 * gi + 8 * B.scale_row_bytes));
+          wgmma_group_signs<kSteps>(a[gi & 1], w_lo, w_hi, flip);
+        };
+        load(0);
+        wgmma_group_mmas<kHalfRows, kSteps>(acc_lo, a[0], act_desc, B.box_bytes, 0);
+        wgmma_group_mmas<kHalfRows, kSteps>(acc_hi, a[0], hi_desc, B.box_bytes, 0);
+#pragma unroll
+        for (int gi = 0; gi < kGroupsPerChunk; ++gi) {
+          const bool more = gi + 1 < kGroupsPerChunk;
+          wgmma_wait<1>();
+          wgmma_group_scale<NT, 0, kHalfRows / 8>(out, acc_lo, s_lo[gi & 1], s_hi[gi & 1]);
+          if (more) {
+            load(gi + 1);
+            wgmma_group_mmas<kHalfRows, kSteps>(acc_lo, a[(gi + 1) & 1], act_desc, B.box_bytes,
+                                                (gi + 1) * 32 * kSteps);
+            wgmma_wait<1>();
+          } else {
+            wgmma_wait<0>();
+          }
+          wgmma_group_scale<NT, kHalfRows / 8, kHalfRows / 8>(out, acc_hi, s_lo[gi & 1], s_hi[gi & 1]);
+          if (more)
+            wgmma_group_mmas<kHalfRows, kSteps>(acc_hi, a[(gi + 1) & 1], hi_desc, B.box_bytes,
+                                                (gi + 1) * 32 * kSteps);
+        }
       } else {
         // One group at a time. Splitting each group's MMAs into two halves of
         // the token rows, the first half scaled while the second ran, measured
-        // 376.6 us at W1 M=64 against 366.6 (runs 43, 42).
+        // 376.6 us at W1 M=64 against 366.6 (runs 43, 42), in 96 registers with
+        // one set of A registers (kHalves keeps two).
 #pragma unroll 1
         for (int gi = 0; gi < kGroupsPerChunk; ++gi) {
           int32_t acc[NT * 4];

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "core/check.h"
@@ -240,6 +241,13 @@ bool force_pass_bulk_copies() { return lm_head_path_forced("pass-bulk-copies"); 
 // the default before the bulk-fed kernel: calls of 3 to 8 rows on the stream
 // decode kernel, the passes of larger ones on the cp.async-fed warpgroup kernel.
 bool force_pass_async_copies() { return lm_head_path_forced("pass-async-copies"); }
+// NEXTTOK_CUDA_LM_HEAD_GROUPS=one: the bulk-fed kernel's passes of 64 rows
+// at G = 128 take one group at a time instead of its MMAs in two halves
+// (binary_wgmma_bulk_kernel's kHalves; read on every call).
+bool lm_head_one_group() {
+  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_GROUPS");
+  return v != nullptr && std::strcmp(v, "one") == 0;
+}
 // Passes of up to this many token rows take the bit-plane kernel: at W1 (run
 // 20, bit planes inside the tile-barrier kernel) 141 / 159 us at M = 1 / 2
 // against 174 / 180 for expanded signs, but 205 / 310 against 190 / 211 at
@@ -467,6 +475,12 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
     allow_dynamic_smem(kernel, bulk_smem_budget(dev, topk_warps), device, kOp);
     kernel<<<grid, threads, bulk_dynamic_bytes(B, stages, NT, topk_warps), stream>>>(bp);
   };
+  if constexpr (NT == 8 && kSteps == 4) {
+    if (!topk_warps && !lm_head_one_group()) {
+      launch(binary_wgmma_bulk_kernel<NT, kSteps, false, true>, bulk_threads<false>());
+      return true;
+    }
+  }
   if (topk_warps) launch(binary_wgmma_bulk_kernel<NT, kSteps, true>, bulk_threads<true>());
   else launch(binary_wgmma_bulk_kernel<NT, kSteps, false>, bulk_threads<false>());
   return true;

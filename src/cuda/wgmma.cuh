@@ -36,6 +36,22 @@ __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
 #endif
 }
+// The register budget of the executing warpgroup (every warp of it calls):
+// released to kRegs a thread, or raised to kRegs once the CTA's pool has them.
+// ptxas allocates the code after a raise within the new budget.
+template <int kRegs>
+__device__ __forceinline__ void warpgroup_registers_release() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+#endif
+}
+template <int kRegs>
+__device__ __forceinline__ void warpgroup_registers_claim() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+#endif
+}
+
 // Keeps the compiler from moving accesses of accumulators across a wait.
 template <int R>
 __device__ __forceinline__ void wgmma_fence_operands(float (&d)[R]) {

@@ -363,7 +363,8 @@ struct BinaryShape {
   int hidden, group, rows;
 };
 // M = 12, 16: two n-tiles (two groups in flight in the bulk-copy kernel),
-// 24: four, 64: eight (one group in flight), 67: a pass of 64 and one of 3.
+// 24: four, 64: eight (at G = 128 each group's MMAs in two halves), 67: a
+// pass of 64 and one of 3.
 const std::vector<BinaryShape> kPassShapes = {{5120, 128, 12}, {5120, 128, 16}, {5120, 128, 24}, {5120, 128, 64},
                                               {5120, 128, 67}, {2048, 256, 20}, {2048, 256, 67}};
 void expect_binary_switch_matches_default(const char* env, const char* value,
@@ -455,6 +456,15 @@ TEST(OptInPaths, FilterCutsKeepBinaryTopK) {
 TEST(OptInPaths, TopkWarpsKeepBinaryTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_TOPK", "warps");
+}
+
+// NEXTTOK_CUDA_LM_HEAD_GROUPS=one: the bulk-fed kernel's passes of 64 rows
+// at G = 128 (M = 64, and the first pass of M = 67) one group at a time where
+// by default each group's MMAs go in two halves of the token rows: the same
+// integers and sums, so the same k best bit for bit.
+TEST(OptInPaths, OneGroupAtATimeKeepsBinaryTopK) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_GROUPS", "one");
 }
 
 // NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2=normal: the weights' bulk copies without
