@@ -94,6 +94,52 @@ __global__ void __launch_bounds__(kThreads) mask_rows(float* logits, int64_t voc
   }
 }
 
+// The library's scheme for any element size, in 16-byte vectors of G tokens
+// (4 f32 or 8 f16/bf16), with the vectors a thread owns (VPT), the blocks an SM
+// must hold (MINB) and the grid's shape as parameters: PERSIST = 0 is the
+// library's grid (one block a chunk of VPT x 256 vectors of a row), PERSIST = 1
+// a grid of MINB blocks an SM walking the (row, chunk) items, so the last wave
+// is not a fraction of the SM's slots (bf16 at VPT = 4 is 5.2 waves).
+template <int G, int VPT, int MINB, int PERSIST>
+__global__ void __launch_bounds__(kThreads, MINB) mask_any(uint4* logits, int64_t row_vecs, const int32_t* mask,
+                                                           int64_t words, int64_t rows, int64_t chunks) {
+  constexpr uint32_t kAll = (1u << G) - 1u;
+  constexpr uint32_t kLaneBits = 128 / G;  // 32 or 16
+  constexpr uint32_t kNegInf = G == 4 ? 0xFF800000u : 0xFF80u;
+  const int64_t items = rows * chunks;
+  for (int64_t item = blockIdx.x; item < items; item += PERSIST ? gridDim.x : items) {
+    const int64_t r = item / chunks, c = item - r * chunks;
+    uint4* row = logits + r * row_vecs;
+    const int32_t* mrow = mask + r * words;
+    int64_t t[VPT];
+    uint32_t bits[VPT];
+    uint4 v[VPT];
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+      t[u] = (c * VPT + u) * kThreads + threadIdx.x;  // vector index in the row
+      bits[u] = t[u] < row_vecs ? (uint32_t(__ldg(mrow + ((t[u] * G) >> 5))) >> ((t[u] * G) & 31)) & kAll : kAll;
+    }
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+      v[u] = make_uint4(0u, 0u, 0u, 0u);
+      if (bits[u] != 0u && bits[u] != kAll) v[u] = __ldg(row + t[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+      if (bits[u] == kAll) continue;
+      uint32_t w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+      for (int j = 0; j < G; ++j) {
+        const int word = j * kLaneBits / 32, sh = (j * kLaneBits) % 32;
+        const uint32_t lane_mask = (kLaneBits == 32 ? 0xFFFFFFFFu : 0xFFFFu) << sh;
+        if (!((bits[u] >> j) & 1u)) w[word] = (w[word] & ~lane_mask) | (kNegInf << sh);
+      }
+      __stcs(row + t[u], make_uint4(w[0], w[1], w[2], w[3]));
+    }
+    if (!PERSIST) break;
+  }
+}
+
 struct Timer {
   std::vector<cudaEvent_t> a, b;
   explicit Timer(int n) : a(n), b(n) {
@@ -159,11 +205,11 @@ int main() {
         reinterpret_cast<float4*>(X(i)), vec); }, copies, runs), 2 * mb);
   const dim3 g4(unsigned((vocab / 4 + 4 * kThreads - 1) / (4 * kThreads)), unsigned(rows));
   const dim3 g8(unsigned((vocab / 4 + 8 * kThreads - 1) / (8 * kThreads)), unsigned(rows));
-  report("mask ld.cs st.cs VPT=4 (library)", median_us([&](int i) {
+  report("mask ld.cs st.cs VPT=4 (the old library scheme)", median_us([&](int i) {
     mask_rows<0, 0, 4><<<g4, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
   report("mask ld.nc st VPT=4", median_us([&](int i) {
     mask_rows<1, 1, 4><<<g4, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
-  report("mask ld.nc st.cs VPT=4", median_us([&](int i) {
+  report("mask ld.nc st.cs VPT=4 (library)", median_us([&](int i) {
     mask_rows<1, 0, 4><<<g4, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
   report("mask ld st VPT=4", median_us([&](int i) {
     mask_rows<2, 1, 4><<<g4, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
@@ -173,6 +219,31 @@ int main() {
     mask_rows<0, 0, 8><<<g8, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
   report("mask ld st VPT=8", median_us([&](int i) {
     mask_rows<2, 1, 8><<<g8, kThreads>>>(X(i), vocab, mask, words); }, copies, runs), 2 * mb);
+  // Any element size (mask_any): f32 against the library's f32 scheme above,
+  // then 16-bit rows (W4 bf16: half the bytes, 8 tokens a vector).
+  auto run_any = [&](const char* name, auto kernel, int G, int vpt, int minb, bool persist, int esize) {
+    const int64_t row_vecs = vocab * esize / 16;
+    const int64_t chunks = (row_vecs + int64_t(vpt) * kThreads - 1) / (int64_t(vpt) * kThreads);
+    const unsigned grid = persist ? unsigned(sms * minb) : unsigned(rows * chunks);
+    const double bytes = 2.0 * rows * vocab * esize / 1e6;
+    report(name, median_us([&](int i) {
+      kernel<<<grid, kThreads>>>(reinterpret_cast<uint4*>(X(i)), row_vecs, mask, words, rows, chunks); }, copies,
+      runs), bytes);
+    (void)G;
+  };
+  run_any("any f32 VPT=4 MINB=6", mask_any<4, 4, 6, 0>, 4, 4, 6, false, 4);
+  run_any("any f32 VPT=4 MINB=6 persistent", mask_any<4, 4, 6, 1>, 4, 4, 6, true, 4);
+  run_any("any f32 VPT=8 MINB=4", mask_any<4, 8, 4, 0>, 4, 8, 4, false, 4);
+  report("copy in place VPT=4, 16-bit rows' bytes", median_us([&](int i) {
+    copy_inplace<4><<<unsigned((vec / 2 + 4 * kThreads - 1) / (4 * kThreads)), kThreads>>>(
+        reinterpret_cast<float4*>(X(i)), vec / 2); }, copies, runs), mb);
+  run_any("any 16-bit VPT=4 MINB=6 (library)", mask_any<8, 4, 6, 0>, 8, 4, 6, false, 2);
+  run_any("any 16-bit VPT=2 MINB=6", mask_any<8, 2, 6, 0>, 8, 2, 6, false, 2);
+  run_any("any 16-bit VPT=2 MINB=8", mask_any<8, 2, 8, 0>, 8, 2, 8, false, 2);
+  run_any("any 16-bit VPT=8 MINB=4", mask_any<8, 8, 4, 0>, 8, 8, 4, false, 2);
+  run_any("any 16-bit VPT=4 MINB=6 persistent", mask_any<8, 4, 6, 1>, 8, 4, 6, true, 2);
+  run_any("any 16-bit VPT=4 MINB=8 persistent", mask_any<8, 4, 8, 1>, 8, 4, 8, true, 2);
+  run_any("any 16-bit VPT=2 MINB=8 persistent", mask_any<8, 2, 8, 1>, 8, 2, 8, true, 2);
   // The same kernels on one copy (no rotation: the data stays partly in L2).
   report("mask ld.cs st.cs VPT=4, one copy", median_us([&](int) {
     mask_rows<0, 0, 4><<<g4, kThreads>>>(X(0), vocab, mask, words); }, 1, runs), 2 * mb);
