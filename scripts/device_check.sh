@@ -174,7 +174,7 @@ if [ "${MMA_RATES:-0}" = 1 ]; then
 fi
 
 # Where the LM heads' sm_90 kernels' warps spend their cycles (PHASES=1):
-# W2 and W1 at M = 16, 64, inline top-k upkeep against top-k warps.
+# W2 and W1 at M = 16 and 64.
 if [ "${PHASES:-0}" = 1 ]; then
   if wait "$phases_build"; then
     stage phases-dense 60 "$OUT/phases.log" "$build/lm_head_phases"

@@ -1,7 +1,6 @@
 // Where the warps of the LM heads' sm_90 kernels spend their cycles: W2
 // (dense bf16, V = 248,320, H = 5,120) with PHASES_BINARY undefined, W1 (the
-// binary head, G = 128) with it defined, at M = 16 and 64, k = 50, each with
-// the inline top-k upkeep (the default) and NEXTTOK_CUDA_LM_HEAD_TOPK=warps.
+// binary head, G = 128) with it defined, at M = 16 and 64, k = 50.
 // The kernels' sources are included with NT_CUDA_TIMELINE defined, so the
 // phase sums of cuda/timeline.cuh (nt::cuda::phase) are compiled in; a row
 // gives the call's median time (the kernel and the merge) and, per phase, the
@@ -18,7 +17,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "nexttok/nexttok.hpp"
@@ -67,14 +65,12 @@ void* device_alloc(size_t bytes) {
 struct PhaseName {
   int slot;
   const char* name;
-  bool scoring;  // a phase of the scoring warps (else of the top-k warps, or the copy lane)
+  bool scoring;  // a phase of the scoring warps (else of the copy lane)
 };
 constexpr PhaseName kPhases[] = {
     {phase::kStageWait, "stage wait", true},   {phase::kStageWork, "stage work", true},
     {phase::kUpkeep, "upkeep", true},          {phase::kLastUpkeep, "last upkeep", true},
-    {phase::kHandOver, "hand-over", true},     {phase::kTileWait, "top-k: tile wait", false},
-    {phase::kSelect, "top-k: select", false},  {phase::kCut, "top-k: cuts", false},
-    {phase::kLastCut, "top-k: last cut", false}, {phase::kCopyWait, "copy: stage wait", false},
+    {phase::kCopyWait, "copy: stage wait", false},
     {phase::kUpkeepBarrier, "(upkeeps: barrier)", true}, {phase::kUpkeepCuts, "(upkeeps: cuts)", true},
 };
 
@@ -132,14 +128,11 @@ void report(const char* label, Call&& call, int scoring_warps, cudaStream_t s) {
   cycles_per_us /= ctas;
   std::printf("\n%s: call %.1f us (median of 20), %d CTAs, longest CTA %.1f us, SM clock %.0f MHz\n", label,
               ms[ms.size() / 2] * 1e3, ctas, kernel_us, cycles_per_us);
-  bool handed_over = false;
-  for (int c = 0; c < kTimelineCtas; ++c) handed_over |= sums[size_t(c) * kTimelineSlots + phase::kHandOver] != 0;
-  std::printf("  (%s)\n", handed_over ? "top-k warps ran" : "inline upkeep ran");
   for (const PhaseName& ph : kPhases) {
     double total = 0;
     for (int c = 0; c < kTimelineCtas; ++c) total += double(sums[size_t(c) * kTimelineSlots + ph.slot]);
     if (total == 0 || ctas == 0) continue;
-    const int warps = ph.slot == phase::kCopyWait ? 1 : ph.scoring ? scoring_warps : nt::cuda::topk::kTopkWarps;
+    const int warps = ph.scoring ? scoring_warps : 1;
     const double us = total / ctas / warps / cycles_per_us;
     std::printf("  %-18s %8.1f us a warp (mean over CTAs)\n", ph.name, us);
   }
@@ -206,16 +199,12 @@ int main() {
     a.values = nexttok::matrix(values, rows, K, -1, dev);
     a.indices = nexttok::matrix(indices, rows, K, -1, dev);
     CHECK(cudaStreamSynchronize(s));
-    for (const char* topk : {"inline", "warps"}) {
-      setenv("NEXTTOK_CUDA_LM_HEAD_TOPK", topk, 1);
-      const size_t bytes = size();
-      void* ws = device_alloc(bytes);
-      char label[96];
-      std::snprintf(label, sizeof label, "%s M=%d, top-k %s", head, rows, topk);
-      report(label, [&] { run(ws, bytes); }, scoring_warps, s);
-      CHECK(cudaFree(ws));
-    }
-    unsetenv("NEXTTOK_CUDA_LM_HEAD_TOPK");
+    const size_t bytes = size();
+    void* ws = device_alloc(bytes);
+    char label[96];
+    std::snprintf(label, sizeof label, "%s M=%d", head, rows);
+    report(label, [&] { run(ws, bytes); }, scoring_warps, s);
+    CHECK(cudaFree(ws));
     release();
     CHECK(cudaFree(values));
     CHECK(cudaFree(indices));

@@ -116,8 +116,8 @@ inline __device__ void stage_chunk(const BinaryParams& p, const StageLayout& L, 
 }
 
 // The score of token row `tok` and vocabulary row `row` from its integer dot
-// times 64 (an exact float): the one expression every binary kernel and the
-// top-k warps (cuda/topk_warps.cuh) use, so their scores agree bit for bit.
+// times 64 (an exact float): the one expression every binary kernel uses, so
+// their scores agree bit for bit.
 __device__ __forceinline__ float binary_score(const BinaryParams& p, int tok, float dot64, int row) {
   return add_bias(p.act_scale[tok] * 0.015625f * dot64, p.bias, row);
 }

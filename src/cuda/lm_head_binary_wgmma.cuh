@@ -17,7 +17,6 @@
 #include "cuda/lm_head_device.cuh"
 #include "cuda/topk_cta.cuh"
 #include "cuda/timeline.cuh"
-#include "cuda/topk_warps.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace nt::cuda::lm_head {
@@ -299,34 +298,28 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryPa
 // at W1 M=16; run 41: M=16 237.7 -> 188.4 us, M=64 448.9 -> 370.6). Boxes
 // past the CTA's rows are not loaded. Whole chunks only (H % 512 == 0).
 
-// By default (inline) warps 0-15 score and keep the top-k, and warp 16 of a
-// fifth warpgroup copies; warps 17-19 only give their registers away (below).
-// With kTopkWarps (NEXTTOK_CUDA_LM_HEAD_TOPK=warps, opt-in: slower, see
-// lm_head_topk_binary.cu), warps 0-2 keep the top-k from a score buffer
-// (cuda/topk_warps.cuh), warp 3 copies and warps 4-19 score. Either way 20
-// warps get 96 registers a thread at launch.
-template <bool kTopkWarps>
-constexpr int bulk_threads() { return kWgmmaThreads + (kTopkWarps ? 32 + 32 * topk::kTopkWarps : 128); }
-// Inline, the copy warpgroup keeps 24 registers a thread and the scoring
-// warpgroups take 112: a CTA's pool holds only what its own warps release,
+// Warps 0-15 score and keep the top-k, and warp 16 of a fifth warpgroup
+// copies; warps 17-19 only give their registers away (below). All 20 get 96
+// registers a thread at launch. (Top-k warps that kept the top-k from a
+// score buffer while warps 4-19 scored were slower at every M, run 57: W1
+// M=16 269 us against 163, M=64 786 against 362; removed after 49aa8c6.)
+constexpr int kBulkThreads = kWgmmaThreads + 128;
+// The copy warpgroup keeps 24 registers a thread and the scoring warpgroups
+// take 112: a CTA's pool holds only what its own warps release,
 // 128 x (96 - 24) = 9,216 >= 512 x (112 - 96). (Claiming 120 hung every
 // call on the H200, run 78: three warpgroups got theirs, the fourth waited.)
 // Room for a second set of A registers and two halves of accumulators at
 // M = 64 (kHalves).
 constexpr int kCopyRegisters = 24;
 constexpr int kScoringRegisters = 112;
-// The launch's registers a thread (ptxas gives every inline kernel the most
+// The launch's registers a thread (ptxas gives every bulk kernel the most
 // its 640 threads allow) and what the claim takes from the release.
-constexpr int kLaunchRegisters = (65536 / (kWgmmaThreads + 128)) & ~7;
+constexpr int kLaunchRegisters = (65536 / kBulkThreads) & ~7;
 static_assert(kLaunchRegisters == 96 &&
                   kWgmmaThreads * (kScoringRegisters - kLaunchRegisters) <= 128 * (kLaunchRegisters - kCopyRegisters),
               "the scoring warpgroups' claim must fit in what the copy warpgroup releases");
-template <bool kTopkWarps>
-constexpr int bulk_copy_warp() { return kTopkWarps ? topk::kTopkWarps : kWgmmaWarps; }
-template <bool kTopkWarps>
-using BulkTopkShared = topk::CtaShared<kTopkWarps ? topk::kTopkWarps : kWgmmaWarps>;
-constexpr int kBulkTopkBarrier = 1;  // named barrier of the warps that keep the top-k
-static_assert(kTileRows == topk::kScoreTileRows, "the score buffer holds one tile");
+using BulkTopkShared = topk::CtaShared<kWgmmaWarps>;
+constexpr int kBulkTopkBarrier = 1;  // named barrier of the scoring warps
 constexpr int kBulkBoxRows = 64;
 constexpr int kBulkSignBoxBytes = kBulkBoxRows * (kChunkCols / 8);
 
@@ -364,26 +357,20 @@ constexpr bool kTwoGroupsInFlight = NT * 4 + kSteps * 4 <= 32;
 // expanded into a second set of A registers, so a warpgroup always has MMAs
 // in flight (one group at a time, run 77's profile: the MMAs' wait is the
 // hottest stall at W1 M=64).
-template <int NT, int kSteps, bool kTopkWarps, bool kHalves = false>
-__global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
-    binary_wgmma_bulk_kernel(const __grid_constant__ BinaryBulkParams bp) {
-  static_assert(!kHalves || (NT == 8 && kSteps == 4 && !kTopkWarps), "halves: M = 64 passes at G = 128, inline");
+template <int NT, int kSteps, bool kHalves = false>
+__global__ void __launch_bounds__(kBulkThreads, 1) binary_wgmma_bulk_kernel(const __grid_constant__ BinaryBulkParams bp) {
+  static_assert(!kHalves || (NT == 8 && kSteps == 4), "halves: M = 64 passes at G = 128");
   const BinaryParams& p = bp.b;
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char bulk_smem[];
-  __shared__ BulkTopkShared<kTopkWarps> topk_shared;
+  __shared__ BulkTopkShared topk_shared;
   __shared__ uint64_t full[kMaxStages], empty[kMaxStages], scale_full[2], scale_empty[2];
-  __shared__ uint64_t scores_full, scores_empty;  // the score buffer's hand-over (kTopkWarps)
   unsigned char* smem = align_shared(bulk_smem, 1024);
   const BulkLayout B = bulk_layout(p.cols, p.group, NT);
   const int S = p.stages;
   unsigned char* scale_buf = smem + S * B.stage_bytes;
-  float* scores = reinterpret_cast<float*>(scale_buf + 2 * B.scale_bytes);  // kTopkWarps
 
-  // warp: this warp among the scoring warps (negative for the others).
-  constexpr int kFirstScoringWarp = kTopkWarps ? topk::kTopkWarps + 1 : 0;
-  const int hw_warp = threadIdx.x >> 5;
-  const int warp = hw_warp - kFirstScoringWarp, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int row_begin = blockIdx.x * p.rows_per_cta;
   const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
   const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
@@ -400,18 +387,16 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
       mbarrier_init(&scale_full[i], 1);
       mbarrier_init(&scale_empty[i], kWgmmaWarps);
     }
-    mbarrier_init(&scores_full, kWgmmaThreads);
-    mbarrier_init(&scores_empty, topk::kTopkWarps * 32);
     mbarrier_init_fence();
   }
   __syncthreads();
   NT_TIMELINE_MARK(phase::kStartMark);
-  // The copy warp: one lane issues every copy. (Inline, its warpgroup's
-  // release and the scoring warpgroups' claim below each dominate only their
-  // own code, so ptxas allocates each within its budget.)
-  if (kTopkWarps ? hw_warp == bulk_copy_warp<kTopkWarps>() : hw_warp >= kWgmmaWarps) {
-    if constexpr (!kTopkWarps) warpgroup_registers_release<kCopyRegisters>();
-    if (hw_warp != bulk_copy_warp<kTopkWarps>() || lane != 0) return;
+  // The copy warp: one lane issues every copy. (Its warpgroup's release and
+  // the scoring warpgroups' claim below each dominate only their own code,
+  // so ptxas allocates each within its budget.)
+  if (warp >= kWgmmaWarps) {
+    warpgroup_registers_release<kCopyRegisters>();
+    if (warp != kWgmmaWarps || lane != 0) return;
     tma_prefetch_map(&bp.sign_map);
     tma_prefetch_map(&bp.scale_map);
     tma_prefetch_map(&bp.act_map);
@@ -450,23 +435,8 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
     }
     return;
   }
-  if constexpr (kTopkWarps) {
-    if (hw_warp < topk::kTopkWarps) {
-      // The buffer holds the dots times 64, as offer_block takes them.
-      topk::keep_tiles<kBulkTopkBarrier>(topk_shared, p.cand, p.rows, scores, &scores_full, &scores_empty,
-                                         row_begin, row_end, [&](int m, float dot64, int row) {
-                                           return binary_score(p, m, dot64, row);
-                                         });
-      NT_TIMELINE_MARK(phase::kEndMark);
-      return;
-    }
-  }
-
-  if constexpr (!kTopkWarps) warpgroup_registers_claim<kScoringRegisters>();
-  [[maybe_unused]] auto topk = [&] {
-    if constexpr (kTopkWarps) return 0;  // unused: the top-k warps keep it
-    else return topk::CtaTopk<kWgmmaWarps, kBulkTopkBarrier>(topk_shared, p.cand, p.rows);
-  }();
+  warpgroup_registers_claim<kScoringRegisters>();
+  topk::CtaTopk<kWgmmaWarps, kBulkTopkBarrier> topk(topk_shared, p.cand, p.rows);
   float out[NT][4] = {};
   // As in binary_wgmma_kernel: warp w scores tile rows 16w..16w+15. Rows g
   // and g + 8 share their swizzle, (row / 2) % 4 = (g / 2) % 4.
@@ -604,22 +574,9 @@ __global__ void __launch_bounds__(bulk_threads<kTopkWarps>(), 1)
       mbarrier_arrive(&scale_empty[sb]);
     }
     [[maybe_unused]] const long long upkeep = NT_TIMELINE_CLOCK();
-    if constexpr (kTopkWarps) {
-      topk::hand_over_scores(tile, &scores_full, &scores_empty, [&] {
-#pragma unroll
-        for (int n = 0; n < NT; ++n)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            scores[topk::score_slot(n * 8 + 2 * t + (i & 1), frag_row + 8 * (i >> 1))] = out[n][i];
-            out[n][i] = 0.0f;
-          }
-      });
-      NT_TIMELINE_ADD(phase::kHandOver, upkeep);
-    } else {
-      offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
-      topk.end_tile(kTileRows, tile == n_tiles - 1);
-      NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
-    }
+    offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
+    topk.end_tile(kTileRows, tile == n_tiles - 1);
+    NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
   }
   NT_TIMELINE_MARK(phase::kEndMark);
 }

@@ -16,17 +16,11 @@
 // way each stage's 64 columns start from zero and are added to the scores
 // with an IEEE add, bounding the tensor cores' truncating accumulation to
 // 64-column partial sums. After a tile's last stage the scores go to the
-// CTA's exact top-k (cuda/topk_cta.cuh).
-//
-// Who keeps the top-k: by default (inline) scoring warps 0-7 offer and cut at
+// CTA's exact top-k (cuda/topk_cta.cuh): scoring warps 0-7 offer and cut at
 // the end of every tile, meeting at a named barrier of their own; the copy
-// warp is 8. With kTopkWarps (NEXTTOK_CUDA_LM_HEAD_TOPK=warps, opt-in: slower
-// as measured, see lm_head_topk_dense.cu) three top-k warps (0-2; the copy
-// warp is 3, the scoring warps 4-11) take each tile's scores from a
-// shared-memory buffer (cuda/topk_warps.cuh) while the scoring warps multiply
-// the next tile. The buffer costs ring stages (M=64: 3 against 5). Three
-// top-k warps, not four: 13 warps are allotted registers as 16 (128 a
-// thread: the scoring warps spilled); 12 leave them 168.
+// warp is 8. (Top-k warps that took each tile's scores from a shared-memory
+// buffer while the scoring warps multiplied the next tile were slower at
+// every M, run 57: W2 M=64 838 us against 800; removed after 49aa8c6.)
 #pragma once
 
 #include <cuda.h>
@@ -39,18 +33,12 @@
 #include "cuda/lm_head_host.cuh"
 #include "cuda/topk_cta.cuh"
 #include "cuda/timeline.cuh"
-#include "cuda/topk_warps.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace nt::cuda::lm_head {
 
 constexpr int kStagedWarps = 8;  // scoring warps
-template <bool kTopkWarps>
-constexpr int staged_threads() { return (kStagedWarps + 1 + (kTopkWarps ? topk::kTopkWarps : 0)) * 32; }
-// The copy warp: after the scoring warps, or (kTopkWarps) after the top-k
-// warps, so that the scoring warps form whole warpgroups (warps 4-11).
-template <bool kTopkWarps>
-constexpr int staged_copy_warp() { return kTopkWarps ? topk::kTopkWarps : kStagedWarps; }
+constexpr int kStagedThreads = (kStagedWarps + 1) * 32;  // the scoring warps and the copy warp
 constexpr int kStagedBoxRows = 32;  // one scoring warp's weight rows
 constexpr int kStagedTileRows = kStagedWarps * kStagedBoxRows;
 constexpr int kStagedChunkCols = 64;  // one 128-byte swizzle line per row
@@ -59,7 +47,6 @@ constexpr int kStagedWeightBytes = kStagedWarps * kStagedBoxBytes;
 constexpr int kStagedMaxStages = 8;
 constexpr int kStagedTopkBarrier = 1;  // named barrier of the scoring warps
 static_assert(kStagedTileRows <= kMaxTileRows, "candidate buffers are sized for kMaxTileRows");
-static_assert(kStagedTileRows == topk::kScoreTileRows, "the score buffer holds one tile");
 
 struct StagedParams {
   CUtensorMap weight_map;  // [V, H]: boxes of 32 rows x 64 columns
@@ -78,26 +65,19 @@ __host__ __device__ constexpr int staged_hidden_bytes(int n_tiles) { return n_ti
 __host__ __device__ constexpr int staged_stage_bytes(int n_tiles) {
   return kStagedWeightBytes + staged_hidden_bytes(n_tiles);
 }
-template <bool kTopkWarps>
-using StagedTopkShared = topk::CtaShared<kTopkWarps ? topk::kTopkWarps : kStagedWarps>;
+using StagedTopkShared = topk::CtaShared<kStagedWarps>;
 
-template <bool kBf16, int NT, bool kTopkWarps>
-__global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
-    dense_staged_kernel(const __grid_constant__ StagedParams p) {
+template <bool kBf16, int NT>
+__global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const __grid_constant__ StagedParams p) {
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ unsigned char staged_smem[];
-  __shared__ StagedTopkShared<kTopkWarps> topk_shared;
+  __shared__ StagedTopkShared topk_shared;
   __shared__ uint64_t full[kStagedMaxStages], empty[kStagedMaxStages];
-  __shared__ uint64_t scores_full, scores_empty;  // the score buffer's hand-over (kTopkWarps)
   constexpr int kStageBytes = staged_stage_bytes(NT);
-  constexpr int kFirstScoringWarp = kTopkWarps ? topk::kTopkWarps + 1 : 0;
   [[maybe_unused]] constexpr int NG = NT < 2 ? NT : 2;  // mma.sync: n-tiles per group
   unsigned char* stages = align_shared(staged_smem, 1024);
-  float* scores = reinterpret_cast<float*>(stages + p.stages * kStageBytes);  // kTopkWarps
 
-  // warp: this warp among the scoring warps (negative for the others).
-  const int hw_warp = threadIdx.x >> 5;
-  const int warp = hw_warp - kFirstScoringWarp, lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int row_begin = blockIdx.x * p.rows_per_cta;
   const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
   const int n_tiles = (row_end - row_begin + kStagedTileRows - 1) / kStagedTileRows;
@@ -108,14 +88,12 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
       mbarrier_init(&full[s], 1);
       mbarrier_init(&empty[s], kStagedWarps);
     }
-    mbarrier_init(&scores_full, kStagedWarps * 32);
-    mbarrier_init(&scores_empty, topk::kTopkWarps * 32);
     mbarrier_init_fence();
   }
   __syncthreads();
   NT_TIMELINE_MARK(phase::kStartMark);
 
-  if (hw_warp == staged_copy_warp<kTopkWarps>()) {  // the copy warp: one lane issues every copy
+  if (warp == kStagedWarps) {  // the copy warp: one lane issues every copy
     if (lane != 0) return;
     tma_prefetch_map(&p.weight_map);
     tma_prefetch_map(&p.hidden_map);
@@ -145,21 +123,7 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
     }
     return;
   }
-  if constexpr (kTopkWarps) {
-    if (hw_warp < topk::kTopkWarps) {
-      topk::keep_tiles<kStagedTopkBarrier>(topk_shared, p.cand, p.rows, scores, &scores_full, &scores_empty,
-                                           row_begin, row_end, [&](int, float raw, int row) {
-                                             return add_bias(raw, p.bias, row);
-                                           });
-      NT_TIMELINE_MARK(phase::kEndMark);
-      return;
-    }
-  }
-
-  [[maybe_unused]] auto topk = [&] {
-    if constexpr (kTopkWarps) return 0;  // unused: the top-k warps keep it
-    else return topk::CtaTopk<kStagedWarps, kStagedTopkBarrier>(topk_shared, p.cand, p.rows);
-  }();
+  topk::CtaTopk<kStagedWarps, kStagedTopkBarrier> topk(topk_shared, p.cand, p.rows);
   const int g = lane >> 2, t = lane & 3;
 
   // Scores of this thread, out[m][n][i]: m16 block m of the warp's rows
@@ -199,10 +163,9 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
 #endif
 
   // Each of this thread's scores with its token row and tile row, cleared
-  // for the next tile: the one walk of the accumulator layout that both
-  // upkeeps take, so they see the same (token, row) pairs. The last argument
-  // j numbers the thread's 2 NT token rows (a constant once unrolled): token
-  // row token_of(j) = 8 n + 2 t + (i & 1) for j = 2 n + (i & 1).
+  // for the next tile. The last argument j numbers the thread's 2 NT token
+  // rows (a constant once unrolled): token row token_of(j) = 8 n + 2 t +
+  // (i & 1) for j = 2 n + (i & 1).
   auto token_of = [&](int j) { return (j >> 1) * 8 + 2 * t + (j & 1); };
   auto each_score = [&](auto&& f) {
 #pragma unroll
@@ -302,27 +265,18 @@ __global__ void __launch_bounds__(staged_threads<kTopkWarps>(), 1)
     }
 
     [[maybe_unused]] const long long upkeep = NT_TIMELINE_CLOCK();
-    if constexpr (kTopkWarps) {
-      // Every score of the tile to the buffer (rows past the range and token
-      // rows past the pass too: the top-k warps skip them).
-      topk::hand_over_scores(tile, &scores_full, &scores_empty, [&] {
-        each_score([&](int tok, int row, float score, int) { scores[topk::score_slot(tok, row)] = score; });
-      });
-      NT_TIMELINE_ADD(phase::kHandOver, upkeep);
-    } else {
-      // The thresholds of the thread's token rows into registers first: they
-      // hold still until end_tile, and read inside the walk each would wait
-      // behind the earlier offers' atomics and stores.
-      uint32_t floor[2 * NT];
+    // The thresholds of the thread's token rows into registers first: they
+    // hold still until end_tile, and read inside the walk each would wait
+    // behind the earlier offers' atomics and stores.
+    uint32_t floor[2 * NT];
 #pragma unroll
-      for (int j = 0; j < 2 * NT; ++j) floor[j] = topk.threshold(token_of(j));
-      each_score([&](int tok, int tile_row, float score, int j) {
-        const int row = tile_row0 + tile_row;
-        if (row < row_end && tok < p.rows) topk.offer_above(tok, floor[j], add_bias(score, p.bias, row), row);
-      });
-      topk.end_tile(kStagedTileRows, tile == n_tiles - 1);
-      NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
-    }
+    for (int j = 0; j < 2 * NT; ++j) floor[j] = topk.threshold(token_of(j));
+    each_score([&](int tok, int tile_row, float score, int j) {
+      const int row = tile_row0 + tile_row;
+      if (row < row_end && tok < p.rows) topk.offer_above(tok, floor[j], add_bias(score, p.bias, row), row);
+    });
+    topk.end_tile(kStagedTileRows, tile == n_tiles - 1);
+    NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
   }
   NT_TIMELINE_MARK(phase::kEndMark);
 }

@@ -418,18 +418,14 @@ bool bulk_pass_shape(const nt_lm_head_binary_args& a) {
 
 // Stages of the bulk-copy warpgroup kernel at NT n-tiles (its static shared
 // memory: the top-k state and the mbarriers; 1024 bytes of the budget for
-// the stage alignment; the top-k warps' score buffer); below 2 it cannot run.
-int bulk_smem_budget(const DeviceLimits& dev, bool topk_warps) {
-  const int topk_state = int(topk_warps ? sizeof(BulkTopkShared<true>) : sizeof(BulkTopkShared<false>));
-  return dev.max_smem_optin - topk_state - (2 * kMaxStages + 6) * 8;
+// the stage alignment); below 2 it cannot run.
+int bulk_smem_budget(const DeviceLimits& dev) {
+  return dev.max_smem_optin - int(sizeof(BulkTopkShared)) - (2 * kMaxStages + 4) * 8;
 }
-int bulk_dynamic_bytes(const BulkLayout& B, int stages, int nt, bool topk_warps) {
-  return stages * B.stage_bytes + 2 * B.scale_bytes + (topk_warps ? topk::score_buffer_bytes(8 * nt) : 0) + 1024;
-}
-int bulk_stages(int cols, int group, int nt, const DeviceLimits& dev, bool topk_warps) {
+int bulk_dynamic_bytes(const BulkLayout& B, int stages) { return stages * B.stage_bytes + 2 * B.scale_bytes + 1024; }
+int bulk_stages(int cols, int group, int nt, const DeviceLimits& dev) {
   const BulkLayout B = bulk_layout(cols, group, nt);
-  return std::min(kMaxStages,
-                  (bulk_smem_budget(dev, topk_warps) - bulk_dynamic_bytes(B, 0, nt, topk_warps)) / B.stage_bytes);
+  return std::min(kMaxStages, (bulk_smem_budget(dev) - bulk_dynamic_bytes(B, 0)) / B.stage_bytes);
 }
 
 // The warpgroup-MMA kernel fed by bulk tensor copies, for shapes it takes
@@ -446,16 +442,12 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
   const int64_t vocab = a.wq.shape[0], groups = p.cols / p.group;
   if (!bulk_pass_shape(a)) return false;
   const BulkLayout B = bulk_layout(p.cols, p.group, NT);
-  // Top-k warps (topk::lm_head_topk_warps; run 57: W1 M=16 269 us against
-  // 163 inline, M=64 786 against 362) where their score buffer leaves two
-  // stages, else inline.
-  const bool topk_warps = topk::lm_head_topk_warps() && bulk_stages(p.cols, p.group, NT, dev, true) >= 2;
-  const int stages = bulk_stages(p.cols, p.group, NT, dev, topk_warps);
+  const int stages = bulk_stages(p.cols, p.group, NT, dev);
   const bool pinned = force_pass_bulk_copies();
   if (stages < 2) {
     if (!pinned) return false;
     fail(NT_ERROR_UNSUPPORTED, std::string(kOp) + ": NEXTTOK_CUDA_LM_HEAD_PATH=pass-bulk-copies: " +
-                                   std::to_string(bulk_dynamic_bytes(B, 2, NT, false)) +
+                                   std::to_string(bulk_dynamic_bytes(B, 2)) +
                                    " bytes of shared memory needed for this call");
   }
   BinaryBulkParams bp{};
@@ -471,18 +463,17 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
     if (!pinned) return false;
     fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
   }
-  auto launch = [&](auto kernel, int threads) {
-    allow_dynamic_smem(kernel, bulk_smem_budget(dev, topk_warps), device, kOp);
-    kernel<<<grid, threads, bulk_dynamic_bytes(B, stages, NT, topk_warps), stream>>>(bp);
+  auto launch = [&](auto kernel) {
+    allow_dynamic_smem(kernel, bulk_smem_budget(dev), device, kOp);
+    kernel<<<grid, kBulkThreads, bulk_dynamic_bytes(B, stages), stream>>>(bp);
   };
   if constexpr (NT == 8 && kSteps == 4) {
-    if (!topk_warps && !lm_head_one_group()) {
-      launch(binary_wgmma_bulk_kernel<NT, kSteps, false, true>, bulk_threads<false>());
+    if (!lm_head_one_group()) {
+      launch(binary_wgmma_bulk_kernel<NT, kSteps, true>);
       return true;
     }
   }
-  if (topk_warps) launch(binary_wgmma_bulk_kernel<NT, kSteps, true>, bulk_threads<true>());
-  else launch(binary_wgmma_bulk_kernel<NT, kSteps, false>, bulk_threads<false>());
+  launch(binary_wgmma_bulk_kernel<NT, kSteps>);
   return true;
 }
 
@@ -708,7 +699,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
   // (A tensor map the driver refuses would still send such a call to the
   // cp.async-fed kernel: correct, slower.)
   const bool few_rows_on_passes = wgmma && !force_pass_async_copies() && bulk_pass_shape(a) &&
-                                  bulk_stages(cols, a.group_size, 1, dev, false) >= 2;
+                                  bulk_stages(cols, a.group_size, 1, dev) >= 2;
   if (try_rows(a, plan, dev, cand, reinterpret_cast<topk::Candidate*>(ws + plan.lists.offset), bias,
                device, stream) ||
       (!few_rows_on_passes && try_stream(a, plan, dev, cand, bias, device, stream))) {

@@ -445,23 +445,18 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p
 int staged_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
 
 // Static shared memory of a staged kernel (top-k state and barriers).
-int staged_static_smem(bool topk_warps) {
-  return int(topk_warps ? sizeof(StagedTopkShared<true>) : sizeof(StagedTopkShared<false>)) +
-         (2 * kStagedMaxStages + 2) * 8;
-}
+constexpr int kStagedStaticSmem = int(sizeof(StagedTopkShared)) + 2 * kStagedMaxStages * 8;
 
-// Dynamic shared memory of a staged kernel of `n_tiles` n-tiles: its stages,
-// the top-k warps' score buffer and the 1024-byte alignment slack.
-int staged_dynamic_bytes(int stages, int n_tiles, bool topk_warps) {
-  return stages * staged_stage_bytes(n_tiles) + (topk_warps ? topk::score_buffer_bytes(8 * n_tiles) : 0) + 1024;
-}
+// Dynamic shared memory of a staged kernel of `n_tiles` n-tiles: its stages
+// and the 1024-byte alignment slack.
+int staged_dynamic_bytes(int stages, int n_tiles) { return stages * staged_stage_bytes(n_tiles) + 1024; }
 
 // Stages that fit beside the static shared memory and the rest of the
 // dynamic. NEXTTOK_CUDA_LM_HEAD_STAGES=n takes fewer (a measurement switch:
 // how many the ring needs).
-int staged_stages(const DeviceLimits& dev, int rows, bool topk_warps) {
+int staged_stages(const DeviceLimits& dev, int rows) {
   const int tiles = staged_tiles(rows);
-  const int fixed = staged_static_smem(topk_warps) + staged_dynamic_bytes(0, tiles, topk_warps);
+  const int fixed = kStagedStaticSmem + staged_dynamic_bytes(0, tiles);
   int n = std::min(kStagedMaxStages, (dev.max_smem_optin - fixed) / staged_stage_bytes(tiles));
   if (const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_STAGES"); v != nullptr && std::atoi(v) >= 2)
     n = std::min(n, std::atoi(v));
@@ -470,26 +465,25 @@ int staged_stages(const DeviceLimits& dev, int rows, bool topk_warps) {
 
 bool staged_kernel_built(int device) {
   static std::atomic<int> known[64];
-  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1, false>), device,
+  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), device,
                               known);
 }
 
-template <bool kBf16, int NT, bool kTopkWarps>
+template <bool kBf16, int NT>
 void launch_staged(const StagedParams& p, int grid, int device, cudaStream_t stream) {
-  auto kernel = dense_staged_kernel<kBf16, NT, kTopkWarps>;
-  const int smem = staged_dynamic_bytes(p.stages, NT, kTopkWarps);
-  allow_dynamic_smem(kernel, device_limits(device, kOp).max_smem_optin - staged_static_smem(kTopkWarps),
-                     device, kOp);
-  kernel<<<grid, staged_threads<kTopkWarps>(), smem, stream>>>(p);
+  auto kernel = dense_staged_kernel<kBf16, NT>;
+  const int smem = staged_dynamic_bytes(p.stages, NT);
+  allow_dynamic_smem(kernel, device_limits(device, kOp).max_smem_optin - kStagedStaticSmem, device, kOp);
+  kernel<<<grid, kStagedThreads, smem, stream>>>(p);
 }
 
-template <bool kBf16, bool kTopkWarps>
+template <bool kBf16>
 void launch_staged_rows(const StagedParams& p, int grid, int device, cudaStream_t stream) {
   switch (staged_tiles(p.rows)) {
-    case 1: launch_staged<kBf16, 1, kTopkWarps>(p, grid, device, stream); break;
-    case 2: launch_staged<kBf16, 2, kTopkWarps>(p, grid, device, stream); break;
-    case 4: launch_staged<kBf16, 4, kTopkWarps>(p, grid, device, stream); break;
-    default: launch_staged<kBf16, 8, kTopkWarps>(p, grid, device, stream); break;
+    case 1: launch_staged<kBf16, 1>(p, grid, device, stream); break;
+    case 2: launch_staged<kBf16, 2>(p, grid, device, stream); break;
+    case 4: launch_staged<kBf16, 4>(p, grid, device, stream); break;
+    default: launch_staged<kBf16, 8>(p, grid, device, stream); break;
   }
 }
 
@@ -533,7 +527,7 @@ Dispatch choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
           cols % 8 == 0 && row_alignment(a.weight) >= 16 && hidden_align >= 4 &&
           mma_pass_rows(dev) >= 8;
   d.staged = d.mma && !lm_head_path_forced("direct") && dev.cc_major >= 9 && hidden_align >= 16 &&
-             staged_stages(dev, kPassRows, topk::lm_head_topk_warps()) >= 2 && staged_kernel_built(a.weight.device_id) &&
+             staged_stages(dev, kPassRows) >= 2 && staged_kernel_built(a.weight.device_id) &&
              tensor_map_encoder() != nullptr;
   d.hidden_copy = hidden_align >= 8 ? 8 : 4;
   return d;
@@ -651,20 +645,12 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
     if (path.staged) {
       StagedParams p = staged_params(a, hidden, rows);
       p.rows_per_cta = plan.rows_per_cta;
-      // Top-k warps opt-in (topk::lm_head_topk_warps; run 57: W2 M=64 838 us
-      // against 800 inline, M=16 652 against 646).
-      const bool topk_warps = topk::lm_head_topk_warps();
-      p.stages = staged_stages(dev, rows, topk_warps);
+      p.stages = staged_stages(dev, rows);
       p.bias = bias;
       p.cand = cand;
       const int device = a.weight.device_id;
-      if (a.weight.dtype == NT_BF16) {
-        if (topk_warps) launch_staged_rows<true, true>(p, plan.grid, device, stream);
-        else launch_staged_rows<true, false>(p, plan.grid, device, stream);
-      } else {
-        if (topk_warps) launch_staged_rows<false, true>(p, plan.grid, device, stream);
-        else launch_staged_rows<false, false>(p, plan.grid, device, stream);
-      }
+      if (a.weight.dtype == NT_BF16) launch_staged_rows<true>(p, plan.grid, device, stream);
+      else launch_staged_rows<false>(p, plan.grid, device, stream);
     } else if (path.mma && row_stream_fits(rows, a.weight.shape[1], dev)) {
       RowStreamParams p{};
       p.weight = static_cast<const uint16_t*>(a.weight.data);

@@ -61,11 +61,7 @@ constexpr int kStageWait = 2;     // scoring warps: waiting for a stage's (or a 
 constexpr int kStageWork = 3;     // scoring warps: a stage's MMAs and adds
 constexpr int kUpkeep = 4;        // scoring warps, inline: offers and cuts between tiles
 constexpr int kLastUpkeep = 5;    // scoring warps, inline: the last tile's offers and cut
-constexpr int kHandOver = 6;      // scoring warps, top-k warps: waiting for and filling the buffer
-constexpr int kTileWait = 7;      // top-k warps: waiting for a tile's scores
-constexpr int kSelect = 8;        // top-k warps: reading, selecting and appending a tile
-constexpr int kCut = 9;           // top-k warps: cuts between tiles
-constexpr int kLastCut = 10;      // top-k warps: the last cut
+// (Slots 6-10 were the removed top-k warps' phases.)
 constexpr int kCopyWait = 11;     // the copy lane: waiting for a free stage (or scale buffer)
 constexpr int kUpkeepBarrier = 12;  // scoring warps, inline: end_tile's barrier before the cuts (within upkeep)
 constexpr int kUpkeepCuts = 13;     // scoring warps, inline: end_tile's cuts and the barrier after (within upkeep)

@@ -152,7 +152,7 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
 // key is shared by more entries than fit (a tie) does the index decide, by
 // the 64-bit radix select, whose first passes put nearly every entry in one
 // bin (its shared-memory atomics serialize). Measured (run 59 against 58): the
-// top-k warps' selection phase 542 -> 514 us a warp at W2 M=64, the inline
+// (since removed) top-k warps' selection 542 -> 514 us a warp at W2 M=64, the inline
 // calls a few us faster at most -- what a cut costs is its list's reload.
 template <int N>
 __device__ __forceinline__ uint64_t warp_register_rank_threshold(const uint64_t (&rank)[N], int need,
@@ -467,19 +467,6 @@ struct CtaTopk {
       const int slot = atomicAdd(&s.count[m], 1);
       mine[size_t(m) * args.cap + slot] = Candidate{score, index};
     }
-  }
-
-  // By a whole warp for one token row m (rows owned by one warp at a time):
-  // appends the lanes' candidates with `admit` set, no threshold check, one
-  // atomic for the warp.
-  __device__ __forceinline__ void append_warp(int m, bool admit, float score, int32_t index) {
-    const unsigned ball = __ballot_sync(0xffffffffu, admit);
-    if (ball == 0u) return;
-    const int lane = threadIdx.x & 31, leader = __ffs(ball) - 1;
-    int base = 0;
-    if (lane == leader) base = atomicAdd(&s.count[m], __popc(ball));
-    base = __shfl_sync(0xffffffffu, base, leader);
-    if (admit) mine[size_t(m) * args.cap + base + __popc(ball & ((1u << lane) - 1u))] = Candidate{score, index};
   }
 
   // After every tile: cut back each buffer that could not take `next_rows`

@@ -342,17 +342,6 @@ TEST(OptInPaths, FilterCutsKeepDenseTopK) {
                                       2030);
 }
 
-// NEXTTOK_CUDA_LM_HEAD_TOPK=warps: the staged kernel's tiles handed to top-k
-// warps (at most k candidates a tile entering a list) where by default the
-// scoring warps offer every score and cut. The same k in the end, bit for
-// bit. V = 150,001 (four or five tiles a CTA, so the score buffer changes
-// hands several times), M = 5, 16, 40 (a partial n-tile) and 64.
-TEST(OptInPaths, TopkWarpsKeepDenseTopK) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  expect_dense_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_TOPK", "warps", NT_BF16, {5, 16, 40, 64}, 256, 150001,
-                                      2031);
-}
-
 // The binary head's pass kernels compute the same integers and the same fp32
 // sums in the same order, so a pinned one's outputs agree bit for bit with the
 // default's on unstructured inputs (W1's H = 5,120 at G = 128; G = 256 at
@@ -449,13 +438,6 @@ TEST(OptInPaths, PassAsyncCopiesKeepBinaryTopK) {
 TEST(OptInPaths, FilterCutsKeepBinaryTopK) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_CUT", "filter");
-}
-
-// NEXTTOK_CUDA_LM_HEAD_TOPK=warps on the binary head: the bulk-copy kernel's
-// top-k kept by top-k warps where by default its scoring warps keep it.
-TEST(OptInPaths, TopkWarpsKeepBinaryTopK) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  expect_binary_switch_matches_default("NEXTTOK_CUDA_LM_HEAD_TOPK", "warps");
 }
 
 // NEXTTOK_CUDA_LM_HEAD_GROUPS=one: the bulk-fed kernel's passes of 64 rows
