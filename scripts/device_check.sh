@@ -24,6 +24,7 @@
 #   LATENCY=1 ...                      # plus bench/micro/latency_paths.cu (phase marks)
 #   PHASES=1 ...                       # plus bench/micro/lm_head_phases.cu (LM-head warps' cycles)
 #   MMA_RATES=1 ...                    # plus bench/micro/mma_rates.cu (warp MMAs' latency, throughput)
+#   MASK_PATTERNS=1 ...                # plus bench/micro/mask_patterns.cu (W4 against copies, scatter stores)
 #   EXTRA=0 ...                        # without kernel-times and ctest-pass-bulk-copies
 #   CTEST_ENVS='N=V ...' ...           # plus the CUDA cases with each switch set
 #   COMPARE_ENVS='N=V N=V2' ...        # plus the W3 rows matching COMPARE_MATCH (default
@@ -171,6 +172,13 @@ fi
 if [ "${MMA_RATES:-0}" = 1 ]; then
   stage mma-rates 60 "$OUT/mma_rates.log" bash -c "nvcc -O3 -arch=sm_90a -o '$build/mma_rates' \
     bench/micro/mma_rates.cu && '$build/mma_rates'"
+fi
+
+# W4's DRAM patterns (MASK_PATTERNS=1): the bitmask against in-place copies,
+# and scatter stores that never read the logits (bench/micro/mask_patterns.cu).
+if [ "${MASK_PATTERNS:-0}" = 1 ]; then
+  stage mask-patterns 90 "$OUT/mask_patterns.log" bash -c "nvcc -O3 -arch=sm_90 -o '$build/mask_patterns' \
+    bench/micro/mask_patterns.cu && '$build/mask_patterns'"
 fi
 
 # Where the LM heads' sm_90 kernels' warps spend their cycles (PHASES=1):
