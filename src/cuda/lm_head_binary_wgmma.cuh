@@ -358,7 +358,8 @@ constexpr bool kTwoGroupsInFlight = NT * 4 + kSteps * 4 <= 32;
 // in flight (one group at a time, run 77's profile: the MMAs' wait is the
 // hottest stall at W1 M=64).
 template <int NT, int kSteps, bool kHalves = false>
-__global__ void __launch_bounds__(kBulkThreads, 1) binary_wgmma_bulk_kernel(const __grid_constant__ BinaryBulkParams bp) {
+__global__ void __launch_bounds__(kBulkThreads, 1)
+    binary_wgmma_bulk_kernel(const __grid_constant__ BinaryBulkParams bp) {
   static_assert(!kHalves || (NT == 8 && kSteps == 4), "halves: M = 64 passes at G = 128");
   const BinaryParams& p = bp.b;
   allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)

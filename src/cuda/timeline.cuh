@@ -59,10 +59,10 @@ constexpr int kStartMark = 14;
 constexpr int kEndMark = 15;
 constexpr int kStageWait = 2;     // scoring warps: waiting for a stage's (or a tile's scales') bytes
 constexpr int kStageWork = 3;     // scoring warps: a stage's MMAs and adds
-constexpr int kUpkeep = 4;        // scoring warps, inline: offers and cuts between tiles
-constexpr int kLastUpkeep = 5;    // scoring warps, inline: the last tile's offers and cut
+constexpr int kUpkeep = 4;        // scoring warps: offers and cuts between tiles
+constexpr int kLastUpkeep = 5;    // scoring warps: the last tile's offers and cut
 // (Slots 6-10 were the removed top-k warps' phases.)
 constexpr int kCopyWait = 11;     // the copy lane: waiting for a free stage (or scale buffer)
-constexpr int kUpkeepBarrier = 12;  // scoring warps, inline: end_tile's barrier before the cuts (within upkeep)
-constexpr int kUpkeepCuts = 13;     // scoring warps, inline: end_tile's cuts and the barrier after (within upkeep)
+constexpr int kUpkeepBarrier = 12;  // scoring warps: end_tile's barrier before the cuts (within upkeep)
+constexpr int kUpkeepCuts = 13;     // scoring warps: end_tile's cuts and the barrier after (within upkeep)
 }  // namespace nt::cuda::phase

@@ -151,9 +151,10 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
 // as soon as exactly `need` keys are at or above the probe. Only when that
 // key is shared by more entries than fit (a tie) does the index decide, by
 // the 64-bit radix select, whose first passes put nearly every entry in one
-// bin (its shared-memory atomics serialize). Measured (run 59 against 58): the
-// (since removed) top-k warps' selection 542 -> 514 us a warp at W2 M=64, the inline
-// calls a few us faster at most -- what a cut costs is its list's reload.
+// bin (its shared-memory atomics serialize). Measured (run 59 against 58):
+// the (since removed) top-k warps' selection 542 -> 514 us a warp at W2
+// M=64, the inline calls a few us faster at most -- what a cut costs is its
+// list's reload.
 template <int N>
 __device__ __forceinline__ uint64_t warp_register_rank_threshold(const uint64_t (&rank)[N], int need,
                                                                  uint32_t* hist) {
