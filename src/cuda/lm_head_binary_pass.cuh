@@ -176,7 +176,6 @@ __device__ __forceinline__ void binary_kstep(int32_t (&acc)[2][NT][4], const uin
 // shifts are immediates.
 template <int NT, bool kWide>
 __global__ void __launch_bounds__(kThreads, 1) binary_mma_kernel(BinaryParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ topk::CtaShared<kWarps> topk_shared;
   topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);

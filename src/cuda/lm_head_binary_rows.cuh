@@ -145,7 +145,6 @@ __device__ __forceinline__ int frag_word(int c, int m, int plane) {
 template <int WPG, int R>
 __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     binary_rows_kernel(const __grid_constant__ BinaryRowsParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   static_assert(WPG == 4 || WPG == 8, "group of 128 or 256 columns");
   static_assert(R >= 1 && R <= kRowsMaxTokenRows, "token rows");
   extern __shared__ __align__(16) unsigned char rows_smem[];

@@ -137,7 +137,6 @@ __device__ __forceinline__ void stream_stage(const BinaryStreamParams& p, const 
 // issue-bound: 91 M warp instructions for 3.7 M MMAs, run 18).
 template <int NT, int WPG>
 __global__ void __launch_bounds__(kStreamThreads, 1) binary_stream_kernel(BinaryStreamParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   static_assert(WPG == 4 || WPG == 8, "group of 128 or 256 columns");
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ topk::CtaShared<kStreamWarps> topk_shared;

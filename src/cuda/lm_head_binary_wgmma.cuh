@@ -16,7 +16,6 @@
 #include "cuda/lm_head_binary_pass.cuh"
 #include "cuda/lm_head_device.cuh"
 #include "cuda/topk_cta.cuh"
-#include "cuda/timeline.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace nt::cuda::lm_head {
@@ -193,7 +192,6 @@ __device__ __forceinline__ void wgmma_group(float (&out)[NT][4], const uint32_t 
 // kSteps = G / 32 k-steps per group (G = 128 or 256).
 template <int NT, int kSteps>
 __global__ void __launch_bounds__(kWgmmaThreads, 1) binary_wgmma_kernel(BinaryParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char wgmma_smem[];
   __shared__ topk::CtaShared<kWgmmaWarps> topk_shared;
   topk::CtaTopk<kWgmmaWarps> topk(topk_shared, p.cand, p.rows);
@@ -362,7 +360,6 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
     binary_wgmma_bulk_kernel(const __grid_constant__ BinaryBulkParams bp) {
   static_assert(!kHalves || (NT == 8 && kSteps == 4), "halves: M = 64 passes at G = 128");
   const BinaryParams& p = bp.b;
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char bulk_smem[];
   __shared__ BulkTopkShared topk_shared;
   __shared__ uint64_t full[kMaxStages], empty[kMaxStages], scale_full[2], scale_empty[2];
@@ -391,7 +388,6 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
     mbarrier_init_fence();
   }
   __syncthreads();
-  NT_TIMELINE_MARK(phase::kStartMark);
   // The copy warp: one lane issues every copy. (Its warpgroup's release and
   // the scoring warpgroups' claim below each dominate only their own code,
   // so ptxas allocates each within its budget.)
@@ -408,18 +404,14 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
       const int row0 = row_begin + tile * kTileRows;
       const int boxes = min(kTileRows / kBulkBoxRows, (row_end - row0 + kBulkBoxRows - 1) / kBulkBoxRows);
       const int sb = tile & 1;
-      [[maybe_unused]] const long long scale_waited = NT_TIMELINE_CLOCK();
       mbarrier_wait(&scale_empty[sb], ((tile >> 1) & 1) ^ 1u);
-      NT_TIMELINE_ADD(phase::kCopyWait, scale_waited);
       unsigned char* scales = scale_buf + sb * B.scale_bytes;
       mbarrier_arrive_expect_tx(&scale_full[sb], uint32_t(boxes * kBulkBoxRows * B.scale_row_bytes));
       for (int b = 0; b < boxes; ++b)
         tma_load_2d_weights(scales + b * kBulkBoxRows * B.scale_row_bytes, &bp.scale_map, 0,
                             row0 + b * kBulkBoxRows, &scale_full[sb], hint);
       for (int ch = 0; ch < n_chunks; ++ch) {
-        [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
         mbarrier_wait(&empty[slot], phase ^ 1u);
-        NT_TIMELINE_ADD(phase::kCopyWait, waited);
         unsigned char* stage = smem + slot * B.stage_bytes;
         mbarrier_arrive_expect_tx(&full[slot], uint32_t(boxes * kBulkSignBoxBytes + 4 * B.box_bytes));
         for (int b = 0; b < boxes; ++b)
@@ -449,15 +441,10 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int tile_row0 = row_begin + tile * kTileRows;
     const int sb = tile & 1;
-    [[maybe_unused]] const long long scale_waited = NT_TIMELINE_CLOCK();
     mbarrier_wait(&scale_full[sb], (tile >> 1) & 1);
-    NT_TIMELINE_ADD(phase::kStageWait, scale_waited);
     const unsigned char* scales = scale_buf + sb * B.scale_bytes + frag_row * B.scale_row_bytes;
     for (int ch = 0; ch < n_chunks; ++ch) {
-      [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
       mbarrier_wait(&full[slot], phase);
-      NT_TIMELINE_ADD(phase::kStageWait, waited);
-      [[maybe_unused]] const long long worked = NT_TIMELINE_CLOCK();
       const unsigned char* stage = smem + slot * B.stage_bytes;
       const unsigned char* signs = stage + frag_row * (kChunkCols / 8) + 4 * t;
       const uint64_t act_desc = wgmma_desc_sw128(smem_addr(stage + (kTileRows / kBulkBoxRows) * kBulkSignBoxBytes));
@@ -563,7 +550,6 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
         fence_proxy_async_shared();
         mbarrier_arrive(&empty[slot]);
       }
-      NT_TIMELINE_ADD(phase::kStageWork, worked);
       if (++slot == S) {
         slot = 0;
         phase ^= 1u;
@@ -574,12 +560,9 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
       fence_proxy_async_shared();
       mbarrier_arrive(&scale_empty[sb]);
     }
-    [[maybe_unused]] const long long upkeep = NT_TIMELINE_CLOCK();
     offer_block<NT>(topk, out, p, tile_row0 + frag_row, row_end, t);
     topk.end_tile(kTileRows, tile == n_tiles - 1);
-    NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
   }
-  NT_TIMELINE_MARK(phase::kEndMark);
 }
 
 }  // namespace nt::cuda::lm_head

@@ -32,7 +32,6 @@
 #include "cuda/lm_head_device.cuh"
 #include "cuda/lm_head_host.cuh"
 #include "cuda/topk_cta.cuh"
-#include "cuda/timeline.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace nt::cuda::lm_head {
@@ -69,7 +68,6 @@ using StagedTopkShared = topk::CtaShared<kStagedWarps>;
 
 template <bool kBf16, int NT>
 __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const __grid_constant__ StagedParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ unsigned char staged_smem[];
   __shared__ StagedTopkShared topk_shared;
   __shared__ uint64_t full[kStagedMaxStages], empty[kStagedMaxStages];
@@ -91,7 +89,6 @@ __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const _
     mbarrier_init_fence();
   }
   __syncthreads();
-  NT_TIMELINE_MARK(phase::kStartMark);
 
   if (warp == kStagedWarps) {  // the copy warp: one lane issues every copy
     if (lane != 0) return;
@@ -105,9 +102,7 @@ __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const _
       const int boxes = min(kStagedWarps, (row_end - row0 + kStagedBoxRows - 1) / kStagedBoxRows);
       const uint32_t bytes = uint32_t(boxes * kStagedBoxBytes + staged_hidden_bytes(NT));
       for (int ch = 0; ch < n_chunks; ++ch) {
-        [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
         mbarrier_wait(&empty[slot], phase ^ 1u);
-        NT_TIMELINE_ADD(phase::kCopyWait, waited);
         unsigned char* stage = stages + slot * kStageBytes;
         mbarrier_arrive_expect_tx(&full[slot], bytes);
         for (int b = 0; b < boxes; ++b)
@@ -185,10 +180,7 @@ __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const _
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int tile_row0 = row_begin + tile * kStagedTileRows;
     for (int ch = 0; ch < n_chunks; ++ch) {
-      [[maybe_unused]] const long long waited = NT_TIMELINE_CLOCK();
       mbarrier_wait(&full[slot], phase);
-      NT_TIMELINE_ADD(phase::kStageWait, waited);
-      [[maybe_unused]] const long long worked = NT_TIMELINE_CLOCK();
       const uint32_t stage = smem_addr(stages + slot * kStageBytes);
       const uint32_t hbox = stage + uint32_t(kStagedWeightBytes);
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -257,14 +249,12 @@ __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const _
 #endif
       __syncwarp();
       if (lane == 0) mbarrier_arrive(&empty[slot]);
-      NT_TIMELINE_ADD(phase::kStageWork, worked);
       if (++slot == p.stages) {
         slot = 0;
         phase ^= 1u;
       }
     }
 
-    [[maybe_unused]] const long long upkeep = NT_TIMELINE_CLOCK();
     // The thresholds of the thread's token rows into registers first: they
     // hold still until end_tile, and read inside the walk each would wait
     // behind the earlier offers' atomics and stores.
@@ -276,9 +266,7 @@ __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const _
       if (row < row_end && tok < p.rows) topk.offer_above(tok, floor[j], add_bias(score, p.bias, row), row);
     });
     topk.end_tile(kStagedTileRows, tile == n_tiles - 1);
-    NT_TIMELINE_ADD(tile == n_tiles - 1 ? phase::kLastUpkeep : phase::kUpkeep, upkeep);
   }
-  NT_TIMELINE_MARK(phase::kEndMark);
 }
 
 }  // namespace nt::cuda::lm_head

@@ -9,7 +9,6 @@
 
 #include "core/half.h"
 #include "cuda/async_copy.cuh"
-#include "cuda/launch.cuh"
 #include "nexttok/nexttok.h"
 
 namespace nt::cuda::lm_head {

@@ -28,59 +28,6 @@ constexpr int kPassRows = 64;
 // are sized for it so that every kernel path fits one workspace size.
 constexpr int kMaxTileRows = 256;
 
-// Makes `device` current for the scope of a call.
-class DeviceGuard {
- public:
-  DeviceGuard(int device, const char* op) {
-    check_cuda(cudaGetDevice(&previous_), op);
-    if (previous_ != device) check_cuda(cudaSetDevice(device), op);
-    else previous_ = -1;
-  }
-  ~DeviceGuard() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = -1;
-};
-
-struct DeviceLimits {
-  int sm_count = 0;
-  int cc_major = 0;
-  int max_smem_optin = 0;  // bytes of dynamic + static shared memory per block
-};
-
-inline DeviceLimits device_limits(int device, const char* op) {
-  static std::mutex mutex;
-  static DeviceLimits cache[64];
-  std::lock_guard<std::mutex> lock(mutex);
-  if (device < 0 || device >= 64) fail(NT_ERROR_BACKEND, std::string(op) + ": device id out of range");
-  DeviceLimits& d = cache[device];
-  if (d.sm_count == 0) {
-    check_cuda(cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, device), op);
-    check_cuda(cudaDeviceGetAttribute(&d.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                      device), op);
-    check_cuda(cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, device), op);
-  }
-  return d;
-}
-
-// Raises a kernel's dynamic shared-memory limit once per (kernel, device).
-template <class Kernel>
-void allow_dynamic_smem(Kernel kernel, int bytes, int device, const char* op) {
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, int>> done;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), device);
-  if (done.count(key) != 0) return;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), op);
-  done.insert(key);
-}
-
-inline void check_launch(const char* op) { check_cuda(cudaGetLastError(), op); }
-
 // NEXTTOK_CUDA_LM_HEAD_PATH=<name> pins one kernel of a head (the names are
 // listed at each head's dispatch). Tests and benchmarks compare the paths
 // on one input, so it is read on every call.
@@ -120,8 +67,6 @@ inline void require_natural_alignment(const char* op, const char* arg, const nt_
                                " bytes) on the CUDA backend");
 }
 
-inline size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
-
 // The exact top-k plan of a scoring kernel: a persistent grid of CTAs, each
 // owning one contiguous vocabulary range, each keeping per token row a
 // candidate buffer of `cap` slots; a merge kernel then picks the k best of
@@ -160,11 +105,5 @@ inline TopkPlan make_topk_plan(int64_t vocab, int64_t rows, int32_t k, int sm_co
   p.end = p.counts_offset + size_t(p.grid) * size_t(p.mp_stride) * 4 * 2;
   return p;
 }
-
-// Workspace pointers arrive with any alignment; the layout starts 256-aligned.
-inline char* aligned_workspace(void* workspace) {
-  return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(workspace) + 255) & ~uintptr_t(255));
-}
-constexpr size_t kWorkspaceSlack = 256;
 
 }  // namespace nt::cuda::lm_head

@@ -132,7 +132,6 @@ struct GenericParams {
 // block: D from dp4a of 0/1 sign bytes (D = 2 * D_plus - sum(a)), then one
 // fmaf per group, in increasing g.
 __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   __shared__ uint32_t w_tile[kGenericTileRows][kGenericWords + 1];
   __shared__ uint32_t x_tile[topk::kMaxRows][kGenericWords * 8 + 1];
   __shared__ topk::CtaShared<kWarps> topk_shared;
@@ -373,10 +372,9 @@ void launch_mma_rows(const BinaryParams& p, int grid, int smem_limit, int device
 // G = 128 or 256, and no pin says otherwise.
 bool wgmma_usable(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
 #if defined(NEXTTOK_CUDA_SM90A)
-  static std::atomic<int> known[64];
   return dev.cc_major == 9 && (a.group_size == 128 || a.group_size == 256) && !force_generic() &&
          !force_expanded() && !force_sync_mma() &&
-         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_wgmma_kernel<1, 4>), device, known);
+         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_wgmma_kernel<1, 4>), device);
 #else
   (void)a, (void)dev, (void)device;
   return false;
@@ -528,11 +526,10 @@ int scale_copy_bytes(const nt_lm_head_binary_args& a) {
 // are, for any call try_rows takes), a multiple of 16 bytes and at most 256
 // halves (one box), and no pieces pin.
 bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
-  static std::atomic<int> known[64];
   const int64_t groups = a.act_q.shape[1] / a.group_size;
   return dev.cc_major >= 9 && !force_pieces() && (2 * groups) % 16 == 0 && groups <= 256 &&
          row_alignment(a.wscale) % 16 == 0 &&
-         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_rows_kernel<4, 1>), device, known);
+         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_rows_kernel<4, 1>), device);
 }
 
 // The tensor maps of the bit-plane kernel's bulk copies; false when the
@@ -641,7 +638,7 @@ bool try_stream(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceL
 size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
   using namespace lm_head;
   if (a.act_q.shape[0] == 0) return 0;
-  DeviceGuard guard(a.wq.device_id, kOp);
+  DeviceScope scope(a.wq.device_id, kOp);
   return plan_for(a, device_limits(a.wq.device_id, kOp)).lists.end + kWorkspaceSlack;
 }
 
@@ -660,7 +657,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
     require_natural_alignment(kOp, name, t);
 
   const int device = a.wq.device_id;
-  DeviceGuard guard(device, kOp);
+  DeviceScope scope(device, kOp);
   const DeviceLimits dev = device_limits(device, kOp);
   const Plan plan = plan_for(a, dev);
   char* ws = aligned_workspace(workspace);
@@ -705,8 +702,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
       (!few_rows_on_passes && try_stream(a, plan, dev, cand, bias, device, stream))) {
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
-                       a.indices.row_stride, 0, static_cast<int>(rows_total), merges,
-                       dependent_launch_enabled(dev.cc_major), stream);
+                       a.indices.row_stride, 0, static_cast<int>(rows_total), merges, stream);
     check_launch(kOp);
     return;
   }
@@ -778,8 +774,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
 
     topk::launch_merge(cand, plan.topk.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
-                       a.indices.row_stride, m0, rows, merges,
-                       dependent_launch_enabled(dev.cc_major), stream);
+                       a.indices.row_stride, m0, rows, merges, stream);
     check_launch(kOp);
   }
 }

@@ -93,7 +93,6 @@ __device__ __forceinline__ void stage_hidden(const uint16_t* hidden, int64_t hid
 
 template <bool kBf16, int NT, int D>
 __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ topk::CtaShared<kWarps> topk_shared;
   topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
@@ -281,7 +280,6 @@ __device__ __forceinline__ void widen_piece(const uint4& w, float (&out)[8]) {
 
 template <bool kBf16, int NR>
 __global__ void __launch_bounds__(kStreamThreads, 1) dense_row_stream_kernel(RowStreamParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ topk::CtaShared<kStreamWarps> topk_shared;
   topk::CtaTopk<kStreamWarps> topk(topk_shared, p.cand, NR);
@@ -388,7 +386,6 @@ __device__ __forceinline__ float load_widened(const void* base, int64_t i) {
 // block of scores accumulated with fmaf in increasing h.
 template <nt_dtype kType>
 __global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
   __shared__ float w_tile[kGenericTileRows][kGenericK + 1];
   __shared__ float x_tile[topk::kMaxRows][kGenericK + 1];
   __shared__ topk::CtaShared<kWarps> topk_shared;
@@ -464,9 +461,7 @@ int staged_stages(const DeviceLimits& dev, int rows) {
 }
 
 bool staged_kernel_built(int device) {
-  static std::atomic<int> known[64];
-  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), device,
-                              known);
+  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), device);
 }
 
 template <bool kBf16, int NT>
@@ -608,7 +603,7 @@ TopkPlan plan_for(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
 size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
   using namespace lm_head;
   if (a.hidden.shape[0] == 0) return 0;
-  DeviceGuard guard(a.weight.device_id, kOp);
+  DeviceScope scope(a.weight.device_id, kOp);
   return plan_for(a, device_limits(a.weight.device_id, kOp)).end + kWorkspaceSlack;
 }
 
@@ -625,7 +620,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
                                 {"indices", a.indices}})
     require_natural_alignment(kOp, name, t);
 
-  DeviceGuard guard(a.weight.device_id, kOp);
+  DeviceScope scope(a.weight.device_id, kOp);
   const DeviceLimits dev = device_limits(a.weight.device_id, kOp);
   const TopkPlan plan = plan_for(a, dev);
   char* ws = aligned_workspace(workspace);
@@ -697,8 +692,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
 
     topk::launch_merge(cand, plan.grid, static_cast<float*>(a.values.data),
                        a.values.row_stride, static_cast<int64_t*>(a.indices.data),
-                       a.indices.row_stride, m0, rows, merges,
-                       dependent_launch_enabled(dev.cc_major), stream);
+                       a.indices.row_stride, m0, rows, merges, stream);
     check_launch(kOp);
   }
 }

@@ -34,14 +34,14 @@ void pack_weights(const nt_pack_weights_args& a, cudaStream_t stream) {
   const int64_t rows = a.signs.shape[0], words = a.signs.shape[1] / 32;
   if (rows == 0) return;
   lm_head::require_natural_alignment(op, "wq", a.wq);
-  lm_head::DeviceGuard guard(a.signs.device_id, op);
-  const lm_head::DeviceLimits dev = lm_head::device_limits(a.signs.device_id, op);
+  DeviceScope guard(a.signs.device_id, op);
+  const DeviceLimits dev = device_limits(a.signs.device_id, op);
   const int64_t blocks_needed = (rows * words + kThreads / 32 - 1) / (kThreads / 32);
   const int grid = static_cast<int>(std::min<int64_t>(blocks_needed, int64_t(dev.sm_count) * 16));
   pack_weights_kernel<<<grid, kThreads, 0, stream>>>(
       static_cast<const int8_t*>(a.signs.data), rows > 1 ? a.signs.row_stride : 0,
       static_cast<int32_t*>(a.wq.data), rows > 1 ? a.wq.row_stride : 0, rows, words);
-  lm_head::check_launch(op);
+  check_launch(op);
 }
 
 }  // namespace nt::cuda

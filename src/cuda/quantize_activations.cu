@@ -56,7 +56,7 @@ void quantize_activations(const nt_quantize_activations_args& a, cudaStream_t st
   if (rows == 0) return;
   lm_head::require_natural_alignment(op, "x", a.x);
   lm_head::require_natural_alignment(op, "act_scale", a.act_scale);
-  lm_head::DeviceGuard guard(a.x.device_id, op);
+  DeviceScope guard(a.x.device_id, op);
   const int64_t x_stride = rows > 1 ? a.x.row_stride * int64_t(dtype_size(a.x.dtype)) : 0;
   const int64_t q_stride = rows > 1 ? a.act_q.row_stride : 0;
   int8_t* q = static_cast<int8_t*>(a.act_q.data);
@@ -73,7 +73,7 @@ void quantize_activations(const nt_quantize_activations_args& a, cudaStream_t st
       quantize_kernel<NT_F16><<<grid, kThreads, 0, stream>>>(a.x.data, x_stride, q, q_stride, scale, cols);
       break;
   }
-  lm_head::check_launch(op);
+  check_launch(op);
 }
 
 }  // namespace nt::cuda

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "core/check.h"
@@ -76,8 +78,6 @@ int bit_length(uint64_t v) {
   for (; v; v >>= 1) ++n;
   return n;
 }
-
-size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 // Many splits when few rows (B = 1 spreads a row over the chip), one split when
 // the rows alone fill it. Chunks are multiples of 8 tokens so that 16-byte
@@ -152,13 +152,6 @@ Plan make_plan(const nt_sample_args& a, int sms, int max_cluster) {
   return p;
 }
 
-struct DeviceLimits {
-  int sms = 0;
-  int smem_optin = 0;
-  int cc_major = 0;
-  int max_cluster = 0;  // chunks a row may take as one cluster (0: no clusters)
-};
-
 // A scan launch whose grid's chunks (blockIdx.y) of a row form one cluster;
 // `attribute` holds the cluster shape the config points to.
 cudaLaunchConfig_t scan_cluster_config(dim3 grid, size_t smem, cudaStream_t stream,
@@ -199,33 +192,13 @@ int max_cluster_chunks(int device, int cc_major) {
   return 0;
 }
 
-DeviceLimits device_limits(int device) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> sms[kMaxDevices], smem[kMaxDevices], cc[kMaxDevices], cluster[kMaxDevices];
-  if (device >= 0 && device < kMaxDevices && sms[device].load(std::memory_order_acquire) > 0)
-    return {sms[device].load(std::memory_order_relaxed), smem[device].load(std::memory_order_relaxed),
-            cc[device].load(std::memory_order_relaxed), cluster[device].load(std::memory_order_relaxed)};
-  DeviceLimits d;
-  check_cuda(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device), kOp);
-  check_cuda(cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-             kOp);
-  check_cuda(cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, device), kOp);
-  d.max_cluster = max_cluster_chunks(device, d.cc_major);
-  if (device >= 0 && device < kMaxDevices) {
-    smem[device].store(d.smem_optin, std::memory_order_relaxed);
-    cc[device].store(d.cc_major, std::memory_order_relaxed);
-    cluster[device].store(d.max_cluster, std::memory_order_relaxed);
-    sms[device].store(d.sms, std::memory_order_release);
-  }
-  return d;
-}
-
-// Raises a kernel's dynamic shared-memory limit once per device.
-template <class Kernel>
-void allow_dynamic_smem(Kernel* kernel, int device, int bytes, std::atomic<int>* done) {
-  if (device >= 0 && device < 64 && done[device].load(std::memory_order_acquire) >= bytes) return;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), kOp);
-  if (device >= 0 && device < 64) done[device].store(bytes, std::memory_order_release);
+// max_cluster_chunks once per device.
+int cluster_chunks(int device, int cc_major) {
+  static std::mutex mutex;
+  static std::map<int, int> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(device); it != known.end()) return it->second;
+  return known[device] = max_cluster_chunks(device, cc_major);
 }
 
 struct Launch {
@@ -236,7 +209,6 @@ struct Launch {
   dim3 scan_grid;
   int scan_smem;
   int merge_smem;
-  bool dependent_merge;  // the merge as a programmatic dependent (cuda/launch.cuh)
   int device;
   cudaStream_t stream;
 };
@@ -244,8 +216,8 @@ struct Launch {
 template <nt_dtype DT, bool VEC, int MODE>
 void launch_scan(const Launch& l) {
   auto kernel = sample_scan_kernel<DT, VEC, MODE>;
-  static std::atomic<int> done[64], cluster_allowed[64];
-  if (l.scan_smem > 0) allow_dynamic_smem(kernel, l.device, kScanSmemBytes, done);
+  static std::atomic<int> cluster_allowed[64];
+  if (l.scan_smem > 0) allow_dynamic_smem(kernel, kScanSmemBytes, l.device, kOp);
   if (!l.args.cluster_merge) {
     kernel<<<l.scan_grid, kScanThreads, size_t(l.scan_smem), l.stream>>>(l.args);
     check_cuda(cudaGetLastError(), kOp);
@@ -270,10 +242,9 @@ void launch_all(const Launch& l) {
     default: launch_scan<DT, VEC, kAnyRow>(l); break;
   }
   if (l.run_merge) {
-    static std::atomic<int> done[64];
-    if (l.merge_smem > 0) allow_dynamic_smem(sample_merge_kernel, l.device, kMergeSmemBytes, done);
-    launch_kernel(sample_merge_kernel, dim3(l.args.rows), dim3(kMergeThreads), size_t(l.merge_smem),
-                  l.stream, l.dependent_merge, kOp, l.args);
+    if (l.merge_smem > 0) allow_dynamic_smem(sample_merge_kernel, kMergeSmemBytes, l.device, kOp);
+    sample_merge_kernel<<<l.args.rows, kMergeThreads, size_t(l.merge_smem), l.stream>>>(l.args);
+    check_cuda(cudaGetLastError(), kOp);
   }
   if (l.run_fallback) {
     sample_large_hist_kernel<DT, VEC><<<l.scan_grid, kLargeThreads, 0, l.stream>>>(l.args);
@@ -301,8 +272,8 @@ size_t sample_workspace_size(const nt_sample_args& a) {
   const int64_t rows = a.logits.shape[0];
   if (rows == 0) return 0;
   DeviceScope scope(a.logits.device_id, kOp);
-  const DeviceLimits limits = device_limits(a.logits.device_id);
-  return make_plan(a, limits.sms, limits.max_cluster).bytes;
+  const DeviceLimits limits = device_limits(a.logits.device_id, kOp);
+  return make_plan(a, limits.sm_count, cluster_chunks(a.logits.device_id, limits.cc_major)).bytes;
 }
 
 void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
@@ -313,16 +284,16 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
                                    std::to_string(rows));
   const int device = a.logits.device_id;
   DeviceScope scope(device, kOp);
-  const DeviceLimits limits = device_limits(device);
-  const Plan plan = make_plan(a, limits.sms, limits.max_cluster);
+  const DeviceLimits limits = device_limits(device, kOp);
+  const Plan plan = make_plan(a, limits.sm_count, cluster_chunks(device, limits.cc_major));
   if (workspace_bytes < plan.bytes)
     fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace_bytes' is " + std::to_string(workspace_bytes) +
                                  " but " + std::to_string(plan.bytes) + " bytes are needed");
   if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
     fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace' must be 16-byte aligned");
-  if (limits.smem_optin < std::max(kScanSmemBytes, kMergeSmemBytes) + 16 * 1024)
+  if (limits.max_smem_optin < std::max(kScanSmemBytes, kMergeSmemBytes) + 16 * 1024)
     fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA device has too little shared memory per block (" +
-                                   std::to_string(limits.smem_optin) + " bytes)");
+                                   std::to_string(limits.max_smem_optin) + " bytes)");
 
   Launch l{};
   SampleArgs& g = l.args;
@@ -371,7 +342,6 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   l.scan_grid = dim3(u32(rows), u32(plan.splits), 1);
   l.scan_smem = filtered ? kScanSmemBytes : 0;
   l.merge_smem = filtered ? int((size_t(plan.splits) * plan.kchunk + kSortCap) * sizeof(u64)) : 0;
-  l.dependent_merge = dependent_launch_enabled(limits.cc_major);
   l.device = device;
   l.stream = stream;
 

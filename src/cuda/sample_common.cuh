@@ -37,7 +37,6 @@
 #include "core/sampling.h"
 #include "core/word_floor.h"
 #include "cuda/block_select.cuh"
-#include "cuda/launch.cuh"
 #include "cuda/load.cuh"
 
 namespace nt::cuda {

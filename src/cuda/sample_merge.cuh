@@ -6,7 +6,6 @@
 
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_large_keep.cuh"
-#include "cuda/timeline.cuh"
 
 namespace nt::cuda {
 
@@ -107,7 +106,6 @@ __device__ __forceinline__ bool warp_tail_draws(const RowCfg& c, u32 m, u32 n_in
 __device__ void merge_tail_sorted(const SampleArgs& a, const RowCfg& c, u32 row, const u64 (&v)[2],
                                   u32 m, bool known_all, double z_full, RowState state) {
   const u32 lane = lane_index();
-  NT_TIMELINE_MARK(10);
   const float s_max = nt_key_to_float(composite_key(__shfl_sync(kFullMask, v[0], 0)));
   float pv[2];
   double pm[2];
@@ -149,7 +147,6 @@ __device__ void merge_tail_sorted(const SampleArgs& a, const RowCfg& c, u32 row,
         for (int j = 0; j < 2; ++j) below += (2 * lane + j < lim && pm[j] < target) ? 1u : 0u;
         return warp_sum(below);
       });
-  NT_TIMELINE_MARK(11);
   if (length == 0) {
     if (lane == 0) {
       state.fallback = 1;
@@ -171,7 +168,6 @@ __device__ void merge_tail_sorted(const SampleArgs& a, const RowCfg& c, u32 row,
     write_token(a, row, (long long)composite_index(best));
     a.row_states[row] = state;
   }
-  NT_TIMELINE_MARK(12);
 }
 
 // merge_tail_sorted over top[0, m) (sorted descending when `sorted`).
@@ -294,7 +290,6 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     }
   }
   __syncthreads();
-  NT_TIMELINE_MARK(7);
   const u32 n_total = info.n_total, n_inf = info.n_inf;
   RowState state = {0u, n_inf, 0.0f, 0u};
   if (n_inf > 0 && !c.has_u) {  // +inf tokens: uniform Gumbel draw among them
@@ -343,7 +338,6 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
       if (take) cand[pos] = v;
     }
     __syncthreads();
-    NT_TIMELINE_MARK(8);
     const u32 valid = info.counter;
     if (n_inf > 0) {
       if (n_inf > min(valid, u32(kSortCap))) {
@@ -376,7 +370,6 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     }
   }
   const bool known_all = !any_truncated && m_count == n_total;
-  NT_TIMELINE_MARK(9);
   if (warp_tail_draws(c, m_count, n_inf)) {
     __syncthreads();
     if (tid < 32) merge_tail_warp(a, c, row, top, m_count, known_all, info.z_full, state, sorted);
@@ -530,7 +523,6 @@ __device__ __forceinline__ void merge_row(const SampleArgs& a, const RowCfg& c, 
 }
 
 __global__ void __launch_bounds__(kMergeThreads) sample_merge_kernel(SampleArgs a) {
-  dependent_wait();  // the scan's chunk records and candidates
   const u32 row = blockIdx.x;
   merge_row(a, load_row_cfg(a, row), row);
 }

@@ -8,7 +8,6 @@
 #include "cuda/sample_merge.cuh"
 #include "cuda/sample_scan_plain.cuh"
 #include "cuda/sample_tiles.cuh"
-#include "cuda/timeline.cuh"
 #include "cuda/topk_cta.cuh"
 
 namespace nt::cuda {
@@ -412,9 +411,7 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
 
   scan_tile_loop<DT, VEC, 2>(rowp, begin, end, [&](u32 tile, const auto& x, bool) {
     if (tile == begin) {
-      NT_TIMELINE_MARK(1);
       const u64 floor = first_tile_floor(tile, x, c, keep, warp_offer);
-      NT_TIMELINE_MARK(2);
       if (floor > kNegInfCeiling) {
         raise(floor - 1);
         if (tid == 0) atomicMax(&shared_thr, floor - 1);
@@ -465,7 +462,6 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     }
   });
 
-  NT_TIMELINE_MARK(3);
   raise(*static_cast<volatile u64*>(&shared_thr));
   w.count = u32(topk::warp_keep_at_or_above(list, int(w.count), w.thr));
   if (w.count > keep) {
@@ -483,13 +479,11 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     lists = lists_out_sorted<4>(list, w.count, buf, warp_count, shared_thr, keep, out, top4);
   }
   const u32 n = lists.n, n_out = min(n, keep);
-  NT_TIMELINE_MARK(4);
   const u64 bi = ReduceU64(tmp.r64).Reduce(best_inf, MaxU64());
   __syncthreads();
   const u32 ni = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
   const bool any_inf = __syncthreads_or(n_inf != 0) != 0;
   if (tid == 0) {
-    NT_TIMELINE_MARK(5);
     // Written in every case: a row the draw below flags is read by the large
     // keep-set kernels from the record and the candidates.
     store_filtered_record(a, row, chunk, bi, ni, n_out, lists.truncated, lists.kept_floor,
@@ -540,15 +534,12 @@ __device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(kMergeThreads == kScanThreads, "the merge runs on the scan's threads");
   cooperative_groups::this_cluster().sync();
-  NT_TIMELINE_MARK(6);
   if (chunk == 0) merge_row<MODE == kFilteredRow || MODE == kAnyRow>(a, c, row);
 #endif
 }
 
 template <nt_dtype DT, bool VEC, int MODE>
 __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
-  allow_dependent_launch();  // the merge may be placed now (cuda/launch.cuh)
-  NT_TIMELINE_MARK(0);
   using S = typename LogitTraits<DT>::Storage;
   extern __shared__ u64 scan_buffer[];
   const u32 row = blockIdx.x;

@@ -13,7 +13,6 @@
 
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_tiles.cuh"
-#include "cuda/timeline.cuh"
 
 namespace nt::cuda {
 
@@ -112,14 +111,12 @@ __device__ void scan_plain(const SampleArgs& a, const RowCfg& c, u32 row, int ch
     seen = __shfl_sync(kFullMask, seen, 0);
     g.bound = fmaxf(g.bound, nt_key_to_float(seen));
   });
-  NT_TIMELINE_MARK(3);
   const u64 best = ReduceU64(tmp.r64).Reduce(g.best, MaxU64());
   __syncthreads();
   const u64 best_inf = ReduceU64(tmp.r64).Reduce(g.best_inf, MaxU64());
   __syncthreads();
   const u32 n_inf = ReduceU32(tmp.r32).Reduce(g.n_inf, SumU32());
   if (threadIdx.x != 0) return;
-  NT_TIMELINE_MARK(5);
   if (a.splits == 1) {
     const u64 w = n_inf ? best_inf : best;
     write_token(a, row, w ? (long long)composite_index(w) : -1);

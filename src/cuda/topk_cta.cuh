@@ -18,7 +18,6 @@
 
 #include "core/ordering.h"
 #include "cuda/block_select.cuh"
-#include "cuda/timeline.cuh"
 
 namespace nt::cuda::topk {
 
@@ -473,10 +472,7 @@ struct CtaTopk {
   // After every tile: cut back each buffer that could not take `next_rows`
   // more candidates (or, at the end, any buffer above k).
   __device__ void end_tile(int next_rows, bool last) {
-    [[maybe_unused]] const long long arrived = NT_TIMELINE_CLOCK();
     sync();
-    NT_TIMELINE_ADD(phase::kUpkeepBarrier, arrived);
-    [[maybe_unused]] const long long cutting = NT_TIMELINE_CLOCK();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (int m = warp; m < rows; m += kWarps) {
       const int count = s.count[m];
@@ -499,7 +495,6 @@ struct CtaTopk {
       }
     }
     sync();
-    NT_TIMELINE_ADD(phase::kUpkeepCuts, cutting);
     if (last)
       for (int m = threadIdx.x; m < rows; m += stride()) {
         args.counts[size_t(blockIdx.x) * args.mp_stride + m] = s.count[m];

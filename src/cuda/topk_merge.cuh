@@ -19,8 +19,6 @@
 #include "core/error.h"
 #include "cuda/async_copy.cuh"
 #include "cuda/block_select.cuh"
-#include "cuda/launch.cuh"
-#include "cuda/timeline.cuh"
 #include "cuda/topk_cta.cuh"
 
 namespace nt::cuda::topk {
@@ -109,8 +107,6 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   uint64_t* res_rank = reinterpret_cast<uint64_t*>(merge_smem + kMergeSortMax * 12);
   float* res_value = reinterpret_cast<float*>(merge_smem + kMergeSortMax * 12 + a.resident * 8);
 
-  dependent_wait();  // the scoring pass's candidates
-  NT_TIMELINE_MARK(0);
   const int m = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kWarps = kThreads / 32;
@@ -143,7 +139,6 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   if (c_own == a.grid - 1) s.offset[a.grid] = start + n_own;
   __syncthreads();
   floor_key = s.floor_key;
-  NT_TIMELINE_MARK(1);
   auto admitted = [&](uint64_t rank) { return rank != 0 && uint32_t(rank >> 32) >= floor_key; };
 
   // Every stored candidate, one warp per CTA segment: f(rank, value), rank 0
@@ -228,7 +223,6 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
     }
   }
   __syncthreads();
-  NT_TIMELINE_MARK(2);
   const int total = s.gathered;
   const bool resident = total <= a.resident;
   __syncthreads();  // s.gathered is reused by the final gather
@@ -249,7 +243,6 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   };
 
   const uint64_t threshold = block_rank_threshold(for_each, a.k, s);
-  NT_TIMELINE_MARK(3);
 
   for_each([&](uint64_t rank, float value) {
     if (rank != 0 && rank >= threshold) {
@@ -259,7 +252,6 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
     }
   });
   __syncthreads();
-  NT_TIMELINE_MARK(4);
   int padded = 1;
   while (padded < a.k) padded <<= 1;
   for (int i = a.k + int(threadIdx.x); i < padded; i += blockDim.x) {
@@ -293,12 +285,10 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
     }
   }
   __syncthreads();
-  NT_TIMELINE_MARK(5);
   for (int i = threadIdx.x; i < a.k; i += blockDim.x) {
     a.values[size_t(m) * a.values_stride + i] = sort_value[i];
     a.indices[size_t(m) * a.indices_stride + i] = int64_t(index_of(sort_rank[i]));
   }
-  NT_TIMELINE_MARK(6);
 }
 
 // ---- the merge of a few winners (k <= 64, W1/W2's k = 50) --------------------
@@ -346,8 +336,6 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   extern __shared__ __align__(16) unsigned char few_winners_smem[];
   Candidate* lists = reinterpret_cast<Candidate*>(few_winners_smem);  // [grid][k]
   int32_t* counts = reinterpret_cast<int32_t*>(lists + size_t(a.grid) * a.k);
-  dependent_wait();  // the scoring pass's candidates
-  NT_TIMELINE_MARK(0);
   const int m = blockIdx.x, lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5), k = a.k;
   const size_t seg_stride = size_t(a.mp_stride) * a.cap;
   const Candidate* cand = a.cand + size_t(m) * a.cap;
@@ -362,7 +350,6 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
-  NT_TIMELINE_MARK(1);
   // Entry i of list c as a rank, 0 past its count (warp-uniform n).
   auto entry = [&](int c, int i, int n) {
     RankedValue e{0ull, 0.0f};
@@ -402,7 +389,6 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) bound_key = min(bound_key, s.warp_bound[w]);
   const uint64_t bound = uint64_t(bound_key) << 32;  // a rank at or above it: a key at or above bound_key
-  NT_TIMELINE_MARK(2);
   const unsigned below = (1u << lane) - 1u;
   for (int c = warp; c < a.grid; c += kWarps) {
     const int n = list_length(c);
@@ -418,7 +404,6 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
     }
   }
   __syncthreads();
-  NT_TIMELINE_MARK(3);
   const int passed = int(s.survivors);
   RankedValue best[2] = {{0ull, 0.0f}, {0ull, 0.0f}};
   if (passed <= kSurvivorCap) {
@@ -452,7 +437,6 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
     __syncthreads();  // the survivor slots become the tree's stage
     block_merge_desc<2>(best, s.survivor, 64, kWarps);
   }
-  NT_TIMELINE_MARK(4);
   if (warp == 0) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
@@ -463,7 +447,6 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
       }
     }
   }
-  NT_TIMELINE_MARK(6);
 }
 
 // NEXTTOK_CUDA_LM_HEAD_MERGE=sort pins merge_topk_kernel where the few-winners
@@ -507,7 +490,7 @@ MergeBudget merge_budget(int max_smem_optin, Allow&& allow) {
 // [m0, m0 + rows) of the outputs; shared by the dense and the binary head.
 inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
                          int64_t values_stride, int64_t* indices, int64_t indices_stride,
-                         int64_t m0, int rows, const MergeBudget& budget, bool dependent,
+                         int64_t m0, int rows, const MergeBudget& budget,
                          cudaStream_t stream) {
   MergeArgs merge{};
   merge.cand = cand.cand;
@@ -530,11 +513,9 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
   const bool few = cand.k <= kFewWinnersMaxK && !few_winners_merge_pinned_off();
   const int few_bytes = few ? few_winners_smem_bytes(grid, cand.k) : 0;
   if (few && few_bytes <= budget.few_winners_smem)
-    launch_kernel(merge_few_winners_kernel<>, dim3(rows), dim3(kFewWinnersThreads), size_t(few_bytes), stream,
-                  dependent, "lm_head_topk: the few-winners merge", merge);
+    merge_few_winners_kernel<><<<rows, kFewWinnersThreads, size_t(few_bytes), stream>>>(merge);
   else
-    launch_kernel(merge_topk_kernel<>, dim3(rows), dim3(kMergeThreads), size_t(budget.sort_smem), stream, dependent,
-                  "lm_head_topk", merge);
+    merge_topk_kernel<><<<rows, kMergeThreads, size_t(budget.sort_smem), stream>>>(merge);
 }
 
 }  // namespace nt::cuda::topk
