@@ -425,8 +425,8 @@ std::string check_pack(TestDevice& dev, Rng& rng) {
                           "packed word");
 }
 
-// Rows of N(0, s) values, all-zero rows (+-0), rows with a NaN, and rows whose
-// values fall on rounding midpoints (round half to even must decide).
+// Rows of N(0, s) values, all-zero rows (+-0), rows with a NaN or an infinity,
+// and rows whose values fall on rounding midpoints (round half to even must decide).
 std::string check_quantize(TestDevice& dev, Rng& rng) {
   const int64_t rows = rng.integer(1, 5), cols = rng.integer(1, 2000);
   const nt_dtype dtype = any_float(rng);
@@ -443,6 +443,7 @@ std::string check_quantize(TestDevice& dev, Rng& rng) {
     }
     if (u >= 0.1 && u < 0.25) row[0] = 63.5f;  // max |x| = 63.5: scale 0.5, x / scale = n + 0.5
     if (u >= 0.25 && u < 0.4) row[rng.integer(0, cols - 1)] = kNaN;
+    if (u >= 0.4 && u < 0.45) row[rng.integer(0, cols - 1)] = rng.coin() ? kInf : -kInf;
     for (int64_t j = 0; j < cols; ++j) row[j] = round_to(dtype, row[j]);
   }
   const Quantized got = run_quantize(dev, dtype, rows, cols, stride, x);

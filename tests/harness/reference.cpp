@@ -267,7 +267,8 @@ void reference_quantize_row(const float* x, int64_t n, int8_t* q, float* scale) 
       continue;
     }
     const float r = std::nearbyint(x[j] / *scale);  // default rounding: half to even
-    q[j] = int8_t(std::min(127.0f, std::max(-127.0f, r)));
+    // A NaN quotient (inf / inf in a row holding +-inf, whose scale is inf) gives 0.
+    q[j] = is_nan(r) ? int8_t(0) : int8_t(std::min(127.0f, std::max(-127.0f, r)));
   }
 }
 
