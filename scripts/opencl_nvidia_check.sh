@@ -5,7 +5,7 @@
 # names it (OCL_ICD_VENDORS); PoCL stays listed beside it.
 #   scripts/opencl_nvidia_check.sh      # logs under ${OUT:-./out}/opencl-nvidia
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 OUT="${OUT:-$PWD/out}"
 log="$OUT/opencl-nvidia"
 mkdir -p "$log"
