@@ -1,61 +1,99 @@
-"""Per-kernel device time of nt_sample calls in a warm loop (CUPTI through
-torch.profiler), to see how a call's time splits over its kernels and the gaps
-between them. Not a benchmark (bench/cuda_sampling_bench.py times the calls):
-the profiler adds its own overhead to the wall time, not to kernel durations.
-    python3 bench/profile_kernels.py --lib build/libnexttok.so"""
+#!/usr/bin/env python3
+"""Per-kernel device time of a few nexttok calls in a warm loop (CUPTI through
+torch.profiler): how a call's time splits over its kernels and the gaps
+between them. Not a benchmark (bench/cuda_*_bench.py time the calls): the
+profiler adds its own overhead to the wall time, not to kernel durations.
+
+  PYTHONPATH=build/python python3 bench/profile_kernels.py [--match REGEX]
+  ncu -k regex:. python3 bench/profile_kernels.py --once   # each call once, for Nsight Compute
+
+Calls: W3 greedy, plain T=0.7 and k50+p0.9+min-p 0.05 at B = 1, 64, 256 and
+V = 128,256; W4 50% random f32 and bf16 at B = 256; W1 and W2 at M = 1 and 64.
+"""
 import argparse
 import collections
-import os
-import sys
+import math
+import re
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cuda_sampling_bench as csb  # noqa: E402
+import nexttok
+from _common import make_logits
 
 
-def kernel_table(sampler, calls):
-    for i in range(5):
-        sampler(i)
+def calls(gen):
+    """(name, fn) of every profiled call; inputs are made on first use."""
+    for rows in (1, 64, 256):
+        x = make_logits(rows, 128256, "peaked", torch.float32, gen)
+        seed = torch.arange(rows, device="cuda")
+        for name, t, k, p, m in (("greedy", 0.0, 0, 1.0, 0.0), ("plain T=0.7", 0.7, 0, 1.0, 0.0),
+                                 ("k50+p0.9+min-p 0.05", 0.7, 50, 0.9, 0.05)):
+            yield (f"W3 {name} B={rows} V=128256",
+                   lambda x=x, t=t, k=k, p=p, m=m, seed=seed: nexttok.sample(x, t, k, p, m, seed=seed,
+                                                                             offset=7))
+    x = make_logits(256, 128256, "flat", torch.float32, gen)
+    bits = torch.randint(-2**31, 2**31, (256, (128256 + 31) // 32), dtype=torch.int64, device="cuda",
+                         generator=gen).to(torch.int32)
+    for dtype in (torch.float32, torch.bfloat16):
+        xd = x.to(dtype)
+        yield f"W4 {str(dtype)[6:]} B=256 50% random", lambda xd=xd: nexttok.apply_token_bitmask(xd, bits)
+    V, H, G = 248320, 5120, 128
+    weight = (torch.randn(V, H, device="cuda", generator=gen) / math.sqrt(H)).to(torch.bfloat16)
+    signs = torch.randint(0, 2, (V, H), device="cuda", dtype=torch.int8, generator=gen) * 2 - 1
+    wq = nexttok.pack_weights(signs)
+    del signs
+    wscale = ((0.5 + torch.rand(V, H // G, device="cuda", generator=gen)) / math.sqrt(H)).to(torch.float16)
+    for m in (1, 64):
+        h = torch.randn(m, H, device="cuda", generator=gen)
+        q, s = nexttok.quantize_activations(h)
+        yield f"W1 binary M={m}", lambda q=q, s=s: nexttok.lm_head_topk_binary(q, s, wq, wscale,
+                                                                              group_size=G, k=50)
+        hb = h.to(torch.bfloat16)
+        yield f"W2 dense bf16 M={m}", lambda hb=hb: nexttok.lm_head_topk_dense(hb, weight, k=50)
+
+
+def kernel_table(fn, n):
+    for _ in range(5):
+        fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            sampler(i)
+        for _ in range(n):
+            fn()
         torch.cuda.synchronize()
     per = collections.defaultdict(list)
     spans = []
     for ev in prof.events():
         if ev.device_type == torch.autograd.DeviceType.CUDA:
-            start, end = ev.time_range.start, ev.time_range.end
-            per[ev.name].append(end - start)
-            spans.append((start, end))
+            per[ev.name].append(ev.time_range.end - ev.time_range.start)
+            spans.append((ev.time_range.start, ev.time_range.end))
     spans.sort()
-    # Busy time over the loop vs the first kernel's start to the last's end.
-    wall = (spans[-1][1] - spans[0][0]) / calls if spans else 0.0
-    busy = sum(e - s for s, e in spans) / calls
-    return per, wall, busy
+    # The first kernel's start to the last one's end, against the kernels' busy time.
+    span = (spans[-1][1] - spans[0][0]) / n if spans else 0.0
+    busy = sum(e - s for s, e in spans) / n
+    return per, span, busy
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--calls", type=int, default=50)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calls", type=int, default=50, help="calls per profiled loop")
+    ap.add_argument("--match", default="", help="only the calls whose name matches this regex")
+    ap.add_argument("--once", action="store_true", help="run each call once, without the profiler")
     args = ap.parse_args()
-    lib = csb.Lib(args.lib)
+    match = re.compile(args.match)
     gen = torch.Generator(device="cuda").manual_seed(1)
-    cases = []
-    for rows, vocab in ((1, 128256), (64, 128256), (256, 128256)):
-        x = csb.make_logits(rows, vocab, "peaked", torch.float32, gen)
-        for cfg in csb.CONFIGS:
-            if cfg[0] in ("greedy", "plain T=0.7", "k50+p0.9+min-p 0.05"):
-                cases.append(("B=%d V=%d %s" % (rows, vocab, cfg[0]), x, cfg))
-    for name, x, cfg in cases:
-        sampler = csb.Sampler(lib, [x], csb.RowParams(cfg, x.shape[0], "cuda"))
-        per, wall, busy = kernel_table(sampler, args.calls)
+    for name, fn in calls(gen):
+        if not match.search(name):
+            continue
+        if args.once:
+            print("call", name, flush=True)
+            fn()
+            torch.cuda.synchronize()
+            continue
+        per, span, busy = kernel_table(fn, args.calls)
         parts = ", ".join("%s %.1f" % (k.split("<")[0].split("(")[0], sum(v) / len(v))
                           for k, v in sorted(per.items()))
-        print("%-36s per call: span %.1f us, kernels %.1f us | %s" % (name, wall, busy, parts), flush=True)
+        print(f"{name:<36} per call: span {span:.1f} us, kernels {busy:.1f} us | {parts}", flush=True)
 
 
 if __name__ == "__main__":

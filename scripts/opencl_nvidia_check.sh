@@ -5,7 +5,7 @@
 # names it (OCL_ICD_VENDORS); PoCL stays listed beside it.
 #   scripts/opencl_nvidia_check.sh      # logs under ${OUT:-./out}/opencl-nvidia
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 OUT="${OUT:-$PWD/out}"
 log="$OUT/opencl-nvidia"
 mkdir -p "$log"
@@ -15,7 +15,7 @@ lib=${NVIDIA_OPENCL_LIB:-/usr/lib/libnvidia-opencl.so.1}
 vendors=$(mktemp -d)
 echo "$lib" >"$vendors/nvidia.icd"
 export OCL_ICD_VENDORS="$vendors"
-# The H200 image's loader still lists PoCL first (run 7), so the NVIDIA GPU is
+# The H200 image's loader lists PoCL first, so the NVIDIA GPU is
 # device 1 unless told otherwise; clinfo -l below shows the order.
 export NEXTTOK_OPENCL_DEVICE="${NEXTTOK_OPENCL_DEVICE:-1}"
 {

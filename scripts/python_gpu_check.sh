@@ -11,7 +11,7 @@
 #   scripts/python_gpu_check.sh        # carry .whl (pip download, see README)
 #   CUDA_ARCHS=90 DEADLINE=570 scripts/python_gpu_check.sh
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 OUT="${OUT:-$PWD/out}"
 log="$OUT/python"
 mkdir -p "$log"
@@ -20,7 +20,8 @@ build="${BUILD_DIR:-build-pygpu}"
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
-export CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" PYTHONUNBUFFERED=1
+CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)"
+export CMAKE_BUILD_PARALLEL_LEVEL PYTHONUNBUFFERED=1
 t_start=$(date +%s)
 deadline=$((t_start + ${DEADLINE:-570}))
 rows=()
@@ -29,7 +30,9 @@ rows=()
 stage() {
   local name=$1 limit=$2 file=$3
   shift 3
-  local t0=$(date +%s) left=$((deadline - $(date +%s)))
+  local t0 left
+  t0=$(date +%s)
+  left=$((deadline - t0))
   if [ "$left" -lt 10 ]; then rows+=("| $name | SKIPPED (out of time) | 0s |"); return 1; fi
   [ "$limit" -gt "$left" ] && limit=$left
   echo "=== $name (limit ${limit}s) ===" | tee -a "$file"

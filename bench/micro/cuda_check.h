@@ -1,5 +1,5 @@
-// CHECK(call) for the micro benchmarks that run many steps: print the CUDA
-// error with its place and exit.
+// CHECK(call) for the micro benchmarks: print the CUDA error with its place
+// and exit.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -2,7 +2,7 @@
 // arithmetic, so a kernel's time can be split into "memory pattern" and "the
 // rest". Every pattern reads the same bytes (V rows of R bytes) once through a
 // per-CTA cp.async pipeline of S stages, as the binary head does.
-//   nvcc -O3 -arch=sm_90 -o dram_patterns dram_patterns.cu && ./dram_patterns
+// Built by bench/micro/CMakeLists.txt (-DNEXTTOK_BENCH_MICRO=ON): micro_dram_patterns.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -10,8 +10,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); return 1; } } while (0)
+#include "cuda_check.h"
 
 __device__ __forceinline__ void cp16(void* dst, const void* src) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));

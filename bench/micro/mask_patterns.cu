@@ -6,7 +6,7 @@
 // previous call's dirty lines. Last, scatter stores of -inf that never read
 // the logits (checked against the library's scheme first): the one way under
 // the in-place floor, if partial sectors reach DRAM without a fill.
-//   nvcc -O3 -arch=sm_90 -o mask_patterns mask_patterns.cu && ./mask_patterns
+// Built by bench/micro/CMakeLists.txt (-DNEXTTOK_BENCH_MICRO=ON): micro_mask_patterns.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,8 +14,7 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); return 1; } } while (0)
+#include "cuda_check.h"
 
 constexpr int kThreads = 256;
 

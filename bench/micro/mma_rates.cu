@@ -3,7 +3,7 @@
 // m16n8k256) and the int8 one (m16n8k32). The bit-plane decode kernel issues
 // one m16n8k128 per group of 16 vocabulary rows; whether its time per tile is
 // the MMA's latency chain or its issue rate decides how to restructure it.
-//   nvcc -O3 -arch=sm_90a -o mma_rates mma_rates.cu && ./mma_rates
+// Built by bench/micro/CMakeLists.txt (-DNEXTTOK_BENCH_MICRO=ON): micro_mma_rates.
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 #include "harness/data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -87,6 +88,22 @@ float decode(nt_dtype dtype, const std::vector<uint8_t>& bytes, size_t index) {
   }
 }
 
+uint16_t half_bits(nt_dtype dtype, float x) {
+  switch (dtype) {
+    case NT_F16: return uint16_t(nt_f32_to_f16(x));
+    case NT_BF16: return uint16_t(nt_f32_to_bf16(x));
+    default: throw std::runtime_error("half_bits: not a 16-bit float dtype");
+  }
+}
+
+float from_half_bits(nt_dtype dtype, uint16_t bits) {
+  switch (dtype) {
+    case NT_F16: return nt_f16_to_f32(bits);
+    case NT_BF16: return nt_bf16_to_f32(bits);
+    default: throw std::runtime_error("from_half_bits: not a 16-bit float dtype");
+  }
+}
+
 std::vector<float> peaked_logits(Rng& rng, int64_t rows, int64_t vocab) {
   std::vector<float> x(size_t(rows * vocab));
   for (auto& v : x) v = float(2.0 * rng.normal());
@@ -99,6 +116,42 @@ std::vector<float> flat_logits(Rng& rng, int64_t rows, int64_t vocab) {
   std::vector<float> x(size_t(rows * vocab));
   for (auto& v : x) v = float(rng.normal());
   return x;
+}
+
+const char* mask_kind_label(MaskKind kind) {
+  switch (kind) {
+    case MaskKind::Random50: return "50% random";
+    case MaskKind::Allowed1: return "1% allowed";
+    case MaskKind::Blocky: return "blocky";
+  }
+  return "?";
+}
+
+std::vector<int32_t> bench_bitmask(Rng& rng, int64_t rows, int64_t vocab, MaskKind kind) {
+  const int64_t words = (vocab + 31) / 32;
+  std::vector<int32_t> mask(size_t(rows * words), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int32_t* m = &mask[size_t(r * words)];
+    auto allow = [&](int64_t t) { m[t / 32] = int32_t(uint32_t(m[t / 32]) | (1u << (t % 32))); };
+    if (kind == MaskKind::Random50) {
+      for (int64_t w = 0; w < words; ++w) m[w] = int32_t(uint32_t(rng.bits()));
+      if (vocab % 32) m[words - 1] = int32_t(uint32_t(m[words - 1]) & ((1u << (vocab % 32)) - 1u));
+    } else if (kind == MaskKind::Allowed1) {
+      for (int64_t t = 0; t < vocab; ++t)
+        if (rng.coin(0.01)) allow(t);
+    } else {
+      // A grammar state that admits whole families of tokens (identifiers, digits).
+      bool on = rng.coin();
+      for (int64_t t = 0; t < vocab;) {
+        const int64_t end = std::min(vocab, t + rng.integer(1024, 4096));
+        for (; t < end; ++t)
+          if (on) allow(t);
+        on = !on;
+      }
+    }
+    allow(rng.integer(0, vocab - 1));  // a grammar always admits some token
+  }
+  return mask;
 }
 
 float poison_f32() {

@@ -1,6 +1,6 @@
 // Test data: a seeded generator with portable distributions (so a seed printed by
 // a failure reproduces the input on any standard library), dtype encoding, the
-// logit families of BENCH.md, and poison patterns for outputs.
+// logit and bitmask families of BENCH.md, and poison patterns for outputs.
 #pragma once
 
 #include <cstdint>
@@ -41,12 +41,22 @@ float round_to(nt_dtype dtype, float x);
 // Host bytes of `values` in a float dtype (f32 / f16 / bf16), rounding to nearest even.
 std::vector<uint8_t> encode(nt_dtype dtype, const std::vector<float>& values);
 float decode(nt_dtype dtype, const std::vector<uint8_t>& bytes, size_t index);
+// One f16 or bf16 value: the bits of x rounded to nearest even, and back (exact).
+uint16_t half_bits(nt_dtype dtype, float x);
+float from_half_bits(nt_dtype dtype, uint16_t bits);
 // Raw bits of element `index` (widened to 32 bits), for bit-exact comparisons.
 uint32_t raw_bits(nt_dtype dtype, const std::vector<uint8_t>& bytes, size_t index);
 
 // BENCH.md logit families: "peaked" N(0, 2) plus 4 peaks in [10, 16]; "flat" N(0, 1).
 std::vector<float> peaked_logits(Rng& rng, int64_t rows, int64_t vocab);
 std::vector<float> flat_logits(Rng& rng, int64_t rows, int64_t vocab);
+
+// BENCH.md bitmask families (W4): 50% random, 1% allowed, and "blocky": runs of
+// 1k-4k tokens alternately allowed and masked. int32 [rows, ceil(vocab/32)],
+// padding bits 0; every row allows at least one token.
+enum class MaskKind { Random50, Allowed1, Blocky };
+const char* mask_kind_label(MaskKind kind);
+std::vector<int32_t> bench_bitmask(Rng& rng, int64_t rows, int64_t vocab, MaskKind kind);
 
 // Poison: unwritten elements must stand out.
 constexpr int64_t kPoisonI64 = 0x7f7f7f7f7f7f7f7fll;

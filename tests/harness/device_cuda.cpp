@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/device.h"
+#include "harness/test_device.h"
 
 namespace ntt {
 namespace {
@@ -33,6 +33,11 @@ class CudaDevice final : public TestDevice {
       return false;
     }
     return true;
+  }
+  std::string description() override {
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    return prop.name;
   }
   // CI runners have no GPU; GPU runners set NEXTTOK_TEST_REQUIRE=cuda.
   bool required_in_ci() const override { return false; }

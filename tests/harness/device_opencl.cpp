@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/device.h"
+#include "harness/test_device.h"
 
 namespace ntt {
 namespace {
@@ -64,17 +64,21 @@ class OpenclDevice final : public TestDevice {
                       std::to_string(devices.size()) + " OpenCL device(s) exist";
       return false;
     }
-    cl_device_id device = devices[index];
+    device_ = devices[index];
     // Which device ran goes on record (two drivers can be installed side by side).
-    char device_name[256] = {};
-    clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof(device_name) - 1, device_name, nullptr);
-    std::fprintf(stderr, "[opencl test device %zu of %zu] %s\n", index, devices.size(), device_name);
+    std::fprintf(stderr, "[opencl test device %zu of %zu] %s\n", index, devices.size(),
+                 description().c_str());
     cl_int status = CL_SUCCESS;
-    context_ = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &status);
+    context_ = clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &status);
     check(status, "clCreateContext");
-    queue_ = clCreateCommandQueue(context_, device, 0, &status);
+    queue_ = clCreateCommandQueue(context_, device_, 0, &status);
     check(status, "clCreateCommandQueue");
     return true;
+  }
+  std::string description() override {
+    char name[256] = {};
+    clGetDeviceInfo(device_, CL_DEVICE_NAME, sizeof(name) - 1, name, nullptr);
+    return name;
   }
   bool required_in_ci() const override { return true; }
   bool views_use_byte_offset() const override { return true; }
@@ -100,6 +104,7 @@ class OpenclDevice final : public TestDevice {
   void sync() override { check(clFinish(queue_), "clFinish"); }
 
  private:
+  cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
 };

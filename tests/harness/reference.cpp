@@ -20,6 +20,8 @@ SampleReference greedy_reference(const float* x, int64_t vocab) {
     if (r.token < 0 || x[i] > x[r.token]) r.token = i;
   }
   if (r.token >= 0) {
+    r.order = {r.token};
+    r.weight = {1.0};
     r.keep = {r.token};
     r.keep_by_index = {r.token};
     r.cdf = {1.0};
@@ -108,6 +110,8 @@ SampleReference reference_sample_row(const float* x, int64_t vocab, const RowSam
         r.keep.push_back(i);
         p[size_t(i)] = 1.0;
       }
+    r.order = r.keep;
+    r.weight.assign(r.keep.size(), 1.0);
     draw(r, s, p, true, prm);
     return r;
   }
@@ -160,8 +164,10 @@ SampleReference reference_sample_row(const float* x, int64_t vocab, const RowSam
   r.n_top_k = n_k;
   r.n_top_p = n_p;
   r.n_min_p = n_m;
+  for (int64_t i : order) r.weight.push_back(p[size_t(i)]);
   const size_t keep = std::min({n_k, n_p, n_m});
   r.keep.assign(order.begin(), order.begin() + long(keep));
+  r.order = std::move(order);
   draw(r, s, p, false, prm);
   return r;
 }
@@ -261,7 +267,8 @@ void reference_quantize_row(const float* x, int64_t n, int8_t* q, float* scale) 
       continue;
     }
     const float r = std::nearbyint(x[j] / *scale);  // default rounding: half to even
-    q[j] = int8_t(std::min(127.0f, std::max(-127.0f, r)));
+    // A NaN quotient (inf / inf in a row holding +-inf, whose scale is inf) gives 0.
+    q[j] = is_nan(r) ? int8_t(0) : int8_t(std::min(127.0f, std::max(-127.0f, r)));
   }
 }
 

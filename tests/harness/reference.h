@@ -30,7 +30,9 @@ struct RowSampleParams {
 struct SampleReference {
   int64_t token = -1;            // -1: empty keep-set
   bool greedy = false;
-  std::vector<int64_t> keep;     // keep-set in (score desc, index asc) order
+  std::vector<int64_t> order;    // every finite token (or the +inf ones) by (score desc, index asc)
+  std::vector<double> weight;    // exp(s - s_max) along `order`: the unnormalized probabilities
+  std::vector<int64_t> keep;     // keep-set: the prefix of `order` every cut keeps
   std::vector<int64_t> keep_by_index;  // the same set in vocabulary order
   std::vector<double> cdf;       // cumulative mass over keep_by_index, last = 1
   size_t n_top_k = 0, n_top_p = 0, n_min_p = 0;  // prefix lengths of each cut (sampling rows)

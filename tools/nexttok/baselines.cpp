@@ -7,14 +7,11 @@
 #include <numeric>
 #include <thread>
 
-#include "core/half.h"
 
 namespace baseline {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-bool near(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)); }
 
 }  // namespace
 
@@ -31,104 +28,53 @@ int64_t argmax(const float* row, int64_t vocab) {
   return best;
 }
 
-int64_t argmax(const void* row, nt_dtype dtype, int64_t vocab) {
-  if (dtype == NT_F32) return argmax(static_cast<const float*>(row), vocab);
-  const uint16_t* r = static_cast<const uint16_t*>(row);
-  int64_t best = -1;
-  float best_value = kNegInf;
-  for (int64_t i = 0; i < vocab; ++i) {
-    float x = dtype == NT_BF16 ? nt_bf16_to_f32(r[i]) : nt_f16_to_f32(r[i]);
-    if (x > best_value) {
-      best_value = x;
-      best = i;
-    }
-  }
-  return best;
-}
-
-void sort_chain(const float* logits, int64_t vocab, const ChainParams& p, Chain& c) {
-  c.order.clear();
-  c.prob.clear();
-  c.degenerate = false;
-  c.pos_inf = false;
-  c.greedy = !(p.temperature > 0.0f) || p.top_k == 1 || vocab == 1;
-  if (c.greedy) {
-    int64_t t = argmax(logits, vocab);
-    if (t >= 0) c.order.emplace_back(logits[t], static_cast<int32_t>(t));
-    c.prob.assign(c.order.size(), 1.0);
-    c.n_k = c.n_p = c.n_m = c.kept = static_cast<int64_t>(c.order.size());
-    return;
-  }
-  for (int64_t i = 0; i < vocab; ++i)
-    if (logits[i] == std::numeric_limits<float>::infinity()) {
-      c.pos_inf = true;
-      c.order.emplace_back(0.0f, static_cast<int32_t>(i));
-    }
-  if (c.pos_inf) {
-    c.prob.assign(c.order.size(), 1.0);
-    c.n_k = c.n_p = c.n_m = c.kept = static_cast<int64_t>(c.order.size());
-    return;
-  }
-  for (int64_t i = 0; i < vocab; ++i) {
-    float s = logits[i] / p.temperature;
-    if (s == s && s != kNegInf) c.order.emplace_back(s, static_cast<int32_t>(i));
-  }
-  // Stable on a descending score comparison keeps equal scores in index order.
-  std::stable_sort(c.order.begin(), c.order.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  int64_t n = static_cast<int64_t>(c.order.size());
-  if (n == 0) {
-    c.n_k = c.n_p = c.n_m = c.kept = 0;
-    return;
-  }
-  c.n_k = (p.top_k > 0 && p.top_k < n) ? p.top_k : n;
-  float s_max = c.order[0].first;
-  c.prob.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) c.prob[i] = std::exp(c.order[i].first - s_max);
-
-  c.n_p = c.n_k;
-  if (p.top_p < 1.0f) {
-    if (!(p.top_p > 0.0f)) {
-      c.n_p = 1;
-    } else {
-      int64_t span = p.joint ? n : c.n_k;
-      double z = 0;
-      for (int64_t i = 0; i < span; ++i) z += c.prob[i];
-      double target = static_cast<double>(p.top_p) * z, cum = 0;
-      int64_t i = 0;
-      while (i < span) {
-        double before = cum;
-        cum += c.prob[i++];
-        if (cum >= target) {
-          c.degenerate |= near(cum, target) || near(before, target);
-          break;
-        }
-      }
-      c.n_p = i;
-    }
-  }
-  c.n_m = n;
-  if (p.min_p > 0.0f) {
-    double threshold = std::min(1.0f, p.min_p);
-    int64_t i = 0;
-    while (i < n && c.prob[i] >= threshold) ++i;
-    c.n_m = std::max<int64_t>(i, 1);
-    if (i < n) c.degenerate |= near(c.prob[i], threshold);
-    if (i > 0) c.degenerate |= near(c.prob[i - 1], threshold);
-  }
-  c.kept = std::min({c.n_k, c.n_p, c.n_m});
-}
-
 int64_t sort_chain_sample(const float* logits, int64_t vocab, const ChainParams& p,
-                          uint64_t& rng_state, Chain& c) {
-  sort_chain(logits, vocab, p, c);
-  if (c.kept == 0) return -1;
-  if (c.greedy) return c.order[0].second;
+                          uint64_t& rng_state, ChainScratch& c) {
+  if (!(p.temperature > 0.0f) || p.top_k == 1 || vocab == 1) return argmax(logits, vocab);
+  c.order.clear();
+  for (int64_t i = 0; i < vocab; ++i)
+    if (logits[i] == -kNegInf) c.order.emplace_back(0.0f, static_cast<int32_t>(i));
+  const bool pos_inf = !c.order.empty();  // the keep-set is the +inf tokens, drawn uniformly
+  if (!pos_inf) {
+    for (int64_t i = 0; i < vocab; ++i) {
+      float s = logits[i] / p.temperature;
+      if (s == s && s != kNegInf) c.order.emplace_back(s, static_cast<int32_t>(i));
+    }
+    // Stable on a descending score comparison keeps equal scores in index order.
+    std::stable_sort(c.order.begin(), c.order.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+  }
+  const int64_t n = static_cast<int64_t>(c.order.size());
+  if (n == 0) return -1;
+  c.prob.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) c.prob[i] = std::exp(c.order[i].first - c.order[0].first);
+  int64_t kept = n;
+  if (!pos_inf) {
+    const int64_t n_k = (p.top_k > 0 && p.top_k < n) ? p.top_k : n;
+    int64_t n_p = n_k;
+    if (p.top_p < 1.0f) {
+      if (!(p.top_p > 0.0f)) {
+        n_p = 1;
+      } else {
+        const int64_t span = p.joint ? n : n_k;
+        double z = 0, cum = 0;
+        for (int64_t i = 0; i < span; ++i) z += c.prob[i];
+        for (n_p = 0; n_p < span && cum < double(p.top_p) * z;) cum += c.prob[n_p++];
+      }
+    }
+    int64_t n_m = n;
+    if (p.min_p > 0.0f) {
+      const double threshold = std::min(1.0f, p.min_p);
+      for (n_m = 0; n_m < n && c.prob[n_m] >= threshold;) ++n_m;
+      n_m = std::max<int64_t>(n_m, 1);
+    }
+    kept = std::min({n_k, n_p, n_m});
+  }
   // Exponential race: argmax p_i / E_i with E_i ~ Exp(1) picks i with
   // probability p_i / sum p, as torch's `probs / q.exponential_()` does.
   int64_t best = 0;
   double best_key = -1;
-  for (int64_t i = 0; i < c.kept; ++i) {
+  for (int64_t i = 0; i < kept; ++i) {
     uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

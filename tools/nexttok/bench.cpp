@@ -110,8 +110,8 @@ const cli::Command& bench_command() {
       "against the bytes the op must move, and baseline/ours. On the CPU sizes are scaled down\n"
       "unless --full. The two issue rows (sample k50+p0.9 B=1 V=128,256; dense f32 head\n"
       "V=32,000 H=4,096 M=1) always run. Progress goes to stderr, the table to stdout.",
-      "[--backend cpu|cuda|opencl|best] [--workload W1,...] [--full] [--reps N] [--json] [--svg FILE]",
-      {{"backend", "B", "cpu | cuda | opencl | best (default: best present, cuda > opencl > cpu)"},
+      "[--backend cpu|opencl] [--workload W1,...] [--full] [--reps N] [--json] [--svg FILE]",
+      {{"backend", "B", "cpu | opencl (default cpu); the CUDA rows are bench/cuda_*_bench.py"},
        {"workload", "LIST", "comma-separated subset of W1,W2,W3,W4,W5 (default: all); 'issue' alone runs just the two issue rows"},
        {"full", "", "BENCH.md's sizes on the CPU too (needs ~10 GB of memory and minutes)"},
        {"reps", "N", "timed runs per step (default: about 0.75 s worth, at least 5)"},
@@ -122,8 +122,11 @@ const cli::Command& bench_command() {
 }
 
 int run_bench(const cli::Args& args) {
-  std::string wanted_backend = args.text("backend", "best");
-  nt_device_type type = cli::parse_backend(wanted_backend);
+  const std::string backend = args.text("backend", "cpu");
+  if (backend != "cpu" && backend != "opencl")
+    throw cli::UsageError("--backend must be cpu or opencl (the CUDA rows are "
+                          "bench/cuda_sampling_bench.py and bench/cuda_lm_head_bench.py)");
+  const nt_device_type type = cli::parse_backend(backend);
   std::vector<std::string> workloads = args.list("workload");
   for (const std::string& w : workloads)
     if (w != "issue" && (w.size() != 2 || w[0] != 'W' || w[1] < '1' || w[1] > '5'))
@@ -133,29 +136,20 @@ int run_bench(const cli::Args& args) {
   policy.target_seconds = args.number("seconds", 0.75);
   if (!(policy.target_seconds > 0)) throw cli::UsageError("--seconds must be positive");
 
-  if (!nt_backend_available(type)) {
-    std::cerr << "nexttok bench: the " << cli::backend_name(type) << " backend is not available\n";
-    return cli::kUnavailable;
-  }
-  std::unique_ptr<Device> device = make_device(type);
-  if (!device && wanted_backend == "best") {
-    std::cerr << "nexttok bench: note: " << cli::backend_name(type)
-              << " is present but this tool has no device hooks for it yet; using the CPU\n";
-    type = NT_DEVICE_CPU;
-    device = make_device(type);
-  }
-  if (!device) {
-    std::cerr << "nexttok bench: benchmarking on " << cli::backend_name(type)
-              << " needs its Device hooks (tools/nexttok/device.cpp, TODO)\n";
+  std::string why;
+  TestDevice* device = nt_backend_available(type) ? find_device(type, &why) : nullptr;
+  if (device == nullptr) {
+    std::cerr << "nexttok bench: the " << cli::backend_name(type) << " backend is not available"
+              << (why.empty() ? "" : ": " + why) << "\n";
     return cli::kUnavailable;
   }
 
   Context ctx;
   ctx.date = utc_now();
   ctx.backend = cli::backend_name(type);
-  ctx.device = device->name();
+  ctx.device = device->description();
   ctx.commit = build_commit();
-  ctx.threads = cpu_threads();
+  ctx.threads = nt_cpu_num_threads();
   ctx.full = args.flag("full");
   size_t llc = last_level_cache_bytes();
   ctx.bandwidth_bytes = std::max<size_t>(size_t{512} << 20, 4 * llc);
@@ -164,7 +158,7 @@ int run_bench(const cli::Args& args) {
   std::cerr << "  " << fmt(ctx.bandwidth_start / 1e9) << " GB/s\n";
 
   BenchConfig config;
-  config.device = device.get();
+  config.device = device;
   config.full = ctx.full;
   config.rotate_bytes = 2 * llc;
   config.max_input_bytes = size_t{256} << 20;
@@ -193,7 +187,7 @@ int run_bench(const cli::Args& args) {
     try {
       std::unique_ptr<Workload> w = row.make();
       w->prepare();
-      auto sync = [&] { device->synchronize(); };
+      auto sync = [&] { device->sync(); };
       res.ours = time_runs([&](int k) { w->run_ours(k); }, sync, policy);
       std::cerr << "    ours     " << duration_label(res.ours.median_s) << " (" << res.ours.reps
                 << " runs)\n" << std::flush;

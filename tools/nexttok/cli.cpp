@@ -118,23 +118,11 @@ const char* backend_name(nt_device_type d) {
   return "?";
 }
 
-std::vector<nt_device_type> present_backends() {
-  std::vector<nt_device_type> out;
-  for (nt_device_type d : {NT_DEVICE_CUDA, NT_DEVICE_OPENCL, NT_DEVICE_CPU})
-    if (nt_backend_available(d)) out.push_back(d);
-  return out;
-}
-
 nt_device_type parse_backend(const std::string& text) {
   if (text == "cpu") return NT_DEVICE_CPU;
   if (text == "cuda") return NT_DEVICE_CUDA;
   if (text == "opencl") return NT_DEVICE_OPENCL;
-  if (text == "best") {
-    // OpenCL is a portability backend (PoCL is often the CPU itself): it is
-    // benchmarked when asked for, the GPU or the native CPU backend otherwise.
-    return nt_backend_available(NT_DEVICE_CUDA) ? NT_DEVICE_CUDA : NT_DEVICE_CPU;
-  }
-  throw UsageError("--backend must be cpu, cuda, opencl or best, got '" + text + "'");
+  throw UsageError("--backend must be cpu, cuda or opencl, got '" + text + "'");
 }
 
 }  // namespace cli

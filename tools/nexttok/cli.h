@@ -59,9 +59,8 @@ class Args {
   std::map<std::string, std::string> values_;
 };
 
-// "cpu" | "cuda" | "opencl" | "best" (best present: cuda > opencl > cpu).
+// "cpu" | "cuda" | "opencl"
 nt_device_type parse_backend(const std::string& text);
 const char* backend_name(nt_device_type d);
-std::vector<nt_device_type> present_backends();
 
 }  // namespace cli

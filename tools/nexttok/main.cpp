@@ -22,7 +22,7 @@ void usage(std::ostream& o) {
   o << "usage: nexttok <command> [options]\n\n"
        "nexttok " << nt_version_string() << ": hidden state -> vocabulary scores -> grammar mask -> next token.\n\n"
        "commands:\n"
-       "  bench    time BENCH.md's workloads against user baselines\n"
+       "  bench    time BENCH.md's workloads (CPU, OpenCL) against user baselines\n"
        "  check    exactness self-check of every op on every backend present\n"
        "  show     draw one row's sampling distribution, cuts and draws as SVG\n\n"
        "Run 'nexttok <command> --help' for its options.\n"

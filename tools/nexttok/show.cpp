@@ -6,9 +6,8 @@
 #include <iostream>
 #include <vector>
 
-#include "baselines.h"
 #include "commands.h"
-#include "inputs.h"
+#include "harness/reference.h"
 #include "nexttok/nexttok.hpp"
 #include "svg.h"
 #include "workloads.h"
@@ -29,7 +28,8 @@ const cli::Command& show_command() {
       "Draw one row's sorted probability distribution (top ~100 tokens, log-y), the region each\n"
       "of top-k, top-p and min-p cuts, the final keep-set, and the frequencies of N draws by\n"
       "nexttok's sample (seed S, offsets 0..N-1) over the expected renormalised probabilities.\n"
-      "The keep-set and cuts come from the sort-based chain; exits 1 if a draw falls outside it.",
+      "The keep-set and cuts come from the harness's sort-based reference; exits 1 if a draw\n"
+      "falls outside it.",
       "[--vocab N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--draws N] [--seed S]\n"
       "             [--logits peaked|flat] [--bars N] -o FILE.svg",
       {{"vocab", "N", "vocabulary size (default 32000)"},
@@ -47,7 +47,7 @@ const cli::Command& show_command() {
 
 int run_show(const cli::Args& args) {
   const int64_t vocab = args.integer("vocab", 32000, 2, int64_t{1} << 31);
-  baseline::ChainParams p;
+  ntt::RowSampleParams p;
   p.temperature = static_cast<float>(args.number("temperature", 1.0));
   p.top_k = static_cast<int32_t>(args.integer("top-k", 50, 0, INT32_MAX));
   p.top_p = static_cast<float>(args.number("top-p", 0.9));
@@ -67,19 +67,20 @@ int run_show(const cli::Args& args) {
     throw cli::UsageError(e.what());
   }
 
-  std::vector<float> logits(static_cast<size_t>(vocab));
   Rng rng(seed);
-  fill_logits(logits.data(), vocab, kind, rng);
+  const std::vector<float> logits = logits_row(rng, vocab, kind);
 
-  // The keep-set and each filter's cut, by the sort-based chain.
-  baseline::Chain chain;
-  baseline::sort_chain(logits.data(), vocab, p, chain);
+  // The keep-set and each filter's cut, by the sort-based reference.
+  p.seed = seed;
+  const ntt::SampleReference chain = ntt::reference_sample_row(logits.data(), vocab, p);
   const int64_t finite = static_cast<int64_t>(chain.order.size());
+  const int64_t kept = static_cast<int64_t>(chain.keep.size());
+  const std::vector<double>& prob = chain.weight;
   double z_all = 0, z_kept = 0;
-  for (int64_t i = 0; i < finite; ++i) z_all += chain.prob[i];
-  for (int64_t i = 0; i < chain.kept; ++i) z_kept += chain.prob[i];
+  for (int64_t i = 0; i < finite; ++i) z_all += prob[i];
+  for (int64_t i = 0; i < kept; ++i) z_kept += prob[i];
   std::vector<int64_t> rank(static_cast<size_t>(vocab), -1);
-  for (int64_t i = 0; i < finite; ++i) rank[chain.order[i].second] = i;
+  for (int64_t i = 0; i < finite; ++i) rank[chain.order[i]] = i;
 
   // nexttok's draws: one row, offsets 0..N-1, as a decoder advancing its step.
   std::cerr << "drawing " << draws << " tokens...\n";
@@ -101,11 +102,11 @@ int run_show(const cli::Args& args) {
     int64_t r = token >= 0 && token < vocab ? rank[token] : -1;
     if (r >= 0) ++counts[r];
     unranked += r < 0;
-    outside += r < 0 || r >= chain.kept;
+    outside += r < 0 || r >= kept;
   }
   double tv = 0;
   for (int64_t i = 0; i < finite; ++i) {
-    double q = i < chain.kept ? chain.prob[i] / z_kept : 0;
+    double q = i < kept ? prob[i] / z_kept : 0;
     tv += std::fabs(static_cast<double>(counts[i]) / draws - q);
   }
   tv = 0.5 * (tv + static_cast<double>(unranked) / draws);
@@ -116,8 +117,8 @@ int run_show(const cli::Args& args) {
   const double plot_w = std::max(600.0, 7.0 * bars), width = left + plot_w + right, height = top + plot_h + 56;
   const double bar_w = plot_w / bars;
   double lo = 1;
-  for (int64_t i = 0; i < bars; ++i) lo = std::min(lo, chain.prob[i] / z_all);
-  for (int64_t i = 0; i < std::min(bars, chain.kept); ++i)
+  for (int64_t i = 0; i < bars; ++i) lo = std::min(lo, prob[i] / z_all);
+  for (int64_t i = 0; i < std::min(bars, kept); ++i)
     if (counts[i] > 0) lo = std::min(lo, 0.5 * counts[i] / draws);
   double y_lo = std::pow(10.0, std::floor(std::log10(lo) - 0.2)), y_hi = 1.0;
   auto y_of = [&](double v) {
@@ -134,18 +135,19 @@ int run_show(const cli::Args& args) {
                       (p.min_p > 0 ? fmt(p.min_p) : std::string("off"));
   svg.text(12, 24, title, 16, "start", "font-weight=\"bold\"");
   svg.text(12, 44,
-           "keep-set: " + with_commas(chain.kept) + " of " + with_commas(finite) + " tokens (" +
+           "keep-set: " + with_commas(kept) + " of " + with_commas(finite) + " tokens (" +
                fmt(100 * z_kept / z_all) + "% of the mass); " + with_commas(draws) +
                " draws (seed " + std::to_string(seed) + ", offsets 0.." + std::to_string(draws - 1) +
                "); total variation to the renormalised keep-set " + fmt(tv, 2) +
                "; draws outside the keep-set: " + std::to_string(outside),
            11, "start", std::string("fill=\"") + (outside ? "#c00" : "#444") + "\"");
-  if (chain.kept > bars)
+  if (kept > bars)
     svg.text(12, 60, "the keep-set is longer than the " + std::to_string(bars) +
                          " tokens shown; the cuts beyond are marked at the right edge", 11, "start", "fill=\"#444\"");
 
   // One ribbon per filter above the plot: what that filter alone removes.
-  Cut cuts[] = {{"top-k", chain.n_k, "#d62728"}, {"top-p", chain.n_p, "#9467bd"}, {"min-p", chain.n_m, "#2ca02c"}};
+  Cut cuts[] = {{"top-k", int64_t(chain.n_top_k), "#d62728"}, {"top-p", int64_t(chain.n_top_p), "#9467bd"},
+                 {"min-p", int64_t(chain.n_min_p), "#2ca02c"}};
   for (int c = 0; c < 3; ++c) {
     double y = 76 + 20 * c;
     svg.text(left - 8, y + 11, cuts[c].name, 11, "end");
@@ -163,39 +165,39 @@ int run_show(const cli::Args& args) {
   }
 
   // Removed region (outside the final keep-set) shaded.
-  if (chain.kept < bars) svg.rect(x_of(chain.kept), top, plot_w - chain.kept * bar_w, plot_h, "#eeeeee");
+  if (kept < bars) svg.rect(x_of(kept), top, plot_w - kept * bar_w, plot_h, "#eeeeee");
   for (double t = y_lo; t <= y_hi * 1.0001; t *= 10) {
     svg.line(left, y_of(t), left + plot_w, y_of(t), "#d8d8d8");
     svg.text(left - 6, y_of(t) + 4, "1e" + std::to_string(static_cast<int>(std::lround(std::log10(t)))), 10, "end");
   }
   for (int64_t i = 0; i < bars; ++i) {
-    double pv = chain.prob[i] / z_all;
-    bool kept = i < chain.kept;
-    svg.rect(x_of(i) + bar_w * 0.1, y_of(pv), bar_w * 0.8, top + plot_h - y_of(pv), kept ? "#9ecae1" : "#bdbdbd");
+    double pv = prob[i] / z_all;
+    svg.rect(x_of(i) + bar_w * 0.1, y_of(pv), bar_w * 0.8, top + plot_h - y_of(pv),
+             i < kept ? "#9ecae1" : "#bdbdbd");
   }
   // Each filter's cut as a dashed line through its ribbon and the plot.
   for (const Cut& c : cuts)
     if (c.length < bars)
       svg.line(x_of(c.length), 76, x_of(c.length), top + plot_h, c.color, 1.2, "stroke-dasharray=\"4,3\"");
-  if (chain.kept < bars) {
-    svg.line(x_of(chain.kept), top - 4, x_of(chain.kept), top + plot_h, "#000", 2);
-    bool room_left = chain.kept * bar_w > 160;
-    svg.text(x_of(chain.kept) + (room_left ? -4 : 4), top + 14,
-             "keep-set: ranks 1-" + with_commas(chain.kept), 11, room_left ? "end" : "start",
+  if (kept < bars) {
+    svg.line(x_of(kept), top - 4, x_of(kept), top + plot_h, "#000", 2);
+    bool room_left = kept * bar_w > 160;
+    svg.text(x_of(kept) + (room_left ? -4 : 4), top + 14,
+             "keep-set: ranks 1-" + with_commas(kept), 11, room_left ? "end" : "start",
              "font-weight=\"bold\"");
   }
   // Expected renormalised probability (tick with a +-2 sigma whisker for N
   // draws) and the observed frequency of each kept token.
   for (int64_t i = 0; i < bars; ++i) {
     double cx = x_of(i + 0.5);
-    if (i < chain.kept) {
-      double q = chain.prob[i] / z_kept, sigma = std::sqrt(q * (1 - q) / draws);
+    if (i < kept) {
+      double q = prob[i] / z_kept, sigma = std::sqrt(q * (1 - q) / draws);
       svg.line(cx, y_of(q + 2 * sigma), cx, y_of(std::max(q - 2 * sigma, y_lo)), "#333", 1);
       svg.line(cx - bar_w * 0.4, y_of(q), cx + bar_w * 0.4, y_of(q), "#000", 2);
     }
     if (counts[i] > 0) {
       double f = static_cast<double>(counts[i]) / draws;
-      svg.circle(cx, y_of(f), std::min(4.0, bar_w * 0.35), i < chain.kept ? "#ff7f0e" : "#d00",
+      svg.circle(cx, y_of(f), std::min(4.0, bar_w * 0.35), i < kept ? "#ff7f0e" : "#d00",
                  "stroke=\"#7a3d00\" stroke-width=\"0.6\"");
     }
   }
@@ -227,7 +229,7 @@ int run_show(const cli::Args& args) {
   svg.rect(lx, ly + 100, 12, 10, "#eeeeee", "stroke=\"#ccc\"");
   svg.text(lx + 18, ly + 109, "removed region", 10);
   svg.save(path);
-  std::cerr << "wrote " << path << " (keep-set " << chain.kept << " tokens, TV " << fmt(tv, 2)
+  std::cerr << "wrote " << path << " (keep-set " << kept << " tokens, TV " << fmt(tv, 2)
             << ", " << outside << " draws outside)\n";
   return outside ? cli::kFailed : cli::kOk;
 }

@@ -14,18 +14,18 @@ std::string head_shape(const HeadSpec& s) {
 
 double head_weight_bytes(const HeadSpec& s, bool binary) {
   if (binary) return s.vocab * s.hidden / 8.0 + s.vocab * (s.hidden / s.group) * 2.0;
-  return static_cast<double>(s.vocab) * s.hidden * dtype_size(s.dtype);
+  return static_cast<double>(s.vocab) * s.hidden * ntt::dtype_bytes(s.dtype);
 }
 
 Row sample_row(const BenchConfig& c, const std::string& mode, SampleSpec spec, bool issue = false) {
   Row r;
   r.workload = "W3";
-  r.name = "sample " + mode + ", " + shape_bv(spec.batch, spec.vocab) + " (" + dtype_name(spec.dtype) +
+  r.name = "sample " + mode + ", " + shape_bv(spec.batch, spec.vocab) + " (" + ntt::dtype_label(spec.dtype) +
            ", " + logit_kind_name(spec.kind) + " logits)";
   bool greedy = spec.params.size() == 1 && !(spec.params[0].temperature > 0);
   r.baseline = greedy ? "argmax loop, 1 thread"
                       : "sort chain (stable_sort, softmax, cumsum, masks, exp race), 1 thread";
-  r.bytes = static_cast<double>(spec.batch) * spec.vocab * dtype_size(spec.dtype) + spec.batch * 8.0;
+  r.bytes = static_cast<double>(spec.batch) * spec.vocab * ntt::dtype_bytes(spec.dtype) + spec.batch * 8.0;
   r.baseline_bytes = r.bytes;
   r.issue = issue;
   r.make = [c, spec] { return std::make_unique<SampleWorkload>(c, spec); };
@@ -57,10 +57,10 @@ void add_sample_rows(std::vector<Row>& rows, const BenchConfig& c, int64_t b, in
 Row mask_row(const BenchConfig& c, MaskSpec s) {
   Row r;
   r.workload = "W4";
-  r.name = std::string("apply_token_bitmask ") + dtype_name(s.dtype) + ", " + mask_kind_name(s.mask) +
+  r.name = std::string("apply_token_bitmask ") + ntt::dtype_label(s.dtype) + ", " + ntt::mask_kind_label(s.mask) +
            ", " + shape_bv(s.batch, s.vocab);
   r.baseline = "unpack to bool + masked fill, 1 thread";
-  double logits = static_cast<double>(s.batch) * s.vocab * dtype_size(s.dtype);
+  double logits = static_cast<double>(s.batch) * s.vocab * ntt::dtype_bytes(s.dtype);
   double mask = s.batch * ((s.vocab + 31) / 32) * 4.0;
   r.bytes = 2 * logits + mask;  // read and write back the logits, read the mask
   r.baseline_bytes = r.bytes + 2.0 * s.batch * s.vocab;  // the bool tensor, written and read
@@ -75,12 +75,12 @@ Row head_row(const BenchConfig& c, HeadSpec s, bool binary, bool issue = false) 
     r.name = "lm_head_topk_binary G=" + std::to_string(s.group) + " k=" + std::to_string(s.k) + ", " +
              head_shape(s);
   else
-    r.name = std::string("lm_head_topk_dense ") + dtype_name(s.dtype) +
+    r.name = std::string("lm_head_topk_dense ") + ntt::dtype_label(s.dtype) +
              (issue ? "" : " k=" + std::to_string(s.k)) + ", " + head_shape(s);
   r.baseline = std::string(binary ? "bf16 dense head (the user's fallback)" : "dense head") +
                ": blocked GEMM, " + std::to_string(c.threads) + " threads + partial_sort";
   r.weight_bytes = head_weight_bytes(s, binary);
-  double act = static_cast<double>(s.m) * s.hidden * (binary ? 4 : dtype_size(s.dtype));
+  double act = static_cast<double>(s.m) * s.hidden * (binary ? 4 : ntt::dtype_bytes(s.dtype));
   r.bytes = r.weight_bytes + act + s.m * s.k * 12.0;
   r.baseline_bytes = binary ? s.vocab * s.hidden * 2.0 + s.m * s.hidden * 2.0 : r.bytes;
   r.issue = issue;
@@ -91,13 +91,13 @@ Row head_row(const BenchConfig& c, HeadSpec s, bool binary, bool issue = false) 
 Row fused_row(const BenchConfig& c, HeadSpec s, bool binary) {
   Row r;
   r.workload = "W5";
-  r.name = std::string("hidden -> token: ") + (binary ? "binary" : dtype_name(s.dtype)) +
+  r.name = std::string("hidden -> token: ") + (binary ? "binary" : ntt::dtype_label(s.dtype)) +
            " head + mask + k50+p0.9, " + head_shape(s);
   r.baseline = "bf16 full logits (" + std::to_string(c.threads) +
                " threads) + unpack/masked fill + sort chain";
   r.weight_bytes = head_weight_bytes(s, binary);
   double mask = s.m * ((s.vocab + 31) / 32) * 4.0;
-  r.bytes = r.weight_bytes + s.m * s.hidden * (binary ? 4.0 : dtype_size(s.dtype)) + mask;
+  r.bytes = r.weight_bytes + s.m * s.hidden * (binary ? 4.0 : ntt::dtype_bytes(s.dtype)) + mask;
   r.baseline_bytes = s.vocab * s.hidden * 2.0 + mask;
   r.make = [c, s, binary] { return std::make_unique<FusedWorkload>(c, s, binary); };
   return r;
@@ -105,7 +105,7 @@ Row fused_row(const BenchConfig& c, HeadSpec s, bool binary) {
 
 }  // namespace
 
-std::vector<Row> host_rows(const BenchConfig& c) {
+std::vector<Row> benchmark_rows(const BenchConfig& c) {
   std::vector<Row> rows;
   // The two rows every report carries, whatever the scale.
   rows.push_back(sample_row(c, "k50+p0.9", {1, 128256, NT_F32, LogitKind::Peaked, {{1.0f, 50, 0.9f, 0.0f, false}}}, true));
@@ -131,10 +131,4 @@ std::vector<Row> host_rows(const BenchConfig& c) {
   for (int64_t m : fused_m) rows.push_back(fused_row(c, {m, head_v, head_h, NT_F32, 128, 50}, true));
   rows.push_back(fused_row(c, {1, head_v, head_h, NT_BF16, 128, 50}, false));
   return rows;
-}
-
-std::vector<Row> benchmark_rows(const BenchConfig& c) {
-  // CUDA adds cuda_rows() here: the same workloads with device baselines.
-  if (host_baselines(c)) return host_rows(c);
-  return {};
 }

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <stdexcept>
+#include <unistd.h>
 
-#include "core/half.h"
 #include "nexttok/nexttok.hpp"
 
 namespace {
@@ -44,19 +45,57 @@ Rotated make_rotated(const BenchConfig& c, size_t copy_bytes, size_t unit_bytes,
   return r;
 }
 
-void require_host(const BenchConfig& c, const char* what) {
-  if (!host_baselines(c))
-    throw std::runtime_error(std::string(what) + ": no device baseline on this backend yet");
-}
-
 template <class T>
-DeviceBuffer upload_vector(Device& dev, std::vector<T>& v) {
+DeviceBuffer upload_vector(TestDevice& dev, std::vector<T>& v) {
   return DeviceBuffer(dev, v.data(), v.size() * sizeof(T));
 }
 
 }  // namespace
 
-bool host_baselines(const BenchConfig& c) { return c.device->type() != NT_DEVICE_CUDA; }
+LogitKind parse_logit_kind(const std::string& text) {
+  if (text == "peaked") return LogitKind::Peaked;
+  if (text == "flat") return LogitKind::Flat;
+  throw std::invalid_argument("logits must be 'peaked' or 'flat', got '" + text + "'");
+}
+
+const char* logit_kind_name(LogitKind kind) { return kind == LogitKind::Peaked ? "peaked" : "flat"; }
+
+std::vector<float> logits_row(Rng& rng, int64_t vocab, LogitKind kind) {
+  return kind == LogitKind::Peaked ? ntt::peaked_logits(rng, 1, vocab) : ntt::flat_logits(rng, 1, vocab);
+}
+
+void narrow(const float* src, void* dst, nt_dtype dtype, size_t n) {
+  const std::vector<uint8_t> bytes = ntt::encode(dtype, std::vector<float>(src, src + n));
+  std::memcpy(dst, bytes.data(), bytes.size());
+}
+
+float widen(const void* src, nt_dtype dtype, size_t i) {
+  if (dtype == NT_F32) return static_cast<const float*>(src)[i];
+  return ntt::from_half_bits(dtype, static_cast<const uint16_t*>(src)[i]);
+}
+
+int copies_for(size_t bytes, size_t target, size_t max_total) {
+  if (bytes == 0) return 1;
+  size_t n = (target + bytes - 1) / bytes;
+  n = std::min(n, std::max<size_t>(1, max_total / bytes));
+  return static_cast<int>(std::max<size_t>(1, n));
+}
+
+size_t last_level_cache_bytes() {
+  for (int index = 4; index >= 0; --index) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    std::string text;
+    if (f >> text) {
+      size_t v = std::stoull(text);
+      char unit = text.back();
+      if (unit == 'K') v <<= 10;
+      if (unit == 'M') v <<= 20;
+      return v;
+    }
+  }
+  long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return v > 0 ? static_cast<size_t>(v) : (32u << 20);
+}
 
 std::string with_commas(int64_t n) {
   std::string digits = std::to_string(n), out;
@@ -70,12 +109,11 @@ std::string with_commas(int64_t n) {
 // ---- sampling ---------------------------------------------------------------
 
 void SampleWorkload::prepare() {
-  Device& dev = *config_.device;
-  size_t row_bytes = static_cast<size_t>(spec_.vocab) * dtype_size(spec_.dtype);
-  std::vector<float> row(static_cast<size_t>(spec_.vocab));
+  TestDevice& dev = *config_.device;
+  size_t row_bytes = static_cast<size_t>(spec_.vocab) * ntt::dtype_bytes(spec_.dtype);
   logits_ = make_rotated(config_, row_bytes * spec_.batch, row_bytes,
                          [&](unsigned char* dst, Rng& rng) {
-                           fill_logits(row.data(), spec_.vocab, spec_.kind, rng);
+                           const std::vector<float> row = logits_row(rng, spec_.vocab, spec_.kind);
                            narrow(row.data(), dst, spec_.dtype, row.size());
                          });
   nexttok::SampleParams p;
@@ -113,22 +151,21 @@ void SampleWorkload::prepare() {
   tokens_host_.assign(static_cast<size_t>(spec_.batch), -2);
   tokens_ = upload_vector(dev, tokens_host_);
   args_ = nexttok::sample_args(
-      device_view(dev, logits_.device.get(), 0, spec_.dtype, spec_.batch, spec_.vocab),
-      device_vector(dev, tokens_.get(), 0, NT_I64, spec_.batch), p);
+      ntt::device_matrix(dev, logits_.device.get(), 0, spec_.dtype, spec_.batch, spec_.vocab),
+      ntt::device_vector(dev, tokens_.get(), 0, NT_I64, spec_.batch), p);
   workspace_ = std::make_unique<DeviceScratch>(dev, nexttok::sample_workspace_size(args_));
 }
 
 void SampleWorkload::run_ours(int i) {
   nt_sample_args a = args_;
-  a.logits = device_view(*config_.device, logits_.device.get(), logits_.offset(i), spec_.dtype,
+  a.logits = ntt::device_matrix(*config_.device, logits_.device.get(), logits_.offset(i), spec_.dtype,
                          spec_.batch, spec_.vocab);
   a.offset.scalar = static_cast<uint64_t>(i);  // a new draw every step, as in decoding
   nexttok::sample(a, workspace_->get(), workspace_->bytes(), config_.device->stream());
 }
 
 void SampleWorkload::run_baseline(int i) {
-  require_host(config_, "sample baseline");
-  size_t row_bytes = static_cast<size_t>(spec_.vocab) * dtype_size(spec_.dtype);
+  size_t row_bytes = static_cast<size_t>(spec_.vocab) * ntt::dtype_bytes(spec_.dtype);
   for (int64_t r = 0; r < spec_.batch; ++r) {
     const unsigned char* src = logits_.host_copy(i) + r * row_bytes;
     const float* row = reinterpret_cast<const float*>(src);
@@ -145,18 +182,17 @@ void SampleWorkload::run_baseline(int i) {
 // ---- grammar mask -------------------------------------------------------------
 
 void MaskWorkload::prepare() {
-  size_t row_bytes = static_cast<size_t>(spec_.vocab) * dtype_size(spec_.dtype);
-  std::vector<float> row(static_cast<size_t>(spec_.vocab));
+  size_t row_bytes = static_cast<size_t>(spec_.vocab) * ntt::dtype_bytes(spec_.dtype);
   logits_ = make_rotated(config_, row_bytes * spec_.batch, row_bytes,
                          [&](unsigned char* dst, Rng& rng) {
-                           fill_logits(row.data(), spec_.vocab, LogitKind::Peaked, rng);
+                           const std::vector<float> row = logits_row(rng, spec_.vocab, LogitKind::Peaked);
                            narrow(row.data(), dst, spec_.dtype, row.size());
                          });
   size_t words = static_cast<size_t>((spec_.vocab + 31) / 32);
   mask_ = make_rotated(
       config_, words * 4 * spec_.batch, words * 4,
       [&](unsigned char* dst, Rng& rng) {
-        std::vector<int32_t> m = make_bitmask(1, spec_.vocab, spec_.mask, rng);
+        std::vector<int32_t> m = ntt::bench_bitmask(rng, 1, spec_.vocab, spec_.mask);
         std::memcpy(dst, m.data(), words * 4);
       },
       logits_.copies);
@@ -164,17 +200,16 @@ void MaskWorkload::prepare() {
 }
 
 void MaskWorkload::run_ours(int i) {
-  Device& dev = *config_.device;
+  TestDevice& dev = *config_.device;
   int64_t words = (spec_.vocab + 31) / 32;
   nexttok::apply_token_bitmask(
-      device_view(dev, logits_.device.get(), logits_.offset(i), spec_.dtype, spec_.batch,
+      ntt::device_matrix(dev, logits_.device.get(), logits_.offset(i), spec_.dtype, spec_.batch,
                   spec_.vocab),
-      device_view(dev, mask_.device.get(), mask_.offset(i), NT_I32, spec_.batch, words),
+      ntt::device_matrix(dev, mask_.device.get(), mask_.offset(i), NT_I32, spec_.batch, words),
       nexttok::none(), dev.stream());
 }
 
 void MaskWorkload::run_baseline(int i) {
-  require_host(config_, "mask baseline");
   int64_t words = (spec_.vocab + 31) / 32;
   bool* allowed = reinterpret_cast<bool*>(allowed_.data());
   baseline::unpack_bitmask(reinterpret_cast<const int32_t*>(mask_.host_copy(i)), words,
@@ -185,13 +220,13 @@ void MaskWorkload::run_baseline(int i) {
 // ---- LM heads -------------------------------------------------------------------
 
 void HeadWorkload::prepare() {
-  Device& dev = *config_.device;
+  TestDevice& dev = *config_.device;
   const int64_t v = spec_.vocab, h = spec_.hidden, m = spec_.m;
   nt_dtype hidden_type = binary_ ? NT_F32 : spec_.dtype;
-  size_t hrow = static_cast<size_t>(h) * dtype_size(hidden_type);
+  size_t hrow = static_cast<size_t>(h) * ntt::dtype_bytes(hidden_type);
   std::vector<float> row(static_cast<size_t>(h));
   hidden_ = make_rotated(config_, hrow * m, hrow, [&](unsigned char* dst, Rng& rng) {
-    for (float& x : row) x = rng.normal();
+    for (float& x : row) x = static_cast<float>(rng.normal());
     narrow(row.data(), dst, hidden_type, row.size());
   });
 
@@ -200,66 +235,64 @@ void HeadWorkload::prepare() {
   if (binary_) {
     int64_t groups = h / spec_.group;
     wq_host_.resize(static_cast<size_t>(v * h / 32));
-    for (int32_t& w : wq_host_) w = static_cast<int32_t>(rng.next());
+    for (int32_t& w : wq_host_) w = static_cast<int32_t>(rng.bits());
     wscale_host_.resize(static_cast<size_t>(v * groups));
     for (uint16_t& s : wscale_host_)
-      s = static_cast<uint16_t>(nt_f32_to_f16(amplitude * (0.5f + static_cast<float>(rng.uniform()))));
+      s = ntt::half_bits(NT_F16, amplitude * (0.5f + static_cast<float>(rng.uniform())));
     wq_ = upload_vector(dev, wq_host_);
     wscale_ = upload_vector(dev, wscale_host_);
-    if (host_baselines(config_)) {
-      // The fallback a user runs: the same weights dequantized to a bf16 head.
-      weight_host_.resize(static_cast<size_t>(v * h) * 2);
-      uint16_t* w = reinterpret_cast<uint16_t*>(weight_host_.data());
-      for (int64_t r = 0; r < v; ++r)
-        for (int64_t j = 0; j < h; ++j) {
-          float scale = nt_f16_to_f32(wscale_host_[r * groups + j / spec_.group]);
-          bool plus = (static_cast<uint32_t>(wq_host_[(r * h + j) / 32]) >> (j % 32)) & 1u;
-          w[r * h + j] = static_cast<uint16_t>(nt_f32_to_bf16(plus ? scale : -scale));
-        }
-      hidden_bf16_.resize(static_cast<size_t>(hidden_.copies * m * h) * 2);
-      for (int c = 0; c < hidden_.copies; ++c) {
-        const float* src = reinterpret_cast<const float*>(hidden_.host_copy(c));
-        narrow(src, hidden_bf16_.data() + static_cast<size_t>(c * m * h) * 2, NT_BF16,
-               static_cast<size_t>(m * h));
+    // The fallback a user runs: the same weights dequantized to a bf16 head.
+    weight_host_.resize(static_cast<size_t>(v * h) * 2);
+    uint16_t* w = reinterpret_cast<uint16_t*>(weight_host_.data());
+    for (int64_t r = 0; r < v; ++r)
+      for (int64_t j = 0; j < h; ++j) {
+        float scale = ntt::from_half_bits(NT_F16, wscale_host_[r * groups + j / spec_.group]);
+        bool plus = (static_cast<uint32_t>(wq_host_[(r * h + j) / 32]) >> (j % 32)) & 1u;
+        w[r * h + j] = ntt::half_bits(NT_BF16, plus ? scale : -scale);
       }
+    hidden_bf16_.resize(static_cast<size_t>(hidden_.copies * m * h) * 2);
+    for (int c = 0; c < hidden_.copies; ++c) {
+      const float* src = reinterpret_cast<const float*>(hidden_.host_copy(c));
+      narrow(src, hidden_bf16_.data() + static_cast<size_t>(c * m * h) * 2, NT_BF16,
+             static_cast<size_t>(m * h));
     }
     act_q_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m * h));
     act_scale_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m) * 4);
   } else {
-    weight_host_.resize(static_cast<size_t>(v * h) * dtype_size(spec_.dtype));
+    weight_host_.resize(static_cast<size_t>(v * h) * ntt::dtype_bytes(spec_.dtype));
     std::vector<float> wrow(static_cast<size_t>(h));
     for (int64_t r = 0; r < v; ++r) {
       for (float& x : wrow) x = amplitude * static_cast<float>(2.0 * rng.uniform() - 1.0);
-      narrow(wrow.data(), weight_host_.data() + static_cast<size_t>(r * h) * dtype_size(spec_.dtype),
+      narrow(wrow.data(), weight_host_.data() + static_cast<size_t>(r * h) * ntt::dtype_bytes(spec_.dtype),
              spec_.dtype, wrow.size());
     }
     weight_ = DeviceBuffer(dev, weight_host_.data(), weight_host_.size());
   }
-  if (host_baselines(config_)) logits_.resize(static_cast<size_t>(m * v));
+  logits_.resize(static_cast<size_t>(m * v));
   top_values_.resize(static_cast<size_t>(m * spec_.k));
   top_indices_.resize(static_cast<size_t>(m * spec_.k));
 }
 
 void HeadWorkload::run_head(int i, int32_t k) {
-  Device& dev = *config_.device;
+  TestDevice& dev = *config_.device;
   const int64_t v = spec_.vocab, h = spec_.hidden, m = spec_.m;
   if (!values_ || workspace_k_ != k) {
     values_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m * k) * 4);
     indices_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m * k) * 8);
   }
-  nt_tensor values = device_view(dev, values_->get(), 0, NT_F32, m, k);
-  nt_tensor indices = device_view(dev, indices_->get(), 0, NT_I64, m, k);
+  nt_tensor values = ntt::device_matrix(dev, values_->get(), 0, NT_F32, m, k);
+  nt_tensor indices = ntt::device_matrix(dev, indices_->get(), 0, NT_I64, m, k);
   if (binary_) {
-    nt_tensor act_q = device_view(dev, act_q_->get(), 0, NT_I8, m, h);
-    nt_tensor act_scale = device_vector(dev, act_scale_->get(), 0, NT_F32, m);
+    nt_tensor act_q = ntt::device_matrix(dev, act_q_->get(), 0, NT_I8, m, h);
+    nt_tensor act_scale = ntt::device_vector(dev, act_scale_->get(), 0, NT_F32, m);
     nexttok::quantize_activations(
-        device_view(dev, hidden_.device.get(), hidden_.offset(i), NT_F32, m, h), act_q, act_scale,
+        ntt::device_matrix(dev, hidden_.device.get(), hidden_.offset(i), NT_F32, m, h), act_q, act_scale,
         dev.stream());
     nt_lm_head_binary_args a{};
     a.act_q = act_q;
     a.act_scale = act_scale;
-    a.wq = device_view(dev, wq_.get(), 0, NT_I32, v, h / 32);
-    a.wscale = device_view(dev, wscale_.get(), 0, NT_F16, v, h / spec_.group);
+    a.wq = ntt::device_matrix(dev, wq_.get(), 0, NT_I32, v, h / 32);
+    a.wscale = ntt::device_matrix(dev, wscale_.get(), 0, NT_F16, v, h / spec_.group);
     a.group_size = spec_.group;
     a.k = k;
     a.values = values;
@@ -273,8 +306,8 @@ void HeadWorkload::run_head(int i, int32_t k) {
     nexttok::lm_head_topk_binary(a, workspace_->get(), workspace_->bytes(), dev.stream());
   } else {
     nt_lm_head_dense_args a{};
-    a.hidden = device_view(dev, hidden_.device.get(), hidden_.offset(i), spec_.dtype, m, h);
-    a.weight = device_view(dev, weight_.get(), 0, spec_.dtype, v, h);
+    a.hidden = ntt::device_matrix(dev, hidden_.device.get(), hidden_.offset(i), spec_.dtype, m, h);
+    a.weight = ntt::device_matrix(dev, weight_.get(), 0, spec_.dtype, v, h);
     a.k = k;
     a.values = values;
     a.indices = indices;
@@ -291,7 +324,6 @@ void HeadWorkload::run_head(int i, int32_t k) {
 void HeadWorkload::run_ours(int i) { run_head(i, spec_.k); }
 
 void HeadWorkload::baseline_logits(int i) {
-  require_host(config_, "LM head baseline");
   const int64_t v = spec_.vocab, h = spec_.hidden, m = spec_.m;
   if (binary_) {
     const unsigned char* hidden = hidden_bf16_.data() + static_cast<size_t>((i % hidden_.copies) * m * h) * 2;
@@ -314,15 +346,14 @@ void HeadWorkload::run_baseline(int i) {
 // ---- W5: hidden state -> token --------------------------------------------------
 
 void FusedWorkload::prepare() {
-  require_host(config_, "hidden -> token row");
   HeadWorkload::prepare();
-  Device& dev = *config_.device;
+  TestDevice& dev = *config_.device;
   const int64_t m = spec_.m;
   size_t words = static_cast<size_t>((spec_.vocab + 31) / 32);
   mask_ = make_rotated(
       config_, words * 4 * m, words * 4,
       [&](unsigned char* dst, Rng& rng) {
-        std::vector<int32_t> bits = make_bitmask(1, spec_.vocab, MaskKind::Random50, rng);
+        std::vector<int32_t> bits = ntt::bench_bitmask(rng, 1, spec_.vocab, MaskKind::Random50);
         std::memcpy(dst, bits.data(), words * 4);
       },
       hidden_.copies);
@@ -334,20 +365,20 @@ void FusedWorkload::prepare() {
   p.top_k.scalar = spec_.k;
   p.top_p.scalar = 0.9f;
   nt_sample_args a = nexttok::sample_args(
-      device_view(dev, candidates_->get(), 0, NT_F32, m, kCandidates),
-      device_vector(dev, tokens_->get(), 0, NT_I64, m), p);
+      ntt::device_matrix(dev, candidates_->get(), 0, NT_F32, m, kCandidates),
+      ntt::device_vector(dev, tokens_->get(), 0, NT_I64, m), p);
   sample_workspace_ = std::make_unique<DeviceScratch>(dev, nexttok::sample_workspace_size(a));
 }
 
 void FusedWorkload::run_ours(int i) {
-  Device& dev = *config_.device;
+  TestDevice& dev = *config_.device;
   const int64_t m = spec_.m, words = (spec_.vocab + 31) / 32;
   run_head(i, kCandidates);
   const size_t n = static_cast<size_t>(m * kCandidates);
   const float* values = static_cast<const float*>(values_->get());
   const int64_t* indices = static_cast<const int64_t*>(indices_->get());
   float* cand = static_cast<float*>(candidates_->get());
-  if (!dev.host_visible()) {
+  if (dev.type() != NT_DEVICE_CPU) {
     values_host_.resize(n);
     indices_host_.resize(n);
     candidates_host_.resize(n);
@@ -370,18 +401,18 @@ void FusedWorkload::run_ours(int i) {
     short_rows += allowed < spec_.k;
   }
   short_rows_ = std::max(short_rows_, short_rows);
-  if (!dev.host_visible()) dev.upload(candidates_->get(), cand, n * 4);
+  if (dev.type() != NT_DEVICE_CPU) dev.upload(candidates_->get(), cand, n * 4);
   nexttok::SampleParams p;
   p.top_k.scalar = spec_.k;
   p.top_p.scalar = 0.9f;
   p.seed.scalar = 99;
   p.offset.scalar = static_cast<uint64_t>(i);
   nt_sample_args a = nexttok::sample_args(
-      device_view(dev, candidates_->get(), 0, NT_F32, m, kCandidates),
-      device_vector(dev, tokens_->get(), 0, NT_I64, m), p);
+      ntt::device_matrix(dev, candidates_->get(), 0, NT_F32, m, kCandidates),
+      ntt::device_vector(dev, tokens_->get(), 0, NT_I64, m), p);
   nexttok::sample(a, sample_workspace_->get(), sample_workspace_->bytes(), dev.stream());
   const int64_t* picked = static_cast<const int64_t*>(tokens_->get());
-  if (!dev.host_visible()) {
+  if (dev.type() != NT_DEVICE_CPU) {
     picked_host_.resize(static_cast<size_t>(m));
     dev.download(picked_host_.data(), tokens_->get(), static_cast<size_t>(m) * 8);
     picked = picked_host_.data();

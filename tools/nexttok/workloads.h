@@ -1,15 +1,13 @@
-// The benchmark rows of BENCH.md (W1-W5).
+// The benchmark rows of BENCH.md (W1-W5) on the CPU and OpenCL backends (the
+// CUDA rows, with torch baselines on the GPU, are bench/cuda_*_bench.py).
 //
 // A Row is a label, the bytes the op must move, and a factory for a Workload:
 // prepare() builds the inputs on the backend under test (several copies when
 // they are small, so that rotating over them defeats the cache), run_ours(i)
 // and run_baseline(i) process copy i % copies and return once issued (bench
 // synchronizes the device after each). The "ours" side calls the public API on
-// device tensors and is the same on every backend; the baselines here run on
-// the host copies of the inputs, which is what BENCH.md asks for on the CPU and
-// OpenCL (PoCL). To add CUDA rows with device baselines (cuBLAS + topk, a CUB
-// sort chain, ...), write a cuda_rows() beside host_rows(), subclass these
-// workloads overriding run_baseline, and return it from benchmark_rows().
+// device tensors; the baselines run on the host copies of the inputs, which is
+// what BENCH.md asks for on the CPU and OpenCL (PoCL).
 #pragma once
 
 #include <cstdint>
@@ -20,10 +18,33 @@
 
 #include "baselines.h"
 #include "device.h"
-#include "inputs.h"
+#include "harness/data.h"
+
+using ntt::MaskKind;
+using ntt::Rng;
+
+// ---- inputs: BENCH.md's logit families, never zeros ---------------------------
+
+enum class LogitKind { Peaked, Flat };  // N(0, 2) + 4 peaks in [10, 16]; N(0, 1)
+LogitKind parse_logit_kind(const std::string& text);  // "peaked" | "flat"
+const char* logit_kind_name(LogitKind kind);
+std::vector<float> logits_row(Rng& rng, int64_t vocab, LogitKind kind);
+
+// n f32 values -> an f32, f16 or bf16 tensor at dst (round to nearest even),
+// and element i of one back to f32 (exact).
+void narrow(const float* src, void* dst, nt_dtype dtype, size_t n);
+float widen(const void* src, nt_dtype dtype, size_t i);
+
+// How many copies of an input of `bytes` to rotate over so that the copies
+// together exceed `target` bytes (a multiple of the last-level cache), capped
+// by `max_total` bytes of memory; at least 1.
+int copies_for(size_t bytes, size_t target, size_t max_total);
+size_t last_level_cache_bytes();
+
+// ---- rows ----------------------------------------------------------------------
 
 struct BenchConfig {
-  Device* device = nullptr;
+  TestDevice* device = nullptr;
   bool full = false;             // BENCH.md's sizes rather than scaled-down CPU ones
   size_t rotate_bytes = 0;       // rotate input copies until they exceed this
   size_t max_input_bytes = 0;    // memory cap on the rotated copies
@@ -52,13 +73,8 @@ struct Row {
 };
 
 std::vector<Row> benchmark_rows(const BenchConfig& config);  // workload_rows.cpp
-std::vector<Row> host_rows(const BenchConfig& config);
-// The baselines of host_rows run on the host copies of the inputs: what
-// BENCH.md asks for on the CPU and OpenCL (PoCL); CUDA rows need their own.
-bool host_baselines(const BenchConfig& config);
 
-// ---- the workloads: classes, so that device rows can subclass them and ----
-// ---- override run_baseline while keeping the "ours" side and its inputs   ----
+// ---- the workloads ----------------------------------------------------------------
 
 struct SampleSpec {
   int64_t batch = 1, vocab = 0;
@@ -96,7 +112,7 @@ class SampleWorkload : public Workload {
   std::vector<int64_t> tokens_host_;
   DeviceBuffer tokens_;
   std::unique_ptr<DeviceScratch> workspace_;
-  baseline::Chain chain_;
+  baseline::ChainScratch chain_;
   std::vector<float> widened_;
   uint64_t rng_state_ = 42;
 };
@@ -179,7 +195,7 @@ class FusedWorkload : public HeadWorkload {
   std::vector<int64_t> tokens_host_, indices_host_, picked_host_;
   std::vector<float> values_host_, candidates_host_;
   std::vector<unsigned char> allowed_;
-  baseline::Chain chain_;
+  baseline::ChainScratch chain_;
   int64_t short_rows_ = 0;  // rows whose candidates held fewer than 50 allowed tokens
   uint64_t rng_state_ = 7;
 };

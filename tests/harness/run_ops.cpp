@@ -1,18 +1,18 @@
-#include "harness/ops.h"
+#include "harness/run_ops.h"
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "core/half.h"
 
 namespace ntt {
 namespace {
 
 void ok(nt_status status, const char* what) {
   if (status != NT_OK)
-    throw std::runtime_error(std::string(what) + " failed: " + nt_status_string(status) + ": " +
-                             nt_last_error());
+    throw OpError(status, std::string(what) + " failed: " + nt_status_string(status) + ": " +
+                              nt_last_error());
 }
 
 // An absent per-row array is a scalar; present ones live on the device.
@@ -250,6 +250,38 @@ std::vector<uint8_t> run_apply_mask(TestDevice& dev, const MaskCase& c) {
   ok(nt_apply_token_bitmask(&a, dev.stream()), "nt_apply_token_bitmask");
   dev.sync();
   return from_device<uint8_t>(*logits, encoded.size());
+}
+
+std::vector<uint8_t> reference_apply_mask(const MaskCase& c) {
+  std::vector<uint8_t> out = encode(c.dtype, c.logits);
+  std::vector<bool> selected(size_t(c.rows), !c.has_indices);
+  for (int64_t i : c.indices)
+    if (i >= 0 && i < c.rows) selected[size_t(i)] = true;
+  const int64_t mask_stride = c.mask_stride ? c.mask_stride : c.words;
+  const size_t width = dtype_bytes(c.dtype);
+  const std::vector<uint8_t> minus_inf = encode(c.dtype, {-INFINITY});
+  for (int64_t r = 0; r < c.rows; ++r) {
+    if (!selected[size_t(r)]) continue;
+    for (int64_t t = 0; t < c.vocab; ++t) {
+      const bool allowed = t < 32 * c.words &&
+                           ((uint32_t(c.mask[size_t(r * mask_stride + t / 32)]) >> (t % 32)) & 1u);
+      if (!allowed) std::memcpy(&out[size_t(r * c.stride() + t) * width], minus_inf.data(), width);
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> reference_bitmask_from_allowed(int64_t rows, int64_t vocab,
+                                                    int64_t allowed_stride,
+                                                    const std::vector<uint8_t>& allowed) {
+  const int64_t words = (vocab + 31) / 32;
+  std::vector<int32_t> out(size_t(rows * words), 0);  // padding bits stay 0
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t t = 0; t < vocab; ++t)
+      if (allowed[size_t(r * allowed_stride + t)])
+        out[size_t(r * words + t / 32)] =
+            int32_t(uint32_t(out[size_t(r * words + t / 32)]) | (1u << (t % 32)));
+  return out;
 }
 
 std::vector<int32_t> run_bitmask_from_allowed(TestDevice& dev, int64_t rows, int64_t vocab,
