@@ -5,8 +5,6 @@
 // are only ever read on the device.
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -41,29 +39,6 @@ static_assert(kScanSmemBytes >= kMergeSmemBytes,
 constexpr int kMaxClusterChunks = 16;
 constexpr int64_t kClusterRowsMax = 8;
 
-// NEXTTOK_CUDA_SAMPLE_SCAN=general pins the general filtered scan for rows the
-// list scan would take (tests and benchmarks compare the two on one input, so
-// it is read on every call).
-bool force_general_scan() {
-  const char* scan = std::getenv("NEXTTOK_CUDA_SAMPLE_SCAN");
-  return scan != nullptr && std::strcmp(scan, "general") == 0;
-}
-
-// NEXTTOK_CUDA_SAMPLE_MERGE=kernel pins the separate merge kernel where a
-// row's chunks would form one cluster (read on every call, as above).
-bool force_merge_kernel() {
-  const char* merge = std::getenv("NEXTTOK_CUDA_SAMPLE_MERGE");
-  return merge != nullptr && std::strcmp(merge, "kernel") == 0;
-}
-
-// NEXTTOK_CUDA_SAMPLE_SPLITS=<n>: n chunks a row whatever the batch (for
-// measuring how the split count trades balance against merging; read on
-// every call).
-int forced_splits() {
-  const char* v = std::getenv("NEXTTOK_CUDA_SAMPLE_SPLITS");
-  return v != nullptr ? std::atoi(v) : 0;
-}
-
 struct Plan {
   int splits = 1, chunk = 1, kchunk = 1, mass_bits = 40;
   bool cluster = false;          // the row's chunks form one cluster that merges them
@@ -84,10 +59,9 @@ int bit_length(uint64_t v) {
 // vectors and Philox blocks never straddle two chunks. Batches of at most
 // kClusterRowsMax rows whose rows resolve in the merge (no large keep-set
 // kernels after it) take at most max_cluster chunks a row, launched as one
-// cluster that merges them: no second launch. On the H200 (run 47) that was
-// 1.5-2.9 us faster at B = 1 (greedy, top-k) but 2-12 us slower at B = 64
-// (clusters of 4) than the merge kernel, and slower for top-p rows, whose
-// large keep-set kernels run on a row's chunks.
+// cluster that merges them: no second launch. Larger batches, and rows that
+// may need the large keep-set kernels (which run on a row's chunks), take the
+// merge kernel.
 Plan make_plan(const nt_sample_args& a, int sms, int max_cluster) {
   const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
   Plan p;
@@ -106,9 +80,8 @@ Plan make_plan(const nt_sample_args& a, int sms, int max_cluster) {
   const int64_t target = int64_t(sms) * kScanCtasPerSm;
   const int64_t cap =
       std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, (vocab + kTileTokens - 1) / kTileTokens));
-  int64_t wanted =
+  const int64_t wanted =
       rows >= target ? 1 : std::clamp<int64_t>(target / std::max<int64_t>(rows, 1), 1, cap);
-  if (const int forced = forced_splits(); forced > 0) wanted = std::min<int64_t>(forced, cap);
   auto split = [&](int64_t splits) {
     const int64_t chunk = ((vocab + splits - 1) / splits + 7) / 8 * 8;
     p.splits = int((vocab + chunk - 1) / chunk);
@@ -120,7 +93,7 @@ Plan make_plan(const nt_sample_args& a, int sms, int max_cluster) {
         per_row || (p.mode == kFilteredRow && !(r.top_k > 0 && r.top_k <= p.kchunk && !uniform));
   };
   split(wanted);
-  if (wanted > 1 && rows <= kClusterRowsMax && max_cluster > 1 && !force_merge_kernel()) {
+  if (wanted > 1 && rows <= kClusterRowsMax && max_cluster > 1) {
     split(std::min<int64_t>(wanted, max_cluster));
     p.cluster = p.splits > 1 && !p.fallback_needed;
     if (!p.cluster) split(wanted);
@@ -330,7 +303,6 @@ void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cu
   const bool filtered = l.mode == kFilteredRow || l.mode == kAnyRow;
   g.merge_in_scan = filtered && plan.splits == 1;
   g.cluster_merge = plan.cluster;
-  g.list_scan = !force_general_scan();
   l.run_merge = plan.splits > 1 && !plan.cluster;
   l.run_fallback = filtered && plan.fallback_needed;
   if (l.run_fallback) {

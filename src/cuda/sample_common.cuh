@@ -135,7 +135,6 @@ struct SampleArgs {
   int merge_in_scan;  // rows of one chunk: the scan CTA merges (no merge kernel)
   int cluster_merge;  // rows of several chunks: each row's CTAs form one thread-block
                       // cluster and its first CTA merges them (no merge kernel)
-  int list_scan;      // 0: the general filtered scan for every filtered row
   ChunkRecord* chunks;
   u64* candidates;
   RowState* row_states;
@@ -426,7 +425,7 @@ __device__ __forceinline__ bool filtered_tile_filter(const SampleArgs& a, const 
 // whose tiles can be skipped by a bound; its chunks hand over their
 // candidates sorted (sample_scan.cuh, lists_out_sorted).
 __device__ __forceinline__ bool list_scan_applies(const SampleArgs& a, const RowCfg& c) {
-  return a.list_scan && filtered_keep(a, c) <= u32(kListKeepMax) && filtered_tile_filter(a, c);
+  return filtered_keep(a, c) <= u32(kListKeepMax) && filtered_tile_filter(a, c);
 }
 
 // Rows whose chunks' lists are sorted and whose top-k keeps at most 128: the
