@@ -1,14 +1,11 @@
 // nt_apply_token_bitmask on CUDA. Each thread owns 16-byte vectors of a row (4
 // f32 or 8 f16/bf16 tokens) and the mask bits of those tokens: a fully allowed
 // vector is not touched, a fully masked one is overwritten with -inf without
-// being read, a mixed one is read, merged and written back. Unaligned rows take
-// the same path with scalar accesses, which never need a read. (Writing only
-// the masked elements of mixed vectors, leaving partial sectors to the memory
-// system, measured 40% slower on an H200 than this read-merge-write.)
-// Plain cached loads and stores: with the evict-first hints (ld.global.cs,
-// st.global.cs) the same kernel took 114 us instead of 69 us at B = 256 f32 in
-// steady state (bench/micro/mask_patterns.cu, run 20; ld.cs alone is enough to
-// cause it, while read-only kernels lose nothing to it).
+// being read, a mixed one is read, merged and written back whole (full sectors,
+// not scattered element stores). Unaligned rows take the same path with scalar
+// accesses, which never need a read. Mixed vectors are read with plain cached
+// loads: an evict-first load (ld.global.cs) of a line the kernel then writes
+// back makes the kernel much slower. The stores stream (st.global.cs).
 #include <cstdint>
 
 #include "core/check.h"
