@@ -9,7 +9,6 @@
 #include "core/sampling.h"
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
-#include "cpu/sample_math.h"
 #include "cpu/sample_row.h"
 #include "cpu/thread_pool.h"
 
@@ -34,8 +33,6 @@ uint64_t param(const nt_param_u64& q, int64_t r) {
 // Per slot (a row in flight): the RowJob, per-chunk results and mass bins, and
 // seven lists of V entries, since a candidate list can reach the whole row
 // (top-k near V, a flat nucleus).
-
-constexpr size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
 struct Layout {
   int64_t n_chunks;

@@ -9,7 +9,7 @@
 //            tokens at or above a pivot estimated from every 64th logit (a
 //            superset of the top k);
 //   mass:    only for top-p without top-k (or joint mode): the softmax mass Z
-//            and a histogram of the probabilities (cpu/sample_math.h);
+//            and a histogram of the probabilities (cpu/sample_kernels.h);
 //   compact: the tokens of the bin where the mass crosses top_p * Z (and
 //            those above it when they are few);
 //   draw:    Gumbel-max (or the explicit draw) over the keep-set, only when it

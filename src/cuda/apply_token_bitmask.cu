@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "core/check.h"
+#include "core/half.h"
 #include "cuda/load.cuh"
 #include "cuda/ops.cuh"
 
@@ -26,7 +27,7 @@ constexpr int kMaxGridRows = 65535;
 
 template <nt_dtype DT>
 constexpr uint32_t neg_inf_bits() {
-  return DT == NT_F32 ? 0xFF800000u : DT == NT_F16 ? 0xFC00u : 0xFF80u;
+  return DT == NT_F32 ? NT_F32_NEG_INF : DT == NT_F16 ? NT_F16_NEG_INF : NT_BF16_NEG_INF;
 }
 
 template <nt_dtype DT>

@@ -36,7 +36,7 @@ __device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, cons
   for (int q = 0; q < kGroups; ++q) {
     const float* x4 = &x[(4 * q) / G][(4 * q) % G];
     s_top[q] = score_upper(fmaxf(fmaxf(x4[0], x4[1]), fmaxf(x4[2], x4[3])), c);
-    needed[q] = s_top[q] + kGumbelCeiling >= g.bound;  // false for a group of NaNs
+    needed[q] = s_top[q] + NT_GUMBEL_MAX >= g.bound;  // false for a group of NaNs
     any_needed |= needed[q];
   }
   if (!__any_sync(kFullMask, any_needed)) return;

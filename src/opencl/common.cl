@@ -3,9 +3,6 @@
  * work-group collectives. Work-groups have at most NT_WG_MAX items; every
  * function that holds a barrier must be reached by all of them. */
 
-#define NT_KEY_POS_INF 0xFF800000u
-#define NT_KEY_FIRST_FINITE (NT_KEY_NEG_INF + 1u)
-
 /* One integer order over (score key, token): larger ranks first, i.e. score
  * descending, then index ascending; distinct for distinct tokens. */
 static inline ulong nt_composite(uint key, uint index) { return ((ulong)key << 32) | (ulong)(~index); }
