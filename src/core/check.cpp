@@ -1,5 +1,6 @@
 #include "core/check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <string>
@@ -168,7 +169,7 @@ void check_bitmask_from_allowed(const nt_bitmask_from_allowed_args& a) {
       .dim(1, bitmask_words(a.allowed.shape[1]), "ceil(V/32)");
 }
 
-void check_sample(const nt_sample_args& a) {
+SampleCall check_sample(const nt_sample_args& a) {
   const char* op = "sample";
   check_device(op, "logits", a.logits);
   TensorCheck(op, "logits", a.logits).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
@@ -196,6 +197,15 @@ void check_sample(const nt_sample_args& a) {
   check_scalar_f32(op, "min_p", a.min_p, 0.0f, false, 1.0f, "[0, 1] (0 = off)");
   if ((a.flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
     fail_argument(op, "flags", "has unknown bits set: " + std::to_string(a.flags));
+
+  const bool per_row = a.temperature.per_row || a.top_k.per_row || a.top_p.per_row || a.min_p.per_row;
+  const nt_row_params scalar = nt_resolve_row_params(a.temperature.scalar, a.top_k.scalar,
+                                                     a.top_p.scalar, a.min_p.scalar, int32_t(vocab));
+  int vocab_bits = 0;
+  for (uint64_t v = uint64_t(vocab); v != 0; v >>= 1) ++vocab_bits;
+  return SampleCall{a, rows, vocab, per_row, scalar, nt_row_class(scalar, present(a.uniform)),
+                    present(a.uniform), (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0,
+                    a.tokens.dtype == NT_I32, std::clamp(62 - vocab_bits, 24, 40)};
 }
 
 void check_lm_head_dense(const nt_lm_head_dense_args& a) {
@@ -269,6 +279,17 @@ void check_quantize_activations(const nt_quantize_activations_args& a) {
   check_device(op, "act_scale", a.act_scale);
   TensorCheck(op, "act_scale", a.act_scale).required().rank(1).dtype({NT_F32})
       .same_device(a.x, "x").dim(0, a.x.shape[0], "M");
+}
+
+void check_workspace(const char* op, size_t needed, const void* workspace, size_t bytes) {
+  if (needed == 0) return;
+  if (workspace == nullptr)
+    fail(NT_ERROR_WORKSPACE, std::string(op) + ": argument 'workspace' is null but " +
+                                 std::to_string(needed) + " bytes are needed");
+  if (bytes < needed)
+    fail(NT_ERROR_WORKSPACE, std::string(op) + ": argument 'workspace_bytes' is " +
+                                 std::to_string(bytes) + " but " + std::to_string(needed) +
+                                 " bytes are needed");
 }
 
 }  // namespace nt

@@ -39,7 +39,7 @@ constexpr int64_t kMaskBlock = 16384;
 
 }  // namespace
 
-void apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
+void CpuBackend::apply_token_bitmask(const nt_apply_token_bitmask_args& a, void*) {
   const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
   const int64_t words = a.bitmask.shape[1];
   if (rows == 0) return;

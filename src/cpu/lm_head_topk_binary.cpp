@@ -100,14 +100,16 @@ Layout layout(const nt_lm_head_binary_args& a) {
 
 }  // namespace
 
-size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
+size_t CpuBackend::lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
   if (a.act_q.shape[0] == 0) return 0;
   return layout(a).total;
 }
 
-void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_t) {
+void CpuBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                                     size_t workspace_bytes, void*) {
   const Layout L = layout(a);
   if (L.rows == 0) return;
+  check_workspace("lm_head_topk_binary", L.total, workspace, workspace_bytes);
   const int64_t vocab = a.wq.shape[0];
   const int64_t words = L.cols / 32;
   char* base = align_workspace(workspace);

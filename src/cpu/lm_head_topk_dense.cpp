@@ -79,14 +79,16 @@ Layout layout(const nt_lm_head_dense_args& a) {
 
 }  // namespace
 
-size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
+size_t CpuBackend::lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
   if (a.hidden.shape[0] == 0) return 0;
   return layout(a).total;
 }
 
-void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t) {
+void CpuBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
+                                    size_t workspace_bytes, void*) {
   const Layout L = layout(a);
   if (L.rows == 0) return;
+  check_workspace("lm_head_topk_dense", L.total, workspace, workspace_bytes);
   const int64_t vocab = a.weight.shape[0];
   const nt_dtype dtype = a.weight.dtype;
   const size_t elt = dtype == NT_F32 ? 4 : 2;

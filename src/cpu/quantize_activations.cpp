@@ -17,7 +17,7 @@ constexpr float kRoundBias = 12582912.0f;  // 1.5 * 2^23
 
 }  // namespace
 
-void quantize_activations(const nt_quantize_activations_args& a) {
+void CpuBackend::quantize_activations(const nt_quantize_activations_args& a, void*) {
   const int64_t cols = a.x.shape[1];
   parallel_for(a.x.shape[0], 16, [&](int64_t begin, int64_t end, int) {
     for (int64_t m = begin; m < end; ++m) {

@@ -3,14 +3,14 @@
 // never synchronize the host and never allocate.
 #include <cuda_runtime.h>
 
-#include <string>
-
 #include "backend.h"
 #include "cuda/lm_head_ops.cuh"
 #include "cuda/ops.cuh"
 
 namespace nt {
 namespace {
+
+cudaStream_t cuda_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 class CudaBackend final : public Backend {
  public:
@@ -25,37 +25,42 @@ class CudaBackend final : public Backend {
   }
 
   void apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream) override {
-    cuda::apply_token_bitmask(a, static_cast<cudaStream_t>(stream));
+    cuda::apply_token_bitmask(a, cuda_stream(stream));
   }
   void bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, void* stream) override {
-    cuda::bitmask_from_allowed(a, static_cast<cudaStream_t>(stream));
+    cuda::bitmask_from_allowed(a, cuda_stream(stream));
   }
-  size_t sample_workspace_size(const nt_sample_args& a) override {
-    return cuda::sample_workspace_size(a);
+  size_t sample_workspace_size(const SampleCall& call) override {
+    return cuda::sample_workspace_size(call);
   }
-  void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes,
+  void sample(const SampleCall& call, void* workspace, size_t workspace_bytes,
               void* stream) override {
-    cuda::sample(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
+    cuda::sample(call, workspace, workspace_bytes, cuda_stream(stream));
   }
+  // The LM heads' workspaces are checked here, against their size queries.
   size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) override {
     return cuda::lm_head_topk_dense_workspace_size(a);
   }
   void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
                           void* stream) override {
-    cuda::lm_head_topk_dense(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
+    check_workspace("lm_head_topk_dense", cuda::lm_head_topk_dense_workspace_size(a), workspace,
+                    workspace_bytes);
+    cuda::lm_head_topk_dense(a, workspace, workspace_bytes, cuda_stream(stream));
   }
   size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) override {
     return cuda::lm_head_topk_binary_workspace_size(a);
   }
   void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
                            size_t workspace_bytes, void* stream) override {
-    cuda::lm_head_topk_binary(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
+    check_workspace("lm_head_topk_binary", cuda::lm_head_topk_binary_workspace_size(a), workspace,
+                    workspace_bytes);
+    cuda::lm_head_topk_binary(a, workspace, workspace_bytes, cuda_stream(stream));
   }
   void pack_weights(const nt_pack_weights_args& a, void* stream) override {
-    cuda::pack_weights(a, static_cast<cudaStream_t>(stream));
+    cuda::pack_weights(a, cuda_stream(stream));
   }
   void quantize_activations(const nt_quantize_activations_args& a, void* stream) override {
-    cuda::quantize_activations(a, static_cast<cudaStream_t>(stream));
+    cuda::quantize_activations(a, cuda_stream(stream));
   }
 };
 

@@ -6,7 +6,7 @@
 
 namespace nt::opencl {
 
-void apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream) {
+void OpenclBackend::apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream) {
   const char* op = "apply_token_bitmask";
   const Queue q = queue_of(op, stream);
   const bool listed = present(a.indices);

@@ -24,13 +24,14 @@ size_t widened_bytes(size_t rows, const void* hidden_columns) {
 
 }  // namespace
 
-size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
+size_t OpenclBackend::lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
   const size_t columns = size_t(a.weight.shape[1]);
   return head_workspace_size(kOp, a.weight.data, a.weight.shape[0], a.hidden.shape[0], a.k,
                              widened_bytes, &columns);
 }
 
-void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t, void* stream) {
+void OpenclBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
+                                       size_t workspace_bytes, void* stream) {
   const Queue q = queue_of(kOp, stream);
   const size_t rows = size_t(a.hidden.shape[0]), columns = size_t(a.weight.shape[1]);
   guarded(kOp, [&] {
@@ -42,6 +43,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t,
     if (rows == 0) return;
     const HeadPlan plan = head_plan(q.device, a.weight.shape[0], a.hidden.shape[0], a.k,
                                     widened_bytes, &columns);
+    check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
     const cl::Buffer ws = opencl::workspace(kOp, q, workspace, plan.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_dense.cl"},
                            "-DNT_ELEM=" + std::to_string(int(a.weight.dtype)) +
