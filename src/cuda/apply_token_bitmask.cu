@@ -135,15 +135,7 @@ void launch(const MaskArgs& a, cudaStream_t stream) {
   const dim3 grid(unsigned((vectors + per_block - 1) / per_block),
                   unsigned(a.selected < kMaxGridRows ? a.selected : kMaxGridRows));
   apply_token_bitmask_kernel<DT, VEC><<<grid, kThreads, 0, stream>>>(a);
-  check_cuda(cudaGetLastError(), kOp);
-}
-
-template <nt_dtype DT>
-void launch_dtype(const MaskArgs& a, bool vec, cudaStream_t stream) {
-  if (vec)
-    launch<DT, true>(a, stream);
-  else
-    launch<DT, false>(a, stream);
+  check_launch(kOp);
 }
 
 }  // namespace
@@ -163,16 +155,9 @@ void apply_token_bitmask(const nt_apply_token_bitmask_args& args, cudaStream_t s
   a.selected = a.indices ? args.indices.shape[0] : a.rows;
   if (a.selected == 0 || a.rows == 0) return;
   DeviceScope scope(logits.device_id, kOp);
-  const size_t esize = dtype_size(logits.dtype);
-  // The base pointer and the row stride must both keep 16-byte alignment.
-  const bool vec = reinterpret_cast<uintptr_t>(logits.data) % 16 == 0 &&
-                   (a.rows == 1 || (size_t(a.logits_stride) * esize) % 16 == 0);
-  switch (logits.dtype) {
-    case NT_F32: launch_dtype<NT_F32>(a, vec, stream); break;
-    case NT_F16: launch_dtype<NT_F16>(a, vec, stream); break;
-    case NT_BF16: launch_dtype<NT_BF16>(a, vec, stream); break;
-    default: fail_argument(kOp, "logits", "has an unsupported dtype");
-  }
+  with_logit_layout(logits.dtype, rows_16b_aligned(logits), [&](auto layout) {
+    launch<decltype(layout)::kDtype, decltype(layout)::kVec>(a, stream);
+  });
 }
 
 }  // namespace nt::cuda

@@ -64,15 +64,14 @@ void bitmask_from_allowed(const nt_bitmask_from_allowed_args& args, cudaStream_t
   a.words = args.bitmask.shape[1];
   if (a.rows == 0 || a.words == 0) return;
   DeviceScope scope(args.allowed.device_id, kOp);
-  const bool vec = reinterpret_cast<uintptr_t>(a.allowed) % 16 == 0 &&
-                   (a.rows == 1 || a.allowed_stride % 16 == 0);
+  const bool vec = rows_16b_aligned(args.allowed);
   const dim3 grid(unsigned((a.words + kThreads - 1) / kThreads),
                   unsigned(a.rows < kMaxGridRows ? a.rows : kMaxGridRows));
   if (vec)
     bitmask_from_allowed_kernel<true><<<grid, kThreads, 0, stream>>>(a);
   else
     bitmask_from_allowed_kernel<false><<<grid, kThreads, 0, stream>>>(a);
-  check_cuda(cudaGetLastError(), kOp);
+  check_launch(kOp);
 }
 
 }  // namespace nt::cuda
