@@ -11,11 +11,8 @@
 #include "cpu/thread_pool.h"
 
 namespace nt::cpu {
-namespace {
 
 constexpr float kRoundBias = 12582912.0f;  // 1.5 * 2^23
-
-}  // namespace
 
 void CpuBackend::quantize_activations(const nt_quantize_activations_args& a, void*) {
   const int64_t cols = a.x.shape[1];

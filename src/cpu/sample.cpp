@@ -69,7 +69,6 @@ RowJob* bind_slot(char* base, const Layout& L) {
 
 void init_job(RowJob& j, const SampleCall& call, int64_t r) {
   const nt_sample_args& a = call.args;
-  j.row = r;
   j.x = Row{row_address(a.logits, r), a.logits.dtype};
   j.vocab = call.vocab;
   j.n_chunks = (j.vocab + kChunk - 1) / kChunk;

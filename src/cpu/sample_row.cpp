@@ -18,11 +18,11 @@ constexpr int64_t kListDrawMax = 4096;
 
 // ---- keys ----------------------------------------------------------------------
 
-// The smallest x-key in [lo, hi] where pred turns true (hi + 1 if never):
-// pred must be monotone in the logit over that range, as every property of
-// s = x / T used here is.
+// The smallest key in [lo, hi] at whose float pred turns true (hi + 1 if
+// never): pred must be monotone over that range, as every property of a
+// score, or of s = x / T as a function of the logit x, used here is.
 template <class Pred>
-uint32_t first_x_key(uint32_t lo, uint32_t hi, Pred pred) {
+uint32_t first_key(uint32_t lo, uint32_t hi, Pred pred) {
   uint32_t up = hi + 1;
   while (lo < up) {
     const uint32_t mid = lo + (up - lo) / 2;
@@ -33,7 +33,7 @@ uint32_t first_x_key(uint32_t lo, uint32_t hi, Pred pred) {
 
 // The smallest x-key whose score key is >= key_min.
 uint32_t x_threshold(uint32_t key_min, float temperature, uint32_t hi) {
-  return first_x_key(NT_KEY_FIRST_FINITE, hi,
+  return first_key(NT_KEY_FIRST_FINITE, hi,
                      [&](float x) { return score_key(x, temperature) >= key_min; });
 }
 
@@ -153,19 +153,15 @@ int binned_estimate(RowJob& j) {
 // The smallest x-key whose (finite) score falls in a bin <= bin.
 uint32_t x_bin_threshold(const RowJob& j, int bin) {
   const uint32_t finite = x_threshold(NT_KEY_FIRST_FINITE, j.p.temperature, j.hi);
-  return first_x_key(finite, j.hi, [&](float x) {
+  return first_key(finite, j.hi, [&](float x) {
     return mass_bin(nt_scaled_score(x, j.p.temperature), j.s_max) <= bin;
   });
 }
 
 // Smallest score key whose probability exp(s - s_max) reaches min_p.
 uint32_t minp_key(const RowJob& j) {
-  uint32_t lo = NT_KEY_FIRST_FINITE, up = j.s_max_key;
-  while (lo < up) {
-    const uint32_t mid = lo + (up - lo) / 2;
-    if (nt_portable_exp(nt_key_to_float(mid) - j.s_max) >= j.p.min_p) up = mid; else lo = mid + 1;
-  }
-  return lo;
+  return first_key(NT_KEY_FIRST_FINITE, j.s_max_key - 1,
+                     [&](float s) { return nt_portable_exp(s - j.s_max) >= j.p.min_p; });
 }
 
 // The explicit draw's u: NaN or negative counts as 0.
@@ -249,7 +245,7 @@ void stage_constraints_done(RowJob& j) {
   if (!j.has_uniform && std::isfinite(j.bound)) {
     // Tokens with fl(s + NT_GUMBEL_MAX) < bound cannot win: leave them out of the set.
     const float bound = j.bound;
-    const uint32_t reach = first_x_key(NT_KEY_FIRST_FINITE, j.hi, [&](float x) {
+    const uint32_t reach = first_key(NT_KEY_FIRST_FINITE, j.hi, [&](float x) {
       return nt_scaled_score(x, t) + NT_GUMBEL_MAX >= bound;
     });
     j.set.a = std::max(j.set.a, reach);

@@ -41,7 +41,6 @@ struct ChunkOut {
 // A row's inputs, its workspace and its state between passes. Lives in the
 // caller's workspace, one per slot (cpu/sample.cpp binds the pointers).
 struct RowJob {
-  int64_t row;
   Row x;
   int64_t vocab, n_chunks;
   nt_row_params p;

@@ -73,13 +73,14 @@ static inline float nt_widen_dtype(__global const uchar* base, ulong i, int code
  * work-items, and loops of such regions make its compile time explode. One
  * item folds the (at most NT_WG_MAX) values, which costs a GPU little. */
 
-ulong nt_wg_max_u64(__local ulong* s, ulong v) {
+/* The maximum of v over the work-group (the sum when `sum`), in every item. */
+ulong nt_wg_fold_u64(__local ulong* s, ulong v, int sum) {
   const uint lid = get_local_id(0);
   s[lid] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (lid == 0) {
     ulong m = s[0];
-    for (uint i = 1; i < get_local_size(0); ++i) m = max(m, s[i]);
+    for (uint i = 1; i < get_local_size(0); ++i) m = sum ? m + s[i] : max(m, s[i]);
     s[NT_WG_MAX] = m;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -88,22 +89,9 @@ ulong nt_wg_max_u64(__local ulong* s, ulong v) {
   return r;
 }
 
-ulong nt_wg_min_u64(__local ulong* s, ulong v) { return ~nt_wg_max_u64(s, ~v); }
-
-ulong nt_wg_sum_u64(__local ulong* s, ulong v) {
-  const uint lid = get_local_id(0);
-  s[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (lid == 0) {
-    ulong m = 0;
-    for (uint i = 0; i < get_local_size(0); ++i) m += s[i];
-    s[NT_WG_MAX] = m;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const ulong r = s[NT_WG_MAX];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
-}
+ulong nt_wg_max_u64(__local ulong* s, ulong v) { return nt_wg_fold_u64(s, v, 0); }
+ulong nt_wg_min_u64(__local ulong* s, ulong v) { return ~nt_wg_fold_u64(s, ~v, 0); }
+ulong nt_wg_sum_u64(__local ulong* s, ulong v) { return nt_wg_fold_u64(s, v, 1); }
 
 /* Exclusive prefix sum over the work-items in local-id order; *total gets the sum. */
 ulong nt_wg_exclusive_sum_u64(__local ulong* s, ulong v, ulong* total) {

@@ -10,17 +10,11 @@
 #include "opencl/runtime.h"
 
 namespace nt::opencl {
-namespace {
 
 constexpr const char* kOp = "lm_head_topk_binary";
 
-size_t nothing_before(size_t, const void*) { return 0; }
-
-}  // namespace
-
 size_t OpenclBackend::lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
-  return head_workspace_size(kOp, a.wq.data, a.wq.shape[0], a.act_q.shape[0], a.k,
-                             nothing_before, nullptr);
+  return head_workspace_size(kOp, a.wq.data, a.wq.shape[0], a.act_q.shape[0], a.k, 0);
 }
 
 void OpenclBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
@@ -36,8 +30,7 @@ void OpenclBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* w
     const View values = view(kOp, "values", q, a.values);
     const View indices = view(kOp, "indices", q, a.indices);
     if (rows == 0) return;
-    const HeadPlan plan = head_plan(q.device, a.wq.shape[0], a.act_q.shape[0], a.k,
-                                    nothing_before, nullptr);
+    const HeadPlan plan = head_plan(q.device, a.wq.shape[0], a.act_q.shape[0], a.k, 0);
     check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
     const cl::Buffer ws = opencl::workspace(kOp, q, workspace, plan.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_binary.cl"},
