@@ -91,8 +91,8 @@ struct Plan {
   int mode = kAnyRow;  // RowClass of every row, or kAnyRow
   int splits = 1, chunk = 1, kchunk = 1;
   bool cluster = false;          // a row's chunks form one cluster that merges them
-  bool fallback_needed = true;   // some row may keep more than its candidates
   bool filtered = true;          // some row may be filtered
+  bool fallback_needed = true;   // some (filtered) row may keep more than its candidates
   size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
   size_t large_rows_at = 0, large_cnt_at = 0, large_mass_at = 0, large_cand_at = 0;
 };
@@ -199,7 +199,7 @@ SampleArgs kernel_args(const SampleCall& call, const Plan& plan, char* ws) {
   g.chunks = reinterpret_cast<ChunkRecord*>(ws + plan.chunks_at);
   g.candidates = reinterpret_cast<u64*>(ws + plan.candidates_at);
   g.row_states = reinterpret_cast<RowState*>(ws + plan.rows_at);
-  if (plan.filtered && plan.fallback_needed) {
+  if (plan.fallback_needed) {
     g.large.rows = reinterpret_cast<LargeKeepRow*>(ws + plan.large_rows_at);
     g.large.cnt = reinterpret_cast<u32*>(ws + plan.large_cnt_at);
     g.large.mass = reinterpret_cast<u64*>(ws + plan.large_mass_at);
@@ -241,7 +241,7 @@ void launch_all(const Launch& l) {
     sample_merge_kernel<<<rows, kMergeThreads, smem, l.stream>>>(l.args);
     check_launch(kOp);
   }
-  if (p.filtered && p.fallback_needed) {
+  if (p.fallback_needed) {
     const dim3 grid(rows, u32(p.splits), 1);
     sample_large_hist_kernel<DT, VEC><<<grid, kLargeThreads, 0, l.stream>>>(l.args);
     check_launch(kOp);
