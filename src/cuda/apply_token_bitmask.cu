@@ -140,7 +140,9 @@ void launch(const MaskArgs& a, cudaStream_t stream) {
 
 }  // namespace
 
-void apply_token_bitmask(const nt_apply_token_bitmask_args& args, cudaStream_t stream) {
+void CudaBackend::apply_token_bitmask(const nt_apply_token_bitmask_args& args,
+                                      void* stream_handle) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   const nt_tensor& logits = args.logits;
   MaskArgs a{};
   a.logits = logits.data;

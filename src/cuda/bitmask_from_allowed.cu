@@ -53,7 +53,9 @@ __global__ void __launch_bounds__(kThreads) bitmask_from_allowed_kernel(PackArgs
 
 }  // namespace
 
-void bitmask_from_allowed(const nt_bitmask_from_allowed_args& args, cudaStream_t stream) {
+void CudaBackend::bitmask_from_allowed(const nt_bitmask_from_allowed_args& args,
+                                       void* stream_handle) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   PackArgs a{};
   a.allowed = static_cast<const uint8_t*>(args.allowed.data);
   a.allowed_stride = args.allowed.row_stride;

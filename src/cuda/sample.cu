@@ -256,13 +256,14 @@ void launch_all(const Launch& l) {
 
 }  // namespace
 
-size_t sample_workspace_size(const SampleCall& call) {
+size_t CudaBackend::sample_workspace_size(const SampleCall& call) {
   if (call.rows == 0) return 0;
   DeviceScope scope(call.args.logits.device_id, kOp);
   return make_plan(call, call.args.logits.device_id).bytes;
 }
 
-void sample(const SampleCall& call, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+void CudaBackend::sample(const SampleCall& call, void* workspace, size_t workspace_bytes,
+                         void* stream) {
   if (call.rows == 0) return;
   if (call.rows > INT32_MAX)
     fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA backend takes at most 2^31-1 rows, got " +
@@ -275,7 +276,8 @@ void sample(const SampleCall& call, void* workspace, size_t workspace_bytes, cud
                                    std::to_string(smem_optin) + " bytes)");
   const Plan plan = make_plan(call, device);
   check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
-  const Launch launch{plan, kernel_args(call, plan, aligned_workspace(workspace)), device, stream};
+  const Launch launch{plan, kernel_args(call, plan, aligned_workspace(workspace)), device,
+                      static_cast<cudaStream_t>(stream)};
   with_logit_layout(call.args.logits.dtype, rows_16b_aligned(call.args.logits), [&](auto layout) {
     launch_all<decltype(layout)::kDtype, decltype(layout)::kVec>(launch);
   });
