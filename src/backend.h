@@ -1,11 +1,15 @@
-// The one interface every backend implements. Arguments arrive already checked
-// (core/check.h); a backend only adds checks of its own limits, and throws
-// nt::Error on failure. Default methods report the op as unsupported, so a
-// backend can grow op by op.
+// The one interface every backend implements. Arguments arrive checked, once,
+// by the dispatcher (core/check.h); a backend adds only checks of its own
+// limits, all before its first launch, and throws nt::Error on failure.
+// An op with a workspace makes its plan once per call: the size query makes
+// it to answer, the op makes it, checks the caller's workspace against it
+// (check_workspace) and hands it to its launches. Default methods report the
+// op as unsupported, so a backend can grow op by op.
 #pragma once
 
 #include <cstddef>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "nexttok/nexttok.h"
 
@@ -24,9 +28,8 @@ class Backend {
   virtual void bitmask_from_allowed(const nt_bitmask_from_allowed_args&, void* stream) {
     (void)stream; unsupported("bitmask_from_allowed");
   }
-  virtual size_t sample_workspace_size(const nt_sample_args&) { return 0; }
-  virtual void sample(const nt_sample_args&, void* workspace, size_t workspace_bytes,
-                      void* stream) {
+  virtual size_t sample_workspace_size(const SampleCall&) { return 0; }
+  virtual void sample(const SampleCall&, void* workspace, size_t workspace_bytes, void* stream) {
     (void)workspace; (void)workspace_bytes; (void)stream; unsupported("sample");
   }
   virtual size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args&) { return 0; }

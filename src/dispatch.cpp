@@ -1,5 +1,6 @@
 // The C entry points: check the arguments, pick the backend that owns the
-// tensors, check the workspace, run. Nothing here knows how an op is computed.
+// tensors, run. Nothing here knows how an op is computed or what workspace it
+// needs (backend.h).
 #include <string>
 
 #include "backend.h"
@@ -12,13 +13,18 @@ const char* last_error_message();
 
 namespace {
 
-Backend* backend_for(nt_device_type device) {
-  Backend* b = nullptr;
+// The backend of a device type, or nullptr when it is not compiled in.
+Backend* compiled_backend(nt_device_type device) {
   switch (device) {
-    case NT_DEVICE_CPU: b = cpu_backend(); break;
-    case NT_DEVICE_CUDA: b = cuda_backend(); break;
-    case NT_DEVICE_OPENCL: b = opencl_backend(); break;
+    case NT_DEVICE_CPU: return cpu_backend();
+    case NT_DEVICE_CUDA: return cuda_backend();
+    case NT_DEVICE_OPENCL: return opencl_backend();
   }
+  return nullptr;
+}
+
+Backend* backend_for(nt_device_type device) {
+  Backend* b = compiled_backend(device);
   if (b == nullptr)
     fail(NT_ERROR_BACKEND_UNAVAILABLE,
          std::string("the ") + device_name(device) + " backend is not compiled into this nexttok");
@@ -28,123 +34,98 @@ Backend* backend_for(nt_device_type device) {
   return b;
 }
 
-template <class Args>
-void null_check(const char* op, const Args* args) {
-  if (args == nullptr) fail_argument(op, "args", "is a null pointer");
+// body(args) with its errors turned into a status; a null args is op's error.
+template <class Args, class Body>
+nt_status entry(const char* op, const Args* args, Body&& body) {
+  return guarded([&] {
+    if (args == nullptr) fail_argument(op, "args", "is a null pointer");
+    body(*args);
+  });
 }
 
-void check_workspace(const char* op, size_t needed, void* workspace, size_t bytes) {
-  if (needed == 0) return;
-  if (workspace == nullptr)
-    fail(NT_ERROR_WORKSPACE, std::string(op) + ": argument 'workspace' is null but " +
-                                 std::to_string(needed) + " bytes are needed");
-  if (bytes < needed)
-    fail(NT_ERROR_WORKSPACE, std::string(op) + ": argument 'workspace_bytes' is " +
-                                 std::to_string(bytes) + " but " + std::to_string(needed) +
-                                 " bytes are needed");
+void require_bytes_out(const char* query, const size_t* bytes) {
+  if (bytes == nullptr) fail_argument(query, "bytes", "is a null pointer");
 }
 
 }  // namespace
 }  // namespace nt
 
-using nt::guarded;
-
 extern "C" {
 
 nt_status nt_apply_token_bitmask(const nt_apply_token_bitmask_args* args, void* stream) {
-  return guarded([&] {
-    nt::null_check("apply_token_bitmask", args);
-    nt::check_apply_token_bitmask(*args);
-    nt::backend_for(args->logits.device)->apply_token_bitmask(*args, stream);
+  return nt::entry("apply_token_bitmask", args, [&](const nt_apply_token_bitmask_args& a) {
+    nt::check_apply_token_bitmask(a);
+    nt::backend_for(a.logits.device)->apply_token_bitmask(a, stream);
   });
 }
 
 nt_status nt_bitmask_from_allowed(const nt_bitmask_from_allowed_args* args, void* stream) {
-  return guarded([&] {
-    nt::null_check("bitmask_from_allowed", args);
-    nt::check_bitmask_from_allowed(*args);
-    nt::backend_for(args->allowed.device)->bitmask_from_allowed(*args, stream);
+  return nt::entry("bitmask_from_allowed", args, [&](const nt_bitmask_from_allowed_args& a) {
+    nt::check_bitmask_from_allowed(a);
+    nt::backend_for(a.allowed.device)->bitmask_from_allowed(a, stream);
   });
 }
 
 nt_status nt_sample_workspace_size(const nt_sample_args* args, size_t* bytes) {
-  return guarded([&] {
-    nt::null_check("sample", args);
-    if (bytes == nullptr) nt::fail_argument("sample_workspace_size", "bytes", "is a null pointer");
-    nt::check_sample(*args);
-    *bytes = nt::backend_for(args->logits.device)->sample_workspace_size(*args);
+  return nt::entry("sample", args, [&](const nt_sample_args& a) {
+    nt::require_bytes_out("sample_workspace_size", bytes);
+    const nt::SampleCall call = nt::check_sample(a);
+    *bytes = nt::backend_for(a.logits.device)->sample_workspace_size(call);
   });
 }
 
 nt_status nt_sample(const nt_sample_args* args, void* workspace, size_t workspace_bytes,
                     void* stream) {
-  return guarded([&] {
-    nt::null_check("sample", args);
-    nt::check_sample(*args);
-    nt::Backend* b = nt::backend_for(args->logits.device);
-    nt::check_workspace("sample", b->sample_workspace_size(*args), workspace, workspace_bytes);
-    b->sample(*args, workspace, workspace_bytes, stream);
+  return nt::entry("sample", args, [&](const nt_sample_args& a) {
+    const nt::SampleCall call = nt::check_sample(a);
+    nt::backend_for(a.logits.device)->sample(call, workspace, workspace_bytes, stream);
   });
 }
 
 nt_status nt_lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args* args, size_t* bytes) {
-  return guarded([&] {
-    nt::null_check("lm_head_topk_dense", args);
-    if (bytes == nullptr)
-      nt::fail_argument("lm_head_topk_dense_workspace_size", "bytes", "is a null pointer");
-    nt::check_lm_head_dense(*args);
-    *bytes = nt::backend_for(args->weight.device)->lm_head_topk_dense_workspace_size(*args);
+  return nt::entry("lm_head_topk_dense", args, [&](const nt_lm_head_dense_args& a) {
+    nt::require_bytes_out("lm_head_topk_dense_workspace_size", bytes);
+    nt::check_lm_head_dense(a);
+    *bytes = nt::backend_for(a.weight.device)->lm_head_topk_dense_workspace_size(a);
   });
 }
 
 nt_status nt_lm_head_topk_dense(const nt_lm_head_dense_args* args, void* workspace,
                                 size_t workspace_bytes, void* stream) {
-  return guarded([&] {
-    nt::null_check("lm_head_topk_dense", args);
-    nt::check_lm_head_dense(*args);
-    nt::Backend* b = nt::backend_for(args->weight.device);
-    nt::check_workspace("lm_head_topk_dense", b->lm_head_topk_dense_workspace_size(*args),
-                        workspace, workspace_bytes);
-    b->lm_head_topk_dense(*args, workspace, workspace_bytes, stream);
+  return nt::entry("lm_head_topk_dense", args, [&](const nt_lm_head_dense_args& a) {
+    nt::check_lm_head_dense(a);
+    nt::backend_for(a.weight.device)->lm_head_topk_dense(a, workspace, workspace_bytes, stream);
   });
 }
 
 nt_status nt_lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args* args,
                                                 size_t* bytes) {
-  return guarded([&] {
-    nt::null_check("lm_head_topk_binary", args);
-    if (bytes == nullptr)
-      nt::fail_argument("lm_head_topk_binary_workspace_size", "bytes", "is a null pointer");
-    nt::check_lm_head_binary(*args);
-    *bytes = nt::backend_for(args->wq.device)->lm_head_topk_binary_workspace_size(*args);
+  return nt::entry("lm_head_topk_binary", args, [&](const nt_lm_head_binary_args& a) {
+    nt::require_bytes_out("lm_head_topk_binary_workspace_size", bytes);
+    nt::check_lm_head_binary(a);
+    *bytes = nt::backend_for(a.wq.device)->lm_head_topk_binary_workspace_size(a);
   });
 }
 
 nt_status nt_lm_head_topk_binary(const nt_lm_head_binary_args* args, void* workspace,
                                  size_t workspace_bytes, void* stream) {
-  return guarded([&] {
-    nt::null_check("lm_head_topk_binary", args);
-    nt::check_lm_head_binary(*args);
-    nt::Backend* b = nt::backend_for(args->wq.device);
-    nt::check_workspace("lm_head_topk_binary", b->lm_head_topk_binary_workspace_size(*args),
-                        workspace, workspace_bytes);
-    b->lm_head_topk_binary(*args, workspace, workspace_bytes, stream);
+  return nt::entry("lm_head_topk_binary", args, [&](const nt_lm_head_binary_args& a) {
+    nt::check_lm_head_binary(a);
+    nt::backend_for(a.wq.device)->lm_head_topk_binary(a, workspace, workspace_bytes, stream);
   });
 }
 
 nt_status nt_pack_weights(const nt_pack_weights_args* args, void* stream) {
-  return guarded([&] {
-    nt::null_check("pack_weights", args);
-    nt::check_pack_weights(*args);
-    nt::backend_for(args->signs.device)->pack_weights(*args, stream);
+  return nt::entry("pack_weights", args, [&](const nt_pack_weights_args& a) {
+    nt::check_pack_weights(a);
+    nt::backend_for(a.signs.device)->pack_weights(a, stream);
   });
 }
 
 nt_status nt_quantize_activations(const nt_quantize_activations_args* args, void* stream) {
-  return guarded([&] {
-    nt::null_check("quantize_activations", args);
-    nt::check_quantize_activations(*args);
-    nt::backend_for(args->x.device)->quantize_activations(*args, stream);
+  return nt::entry("quantize_activations", args, [&](const nt_quantize_activations_args& a) {
+    nt::check_quantize_activations(a);
+    nt::backend_for(a.x.device)->quantize_activations(a, stream);
   });
 }
 
@@ -166,12 +147,7 @@ const char* nt_status_string(nt_status status) {
 const char* nt_version_string(void) { return "0.1.0"; }
 
 int nt_backend_available(nt_device_type device) {
-  nt::Backend* b = nullptr;
-  switch (device) {
-    case NT_DEVICE_CPU: b = nt::cpu_backend(); break;
-    case NT_DEVICE_CUDA: b = nt::cuda_backend(); break;
-    case NT_DEVICE_OPENCL: b = nt::opencl_backend(); break;
-  }
+  const nt::Backend* b = nt::compiled_backend(device);
   return b != nullptr && b->available() ? 1 : 0;
 }
 

@@ -1,5 +1,6 @@
 #include "core/check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <string>
@@ -48,10 +49,23 @@ std::string dims(const nt_tensor& t) {
   return "[" + std::to_string(t.shape[0]) + ", " + std::to_string(t.shape[1]) + "]";
 }
 
-// Checks of one tensor argument of one operation.
+void check_device(const char* op, const char* arg, const nt_tensor& t) {
+  // Compared as int: a C caller can pass any value, and an enum outside its
+  // enumerators must not reach a switch.
+  const int device = static_cast<int>(t.device);
+  if (device != NT_DEVICE_CPU && device != NT_DEVICE_CUDA && device != NT_DEVICE_OPENCL)
+    fail_argument(op, arg, "has an unknown device type " + std::to_string(device));
+  if (t.device != NT_DEVICE_OPENCL && t.byte_offset != 0)
+    fail_argument(op, arg, "has byte_offset != 0; byte offsets are for OpenCL buffers only");
+  if (t.byte_offset < 0) fail_argument(op, arg, "has a negative byte_offset");
+}
+
+// Checks of one tensor argument of one operation, its device first.
 class TensorCheck {
  public:
-  TensorCheck(const char* op, const char* arg, const nt_tensor& t) : op_(op), arg_(arg), t_(t) {}
+  TensorCheck(const char* op, const char* arg, const nt_tensor& t) : op_(op), arg_(arg), t_(t) {
+    check_device(op, arg, t);
+  }
 
   TensorCheck& required() {
     if (t_.data == nullptr) fail_argument(op_, arg_, "is required but its data pointer is null");
@@ -99,16 +113,6 @@ class TensorCheck {
   const nt_tensor& t_;
 };
 
-void check_device(const char* op, const char* arg, const nt_tensor& t) {
-  // Compared as int: a C caller can pass any value, and an enum outside its
-  // enumerators must not reach a switch.
-  const int device = static_cast<int>(t.device);
-  if (device != NT_DEVICE_CPU && device != NT_DEVICE_CUDA && device != NT_DEVICE_OPENCL)
-    fail_argument(op, arg, "has an unknown device type " + std::to_string(device));
-  if (t.device != NT_DEVICE_OPENCL && t.byte_offset != 0)
-    fail_argument(op, arg, "has byte_offset != 0; byte offsets are for OpenCL buffers only");
-  if (t.byte_offset < 0) fail_argument(op, arg, "has a negative byte_offset");
-}
 
 void check_topk(const char* op, int32_t k, int64_t vocab) {
   const int64_t limit = vocab < kMaxTopK ? vocab : kMaxTopK;
@@ -127,7 +131,6 @@ void check_topk_outputs(const char* op, const nt_tensor& values, const nt_tensor
 
 void check_bias(const char* op, const nt_tensor& bias, const nt_tensor& ref, int64_t vocab) {
   if (!present(bias)) return;
-  check_device(op, "bias", bias);
   TensorCheck(op, "bias", bias).rank(1).dtype({NT_F32, NT_F16, NT_BF16}).same_device(ref, "weight")
       .dim(0, vocab, "V");
 }
@@ -144,15 +147,12 @@ void check_scalar_f32(const char* op, const char* arg, const nt_param_f32& p, fl
 
 void check_apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
   const char* op = "apply_token_bitmask";
-  check_device(op, "logits", a.logits);
   TensorCheck(op, "logits", a.logits).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
   if (a.logits.shape[1] < 1) fail_argument(op, "logits", "must have at least one column (V >= 1)");
-  check_device(op, "bitmask", a.bitmask);
   TensorCheck(op, "bitmask", a.bitmask).required().rank(2).dtype({NT_I32})
       .same_device(a.logits, "logits").dim(0, a.logits.shape[0], "B, the rows of logits");
   if (a.bitmask.shape[1] < 1) fail_argument(op, "bitmask", "must have at least one word per row");
   if (present(a.indices)) {
-    check_device(op, "indices", a.indices);
     TensorCheck(op, "indices", a.indices).rank(1).dtype({NT_I32, NT_I64})
         .same_device(a.logits, "logits");
   }
@@ -160,27 +160,22 @@ void check_apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
 
 void check_bitmask_from_allowed(const nt_bitmask_from_allowed_args& a) {
   const char* op = "bitmask_from_allowed";
-  check_device(op, "allowed", a.allowed);
   TensorCheck(op, "allowed", a.allowed).required().rank(2).dtype({NT_BOOL});
-  check_device(op, "bitmask", a.bitmask);
   TensorCheck(op, "bitmask", a.bitmask).required().rank(2).dtype({NT_I32})
       .same_device(a.allowed, "allowed").dim(0, a.allowed.shape[0], "B")
       .dim(1, bitmask_words(a.allowed.shape[1]), "ceil(V/32)");
 }
 
-void check_sample(const nt_sample_args& a) {
+SampleCall check_sample(const nt_sample_args& a) {
   const char* op = "sample";
-  check_device(op, "logits", a.logits);
   TensorCheck(op, "logits", a.logits).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
   const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
   if (vocab < 1) fail_argument(op, "logits", "must have at least one column (V >= 1)");
   if (vocab > INT32_MAX) fail_argument(op, "logits", "has more than 2^31-1 columns");
   if (rows > UINT32_MAX) fail_argument(op, "logits", "has more than 2^32-1 rows");
-  check_device(op, "tokens", a.tokens);
   TensorCheck(op, "tokens", a.tokens).required().rank(1).dtype({NT_I64, NT_I32})
       .same_device(a.logits, "logits").dim(0, rows, "B, the rows of logits");
   if (present(a.uniform)) {
-    check_device(op, "uniform", a.uniform);
     TensorCheck(op, "uniform", a.uniform).rank(1).dtype({NT_F32}).same_device(a.logits, "logits")
         .dim(0, rows, "B, the rows of logits");
   }
@@ -196,23 +191,28 @@ void check_sample(const nt_sample_args& a) {
   check_scalar_f32(op, "min_p", a.min_p, 0.0f, false, 1.0f, "[0, 1] (0 = off)");
   if ((a.flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
     fail_argument(op, "flags", "has unknown bits set: " + std::to_string(a.flags));
+
+  const bool per_row = a.temperature.per_row || a.top_k.per_row || a.top_p.per_row || a.min_p.per_row;
+  const nt_row_params scalar = nt_resolve_row_params(a.temperature.scalar, a.top_k.scalar,
+                                                     a.top_p.scalar, a.min_p.scalar, int32_t(vocab));
+  int vocab_bits = 0;
+  for (uint64_t v = uint64_t(vocab); v != 0; v >>= 1) ++vocab_bits;
+  return SampleCall{a, rows, vocab, per_row, scalar, nt_row_class(scalar, present(a.uniform)),
+                    present(a.uniform), (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0,
+                    a.tokens.dtype == NT_I32, std::clamp(62 - vocab_bits, 24, 40)};
 }
 
 void check_lm_head_dense(const nt_lm_head_dense_args& a) {
   const char* op = "lm_head_topk_dense";
-  check_device(op, "weight", a.weight);
   TensorCheck(op, "weight", a.weight).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
   const int64_t vocab = a.weight.shape[0], hidden = a.weight.shape[1];
   if (vocab < 1) fail_argument(op, "weight", "must have at least one row (V >= 1)");
   if (vocab > INT32_MAX) fail_argument(op, "weight", "has more than 2^31-1 rows");
   if (hidden < 1) fail_argument(op, "weight", "must have at least one column (H >= 1)");
-  check_device(op, "hidden", a.hidden);
   TensorCheck(op, "hidden", a.hidden).required().rank(2).dtype({a.weight.dtype})
       .same_device(a.weight, "weight").dim(1, hidden, "H, the columns of weight");
   check_bias(op, a.bias, a.weight, vocab);
   check_topk(op, a.k, vocab);
-  check_device(op, "values", a.values);
-  check_device(op, "indices", a.indices);
   check_topk_outputs(op, a.values, a.indices, a.weight, a.hidden.shape[0], a.k);
 }
 
@@ -221,54 +221,54 @@ void check_lm_head_binary(const nt_lm_head_binary_args& a) {
   const int32_t g = a.group_size;
   if (g != 32 && g != 64 && g != 128 && g != 256)
     fail_argument(op, "group_size", "must be 32, 64, 128 or 256, got " + std::to_string(g));
-  check_device(op, "act_q", a.act_q);
   TensorCheck(op, "act_q", a.act_q).required().rank(2).dtype({NT_I8});
   const int64_t rows = a.act_q.shape[0], hidden = a.act_q.shape[1];
   if (hidden < 1 || hidden % g != 0)
     fail_argument(op, "act_q", "has H = " + std::to_string(hidden) +
                                    " columns; H must be a positive multiple of group_size " +
                                    std::to_string(g));
-  check_device(op, "wq", a.wq);
   TensorCheck(op, "wq", a.wq).required().rank(2).dtype({NT_I32}).same_device(a.act_q, "act_q")
       .dim(1, hidden / 32, "H/32 packed sign words");
   const int64_t vocab = a.wq.shape[0];
   if (vocab < 1) fail_argument(op, "wq", "must have at least one row (V >= 1)");
   if (vocab > INT32_MAX) fail_argument(op, "wq", "has more than 2^31-1 rows");
-  check_device(op, "act_scale", a.act_scale);
   TensorCheck(op, "act_scale", a.act_scale).required().rank(1).dtype({NT_F32})
       .same_device(a.act_q, "act_q").dim(0, rows, "M, the rows of act_q");
-  check_device(op, "wscale", a.wscale);
   TensorCheck(op, "wscale", a.wscale).required().rank(2).dtype({NT_F16}).same_device(a.act_q, "act_q")
       .dim(0, vocab, "V, the rows of wq").dim(1, hidden / g, "H/group_size");
   check_bias(op, a.bias, a.wq, vocab);
   check_topk(op, a.k, vocab);
-  check_device(op, "values", a.values);
-  check_device(op, "indices", a.indices);
   check_topk_outputs(op, a.values, a.indices, a.wq, rows, a.k);
 }
 
 void check_pack_weights(const nt_pack_weights_args& a) {
   const char* op = "pack_weights";
-  check_device(op, "signs", a.signs);
   TensorCheck(op, "signs", a.signs).required().rank(2).dtype({NT_I8});
   if (a.signs.shape[1] < 1 || a.signs.shape[1] % 32 != 0)
     fail_argument(op, "signs", "has H = " + std::to_string(a.signs.shape[1]) +
                                    " columns; H must be a positive multiple of 32");
-  check_device(op, "wq", a.wq);
   TensorCheck(op, "wq", a.wq).required().rank(2).dtype({NT_I32}).same_device(a.signs, "signs")
       .dim(0, a.signs.shape[0], "V").dim(1, a.signs.shape[1] / 32, "H/32");
 }
 
 void check_quantize_activations(const nt_quantize_activations_args& a) {
   const char* op = "quantize_activations";
-  check_device(op, "x", a.x);
   TensorCheck(op, "x", a.x).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
-  check_device(op, "act_q", a.act_q);
   TensorCheck(op, "act_q", a.act_q).required().rank(2).dtype({NT_I8}).same_device(a.x, "x")
       .dim(0, a.x.shape[0], "M").dim(1, a.x.shape[1], "H");
-  check_device(op, "act_scale", a.act_scale);
   TensorCheck(op, "act_scale", a.act_scale).required().rank(1).dtype({NT_F32})
       .same_device(a.x, "x").dim(0, a.x.shape[0], "M");
+}
+
+void check_workspace(const char* op, size_t needed, const void* workspace, size_t bytes) {
+  if (needed == 0) return;
+  if (workspace == nullptr)
+    fail(NT_ERROR_WORKSPACE, std::string(op) + ": argument 'workspace' is null but " +
+                                 std::to_string(needed) + " bytes are needed");
+  if (bytes < needed)
+    fail(NT_ERROR_WORKSPACE, std::string(op) + ": argument 'workspace_bytes' is " +
+                                 std::to_string(bytes) + " but " + std::to_string(needed) +
+                                 " bytes are needed");
 }
 
 }  // namespace nt

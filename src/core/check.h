@@ -5,8 +5,10 @@
 // meanings of core/sampling.h instead.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
+#include "core/sampling.h"
 #include "nexttok/nexttok.h"
 
 namespace nt {
@@ -21,12 +23,29 @@ inline int64_t bitmask_words(int64_t vocab) { return (vocab + 31) / 32; }
 
 void check_apply_token_bitmask(const nt_apply_token_bitmask_args& a);
 void check_bitmask_from_allowed(const nt_bitmask_from_allowed_args& a);
-void check_sample(const nt_sample_args& a);
+
+// A sample call as check_sample found it, described once for the backend:
+// what the host knows of every row before anything runs.
+struct SampleCall {
+  const nt_sample_args& args;
+  int64_t rows, vocab;
+  bool per_row;          // temperature, top_k, top_p or min_p is a per-row array
+  nt_row_params scalar;  // the scalar parameters' meaning (every row's when !per_row)
+  int row_class;         // NT_ROW_* of every row when !per_row
+  bool explicit_draw;    // `uniform` is given
+  bool joint;            // NT_SAMPLE_TOP_P_JOINT
+  bool tokens_i32;
+  int mass_bits;         // fixed-point masses p * 2^bits: V of them sum below 2^62
+};
+SampleCall check_sample(const nt_sample_args& a);
 void check_lm_head_dense(const nt_lm_head_dense_args& a);
 void check_lm_head_binary(const nt_lm_head_binary_args& a);
 void check_pack_weights(const nt_pack_weights_args& a);
 void check_quantize_activations(const nt_quantize_activations_args& a);
 
 constexpr int32_t kMaxTopK = 2048;
+
+// The caller's workspace against what the call's plan needs (NT_ERROR_WORKSPACE).
+void check_workspace(const char* op, size_t needed, const void* workspace, size_t bytes);
 
 }  // namespace nt

@@ -6,6 +6,11 @@
 
 #include "portable.h"
 
+/* Bits of -inf in each logits format. */
+#define NT_F32_NEG_INF 0xFF800000u
+#define NT_F16_NEG_INF 0xFC00u
+#define NT_BF16_NEG_INF 0xFF80u
+
 NT_FN float nt_bf16_to_f32(nt_u32 h) { return nt_as_f32((h & 0xFFFFu) << 16); }
 
 NT_FN nt_u32 nt_f32_to_bf16(float x) {

@@ -22,6 +22,9 @@ NT_FN float nt_key_to_float(nt_u32 k) {
 
 /* Key of -inf: every NaN or -inf score has this key and is never selectable. */
 #define NT_KEY_NEG_INF 0x007FFFFFu
+/* Key of +inf, and the smallest key of a finite score. */
+#define NT_KEY_POS_INF 0xFF800000u
+#define NT_KEY_FIRST_FINITE (NT_KEY_NEG_INF + 1u)
 
 /* True when (key_a, a) comes before (key_b, b): higher key first, lower index on ties. */
 NT_FN int nt_ranks_before(nt_u32 key_a, nt_i32 a, nt_u32 key_b, nt_i32 b) {

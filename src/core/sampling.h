@@ -27,6 +27,19 @@ NT_FN nt_row_params nt_resolve_row_params(float temperature, nt_i32 top_k, float
   return r;
 }
 
+/* How a row is drawn: the argmax (greedy); Gumbel-max over every finite
+ * score (plain: temperature only); or over a keep-set cut by top-k, top-p or
+ * min-p, or by the explicit draw (filtered). */
+#define NT_ROW_GREEDY 0
+#define NT_ROW_PLAIN 1
+#define NT_ROW_FILTERED 2
+
+NT_FN int nt_row_class(nt_row_params p, int explicit_draw) {
+  if (p.greedy) return NT_ROW_GREEDY;
+  return (p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f && !explicit_draw) ? NT_ROW_PLAIN
+                                                                                : NT_ROW_FILTERED;
+}
+
 /* s_i = logit_i / T with IEEE division (never a reciprocal multiply), NaN -> -inf. */
 NT_FN float nt_scaled_score(float logit, float temperature) {
   float s = logit / temperature;
@@ -36,6 +49,12 @@ NT_FN float nt_scaled_score(float logit, float temperature) {
 /* Philox row tag: the row index for one scalar seed, 0 for per-row seeds, so a
  * request's draws do not depend on its batch position. */
 NT_FN nt_u32 nt_row_tag(int seeds_per_row, nt_u32 row) { return seeds_per_row ? 0u : row; }
+
+/* Above every Gumbel value the 2^23 uniforms can give (the largest, at
+ * u = 1 - 2^-24, is 16.6355): a token whose fl(s + NT_GUMBEL_MAX) is below the
+ * best perturbed score so far cannot win, so its Philox block and logs are
+ * skipped. Checked exhaustively by tests/core/portable_log_test.cpp. */
+#define NT_GUMBEL_MAX 16.75f
 
 /* Gumbel noise of token i of a row. */
 NT_FN float nt_token_gumbel(nt_u64 seed, nt_u64 offset, nt_u32 row_tag, nt_u32 token) {

@@ -25,7 +25,7 @@ void mask_row_portable(void* row, nt_dtype dtype, const uint32_t* mask, int64_t 
       if (dtype == NT_F32) {
         static_cast<float*>(row)[t] = -INFINITY;
       } else {
-        static_cast<uint16_t*>(row)[t] = dtype == NT_F16 ? kNegInfF16 : kNegInfBF16;
+        static_cast<uint16_t*>(row)[t] = dtype == NT_F16 ? NT_F16_NEG_INF : NT_BF16_NEG_INF;
       }
     }
   }
@@ -33,23 +33,13 @@ void mask_row_portable(void* row, nt_dtype dtype, const uint32_t* mask, int64_t 
 
 namespace {
 
-MaskRowFn mask_kernel() {
-  static const MaskRowFn fn = [] {
-#if defined(__x86_64__) || defined(__i386__)
-    if (MaskRowFn f = mask_row_avx2(); f != nullptr && __builtin_cpu_supports("avx2")) return f;
-#endif
-    return &mask_row_portable;
-  }();
-  return fn;
-}
-
 // Vocabulary block of one task: large enough to amortise a task, a multiple of
 // 32 so that blocks never share a mask word.
 constexpr int64_t kMaskBlock = 16384;
 
 }  // namespace
 
-void apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
+void CpuBackend::apply_token_bitmask(const nt_apply_token_bitmask_args& a, void*) {
   const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
   const int64_t words = a.bitmask.shape[1];
   if (rows == 0) return;
@@ -70,7 +60,7 @@ void apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
   }
   const int64_t n_rows = all_rows ? rows : int64_t(selected.size());
   const int64_t blocks = (vocab + kMaskBlock - 1) / kMaskBlock;
-  const MaskRowFn kernel = mask_kernel();
+  const MaskRowFn kernel = use_avx2() && mask_row_avx2() ? mask_row_avx2() : &mask_row_portable;
   // About 64K tokens per task at least, so that small calls stay on the caller.
   const int64_t min_items = std::max<int64_t>(1, 65536 / std::min(vocab, kMaskBlock));
 

@@ -42,7 +42,7 @@ void pack_row(const unsigned char* allowed, int64_t vocab, uint32_t* out, int64_
 
 }  // namespace
 
-void bitmask_from_allowed(const nt_bitmask_from_allowed_args& a) {
+void CpuBackend::bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, void*) {
   const int64_t rows = a.allowed.shape[0], vocab = a.allowed.shape[1];
   const int64_t words = (vocab + 31) / 32;
   if (rows == 0 || words == 0) return;

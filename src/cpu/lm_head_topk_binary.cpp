@@ -18,8 +18,8 @@
 
 #include "core/half.h"
 #include "core/portable.h"
-#include "cpu/lm_head_common.h"
 #include "cpu/ops.h"
+#include "cpu/row_io.h"
 #include "cpu/thread_pool.h"
 #include "cpu/topk_select.h"
 
@@ -39,14 +39,6 @@ namespace {
 
 constexpr int kTileRows = 4;  // weight rows per tile: each activation load serves 4
 constexpr int64_t kMinRowsPerPart = 256;
-
-using lm_head::align64;
-using lm_head::lane_sum;
-using lm_head::round8;
-using lm_head::widen_element;
-#if defined(__x86_64__) || defined(_M_X64)
-using lm_head::use_avx2;
-#endif
 
 void widen_scales_portable(const uint16_t* src, int64_t n, float* dst) {
   for (int64_t g = 0; g < n; ++g) dst[g] = nt_f16_to_f32(src[g]);
@@ -108,17 +100,19 @@ Layout layout(const nt_lm_head_binary_args& a) {
 
 }  // namespace
 
-size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
+size_t CpuBackend::lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
   if (a.act_q.shape[0] == 0) return 0;
   return layout(a).total;
 }
 
-void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_t) {
+void CpuBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                                     size_t workspace_bytes, void*) {
   const Layout L = layout(a);
   if (L.rows == 0) return;
+  check_workspace("lm_head_topk_binary", L.total, workspace, workspace_bytes);
   const int64_t vocab = a.wq.shape[0];
   const int64_t words = L.cols / 32;
-  char* base = static_cast<char*>(align_workspace(workspace));
+  char* base = align_workspace(workspace);
   TopkSet topk(base + L.topk, L.parts, L.rows, a.k);
 
   int32_t* sums = reinterpret_cast<int32_t*>(base + L.sums);

@@ -16,8 +16,8 @@
 
 #include "core/half.h"
 #include "core/portable.h"
-#include "cpu/lm_head_common.h"
 #include "cpu/ops.h"
+#include "cpu/row_io.h"
 #include "cpu/thread_pool.h"
 #include "cpu/topk_select.h"
 
@@ -39,14 +39,6 @@ constexpr int64_t kMinRowsPerPart = 64;
 // Above this many hidden rows, 16-bit weight chunks are widened once into a
 // buffer rather than once per block of hidden rows inside the kernel.
 constexpr int64_t kWidenInKernelRows = 3;
-
-using lm_head::align64;
-using lm_head::lane_sum;
-using lm_head::round8;
-using lm_head::widen_element;
-#if defined(__x86_64__) || defined(_M_X64)
-using lm_head::use_avx2;
-#endif
 
 void accumulate_portable(const void* const* w, nt_dtype dtype, int rows, const float* x,
                          int64_t x_stride, int64_t m_count, int64_t n, float* acc) {
@@ -87,24 +79,26 @@ Layout layout(const nt_lm_head_dense_args& a) {
 
 }  // namespace
 
-size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
+size_t CpuBackend::lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
   if (a.hidden.shape[0] == 0) return 0;
   return layout(a).total;
 }
 
-void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t) {
+void CpuBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
+                                    size_t workspace_bytes, void*) {
   const Layout L = layout(a);
   if (L.rows == 0) return;
+  check_workspace("lm_head_topk_dense", L.total, workspace, workspace_bytes);
   const int64_t vocab = a.weight.shape[0];
   const nt_dtype dtype = a.weight.dtype;
   const size_t elt = dtype == NT_F32 ? 4 : 2;
-  char* base = static_cast<char*>(align_workspace(workspace));
+  char* base = align_workspace(workspace);
   TopkSet topk(base + L.topk, L.parts, L.rows, a.k);
 
   // Hidden rows widened once, zero-padded to whole vectors.
   float* x = reinterpret_cast<float*>(base + L.hidden);
   for (int64_t m = 0; m < L.rows; ++m) {
-    const char* src = static_cast<const char*>(a.hidden.data) + m * a.hidden.row_stride * elt;
+    const char* src = row_address(a.hidden, m);
     float* dst = x + m * L.padded_cols;
     for (int64_t h = 0; h < L.cols; ++h) dst[h] = widen_element(src, dtype, h);
     std::fill(dst + L.cols, dst + L.padded_cols, 0.0f);
@@ -114,7 +108,10 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t)
   auto accumulate = accumulate_portable;
   auto widen = widen_portable;
 #if defined(__x86_64__) || defined(_M_X64)
-  if (use_avx2()) { accumulate = dense_avx2::accumulate; widen = dense_avx2::widen; }
+  if (use_avx2()) {
+    accumulate = dense_avx2::accumulate;
+    widen = dense_avx2::widen;
+  }
 #endif
 
   parallel_for(vocab, kMinRowsPerPart, [&](int64_t begin, int64_t end, int part) {

@@ -28,7 +28,7 @@ uint32_t positive_bits8(const int8_t* s) {
 
 }  // namespace
 
-void pack_weights(const nt_pack_weights_args& a) {
+void CpuBackend::pack_weights(const nt_pack_weights_args& a, void*) {
   const int64_t words = a.signs.shape[1] / 32;
   parallel_for(a.signs.shape[0], 256, [&](int64_t begin, int64_t end, int) {
     for (int64_t v = begin; v < end; ++v) {

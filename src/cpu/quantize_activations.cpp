@@ -6,40 +6,28 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/half.h"
 #include "cpu/ops.h"
+#include "cpu/row_io.h"
 #include "cpu/thread_pool.h"
 
 namespace nt::cpu {
-namespace {
 
 constexpr float kRoundBias = 12582912.0f;  // 1.5 * 2^23
 
-float widen(const void* row, nt_dtype dtype, int64_t i) {
-  switch (dtype) {
-    case NT_F16: return nt_f16_to_f32(static_cast<const uint16_t*>(row)[i]);
-    case NT_BF16: return nt_bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
-    default: return static_cast<const float*>(row)[i];
-  }
-}
-
-}  // namespace
-
-void quantize_activations(const nt_quantize_activations_args& a) {
+void CpuBackend::quantize_activations(const nt_quantize_activations_args& a, void*) {
   const int64_t cols = a.x.shape[1];
-  const size_t elt = a.x.dtype == NT_F32 ? 4 : 2;
   parallel_for(a.x.shape[0], 16, [&](int64_t begin, int64_t end, int) {
     for (int64_t m = begin; m < end; ++m) {
-      const void* row = static_cast<const char*>(a.x.data) + m * a.x.row_stride * elt;
+      const void* row = row_address(a.x, m);
       int8_t* q = static_cast<int8_t*>(a.act_q.data) + m * a.act_q.row_stride;
       float amax = 0.0f;
       for (int64_t j = 0; j < cols; ++j) {
-        const float v = std::fabs(widen(row, a.x.dtype, j));
+        const float v = std::fabs(widen_element(row, a.x.dtype, j));
         if (v > amax) amax = v;  // false for NaN: NaN entries are skipped
       }
       const float scale = amax == 0.0f ? 1.0f : amax / 127.0f;
       for (int64_t j = 0; j < cols; ++j) {
-        const float r = widen(row, a.x.dtype, j) / scale;
+        const float r = widen_element(row, a.x.dtype, j) / scale;
         // Clamping before rounding gives the same integer (rint is monotone
         // and +-127 are integers). Adding and removing 1.5 * 2^23 rounds
         // |y| <= 127 to an integer, half to even, like rint in the default

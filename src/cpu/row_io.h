@@ -1,7 +1,9 @@
-// Reading and masking rows of f32/f16/bf16 host tensors. 16-bit values are
-// handled as raw words and widened exactly (core/half.h).
+// What the CPU backend's ops share: rows and elements of f32/f16/bf16 host
+// tensors (16-bit values widened exactly, core/half.h), 64-byte workspace
+// alignment, and the run-time check that picks the *_avx2.cpp kernels.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/check.h"
@@ -15,17 +17,31 @@ inline char* row_address(const nt_tensor& t, int64_t r) {
   return static_cast<char*>(t.data) + r * t.row_stride * int64_t(dtype_size(t.dtype));
 }
 
-inline float row_value(const void* row, nt_dtype dtype, int64_t i) {
+// Element i of an f32 / f16 / bf16 array, widened exactly to f32.
+inline float widen_element(const void* data, nt_dtype dtype, int64_t i) {
   switch (dtype) {
-    case NT_F16: return nt_f16_to_f32(static_cast<const uint16_t*>(row)[i]);
-    case NT_BF16: return nt_bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
-    default: return static_cast<const float*>(row)[i];
+    case NT_F16: return nt_f16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case NT_BF16: return nt_bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    default: return static_cast<const float*>(data)[i];
   }
 }
 
-// Bits of -inf in each logits format.
-constexpr uint32_t kNegInfF32 = 0xFF800000u;
-constexpr uint16_t kNegInfF16 = 0xFC00u;
-constexpr uint16_t kNegInfBF16 = 0xFF80u;
+// Workspaces are carved into 64-byte aligned pieces from the caller's pointer
+// rounded up to 64 bytes; their sizes include those 64 bytes of slack.
+inline size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
+inline char* align_workspace(void* p) {
+  return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
+}
+
+// The *_avx2.cpp kernels need AVX2, FMA and F16C; checked once.
+inline bool use_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                         __builtin_cpu_supports("f16c");
+  return ok;
+#else
+  return false;
+#endif
+}
 
 }  // namespace nt::cpu

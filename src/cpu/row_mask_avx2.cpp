@@ -6,7 +6,7 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 
-#include "cpu/row_io.h"
+#include "core/half.h"
 
 namespace nt::cpu {
 namespace {
@@ -17,7 +17,7 @@ void mask_row_avx2_impl(void* row, nt_dtype dtype, const uint32_t* mask, int64_t
   if (dtype == NT_F32) {
     float* x = static_cast<float*>(row);
     const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    const __m256 neg_inf = _mm256_castsi256_ps(_mm256_set1_epi32(int(kNegInfF32)));
+    const __m256 neg_inf = _mm256_castsi256_ps(_mm256_set1_epi32(int(NT_F32_NEG_INF)));
     for (int64_t t = t0; t < full_end; t += 32) {
       const int64_t w = t / 32;
       const uint32_t allowed = w < words ? mask[w] : 0u;
@@ -36,7 +36,7 @@ void mask_row_avx2_impl(void* row, nt_dtype dtype, const uint32_t* mask, int64_t
     uint16_t* x = static_cast<uint16_t*>(row);
     const __m256i lane_bit = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048,
                                                4096, 8192, 16384, -32768);
-    const __m256i neg_inf = _mm256_set1_epi16(short(dtype == NT_F16 ? kNegInfF16 : kNegInfBF16));
+    const __m256i neg_inf = _mm256_set1_epi16(short(dtype == NT_F16 ? NT_F16_NEG_INF : NT_BF16_NEG_INF));
     for (int64_t t = t0; t < full_end; t += 32) {
       const int64_t w = t / 32;
       const uint32_t allowed = w < words ? mask[w] : 0u;

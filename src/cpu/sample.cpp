@@ -5,11 +5,9 @@
 #include <cstdint>
 #include <new>
 
-#include "core/error.h"
-#include "core/sampling.h"
+#include "core/check.h"
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
-#include "cpu/sample_math.h"
 #include "cpu/sample_row.h"
 #include "cpu/thread_pool.h"
 
@@ -31,24 +29,22 @@ uint64_t param(const nt_param_u64& q, int64_t r) {
 }
 
 // ---- workspace ---------------------------------------------------------------
-// Per slot (a row in flight): the RowJob, per-chunk results and mass bins, and
-// seven lists of V entries, since a candidate list can reach the whole row
-// (top-k near V, a flat nucleus).
-
-constexpr size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
+// Per slot (a row in flight, at most one per thread): the RowJob, per-chunk
+// results and mass bins, and seven lists of V entries, since a candidate list
+// can reach the whole row (top-k near V, a flat nucleus).
 
 struct Layout {
-  int64_t n_chunks;
-  size_t list_bytes, slot_bytes;
-  explicit Layout(int64_t vocab)
-      : n_chunks((vocab + kChunk - 1) / kChunk),
-        list_bytes(align64(size_t(vocab) * 4)),
+  int64_t n_chunks, slots;
+  size_t list_bytes, slot_bytes, bytes;
+  explicit Layout(const SampleCall& call)
+      : n_chunks((call.vocab + kChunk - 1) / kChunk),
+        slots(std::min<int64_t>(call.rows, num_threads())),
+        list_bytes(align64(size_t(call.vocab) * 4)),
         slot_bytes(align64(sizeof(RowJob)) + align64(size_t(n_chunks) * sizeof(ChunkOut)) +
                    align64(size_t(n_chunks) * kMassBins * 8) +
-                   align64(size_t(n_chunks) * kMassBins * 4) + 7 * list_bytes) {}
+                   align64(size_t(n_chunks) * kMassBins * 4) + 7 * list_bytes),
+        bytes(size_t(slots) * slot_bytes + 64) {}
 };
-
-int64_t slot_count(int64_t rows) { return std::min<int64_t>(rows, num_threads()); }
 
 RowJob* bind_slot(char* base, const Layout& L) {
   RowJob* job = new (base) RowJob;
@@ -71,24 +67,25 @@ RowJob* bind_slot(char* base, const Layout& L) {
 
 // ---- drivers -----------------------------------------------------------------
 
-void init_job(RowJob& j, const nt_sample_args& a, int64_t r) {
-  j.row = r;
+void init_job(RowJob& j, const SampleCall& call, int64_t r) {
+  const nt_sample_args& a = call.args;
   j.x = Row{row_address(a.logits, r), a.logits.dtype};
-  j.vocab = a.logits.shape[1];
+  j.vocab = call.vocab;
   j.n_chunks = (j.vocab + kChunk - 1) / kChunk;
-  j.p = nt_resolve_row_params(param(a.temperature, r), param(a.top_k, r), param(a.top_p, r),
-                              param(a.min_p, r), int32_t(j.vocab));
-  j.joint = (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0;
+  j.p = call.per_row ? nt_resolve_row_params(param(a.temperature, r), param(a.top_k, r),
+                                             param(a.top_p, r), param(a.min_p, r), int32_t(j.vocab))
+                     : call.scalar;
+  j.joint = call.joint;
   j.seed = param(a.seed, r);
   j.offset = param(a.offset, r);
   j.tag = nt_row_tag(a.seed.per_row != nullptr, uint32_t(r));
-  j.has_uniform = a.uniform.data != nullptr;
+  j.has_uniform = call.explicit_draw;
   j.uniform = j.has_uniform ? static_cast<const float*>(a.uniform.data)[r] : 0.0f;
 }
 
-void write_token(const nt_sample_args& a, int64_t r, int64_t token) {
-  if (a.tokens.dtype == NT_I32) static_cast<int32_t*>(a.tokens.data)[r] = int32_t(token);
-  else static_cast<int64_t*>(a.tokens.data)[r] = token;
+void write_token(const SampleCall& call, int64_t r, int64_t token) {
+  if (call.tokens_i32) static_cast<int32_t*>(call.args.tokens.data)[r] = int32_t(token);
+  else static_cast<int64_t*>(call.args.tokens.data)[r] = token;
 }
 
 void run_row(RowJob& j) {
@@ -142,44 +139,40 @@ void run_split(RowJob** jobs, int64_t rows) {
 
 }  // namespace
 
-size_t sample_workspace_size(const nt_sample_args& a) {
-  const int64_t rows = a.logits.shape[0];
-  if (rows == 0) return 0;
-  return size_t(slot_count(rows)) * Layout(a.logits.shape[1]).slot_bytes + 64;
+size_t CpuBackend::sample_workspace_size(const SampleCall& call) {
+  return call.rows == 0 ? 0 : Layout(call).bytes;
 }
 
-void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes) {
-  const int64_t rows = a.logits.shape[0];
+void CpuBackend::sample(const SampleCall& call, void* workspace, size_t workspace_bytes, void*) {
+  const int64_t rows = call.rows;
   if (rows == 0) return;
-  const Layout layout(a.logits.shape[1]);
-  char* base = reinterpret_cast<char*>(align64(reinterpret_cast<uintptr_t>(workspace)));
-  const size_t usable = workspace_bytes - size_t(base - static_cast<char*>(workspace));
-  const int64_t slots = std::min<int64_t>(slot_count(rows), int64_t(usable / layout.slot_bytes));
-  if (workspace == nullptr || slots < 1)
-    fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace' is smaller than sample_workspace_size");
+  const Layout layout(call);
+  check_workspace("sample", layout.bytes, workspace, workspace_bytes);
+  char* base = align_workspace(workspace);
   auto slot = [&](int64_t s) { return bind_slot(base + size_t(s) * layout.slot_bytes, layout); };
 
-  if (rows < num_threads() && rows <= slots && layout.n_chunks > 1) {
+  if (rows < num_threads() && layout.n_chunks > 1) {
     RowJob* jobs[256];
     for (int64_t done = 0; done < rows; done += 256) {
       const int64_t n = std::min<int64_t>(256, rows - done);
       for (int64_t r = 0; r < n; ++r) {
         jobs[r] = slot(r);
-        init_job(*jobs[r], a, done + r);
+        init_job(*jobs[r], call, done + r);
       }
       run_split(jobs, n);
-      for (int64_t r = 0; r < n; ++r) write_token(a, done + r, jobs[r]->token);
+      for (int64_t r = 0; r < n; ++r) write_token(call, done + r, jobs[r]->token);
     }
     return;
   }
   // One slot per group of consecutive rows.
+  const int64_t slots = layout.slots;
   parallel_for(slots, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t s = begin; s < end; ++s) {
       RowJob& j = *slot(s);
       for (int64_t r = rows * s / slots; r < rows * (s + 1) / slots; ++r) {
-        init_job(j, a, r);
+        init_job(j, call, r);
         run_row(j);
-        write_token(a, r, j.token);
+        write_token(call, r, j.token);
       }
     }
   });

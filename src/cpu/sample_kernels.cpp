@@ -1,24 +1,22 @@
 // Portable sampler passes: the definition the AVX2 kernels must match bit for bit.
 #include "cpu/sample_kernels.h"
 
-#include <atomic>
 #include <climits>
 #include <cmath>
 
 #include "cpu/row_io.h"
-#include "cpu/sample_math.h"
 
 namespace nt::cpu::sampling {
 namespace {
 
-inline uint32_t x_key(Row row, int64_t i) { return nt_order_key(row_value(row.data, row.dtype, i)); }
+inline uint32_t x_key(Row row, int64_t i) { return nt_order_key(widen_element(row.data, row.dtype, i)); }
 
 inline bool member(uint32_t key, int64_t i, const DrawSet& set) {
   return key <= set.hi && (key >= set.b || (key >= set.a && i <= set.cut));
 }
 
 inline float draw_score(Row row, int64_t i, const DrawSet& set) {
-  return set.pos_inf ? 0.0f : nt_scaled_score(row_value(row.data, row.dtype, i), set.temperature);
+  return set.pos_inf ? 0.0f : nt_scaled_score(widen_element(row.data, row.dtype, i), set.temperature);
 }
 
 int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int32_t* out,
@@ -38,7 +36,7 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
                       int n_binned, double* mass, uint32_t* count) {
   double rest[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t i = begin; i < end; ++i) {
-    const float s = nt_scaled_score(row_value(row.data, row.dtype, i), temperature);
+    const float s = nt_scaled_score(widen_element(row.data, row.dtype, i), temperature);
     if (s == -INFINITY) continue;
     const int bin = mass_bin(s, s_max);
     const double p = double(nt_portable_exp(s - s_max));
@@ -66,7 +64,7 @@ void gumbel_scan(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* 
   for (int64_t i = begin; i < end; ++i) {
     if (!member(x_key(row, i), i, set)) continue;
     const float s = draw_score(row, i, set);
-    if (s + kGumbelMax < b.value) continue;  // cannot reach the best even with the largest G
+    if (s + NT_GUMBEL_MAX < b.value) continue;  // cannot reach the best even with the largest G
     const float v = s + nt_token_gumbel(set.seed, set.offset, set.tag, uint32_t(i));
     if (v > b.value || (v == b.value && i < b.index)) b = Best{v, int32_t(i)};
   }
@@ -88,27 +86,13 @@ Cumulative cumulative(Row row, int64_t begin, int64_t end, const DrawSet& set, d
 
 constexpr Kernels kPortable{&scan, &mass_histogram, &exp_list, &gumbel_list, &gumbel_scan, &cumulative};
 
-std::atomic<bool> g_force_portable{false};
-
-const Kernels* detect() {
-#if defined(__x86_64__) || defined(__i386__)
-  const Kernels* k = avx2_kernels();
-  if (k != nullptr && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
-    return k;
-#endif
-  return &kPortable;
-}
-
 }  // namespace
 
 const Kernels& portable_kernels() { return kPortable; }
 
 const Kernels& kernels() {
-  static const Kernels* best = detect();
-  return g_force_portable.load(std::memory_order_relaxed) ? kPortable : *best;
+  static const Kernels& chosen = use_avx2() && avx2_kernels() ? *avx2_kernels() : kPortable;
+  return chosen;
 }
-
-void force_portable_kernels(bool on) { g_force_portable.store(on, std::memory_order_relaxed); }
 
 }  // namespace nt::cpu::sampling

@@ -7,11 +7,15 @@
 // (where only +inf logits break it, and they are cut off by `hi`), so every
 // threshold on the scores' keys is a threshold on x-keys, found by bisection
 // in cpu/sample.cpp. Full passes then compare keys and divide only for the
-// tokens they keep.
+// tokens they keep. Probabilities p = exp(s - s_max) are the core's
+// nt_portable_exp (core/portable_exp.h), the OpenCL backend's too.
 #pragma once
 
 #include <cstdint>
 
+#include "core/ordering.h"
+#include "core/portable_exp.h"
+#include "core/sampling.h"
 #include "nexttok/nexttok.h"
 
 namespace nt::cpu::sampling {
@@ -20,6 +24,23 @@ namespace nt::cpu::sampling {
 // threads, and of every fp64 partial sum, so that sums (and therefore
 // keep-sets in degenerate cases) do not depend on the number of threads.
 constexpr int64_t kChunk = 8192;
+
+// Top-p without top-k bins the probabilities by d = s_max - s, 1/16 wide:
+// only the bin where the mass crosses the target needs an exact selection.
+// The bin is non-increasing in s, so every bin is a range of keys.
+constexpr int kMassBins = 512;
+constexpr float kMassBinScale = 16.0f;
+constexpr float kMassBinLast = float(kMassBins - 1);
+
+inline int mass_bin(float s, float s_max) {
+  const float t = (s_max - s) * kMassBinScale;
+  return int(t < kMassBinLast ? t : kMassBinLast);
+}
+
+// Ordering key of the scaled score of a logit.
+inline uint32_t score_key(float logit, float temperature) {
+  return nt_order_key(nt_scaled_score(logit, temperature));
+}
 
 struct Row {
   const void* data;
@@ -74,7 +95,7 @@ struct Kernels {
   void (*gumbel_list)(const int32_t* index, int64_t n, uint64_t seed, uint64_t offset,
                       uint32_t tag, float* gumbel);
   // Gumbel-max over the members of [begin, end) (begin a multiple of 32),
-  // updating *best. Members whose score plus kGumbelMax stays below the best
+  // updating *best. Members whose score plus NT_GUMBEL_MAX stays below the best
   // so far are skipped, which never changes the result.
   void (*gumbel_scan)(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* best);
   // Mass p = exp(s - s_max) (1 with pos_inf) of the members, summed in index
@@ -85,9 +106,7 @@ struct Kernels {
 
 const Kernels& portable_kernels();
 const Kernels* avx2_kernels();  // nullptr when not compiled in
-// AVX2 when compiled in and the CPU has AVX2, FMA and F16C, unless forced off.
+// AVX2 when compiled in and the CPU has AVX2, FMA and F16C.
 const Kernels& kernels();
-// Test hook: run the portable kernels even where AVX2 is available.
-void force_portable_kernels(bool on);
 
 }  // namespace nt::cpu::sampling

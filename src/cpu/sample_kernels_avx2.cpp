@@ -1,5 +1,5 @@
 // AVX2+FMA sampler passes, lane for lane the operations of the portable ones
-// (cpu/sample_kernels.cpp, cpu/sample_math.h, core/philox.h,
+// (cpu/sample_kernels.cpp, cpu/sample_kernels.h, core/philox.h,
 // core/portable_log.h, core/portable_exp.h). This file calls no inline
 // function of the shared headers: an out-of-line copy compiled with -mavx2
 // could be the one the linker keeps for the portable code too (the same goes
@@ -14,7 +14,6 @@
 #include <cstring>
 
 #include "core/word_floor.h"
-#include "cpu/sample_math.h"
 
 namespace nt::cpu::sampling {
 namespace {
@@ -387,7 +386,7 @@ struct Group {
 };
 
 inline void load_group(Row row, int64_t g0, int64_t end, const DrawSet& set, float best, Group* g) {
-  const __m256 g_max = _mm256_set1_ps(kGumbelMax), neg_inf = _mm256_set1_ps(-INFINITY);
+  const __m256 g_max = _mm256_set1_ps(NT_GUMBEL_MAX), neg_inf = _mm256_set1_ps(-INFINITY);
   const __m256 bound = _mm256_set1_ps(best);
   __m256 top = neg_inf;
   g->first = g0;

@@ -7,7 +7,6 @@
 #include <limits>
 
 #include "cpu/row_io.h"
-#include "cpu/sample_math.h"
 
 namespace nt::cpu::sampling {
 namespace {
@@ -19,11 +18,11 @@ constexpr int64_t kListDrawMax = 4096;
 
 // ---- keys ----------------------------------------------------------------------
 
-// The smallest x-key in [lo, hi] where pred turns true (hi + 1 if never):
-// pred must be monotone in the logit over that range, as every property of
-// s = x / T used here is.
+// The smallest key in [lo, hi] at whose float pred turns true (hi + 1 if
+// never): pred must be monotone over that range, as every property of a
+// score, or of s = x / T as a function of the logit x, used here is.
 template <class Pred>
-uint32_t first_x_key(uint32_t lo, uint32_t hi, Pred pred) {
+uint32_t first_key(uint32_t lo, uint32_t hi, Pred pred) {
   uint32_t up = hi + 1;
   while (lo < up) {
     const uint32_t mid = lo + (up - lo) / 2;
@@ -34,7 +33,7 @@ uint32_t first_x_key(uint32_t lo, uint32_t hi, Pred pred) {
 
 // The smallest x-key whose score key is >= key_min.
 uint32_t x_threshold(uint32_t key_min, float temperature, uint32_t hi) {
-  return first_x_key(kKeyFirstFinite, hi,
+  return first_key(NT_KEY_FIRST_FINITE, hi,
                      [&](float x) { return score_key(x, temperature) >= key_min; });
 }
 
@@ -50,15 +49,15 @@ uint32_t topk_pivot(RowJob& j) {
   const int64_t m = j.vocab / kPivotStride;
   const double e = double(j.p.top_k) / kPivotStride;
   const double rank = std::ceil(e + 3.0 * std::sqrt(e) + 3.0);
-  if (m < 16 || rank >= double(m)) return x_threshold(kKeyFirstFinite, j.p.temperature, j.hi);
+  if (m < 16 || rank >= double(m)) return x_threshold(NT_KEY_FIRST_FINITE, j.p.temperature, j.hi);
   for (int64_t s = 0; s < m; ++s) {
-    j.r_key[s] = nt_order_key(row_value(j.x.data, j.x.dtype, s * kPivotStride + kPivotStride - 1));
+    j.r_key[s] = nt_order_key(widen_element(j.x.data, j.x.dtype, s * kPivotStride + kPivotStride - 1));
     j.r_index[s] = int32_t(s);
   }
   const PrefixEnd e_pivot = select_prefix(j.r_key, j.r_index, nullptr, m, 0.0, rank, j.c_key,
                                           j.c_index, j.c_score);
   uint32_t key = score_key(nt_key_to_float(e_pivot.key), j.p.temperature);
-  if (key < kKeyFirstFinite) key = kKeyFirstFinite;
+  if (key < NT_KEY_FIRST_FINITE) key = NT_KEY_FIRST_FINITE;
   return x_threshold(key, j.p.temperature, j.hi);
 }
 
@@ -76,7 +75,7 @@ int64_t gather_found(RowJob& j) {
 // Scores and score keys of the listed candidates.
 void score_list(RowJob& j, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const float s = nt_scaled_score(row_value(j.x.data, j.x.dtype, j.c_index[i]), j.p.temperature);
+    const float s = nt_scaled_score(widen_element(j.x.data, j.x.dtype, j.c_index[i]), j.p.temperature);
     j.c_score[i] = s;
     j.c_key[i] = nt_order_key(s);
   }
@@ -128,7 +127,7 @@ int binned_estimate(RowJob& j) {
   const int64_t m = j.vocab / kPivotStride;
   if (m < 16) return kMassBins;
   for (int64_t s = 0; s < m; ++s)
-    j.c_score[s] = nt_scaled_score(row_value(j.x.data, j.x.dtype, s * kPivotStride + kPivotStride - 1),
+    j.c_score[s] = nt_scaled_score(widen_element(j.x.data, j.x.dtype, s * kPivotStride + kPivotStride - 1),
                                    j.p.temperature);
   kernels().exp_list(j.c_score, m, j.s_max, j.c_mass);
   constexpr int kUnits = kMassBins / int(kMassBinScale);  // units of s_max - s the bins span
@@ -153,20 +152,16 @@ int binned_estimate(RowJob& j) {
 
 // The smallest x-key whose (finite) score falls in a bin <= bin.
 uint32_t x_bin_threshold(const RowJob& j, int bin) {
-  const uint32_t finite = x_threshold(kKeyFirstFinite, j.p.temperature, j.hi);
-  return first_x_key(finite, j.hi, [&](float x) {
+  const uint32_t finite = x_threshold(NT_KEY_FIRST_FINITE, j.p.temperature, j.hi);
+  return first_key(finite, j.hi, [&](float x) {
     return mass_bin(nt_scaled_score(x, j.p.temperature), j.s_max) <= bin;
   });
 }
 
 // Smallest score key whose probability exp(s - s_max) reaches min_p.
 uint32_t minp_key(const RowJob& j) {
-  uint32_t lo = kKeyFirstFinite, up = j.s_max_key;
-  while (lo < up) {
-    const uint32_t mid = lo + (up - lo) / 2;
-    if (nt_portable_exp(nt_key_to_float(mid) - j.s_max) >= j.p.min_p) up = mid; else lo = mid + 1;
-  }
-  return lo;
+  return first_key(NT_KEY_FIRST_FINITE, j.s_max_key - 1,
+                     [&](float s) { return nt_portable_exp(s - j.s_max) >= j.p.min_p; });
 }
 
 // The explicit draw's u: NaN or negative counts as 0.
@@ -214,7 +209,7 @@ void draw_from_list(RowJob& j, int64_t n) {
   const float bound = score[first] + nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(index[first]));
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (score[i] + kGumbelMax < bound) continue;
+    if (score[i] + NT_GUMBEL_MAX < bound) continue;
     j.r_index[m] = index[i];
     score[m] = score[i];
     ++m;
@@ -248,10 +243,10 @@ void stage_constraints_done(RowJob& j) {
   // The bound is usable only if its token is a member.
   if (!(std::isfinite(j.bound) && in_prefix(j.s_max_key, j.stats.max_index, j.keep))) j.bound = -INFINITY;
   if (!j.has_uniform && std::isfinite(j.bound)) {
-    // Tokens with fl(s + kGumbelMax) < bound cannot win: leave them out of the set.
+    // Tokens with fl(s + NT_GUMBEL_MAX) < bound cannot win: leave them out of the set.
     const float bound = j.bound;
-    const uint32_t reach = first_x_key(kKeyFirstFinite, j.hi, [&](float x) {
-      return nt_scaled_score(x, t) + kGumbelMax >= bound;
+    const uint32_t reach = first_key(NT_KEY_FIRST_FINITE, j.hi, [&](float x) {
+      return nt_scaled_score(x, t) + NT_GUMBEL_MAX >= bound;
     });
     j.set.a = std::max(j.set.a, reach);
     j.set.b = std::max(j.set.b, reach);
@@ -264,11 +259,11 @@ void stage_constraints_done(RowJob& j) {
 // ---- stages ----------------------------------------------------------------------
 
 void stage_start(RowJob& j) {
-  j.hi = std::isinf(j.p.temperature) ? kKeyPosInf - 1 : kKeyPosInf;
+  j.hi = std::isinf(j.p.temperature) ? NT_KEY_POS_INF - 1 : NT_KEY_POS_INF;
   j.compact_lo = UINT32_MAX;
   j.compact_hi = j.hi;
   j.n_list = -1;
-  j.keep = PrefixEnd{kKeyFirstFinite, INT32_MAX};
+  j.keep = PrefixEnd{NT_KEY_FIRST_FINITE, INT32_MAX};
   j.bound = -INFINITY;
   j.token = -1;
   j.next = Next::kScan;
@@ -297,7 +292,7 @@ void stage_after_scan(RowJob& j) {
     // Every finite logit scores 0; the largest logit may be +inf, which scores NaN.
     bool any_finite = false;
     for (int64_t i = 0; i < j.vocab && !any_finite; ++i)
-      any_finite = std::isfinite(row_value(j.x.data, j.x.dtype, i));
+      any_finite = std::isfinite(widen_element(j.x.data, j.x.dtype, i));
     j.s_max_key = any_finite ? nt_order_key(0.0f) : NT_KEY_NEG_INF;
     bound_index = -1;
   } else {
@@ -306,9 +301,9 @@ void stage_after_scan(RowJob& j) {
   if (j.s_max_key == NT_KEY_NEG_INF) return finish(j, -1);
 
   j.set = DrawSet{0u, 0u, j.hi, INT32_MAX, false, t, 0.0f, j.seed, j.offset, j.tag};
-  if (j.s_max_key == kKeyPosInf) {
+  if (j.s_max_key == NT_KEY_POS_INF) {
     // Only the tokens scoring +inf, uniformly (their scores count as 0).
-    j.set.a = j.set.b = x_threshold(kKeyPosInf, t, j.hi);
+    j.set.a = j.set.b = x_threshold(NT_KEY_POS_INF, t, j.hi);
     j.set.pos_inf = true;
     j.bound = nt_perturbed_score(INFINITY, nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(bound_index)), 1);
     j.next = Next::kDraw;
@@ -324,7 +319,7 @@ void stage_after_scan(RowJob& j) {
   if (j.p.top_k > 0) {
     int64_t n = gather_found(j);
     if (n < j.p.top_k) {  // the pivot was too high: take every finite score
-      const uint32_t lo = x_threshold(kKeyFirstFinite, t, j.hi);
+      const uint32_t lo = x_threshold(NT_KEY_FIRST_FINITE, t, j.hi);
       n = 0;
       for (int64_t c = 0; c < j.n_chunks; ++c) {
         ScanStats unused;

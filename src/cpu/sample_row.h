@@ -9,7 +9,7 @@
 //            tokens at or above a pivot estimated from every 64th logit (a
 //            superset of the top k);
 //   mass:    only for top-p without top-k (or joint mode): the softmax mass Z
-//            and a histogram of the probabilities (cpu/sample_math.h);
+//            and a histogram of the probabilities (cpu/sample_kernels.h);
 //   compact: the tokens of the bin where the mass crosses top_p * Z (and
 //            those above it when they are few);
 //   draw:    Gumbel-max (or the explicit draw) over the keep-set, only when it
@@ -41,7 +41,6 @@ struct ChunkOut {
 // A row's inputs, its workspace and its state between passes. Lives in the
 // caller's workspace, one per slot (cpu/sample.cpp binds the pointers).
 struct RowJob {
-  int64_t row;
   Row x;
   int64_t vocab, n_chunks;
   nt_row_params p;

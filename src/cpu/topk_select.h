@@ -1,4 +1,6 @@
-// Exact top-k of a stream of scores, shared by the CPU LM heads. Each
+// What the CPU LM heads share: exact top-k of a stream of scores, and the
+// fixed lane-reduction tree of their sums (part of the bit-exact summation
+// order). Each
 // (vocabulary part, row) pair owns one selector; a part feeds its scores in
 // increasing index order, which lets a running threshold reject almost every
 // score with a single key compare. Parts are merged exactly at the end.
@@ -13,6 +15,14 @@
 #include "core/ordering.h"
 
 namespace nt::cpu {
+
+inline int64_t round8(int64_t n) { return (n + 7) & ~int64_t(7); }
+
+// Sum of 8 lanes in one fixed tree, so every path rounds alike.
+inline float lane_sum(const float* a) {
+  const float t0 = a[0] + a[4], t1 = a[1] + a[5], t2 = a[2] + a[6], t3 = a[3] + a[7];
+  return (t0 + t2) + (t1 + t3);
+}
 
 // The value is kept as computed (a NaN is reported as NaN even though it
 // ranks as -inf), so the rank is derived from it when needed.
@@ -122,10 +132,5 @@ class TopkSet {
   int64_t parts_, rows_;
   int32_t k_;
 };
-
-// Rounds a workspace pointer up to 64 bytes; sizes reserve the slack.
-inline void* align_workspace(void* p) {
-  return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
-}
 
 }  // namespace nt::cpu

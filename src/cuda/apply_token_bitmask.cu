@@ -1,17 +1,15 @@
 // nt_apply_token_bitmask on CUDA. Each thread owns 16-byte vectors of a row (4
 // f32 or 8 f16/bf16 tokens) and the mask bits of those tokens: a fully allowed
 // vector is not touched, a fully masked one is overwritten with -inf without
-// being read, a mixed one is read, merged and written back. Unaligned rows take
-// the same path with scalar accesses, which never need a read. (Writing only
-// the masked elements of mixed vectors, leaving partial sectors to the memory
-// system, measured 40% slower on an H200 than this read-merge-write.)
-// Plain cached loads and stores: with the evict-first hints (ld.global.cs,
-// st.global.cs) the same kernel took 114 us instead of 69 us at B = 256 f32 in
-// steady state (bench/micro/mask_patterns.cu, run 20; ld.cs alone is enough to
-// cause it, while read-only kernels lose nothing to it).
+// being read, a mixed one is read, merged and written back whole (full sectors,
+// not scattered element stores). Unaligned rows take the same path with scalar
+// accesses, which never need a read. Mixed vectors are read with plain cached
+// loads: an evict-first load (ld.global.cs) of a line the kernel then writes
+// back makes the kernel much slower. The stores stream (st.global.cs).
 #include <cstdint>
 
 #include "core/check.h"
+#include "core/half.h"
 #include "cuda/load.cuh"
 #include "cuda/ops.cuh"
 
@@ -29,7 +27,7 @@ constexpr int kMaxGridRows = 65535;
 
 template <nt_dtype DT>
 constexpr uint32_t neg_inf_bits() {
-  return DT == NT_F32 ? 0xFF800000u : DT == NT_F16 ? 0xFC00u : 0xFF80u;
+  return DT == NT_F32 ? NT_F32_NEG_INF : DT == NT_F16 ? NT_F16_NEG_INF : NT_BF16_NEG_INF;
 }
 
 template <nt_dtype DT>
@@ -137,20 +135,14 @@ void launch(const MaskArgs& a, cudaStream_t stream) {
   const dim3 grid(unsigned((vectors + per_block - 1) / per_block),
                   unsigned(a.selected < kMaxGridRows ? a.selected : kMaxGridRows));
   apply_token_bitmask_kernel<DT, VEC><<<grid, kThreads, 0, stream>>>(a);
-  check_cuda(cudaGetLastError(), kOp);
-}
-
-template <nt_dtype DT>
-void launch_dtype(const MaskArgs& a, bool vec, cudaStream_t stream) {
-  if (vec)
-    launch<DT, true>(a, stream);
-  else
-    launch<DT, false>(a, stream);
+  check_launch(kOp);
 }
 
 }  // namespace
 
-void apply_token_bitmask(const nt_apply_token_bitmask_args& args, cudaStream_t stream) {
+void CudaBackend::apply_token_bitmask(const nt_apply_token_bitmask_args& args,
+                                      void* stream_handle) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   const nt_tensor& logits = args.logits;
   MaskArgs a{};
   a.logits = logits.data;
@@ -165,16 +157,9 @@ void apply_token_bitmask(const nt_apply_token_bitmask_args& args, cudaStream_t s
   a.selected = a.indices ? args.indices.shape[0] : a.rows;
   if (a.selected == 0 || a.rows == 0) return;
   DeviceScope scope(logits.device_id, kOp);
-  const size_t esize = dtype_size(logits.dtype);
-  // The base pointer and the row stride must both keep 16-byte alignment.
-  const bool vec = reinterpret_cast<uintptr_t>(logits.data) % 16 == 0 &&
-                   (a.rows == 1 || (size_t(a.logits_stride) * esize) % 16 == 0);
-  switch (logits.dtype) {
-    case NT_F32: launch_dtype<NT_F32>(a, vec, stream); break;
-    case NT_F16: launch_dtype<NT_F16>(a, vec, stream); break;
-    case NT_BF16: launch_dtype<NT_BF16>(a, vec, stream); break;
-    default: fail_argument(kOp, "logits", "has an unsupported dtype");
-  }
+  with_logit_layout(logits.dtype, rows_16b_aligned(logits), [&](auto layout) {
+    launch<decltype(layout)::kDtype, decltype(layout)::kVec>(a, stream);
+  });
 }
 
 }  // namespace nt::cuda

@@ -1,68 +1,56 @@
-// Registers the CUDA backend. The stream argument of every call is a
-// cudaStream_t (nullptr = the legacy default stream); ops launch only on it,
-// never synchronize the host and never allocate.
+// Registers the CUDA backend (cuda/ops.cuh) and forwards the LM-head ops.
 #include <cuda_runtime.h>
 
-#include <string>
-
-#include "backend.h"
 #include "cuda/lm_head_ops.cuh"
 #include "cuda/ops.cuh"
 
 namespace nt {
+namespace cuda {
 namespace {
 
-class CudaBackend final : public Backend {
- public:
-  const char* name() const override { return "cuda"; }
-  bool available() const override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) {
-      cudaGetLastError();  // clear the sticky "no device" error for later calls
-      return false;
-    }
-    return count > 0;
-  }
-
-  void apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream) override {
-    cuda::apply_token_bitmask(a, static_cast<cudaStream_t>(stream));
-  }
-  void bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, void* stream) override {
-    cuda::bitmask_from_allowed(a, static_cast<cudaStream_t>(stream));
-  }
-  size_t sample_workspace_size(const nt_sample_args& a) override {
-    return cuda::sample_workspace_size(a);
-  }
-  void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes,
-              void* stream) override {
-    cuda::sample(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
-  }
-  size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) override {
-    return cuda::lm_head_topk_dense_workspace_size(a);
-  }
-  void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
-                          void* stream) override {
-    cuda::lm_head_topk_dense(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
-  }
-  size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) override {
-    return cuda::lm_head_topk_binary_workspace_size(a);
-  }
-  void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
-                           size_t workspace_bytes, void* stream) override {
-    cuda::lm_head_topk_binary(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
-  }
-  void pack_weights(const nt_pack_weights_args& a, void* stream) override {
-    cuda::pack_weights(a, static_cast<cudaStream_t>(stream));
-  }
-  void quantize_activations(const nt_quantize_activations_args& a, void* stream) override {
-    cuda::quantize_activations(a, static_cast<cudaStream_t>(stream));
-  }
-};
+cudaStream_t cuda_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 }  // namespace
 
+bool CudaBackend::available() const {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error for later calls
+    return false;
+  }
+  return count > 0;
+}
+
+// The LM heads' workspaces are checked here, against their size queries.
+size_t CudaBackend::lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
+  return cuda::lm_head_topk_dense_workspace_size(a);
+}
+void CudaBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
+                                     size_t workspace_bytes, void* stream) {
+  check_workspace("lm_head_topk_dense", cuda::lm_head_topk_dense_workspace_size(a), workspace,
+                  workspace_bytes);
+  cuda::lm_head_topk_dense(a, workspace, workspace_bytes, cuda_stream(stream));
+}
+size_t CudaBackend::lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
+  return cuda::lm_head_topk_binary_workspace_size(a);
+}
+void CudaBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                                      size_t workspace_bytes, void* stream) {
+  check_workspace("lm_head_topk_binary", cuda::lm_head_topk_binary_workspace_size(a), workspace,
+                  workspace_bytes);
+  cuda::lm_head_topk_binary(a, workspace, workspace_bytes, cuda_stream(stream));
+}
+void CudaBackend::pack_weights(const nt_pack_weights_args& a, void* stream) {
+  cuda::pack_weights(a, cuda_stream(stream));
+}
+void CudaBackend::quantize_activations(const nt_quantize_activations_args& a, void* stream) {
+  cuda::quantize_activations(a, cuda_stream(stream));
+}
+
+}  // namespace cuda
+
 Backend* cuda_backend() {
-  static CudaBackend backend;
+  static cuda::CudaBackend backend;
   return &backend;
 }
 

@@ -53,7 +53,9 @@ __global__ void __launch_bounds__(kThreads) bitmask_from_allowed_kernel(PackArgs
 
 }  // namespace
 
-void bitmask_from_allowed(const nt_bitmask_from_allowed_args& args, cudaStream_t stream) {
+void CudaBackend::bitmask_from_allowed(const nt_bitmask_from_allowed_args& args,
+                                       void* stream_handle) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   PackArgs a{};
   a.allowed = static_cast<const uint8_t*>(args.allowed.data);
   a.allowed_stride = args.allowed.row_stride;
@@ -64,15 +66,14 @@ void bitmask_from_allowed(const nt_bitmask_from_allowed_args& args, cudaStream_t
   a.words = args.bitmask.shape[1];
   if (a.rows == 0 || a.words == 0) return;
   DeviceScope scope(args.allowed.device_id, kOp);
-  const bool vec = reinterpret_cast<uintptr_t>(a.allowed) % 16 == 0 &&
-                   (a.rows == 1 || a.allowed_stride % 16 == 0);
+  const bool vec = rows_16b_aligned(args.allowed);
   const dim3 grid(unsigned((a.words + kThreads - 1) / kThreads),
                   unsigned(a.rows < kMaxGridRows ? a.rows : kMaxGridRows));
   if (vec)
     bitmask_from_allowed_kernel<true><<<grid, kThreads, 0, stream>>>(a);
   else
     bitmask_from_allowed_kernel<false><<<grid, kThreads, 0, stream>>>(a);
-  check_cuda(cudaGetLastError(), kOp);
+  check_launch(kOp);
 }
 
 }  // namespace nt::cuda

@@ -1,6 +1,7 @@
 // Host-side utilities every CUDA op uses: runtime errors as nt::Error, the
-// device a call runs on, the device's limits, shared-memory opt-in and
-// workspace alignment.
+// device a call runs on, the device's limits, kernel attributes set once
+// (shared-memory opt-in, large clusters), vector access to rows and workspace
+// alignment.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,8 +12,10 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
+#include "core/check.h"
 #include "core/error.h"
 
 namespace nt::cuda {
@@ -68,17 +71,37 @@ inline DeviceLimits device_limits(int device, const char* op) {
   return d;
 }
 
+// Sets a kernel attribute once per (kernel, device, attribute, value).
+template <class Kernel>
+void set_attribute_once(Kernel kernel, cudaFuncAttribute attribute, int value, int device,
+                        const char* op) {
+  static std::mutex mutex;
+  static std::set<std::tuple<const void*, int, int, int>> done;
+  const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), device, int(attribute), value);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (done.count(key) != 0) return;
+  check_cuda(cudaFuncSetAttribute(kernel, attribute, value), op);
+  done.insert(key);
+}
+
 // Raises a kernel's dynamic shared-memory limit to `bytes` once per
 // (kernel, device, bytes).
 template <class Kernel>
 void allow_dynamic_smem(Kernel kernel, int bytes, int device, const char* op) {
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, std::pair<int, int>>> done;
-  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), std::make_pair(device, bytes));
-  std::lock_guard<std::mutex> lock(mutex);
-  if (done.count(key) != 0) return;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), op);
-  done.insert(key);
+  set_attribute_once(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes, device, op);
+}
+
+// Lets a kernel launch clusters above the portable 8 CTAs, once per (kernel, device).
+template <class Kernel>
+void allow_nonportable_clusters(Kernel kernel, int device, const char* op) {
+  set_attribute_once(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, device, op);
+}
+
+// Every row of `t` starts 16-byte aligned (its base and its row stride keep
+// the alignment), so rows may be read and written 16 bytes at a time.
+inline bool rows_16b_aligned(const nt_tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 &&
+         (t.shape[0] <= 1 || (size_t(t.row_stride) * dtype_size(t.dtype)) % 16 == 0);
 }
 
 // Whether `kernel`'s code on `device` came from sm_90+ sources: a build

@@ -66,6 +66,26 @@ __device__ __forceinline__ T load1(const T* p) {
   }
 }
 
+// Calls f(LogitLayout<DT, VEC>{}) for the logits' dtype, VEC when every row
+// starts 16-byte aligned: the host's choice among a kernel's instantiations.
+template <nt_dtype DT, bool VEC>
+struct LogitLayout {
+  static constexpr nt_dtype kDtype = DT;
+  static constexpr bool kVec = VEC;
+};
+template <class F>
+void with_logit_layout(nt_dtype dtype, bool vec, F&& f) {
+  auto pick = [&](auto vector_layout, auto scalar_layout) {
+    if (vec) f(vector_layout);
+    else f(scalar_layout);
+  };
+  switch (dtype) {
+    case NT_F16: pick(LogitLayout<NT_F16, true>{}, LogitLayout<NT_F16, false>{}); break;
+    case NT_BF16: pick(LogitLayout<NT_BF16, true>{}, LogitLayout<NT_BF16, false>{}); break;
+    default: pick(LogitLayout<NT_F32, true>{}, LogitLayout<NT_F32, false>{}); break;
+  }
+}
+
 // Tokens [t, t + G) of a row as fp32; tokens at or past `end` read as -inf,
 // which no selection ever keeps. With VEC, t is a multiple of G and the row base
 // is 16-byte aligned.

@@ -1,21 +1,36 @@
-// The CUDA backend's operations, one source file each (cuda/<op>.cu); device
-// templates live in headers beside them.
+// The CUDA backend. The stream argument of every call is a cudaStream_t
+// (nullptr = the legacy default stream); ops launch only on it, never
+// synchronize the host and never allocate. Sampling and the grammar mask are
+// its methods, one source file each (cuda/<op>.cu, device templates in
+// headers beside them); the LM-head ops forward to cuda/lm_head_ops.cuh.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include "backend.h"
 #include "cuda/device.cuh"
 #include "nexttok/nexttok.h"
 
 namespace nt::cuda {
 
-// Grammar mask (cuda/apply_token_bitmask.cu, cuda/bitmask_from_allowed.cu).
-void apply_token_bitmask(const nt_apply_token_bitmask_args& a, cudaStream_t stream);
-void bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, cudaStream_t stream);
+class CudaBackend final : public Backend {
+ public:
+  const char* name() const override { return "cuda"; }
+  bool available() const override;
 
-// Sampling (cuda/sample.cu); the workspace layout depends on B, V and the
-// device's multiprocessor count only.
-size_t sample_workspace_size(const nt_sample_args& a);
-void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+  void apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream) override;
+  void bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, void* stream) override;
+  size_t sample_workspace_size(const SampleCall& call) override;
+  void sample(const SampleCall& call, void* workspace, size_t workspace_bytes,
+              void* stream) override;
+  size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) override;
+  void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
+                          void* stream) override;
+  size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) override;
+  void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                           size_t workspace_bytes, void* stream) override;
+  void pack_weights(const nt_pack_weights_args& a, void* stream) override;
+  void quantize_activations(const nt_quantize_activations_args& a, void* stream) override;
+};
 
 }  // namespace nt::cuda

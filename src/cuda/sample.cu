@@ -1,18 +1,14 @@
-// nt_sample on CUDA: launch planning and workspace layout (the kernels are in
-// cuda/sample_scan.cuh, sample_merge.cuh and sample_fallback.cuh). Everything
-// the launches depend on is known on the host from shapes, dtypes, pointers and
-// scalar parameters, so a captured graph replays the same work; per-row values
-// are only ever read on the device.
+// nt_sample on CUDA: the call's plan and its launches (the kernels are in
+// cuda/sample_scan.cuh, sample_merge.cuh, sample_large_keep.cuh and
+// sample_fallback.cuh). Everything the plan depends on is known on the host
+// from shapes, dtypes, pointers and scalar parameters, so a captured graph
+// replays the same work; per-row values are only ever read on the device.
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
 
 #include "core/check.h"
-#include "core/sampling.h"
 #include "cuda/ops.cuh"
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_fallback.cuh"
@@ -41,117 +37,6 @@ static_assert(kScanSmemBytes >= kMergeSmemBytes,
 constexpr int kMaxClusterChunks = 16;
 constexpr int64_t kClusterRowsMax = 8;
 
-// NEXTTOK_CUDA_SAMPLE_SCAN=general pins the general filtered scan for rows the
-// list scan would take (tests and benchmarks compare the two on one input, so
-// it is read on every call).
-bool force_general_scan() {
-  const char* scan = std::getenv("NEXTTOK_CUDA_SAMPLE_SCAN");
-  return scan != nullptr && std::strcmp(scan, "general") == 0;
-}
-
-// NEXTTOK_CUDA_SAMPLE_MERGE=kernel pins the separate merge kernel where a
-// row's chunks would form one cluster (read on every call, as above).
-bool force_merge_kernel() {
-  const char* merge = std::getenv("NEXTTOK_CUDA_SAMPLE_MERGE");
-  return merge != nullptr && std::strcmp(merge, "kernel") == 0;
-}
-
-// NEXTTOK_CUDA_SAMPLE_SPLITS=<n>: n chunks a row whatever the batch (for
-// measuring how the split count trades balance against merging; read on
-// every call).
-int forced_splits() {
-  const char* v = std::getenv("NEXTTOK_CUDA_SAMPLE_SPLITS");
-  return v != nullptr ? std::atoi(v) : 0;
-}
-
-struct Plan {
-  int splits = 1, chunk = 1, kchunk = 1, mass_bits = 40;
-  bool cluster = false;          // the row's chunks form one cluster that merges them
-  int mode = kAnyRow;            // RowClass of every row, or kAnyRow
-  bool fallback_needed = true;   // some row may keep more than its candidates
-  size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
-  size_t large_rows_at = 0, large_cnt_at = 0, large_mass_at = 0, large_cand_at = 0;
-};
-
-int bit_length(uint64_t v) {
-  int n = 0;
-  for (; v; v >>= 1) ++n;
-  return n;
-}
-
-// Many splits when few rows (B = 1 spreads a row over the chip), one split when
-// the rows alone fill it. Chunks are multiples of 8 tokens so that 16-byte
-// vectors and Philox blocks never straddle two chunks. Batches of at most
-// kClusterRowsMax rows whose rows resolve in the merge (no large keep-set
-// kernels after it) take at most max_cluster chunks a row, launched as one
-// cluster that merges them: no second launch. On the H200 (run 47) that was
-// 1.5-2.9 us faster at B = 1 (greedy, top-k) but 2-12 us slower at B = 64
-// (clusters of 4) than the merge kernel, and slower for top-p rows, whose
-// large keep-set kernels run on a row's chunks.
-Plan make_plan(const nt_sample_args& a, int sms, int max_cluster) {
-  const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
-  Plan p;
-  // With every parameter a scalar, the host knows each row's class and can
-  // pick a leaner scan and skip kernels that would find nothing to do.
-  const bool per_row = a.temperature.per_row || a.top_k.per_row || a.top_p.per_row || a.min_p.per_row;
-  const bool uniform = present(a.uniform);
-  nt_row_params r{};
-  if (!per_row) {
-    r = nt_resolve_row_params(a.temperature.scalar, a.top_k.scalar, a.top_p.scalar, a.min_p.scalar,
-                              int32_t(vocab));
-    p.mode = r.greedy ? kGreedyRow
-             : (r.top_k == 0 && r.top_p >= 1.0f && r.min_p <= 0.0f && !uniform) ? kPlainRow
-                                                                               : kFilteredRow;
-  }
-  const int64_t target = int64_t(sms) * kScanCtasPerSm;
-  const int64_t cap =
-      std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, (vocab + kTileTokens - 1) / kTileTokens));
-  int64_t wanted =
-      rows >= target ? 1 : std::clamp<int64_t>(target / std::max<int64_t>(rows, 1), 1, cap);
-  if (const int forced = forced_splits(); forced > 0) wanted = std::min<int64_t>(forced, cap);
-  auto split = [&](int64_t splits) {
-    const int64_t chunk = ((vocab + splits - 1) / splits + 7) / 8 * 8;
-    p.splits = int((vocab + chunk - 1) / chunk);
-    p.chunk = int(chunk);
-    p.kchunk = int(std::min<int64_t>(kMaxChunkCandidates, kMaxMerged / p.splits));
-    // A top-k within the chunk capacity always resolves in the merge (rows of
-    // +inf logits are drawn from the chunks' Gumbel-max among them).
-    p.fallback_needed =
-        per_row || (p.mode == kFilteredRow && !(r.top_k > 0 && r.top_k <= p.kchunk && !uniform));
-  };
-  split(wanted);
-  if (wanted > 1 && rows <= kClusterRowsMax && max_cluster > 1 && !force_merge_kernel()) {
-    split(std::min<int64_t>(wanted, max_cluster));
-    p.cluster = p.splits > 1 && !p.fallback_needed;
-    if (!p.cluster) split(wanted);
-  }
-  const int64_t splits = p.splits;
-  // Fixed-point masses: V terms of at most 2^bits must sum below 2^62.
-  p.mass_bits = std::clamp(62 - bit_length(uint64_t(vocab)), 24, 40);
-  size_t at = 0;
-  p.chunks_at = at;
-  at = align_up(at + size_t(rows) * size_t(splits) * sizeof(ChunkRecord), 256);
-  p.candidates_at = at;
-  at = align_up(at + size_t(rows) * size_t(splits) * size_t(p.kchunk) * sizeof(u64), 256);
-  p.rows_at = at;
-  at = align_up(at + size_t(rows) * sizeof(RowState), 256);
-
-  // Rows that may keep more than their candidates get the large keep-set
-  // kernels' histograms and lists (40 KB a row).
-  if (p.fallback_needed) {
-    p.large_rows_at = at;
-    at = align_up(at + size_t(rows) * sizeof(LargeKeepRow), 256);
-    p.large_cnt_at = at;
-    at = align_up(at + size_t(rows) * kLargeBins * sizeof(u32), 256);
-    p.large_mass_at = at;
-    at = align_up(at + size_t(rows) * kLargeBins * sizeof(u64), 256);
-    p.large_cand_at = at;
-    at = align_up(at + size_t(rows) * kLargeCap * sizeof(u64), 256);
-  }
-  p.bytes = rows == 0 ? 0 : at;
-  return p;
-}
-
 // A scan launch whose grid's chunks (blockIdx.y) of a row form one cluster;
 // `attribute` holds the cluster shape the config points to.
 cudaLaunchConfig_t scan_cluster_config(dim3 grid, size_t smem, cudaStream_t stream,
@@ -177,9 +62,8 @@ cudaLaunchConfig_t scan_cluster_config(dim3 grid, size_t smem, cudaStream_t stre
 int max_cluster_chunks(int device, int cc_major) {
   if (cc_major < 9) return 0;
   auto kernel = sample_scan_kernel<NT_F32, true, kFilteredRow>;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kScanSmemBytes),
-             kOp);
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), kOp);
+  allow_dynamic_smem(kernel, kScanSmemBytes, device, kOp);
+  allow_nonportable_clusters(kernel, device, kOp);
   for (int size : {kMaxClusterChunks, 8}) {
     cudaLaunchAttribute attribute;
     const cudaLaunchConfig_t config =
@@ -201,159 +85,202 @@ int cluster_chunks(int device, int cc_major) {
   return known[device] = max_cluster_chunks(device, cc_major);
 }
 
+// The plan of one call, made once: how rows split into chunks and merge,
+// which kernels run, and where their state lies in the workspace.
+struct Plan {
+  int mode = kAnyRow;  // RowClass of every row, or kAnyRow
+  int splits = 1, chunk = 1, kchunk = 1;
+  bool cluster = false;          // a row's chunks form one cluster that merges them
+  bool filtered = true;          // some row may be filtered
+  bool fallback_needed = true;   // some (filtered) row may keep more than its candidates
+  size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
+  size_t large_rows_at = 0, large_cnt_at = 0, large_mass_at = 0, large_cand_at = 0;
+};
+
+// Many splits when few rows (B = 1 spreads a row over the chip), one split when
+// the rows alone fill it. Chunks are multiples of 8 tokens so that 16-byte
+// vectors and Philox blocks never straddle two chunks. Batches of at most
+// kClusterRowsMax rows whose rows resolve in the merge (no large keep-set
+// kernels after it) take at most max_cluster chunks a row, launched as one
+// cluster that merges them: no second launch. Larger batches, and rows that
+// may need the large keep-set kernels (which run on a row's chunks), take the
+// merge kernel. `device` must be current.
+Plan make_plan(const SampleCall& call, int device) {
+  const DeviceLimits limits = device_limits(device, kOp);
+  const int max_cluster = cluster_chunks(device, limits.cc_major);
+  const int64_t rows = call.rows, vocab = call.vocab;
+  const nt_row_params& r = call.scalar;
+  Plan p;
+  // With every parameter a scalar, the host knows each row's class and can
+  // pick a leaner scan and skip kernels that would find nothing to do.
+  if (!call.per_row) p.mode = call.row_class;
+  p.filtered = p.mode == kFilteredRow || p.mode == kAnyRow;
+  const int64_t target = int64_t(limits.sm_count) * kScanCtasPerSm;
+  const int64_t cap =
+      std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, (vocab + kTileTokens - 1) / kTileTokens));
+  const int64_t wanted =
+      rows >= target ? 1 : std::clamp<int64_t>(target / std::max<int64_t>(rows, 1), 1, cap);
+  auto split = [&](int64_t splits) {
+    const int64_t chunk = ((vocab + splits - 1) / splits + 7) / 8 * 8;
+    p.splits = int((vocab + chunk - 1) / chunk);
+    p.chunk = int(chunk);
+    p.kchunk = int(std::min<int64_t>(kMaxChunkCandidates, kMaxMerged / p.splits));
+    // A top-k within the chunk capacity always resolves in the merge (rows of
+    // +inf logits are drawn from the chunks' Gumbel-max among them).
+    p.fallback_needed = call.per_row || (p.mode == kFilteredRow &&
+                                         !(r.top_k > 0 && r.top_k <= p.kchunk && !call.explicit_draw));
+  };
+  split(wanted);
+  if (wanted > 1 && rows <= kClusterRowsMax && max_cluster > 1) {
+    split(std::min<int64_t>(wanted, max_cluster));
+    p.cluster = p.splits > 1 && !p.fallback_needed;
+    if (!p.cluster) split(wanted);
+  }
+
+  const size_t cells = size_t(rows) * size_t(p.splits);
+  size_t at = 0;
+  auto place = [&](size_t bytes) {
+    const size_t start = at;
+    at = align_up(at + bytes, 256);
+    return start;
+  };
+  p.chunks_at = place(cells * sizeof(ChunkRecord));
+  p.candidates_at = place(cells * size_t(p.kchunk) * sizeof(u64));
+  p.rows_at = place(size_t(rows) * sizeof(RowState));
+  // Rows that may keep more than their candidates get the large keep-set
+  // kernels' histograms and lists (40 KB a row).
+  if (p.fallback_needed) {
+    p.large_rows_at = place(size_t(rows) * sizeof(LargeKeepRow));
+    p.large_cnt_at = place(size_t(rows) * kLargeBins * sizeof(u32));
+    p.large_mass_at = place(size_t(rows) * kLargeBins * sizeof(u64));
+    p.large_cand_at = place(size_t(rows) * kLargeCap * sizeof(u64));
+  }
+  p.bytes = at + kWorkspaceSlack;
+  return p;
+}
+
+// What every launch of a call takes: its plan, the kernels' arguments, where.
 struct Launch {
+  const Plan& plan;
   SampleArgs args;
-  int mode;            // RowClass of every row, or kAnyRow
-  bool run_merge;
-  bool run_fallback;
-  dim3 scan_grid;
-  int scan_smem;
-  int merge_smem;
   int device;
   cudaStream_t stream;
 };
 
-template <nt_dtype DT, bool VEC, int MODE>
-void launch_scan(const Launch& l) {
-  auto kernel = sample_scan_kernel<DT, VEC, MODE>;
-  static std::atomic<int> cluster_allowed[64];
-  if (l.scan_smem > 0) allow_dynamic_smem(kernel, kScanSmemBytes, l.device, kOp);
-  if (!l.args.cluster_merge) {
-    kernel<<<l.scan_grid, kScanThreads, size_t(l.scan_smem), l.stream>>>(l.args);
-    check_cuda(cudaGetLastError(), kOp);
-    return;
-  }
-  if (l.device < 0 || l.device >= 64 || !cluster_allowed[l.device].load(std::memory_order_acquire)) {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), kOp);
-    if (l.device >= 0 && l.device < 64) cluster_allowed[l.device].store(1, std::memory_order_release);
-  }
-  cudaLaunchAttribute attribute;
-  const cudaLaunchConfig_t config =
-      scan_cluster_config(l.scan_grid, size_t(l.scan_smem), l.stream, &attribute);
-  check_cuda(cudaLaunchKernelEx(&config, kernel, l.args), kOp);
-}
-
-template <nt_dtype DT, bool VEC>
-void launch_all(const Launch& l) {
-  switch (l.mode) {
-    case kGreedyRow: launch_scan<DT, VEC, kGreedyRow>(l); break;
-    case kPlainRow: launch_scan<DT, VEC, kPlainRow>(l); break;
-    case kFilteredRow: launch_scan<DT, VEC, kFilteredRow>(l); break;
-    default: launch_scan<DT, VEC, kAnyRow>(l); break;
-  }
-  if (l.run_merge) {
-    if (l.merge_smem > 0) allow_dynamic_smem(sample_merge_kernel, kMergeSmemBytes, l.device, kOp);
-    sample_merge_kernel<<<l.args.rows, kMergeThreads, size_t(l.merge_smem), l.stream>>>(l.args);
-    check_cuda(cudaGetLastError(), kOp);
-  }
-  if (l.run_fallback) {
-    sample_large_hist_kernel<DT, VEC><<<l.scan_grid, kLargeThreads, 0, l.stream>>>(l.args);
-    check_cuda(cudaGetLastError(), kOp);
-    sample_large_collect_kernel<DT, VEC><<<l.scan_grid, kLargeThreads, 0, l.stream>>>(l.args);
-    check_cuda(cudaGetLastError(), kOp);
-    sample_large_finish_kernel<<<l.args.rows, kLargeThreads, 0, l.stream>>>(l.args);
-    check_cuda(cudaGetLastError(), kOp);
-    sample_fallback_kernel<DT, VEC><<<l.args.rows, kFallbackThreads, 0, l.stream>>>(l.args);
-    check_cuda(cudaGetLastError(), kOp);
-  }
-}
-
-template <nt_dtype DT>
-void launch_dtype(const Launch& l, bool vec) {
-  if (vec)
-    launch_all<DT, true>(l);
-  else
-    launch_all<DT, false>(l);
-}
-
-}  // namespace
-
-size_t sample_workspace_size(const nt_sample_args& a) {
-  const int64_t rows = a.logits.shape[0];
-  if (rows == 0) return 0;
-  DeviceScope scope(a.logits.device_id, kOp);
-  const DeviceLimits limits = device_limits(a.logits.device_id, kOp);
-  return make_plan(a, limits.sm_count, cluster_chunks(a.logits.device_id, limits.cc_major)).bytes;
-}
-
-void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
-  const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
-  if (rows == 0) return;
-  if (rows > INT32_MAX)
-    fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA backend takes at most 2^31-1 rows, got " +
-                                   std::to_string(rows));
-  const int device = a.logits.device_id;
-  DeviceScope scope(device, kOp);
-  const DeviceLimits limits = device_limits(device, kOp);
-  const Plan plan = make_plan(a, limits.sm_count, cluster_chunks(device, limits.cc_major));
-  if (workspace_bytes < plan.bytes)
-    fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace_bytes' is " + std::to_string(workspace_bytes) +
-                                 " but " + std::to_string(plan.bytes) + " bytes are needed");
-  if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
-    fail(NT_ERROR_WORKSPACE, "sample: argument 'workspace' must be 16-byte aligned");
-  if (limits.max_smem_optin < std::max(kScanSmemBytes, kMergeSmemBytes) + 16 * 1024)
-    fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA device has too little shared memory per block (" +
-                                   std::to_string(limits.max_smem_optin) + " bytes)");
-
-  Launch l{};
-  SampleArgs& g = l.args;
+SampleArgs kernel_args(const SampleCall& call, const Plan& plan, char* ws) {
+  const nt_sample_args& a = call.args;
+  SampleArgs g{};
   g.logits = a.logits.data;
   g.row_stride = a.logits.row_stride;
-  g.vocab = int32_t(vocab);
-  g.rows = u32(rows);
+  g.vocab = int32_t(call.vocab);
+  g.rows = u32(call.rows);
   g.temperature = static_cast<const float*>(a.temperature.per_row);
   g.top_k = static_cast<const int32_t*>(a.top_k.per_row);
   g.top_p = static_cast<const float*>(a.top_p.per_row);
   g.min_p = static_cast<const float*>(a.min_p.per_row);
   g.seed = static_cast<const uint64_t*>(a.seed.per_row);
   g.offset = static_cast<const uint64_t*>(a.offset.per_row);
-  g.uniform = present(a.uniform) ? static_cast<const float*>(a.uniform.data) : nullptr;
+  g.uniform = call.explicit_draw ? static_cast<const float*>(a.uniform.data) : nullptr;
   g.temperature_scalar = a.temperature.scalar;
   g.top_k_scalar = a.top_k.scalar;
   g.top_p_scalar = a.top_p.scalar;
   g.min_p_scalar = a.min_p.scalar;
   g.seed_scalar = a.seed.scalar;
   g.offset_scalar = a.offset.scalar;
-  g.joint = (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0;
-  g.tokens_int32 = a.tokens.dtype == NT_I32;
+  g.joint = call.joint;
+  g.tokens_int32 = call.tokens_i32;
   g.tokens = a.tokens.data;
   g.splits = plan.splits;
   g.chunk = plan.chunk;
   g.kchunk = plan.kchunk;
-  g.mass_bits = plan.mass_bits;
-  char* ws = static_cast<char*>(workspace);
+  g.mass_bits = call.mass_bits;
+  g.merge_in_scan = plan.filtered && plan.splits == 1;
+  g.cluster_merge = plan.cluster;
   g.chunks = reinterpret_cast<ChunkRecord*>(ws + plan.chunks_at);
   g.candidates = reinterpret_cast<u64*>(ws + plan.candidates_at);
   g.row_states = reinterpret_cast<RowState*>(ws + plan.rows_at);
-
-  l.mode = plan.mode;
-  const bool filtered = l.mode == kFilteredRow || l.mode == kAnyRow;
-  g.merge_in_scan = filtered && plan.splits == 1;
-  g.cluster_merge = plan.cluster;
-  g.list_scan = !force_general_scan();
-  l.run_merge = plan.splits > 1 && !plan.cluster;
-  l.run_fallback = filtered && plan.fallback_needed;
-  if (l.run_fallback) {
+  if (plan.fallback_needed) {
     g.large.rows = reinterpret_cast<LargeKeepRow*>(ws + plan.large_rows_at);
     g.large.cnt = reinterpret_cast<u32*>(ws + plan.large_cnt_at);
     g.large.mass = reinterpret_cast<u64*>(ws + plan.large_mass_at);
     g.large.cand = reinterpret_cast<u64*>(ws + plan.large_cand_at);
   }
-  l.scan_grid = dim3(u32(rows), u32(plan.splits), 1);
-  l.scan_smem = filtered ? kScanSmemBytes : 0;
-  l.merge_smem = filtered ? int((size_t(plan.splits) * plan.kchunk + kSortCap) * sizeof(u64)) : 0;
-  l.device = device;
-  l.stream = stream;
+  return g;
+}
 
-  const size_t esize = dtype_size(a.logits.dtype);
-  const bool vec = reinterpret_cast<uintptr_t>(a.logits.data) % 16 == 0 &&
-                   (rows == 1 || (size_t(a.logits.row_stride) * esize) % 16 == 0);
-  switch (a.logits.dtype) {
-    case NT_F32: launch_dtype<NT_F32>(l, vec); break;
-    case NT_F16: launch_dtype<NT_F16>(l, vec); break;
-    case NT_BF16: launch_dtype<NT_BF16>(l, vec); break;
-    default: fail_argument(kOp, "logits", "has an unsupported dtype");
+template <nt_dtype DT, bool VEC, int MODE>
+void launch_scan(const Launch& l) {
+  auto kernel = sample_scan_kernel<DT, VEC, MODE>;
+  const dim3 grid(l.args.rows, u32(l.plan.splits), 1);
+  const size_t smem = l.plan.filtered ? size_t(kScanSmemBytes) : 0;
+  if (smem > 0) allow_dynamic_smem(kernel, kScanSmemBytes, l.device, kOp);
+  if (!l.plan.cluster) {
+    kernel<<<grid, kScanThreads, smem, l.stream>>>(l.args);
+    check_launch(kOp);
+    return;
   }
+  allow_nonportable_clusters(kernel, l.device, kOp);
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config = scan_cluster_config(grid, smem, l.stream, &attribute);
+  check_cuda(cudaLaunchKernelEx(&config, kernel, l.args), kOp);
+}
+
+template <nt_dtype DT, bool VEC>
+void launch_all(const Launch& l) {
+  switch (l.plan.mode) {
+    case kGreedyRow: launch_scan<DT, VEC, kGreedyRow>(l); break;
+    case kPlainRow: launch_scan<DT, VEC, kPlainRow>(l); break;
+    case kFilteredRow: launch_scan<DT, VEC, kFilteredRow>(l); break;
+    default: launch_scan<DT, VEC, kAnyRow>(l); break;
+  }
+  const Plan& p = l.plan;
+  const u32 rows = l.args.rows;
+  if (p.splits > 1 && !p.cluster) {
+    const size_t smem = p.filtered ? (size_t(p.splits) * p.kchunk + kSortCap) * sizeof(u64) : 0;
+    if (smem > 0) allow_dynamic_smem(sample_merge_kernel, kMergeSmemBytes, l.device, kOp);
+    sample_merge_kernel<<<rows, kMergeThreads, smem, l.stream>>>(l.args);
+    check_launch(kOp);
+  }
+  if (p.fallback_needed) {
+    const dim3 grid(rows, u32(p.splits), 1);
+    sample_large_hist_kernel<DT, VEC><<<grid, kLargeThreads, 0, l.stream>>>(l.args);
+    check_launch(kOp);
+    sample_large_collect_kernel<DT, VEC><<<grid, kLargeThreads, 0, l.stream>>>(l.args);
+    check_launch(kOp);
+    sample_large_finish_kernel<<<rows, kLargeThreads, 0, l.stream>>>(l.args);
+    check_launch(kOp);
+    sample_fallback_kernel<DT, VEC><<<rows, kFallbackThreads, 0, l.stream>>>(l.args);
+    check_launch(kOp);
+  }
+}
+
+}  // namespace
+
+size_t CudaBackend::sample_workspace_size(const SampleCall& call) {
+  if (call.rows == 0) return 0;
+  DeviceScope scope(call.args.logits.device_id, kOp);
+  return make_plan(call, call.args.logits.device_id).bytes;
+}
+
+void CudaBackend::sample(const SampleCall& call, void* workspace, size_t workspace_bytes,
+                         void* stream) {
+  if (call.rows == 0) return;
+  if (call.rows > INT32_MAX)
+    fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA backend takes at most 2^31-1 rows, got " +
+                                   std::to_string(call.rows));
+  const int device = call.args.logits.device_id;
+  DeviceScope scope(device, kOp);
+  const int smem_optin = device_limits(device, kOp).max_smem_optin;
+  if (smem_optin < std::max(kScanSmemBytes, kMergeSmemBytes) + 16 * 1024)
+    fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA device has too little shared memory per block (" +
+                                   std::to_string(smem_optin) + " bytes)");
+  const Plan plan = make_plan(call, device);
+  check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
+  const Launch launch{plan, kernel_args(call, plan, aligned_workspace(workspace)), device,
+                      static_cast<cudaStream_t>(stream)};
+  with_logit_layout(call.args.logits.dtype, rows_16b_aligned(call.args.logits), [&](auto layout) {
+    launch_all<decltype(layout)::kDtype, decltype(layout)::kVec>(launch);
+  });
 }
 
 }  // namespace nt::cuda

@@ -41,7 +41,10 @@
 
 namespace nt::cuda {
 
-enum RowClass : int { kGreedyRow = 0, kPlainRow = 1, kFilteredRow = 2, kAnyRow = 3 };
+// A row's class (core/sampling.h), or kAnyRow: the scan decides per row.
+enum RowClass : int {
+  kGreedyRow = NT_ROW_GREEDY, kPlainRow = NT_ROW_PLAIN, kFilteredRow = NT_ROW_FILTERED, kAnyRow
+};
 
 constexpr int kScanThreads = 512;
 constexpr int kTokensPerThread = 8;
@@ -61,8 +64,6 @@ constexpr int kMaxMerged = 8192;
 constexpr int kSortCap = 1024;
 constexpr int kMaxSplits = 64;
 constexpr int kFallbackThreads = 1024;
-// Above every Gumbel value the 2^23 uniforms can give (the largest is 16.64).
-constexpr float kGumbelCeiling = 16.75f;
 constexpr u32 kNoLimit = 0xFFFFFFFFu;
 
 // One chunk's result (kernel scan -> merge).
@@ -135,7 +136,6 @@ struct SampleArgs {
   int merge_in_scan;  // rows of one chunk: the scan CTA merges (no merge kernel)
   int cluster_merge;  // rows of several chunks: each row's CTAs form one thread-block
                       // cluster and its first CTA merges them (no merge kernel)
-  int list_scan;      // 0: the general filtered scan for every filtered row
   ChunkRecord* chunks;
   u64* candidates;
   RowState* row_states;
@@ -162,9 +162,7 @@ __device__ __forceinline__ RowCfg load_row_cfg(const SampleArgs& a, u32 row) {
   c.p = nt_resolve_row_params(t, k, tp, mp, a.vocab);
   c.has_u = a.uniform != nullptr;
   c.u = c.has_u ? a.uniform[row] : 0.0f;
-  c.cls = c.p.greedy ? kGreedyRow
-          : (c.p.top_k == 0 && c.p.top_p >= 1.0f && c.p.min_p <= 0.0f && !c.has_u) ? kPlainRow
-                                                                                   : kFilteredRow;
+  c.cls = nt_row_class(c.p, c.has_u);
   c.seed = a.seed ? a.seed[row] : a.seed_scalar;
   c.offset = a.offset ? a.offset[row] : a.offset_scalar;
   c.tag = nt_row_tag(a.seed != nullptr, row);
@@ -378,7 +376,7 @@ __device__ __forceinline__ u32 gumbel_candidates(const GumbelBest& g, const RowC
                                                  const u32* floors, u32 t0,
                                                  const float (&x)[4], u32 (&word)[4]) {
   const float s_top = score_upper(fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3])), c);
-  if (!(s_top + kGumbelCeiling >= g.bound)) return 0;
+  if (!(s_top + NT_GUMBEL_MAX >= g.bound)) return 0;
   const nt_philox_block b = nt_token_block(c.seed, c.offset, c.tag, t0 >> 2);
   const u32 floor = word_floor(floors, g.bound, s_top);
   u32 pass = 0;
@@ -426,7 +424,7 @@ __device__ __forceinline__ bool filtered_tile_filter(const SampleArgs& a, const 
 // whose tiles can be skipped by a bound; its chunks hand over their
 // candidates sorted (sample_scan.cuh, lists_out_sorted).
 __device__ __forceinline__ bool list_scan_applies(const SampleArgs& a, const RowCfg& c) {
-  return a.list_scan && filtered_keep(a, c) <= u32(kListKeepMax) && filtered_tile_filter(a, c);
+  return filtered_keep(a, c) <= u32(kListKeepMax) && filtered_tile_filter(a, c);
 }
 
 // Rows whose chunks' lists are sorted and whose top-k keeps at most 128: the

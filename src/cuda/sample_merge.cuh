@@ -185,9 +185,9 @@ __device__ __forceinline__ void merge_tail_warp(const SampleArgs& a, const RowCf
 // The row's best 32N candidates at or above the floor into top[0, got),
 // sorted descending, from chunk lists the list scan handed over sorted: warp
 // w merges chunks w, w + 16, ... in registers, then a tree of warp merges
-// (block_merge_desc). At B = 1 (16 chunks) this replaces a radix select of 50
-// from ~800 (3.5 us) and the tail's sort (1.1 us; run 51's phase marks).
-// Block-uniform call; returns got. `stage` holds min(splits, 16) * 32N entries.
+// (block_merge_desc): no radix select over all the candidates and no sort of
+// the top ones. Block-uniform call; returns got. `stage` holds
+// min(splits, 16) * 32N entries.
 template <int N>
 __device__ u32 merge_sorted_lists(const SampleArgs& a, u32 row, MergeInfo& info, u64 floor,
                                   u64* stage, u64* top) {

@@ -316,9 +316,9 @@ struct ListsOut {
 
 // Every warp sorts its list (at most keep <= 32N entries) in registers, and a
 // tree of warp merges (block_merge_desc) leaves the chunk's best 32N in warp
-// 0's v, which it writes out: four block barriers, where a radix select over
-// the laid-out lists took ~7 us of a B = 256 call (run 51's phase marks).
-// Block-uniform call; each warp's list region doubles as its stage.
+// 0's v, which it writes out: four block barriers and no radix select over the
+// laid-out lists. Block-uniform call; each warp's list region doubles as its
+// stage.
 static_assert(kListKeepMax <= 32 * 4, "lists_out_sorted holds a chunk's keep in four values a lane");
 template <int N>
 __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count, u64* buf,
@@ -359,7 +359,7 @@ __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count,
 // whose tiles can be skipped by a bound (no full mass needed), the common
 // top-k case: each warp appends to its own list in shared memory and ranks it
 // by itself, so the tiles need no block barrier (scan_filtered's per-tile
-// barrier and block selects were most of its time). The admission bound stays
+// barrier and block selects are most of its time). The admission bound stays
 // block-wide without barriers: when its list has grown, a warp publishes its
 // r-th best (r = ceil(keep / warps)); every warp has seen r tokens at or above
 // its published value, so the smallest of them has keep tokens at or above it
@@ -491,7 +491,7 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   }
   // A row of this one chunk that the merge would finish in its sorted warp
   // tail is drawn here from warp 0's registers: no record or candidates read
-  // back (~2 us of a B = 256 call, run 51).
+  // back.
   const bool draw_here = a.merge_in_scan && keep <= kWarpTailMax && merge_of_sorted_lists(a, c) &&
                          n > 0 && warp_tail_draws(c, n_out, any_inf ? 1u : 0u);
   if (draw_here && warp == 0)
@@ -549,8 +549,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const RowCfg c = load_row_cfg(a, row);
   // The mixed-row kernel carries the filtered path's registers: a third
-  // buffer would spill there. (A fourth buffer measured no faster for a bare
-  // read of these rows: bench/micro/row_reads.cu.)
+  // buffer would spill there.
   constexpr int kDepth = MODE == kAnyRow ? 2 : 3;
   if constexpr (MODE == kGreedyRow) {
     scan_greedy<DT, VEC, kDepth>(a, row, chunk, rowp, begin, end);

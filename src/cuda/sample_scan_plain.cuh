@@ -1,12 +1,5 @@
 // Kernel 1 of nt_sample for plain rows (temperature only): Gumbel-max over one
 // chunk of one row, with pruning (sample_common.cuh, core/word_floor.h).
-//
-// Measured and dropped (run 69): gathering a warp's groups that may still win
-// in a shared-memory queue until 32 fill one Philox round (about 40% of a
-// peaked row's groups need a block, scattered over the lanes). B = 256 plain
-// rows took 76.6 us peaked, 69.8 flat, against 61.2 / 60.0 here: the queue's
-// stores, loads and bookkeeping cost more issue slots than the idle lanes'
-// Philox, and the register pressure spilled the scan's tile buffers.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -43,7 +36,7 @@ __device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, cons
   for (int q = 0; q < kGroups; ++q) {
     const float* x4 = &x[(4 * q) / G][(4 * q) % G];
     s_top[q] = score_upper(fmaxf(fmaxf(x4[0], x4[1]), fmaxf(x4[2], x4[3])), c);
-    needed[q] = s_top[q] + kGumbelCeiling >= g.bound;  // false for a group of NaNs
+    needed[q] = s_top[q] + NT_GUMBEL_MAX >= g.bound;  // false for a group of NaNs
     any_needed |= needed[q];
   }
   if (!__any_sync(kFullMask, any_needed)) return;

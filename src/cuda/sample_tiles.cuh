@@ -12,9 +12,8 @@ namespace nt::cuda {
 // DEPTH register buffers rotate without copies (a copy would wait for the load
 // it moves), so DEPTH - 1 tiles stay in flight while one is consumed: with 2
 // CTAs of 512 threads per SM and 32 bytes per thread per tile, DEPTH 3 keeps
-// 64 KB per SM in flight, what ~4 TB/s at ~1 us latency needs; DEPTH 2 (32 KB)
-// suits register-heavy callers. (An L2 prefetch of the tiles further ahead,
-// one bulk prefetch a tile, measured no faster: run 50.)
+// 64 KB per SM in flight, enough to cover the memory latency at full
+// bandwidth; DEPTH 2 (32 KB) suits register-heavy callers.
 template <nt_dtype DT, bool VEC, int DEPTH, class OnTile>
 __device__ __forceinline__ void scan_tile_loop(const typename LogitTraits<DT>::Storage* row,
                                                int64_t begin, int64_t end, OnTile&& on_tile) {

@@ -1,11 +1,12 @@
 // apply_token_bitmask on OpenCL: one launch over (selected row, mask word).
 #include "core/check.h"
+#include "core/half.h"
 #include "opencl/ops.h"
 #include "opencl/runtime.h"
 
 namespace nt::opencl {
 
-void apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream) {
+void OpenclBackend::apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream) {
   const char* op = "apply_token_bitmask";
   const Queue q = queue_of(op, stream);
   const bool listed = present(a.indices);
@@ -23,8 +24,8 @@ void apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream) {
     set_args(k, logits.buffer, logits.offset, cl_ulong(a.logits.row_stride), vocab, rows,
              mask.buffer, mask.offset, cl_ulong(a.bitmask.row_stride), cl_uint(a.bitmask.shape[1]),
              indices.buffer, indices.offset, index_mode, selected);
-    if (wide) k.setArg(13, cl_uint(0xFF800000u));
-    else k.setArg(13, cl_ushort(a.logits.dtype == NT_F16 ? 0xFC00u : 0xFF80u));
+    if (wide) k.setArg(13, cl_uint(NT_F32_NEG_INF));
+    else k.setArg(13, cl_ushort(a.logits.dtype == NT_F16 ? NT_F16_NEG_INF : NT_BF16_NEG_INF));
     enqueue(k, q, selected * ((vocab + 31) / 32), work_group_size(k, q, 256));
   });
 }

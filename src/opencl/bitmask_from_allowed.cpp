@@ -4,7 +4,7 @@
 
 namespace nt::opencl {
 
-void bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, void* stream) {
+void OpenclBackend::bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, void* stream) {
   const char* op = "bitmask_from_allowed";
   const Queue q = queue_of(op, stream);
   const cl_ulong rows = cl_ulong(a.allowed.shape[0]);

@@ -3,9 +3,6 @@
  * work-group collectives. Work-groups have at most NT_WG_MAX items; every
  * function that holds a barrier must be reached by all of them. */
 
-#define NT_KEY_POS_INF 0xFF800000u
-#define NT_KEY_FIRST_FINITE (NT_KEY_NEG_INF + 1u)
-
 /* One integer order over (score key, token): larger ranks first, i.e. score
  * descending, then index ascending; distinct for distinct tokens. */
 static inline ulong nt_composite(uint key, uint index) { return ((ulong)key << 32) | (ulong)(~index); }
@@ -76,13 +73,14 @@ static inline float nt_widen_dtype(__global const uchar* base, ulong i, int code
  * work-items, and loops of such regions make its compile time explode. One
  * item folds the (at most NT_WG_MAX) values, which costs a GPU little. */
 
-ulong nt_wg_max_u64(__local ulong* s, ulong v) {
+/* The maximum of v over the work-group (the sum when `sum`), in every item. */
+ulong nt_wg_fold_u64(__local ulong* s, ulong v, int sum) {
   const uint lid = get_local_id(0);
   s[lid] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (lid == 0) {
     ulong m = s[0];
-    for (uint i = 1; i < get_local_size(0); ++i) m = max(m, s[i]);
+    for (uint i = 1; i < get_local_size(0); ++i) m = sum ? m + s[i] : max(m, s[i]);
     s[NT_WG_MAX] = m;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -91,22 +89,9 @@ ulong nt_wg_max_u64(__local ulong* s, ulong v) {
   return r;
 }
 
-ulong nt_wg_min_u64(__local ulong* s, ulong v) { return ~nt_wg_max_u64(s, ~v); }
-
-ulong nt_wg_sum_u64(__local ulong* s, ulong v) {
-  const uint lid = get_local_id(0);
-  s[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (lid == 0) {
-    ulong m = 0;
-    for (uint i = 0; i < get_local_size(0); ++i) m += s[i];
-    s[NT_WG_MAX] = m;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const ulong r = s[NT_WG_MAX];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
-}
+ulong nt_wg_max_u64(__local ulong* s, ulong v) { return nt_wg_fold_u64(s, v, 0); }
+ulong nt_wg_min_u64(__local ulong* s, ulong v) { return ~nt_wg_fold_u64(s, ~v, 0); }
+ulong nt_wg_sum_u64(__local ulong* s, ulong v) { return nt_wg_fold_u64(s, v, 1); }
 
 /* Exclusive prefix sum over the work-items in local-id order; *total gets the sum. */
 ulong nt_wg_exclusive_sum_u64(__local ulong* s, ulong v, ulong* total) {

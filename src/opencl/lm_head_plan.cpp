@@ -9,12 +9,10 @@ constexpr size_t kMergeFanIn = 16;
 // Candidate buffers of GPUs are limited to this: they grow with the items.
 constexpr size_t kCandidateBudget = size_t(256) << 20;
 
-size_t align256(size_t n) { return (n + 255) / 256 * 256; }
-
 }  // namespace
 
 HeadPlan head_plan(const cl::Device& device, int64_t vocab, int64_t rows, int32_t k,
-                   size_t (*prefix_bytes)(size_t, const void*), const void* ctx) {
+                   size_t widened_columns) {
   HeadPlan p;
   p.rows_per_launch = std::min<size_t>(size_t(rows), kMaxHeadRows);
   p.cap = 2 * size_t(k);
@@ -32,15 +30,15 @@ HeadPlan head_plan(const cl::Device& device, int64_t vocab, int64_t rows, int32_
   }
   p.rows_per_item = (v + p.items - 1) / p.items;
   p.items = (v + p.rows_per_item - 1) / p.rows_per_item;
-  p.counts_at = align256(prefix_bytes(p.rows_per_launch, ctx));
-  p.cand_at = align256(p.counts_at + p.rows_per_launch * p.items * 4);
+  // The widened rows are [round4(rows)][widened_columns] floats.
+  p.counts_at = round_up(round_up(p.rows_per_launch, 4) * widened_columns * 4, 256);
+  p.cand_at = round_up(p.counts_at + p.rows_per_launch * p.items * 4, 256);
   p.bytes = p.cand_at + p.rows_per_launch * p.items * p.cap * 8;
   return p;
 }
 
 size_t head_workspace_size(const char* op, void* any_buffer, int64_t vocab, int64_t rows,
-                           int32_t k, size_t (*prefix_bytes)(size_t, const void*),
-                           const void* ctx) {
+                           int32_t k, size_t widened_columns) {
   if (rows == 0) return 0;
   size_t bytes = 0;
   guarded(op, [&] {
@@ -50,7 +48,7 @@ size_t head_workspace_size(const char* op, void* any_buffer, int64_t vocab, int6
       fail_argument(op, "weight", "is not a cl_mem buffer");
     const cl::Context c(context, /*retainObject=*/true);
     for (const cl::Device& d : c.getInfo<CL_CONTEXT_DEVICES>())
-      bytes = std::max(bytes, head_plan(d, vocab, rows, k, prefix_bytes, ctx).bytes);
+      bytes = std::max(bytes, head_plan(d, vocab, rows, k, widened_columns).bytes);
   });
   return bytes;
 }

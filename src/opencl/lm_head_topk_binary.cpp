@@ -10,20 +10,15 @@
 #include "opencl/runtime.h"
 
 namespace nt::opencl {
-namespace {
 
 constexpr const char* kOp = "lm_head_topk_binary";
 
-size_t nothing_before(size_t, const void*) { return 0; }
-
-}  // namespace
-
-size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
-  return head_workspace_size(kOp, a.wq.data, a.wq.shape[0], a.act_q.shape[0], a.k,
-                             nothing_before, nullptr);
+size_t OpenclBackend::lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
+  return head_workspace_size(kOp, a.wq.data, a.wq.shape[0], a.act_q.shape[0], a.k, 0);
 }
 
-void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_t, void* stream) {
+void OpenclBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                                        size_t workspace_bytes, void* stream) {
   const Queue q = queue_of(kOp, stream);
   const size_t rows = size_t(a.act_q.shape[0]);
   guarded(kOp, [&] {
@@ -35,8 +30,8 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_
     const View values = view(kOp, "values", q, a.values);
     const View indices = view(kOp, "indices", q, a.indices);
     if (rows == 0) return;
-    const HeadPlan plan = head_plan(q.device, a.wq.shape[0], a.act_q.shape[0], a.k,
-                                    nothing_before, nullptr);
+    const HeadPlan plan = head_plan(q.device, a.wq.shape[0], a.act_q.shape[0], a.k, 0);
+    check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
     const cl::Buffer ws = opencl::workspace(kOp, q, workspace, plan.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_binary.cl"},
                            "-DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};

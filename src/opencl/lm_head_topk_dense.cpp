@@ -11,26 +11,16 @@
 #include "opencl/runtime.h"
 
 namespace nt::opencl {
-namespace {
 
 constexpr const char* kOp = "lm_head_topk_dense";
 
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-// The widened hidden rows, [round4(rows)][round8(H)] floats.
-size_t widened_bytes(size_t rows, const void* hidden_columns) {
-  return round_up(rows, 4) * round_up(*static_cast<const size_t*>(hidden_columns), 8) * 4;
-}
-
-}  // namespace
-
-size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
-  const size_t columns = size_t(a.weight.shape[1]);
+size_t OpenclBackend::lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
   return head_workspace_size(kOp, a.weight.data, a.weight.shape[0], a.hidden.shape[0], a.k,
-                             widened_bytes, &columns);
+                             round_up(size_t(a.weight.shape[1]), 8));
 }
 
-void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t, void* stream) {
+void OpenclBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
+                                       size_t workspace_bytes, void* stream) {
   const Queue q = queue_of(kOp, stream);
   const size_t rows = size_t(a.hidden.shape[0]), columns = size_t(a.weight.shape[1]);
   guarded(kOp, [&] {
@@ -40,8 +30,9 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t,
     const View values = view(kOp, "values", q, a.values);
     const View indices = view(kOp, "indices", q, a.indices);
     if (rows == 0) return;
-    const HeadPlan plan = head_plan(q.device, a.weight.shape[0], a.hidden.shape[0], a.k,
-                                    widened_bytes, &columns);
+    const size_t h8 = round_up(columns, 8);
+    const HeadPlan plan = head_plan(q.device, a.weight.shape[0], a.hidden.shape[0], a.k, h8);
+    check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
     const cl::Buffer ws = opencl::workspace(kOp, q, workspace, plan.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_dense.cl"},
                            "-DNT_ELEM=" + std::to_string(int(a.weight.dtype)) +
@@ -49,7 +40,6 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t,
     cl::Kernel widen = kernel(kOp, q, spec, "nt_dense_widen_hidden");
     cl::Kernel scores = kernel(kOp, q, spec, "nt_dense_scores");
     const cl::Kernel merge = kernel(kOp, q, spec, "nt_topk_merge");
-    const size_t h8 = round_up(columns, 8);
     const cl_int bias_dtype = present(a.bias) ? cl_int(a.bias.dtype) : -1;
     for (size_t base = 0; base < rows; base += plan.rows_per_launch) {
       const size_t n = std::min(plan.rows_per_launch, rows - base);

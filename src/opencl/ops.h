@@ -1,26 +1,39 @@
-// The OpenCL backend's operations, one source file each (opencl/<op>.cpp with
-// its kernels in <op>.cl). Arguments arrive checked by core/check.cpp; the
-// stream is the cl_command_queue every kernel is enqueued on, nothing is
-// allocated per call and nothing waits for the device.
+// The OpenCL backend: its operations are its methods, one source file each
+// (opencl/<op>.cpp with its kernels in <op>.cl). Every call's stream is the
+// cl_command_queue its kernels are enqueued on; the device is the queue's,
+// tensors are cl_mem buffers of its context. Nothing is allocated per call and
+// nothing waits for the device.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 
-#include "nexttok/nexttok.h"
+#include "backend.h"
 
 namespace nt::opencl {
 
-void apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream);
-void bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, void* stream);
-size_t sample_workspace_size(const nt_sample_args& a);
-void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes, void* stream);
-size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a);
-void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
-                        void* stream);
-size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a);
-void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_t workspace_bytes,
-                         void* stream);
-void pack_weights(const nt_pack_weights_args& a, void* stream);
-void quantize_activations(const nt_quantize_activations_args& a, void* stream);
+class OpenclBackend final : public Backend {
+ public:
+  const char* name() const override { return "opencl"; }
+  // Asked on every call: a found device is remembered, a missing one re-probed.
+  bool available() const override;
+
+  void apply_token_bitmask(const nt_apply_token_bitmask_args& a, void* stream) override;
+  void bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, void* stream) override;
+  size_t sample_workspace_size(const SampleCall& call) override;
+  void sample(const SampleCall& call, void* workspace, size_t workspace_bytes,
+              void* stream) override;
+  size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) override;
+  void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
+                          void* stream) override;
+  size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) override;
+  void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                           size_t workspace_bytes, void* stream) override;
+  void pack_weights(const nt_pack_weights_args& a, void* stream) override;
+  void quantize_activations(const nt_quantize_activations_args& a, void* stream) override;
+
+ private:
+  mutable std::atomic<bool> found_{false};
+};
 
 }  // namespace nt::opencl

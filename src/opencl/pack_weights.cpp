@@ -4,7 +4,7 @@
 
 namespace nt::opencl {
 
-void pack_weights(const nt_pack_weights_args& a, void* stream) {
+void OpenclBackend::pack_weights(const nt_pack_weights_args& a, void* stream) {
   const char* op = "pack_weights";
   const Queue q = queue_of(op, stream);
   const cl_ulong rows = cl_ulong(a.signs.shape[0]);

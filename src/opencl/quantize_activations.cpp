@@ -6,7 +6,7 @@
 
 namespace nt::opencl {
 
-void quantize_activations(const nt_quantize_activations_args& a, void* stream) {
+void OpenclBackend::quantize_activations(const nt_quantize_activations_args& a, void* stream) {
   const char* op = "quantize_activations";
   const Queue q = queue_of(op, stream);
   const size_t rows = size_t(a.x.shape[0]);

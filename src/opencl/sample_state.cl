@@ -7,8 +7,6 @@
  * (then come NT_LIST_CAP stored composites); NT_ROW_WG, the largest
  * work-group (the histogram reduction's scratch). */
 #define NT_BINS 32
-/* Above every Gumbel value the 2^23 Philox uniforms give (the largest, 16.64). */
-#define NT_GUMBEL_MAX 16.75f
 #define NT_ROW_BYTES (NT_STATE_BYTES + 8 * NT_LIST_CAP)
 
 typedef struct {

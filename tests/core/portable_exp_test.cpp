@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/portable_exp.h"
+#include "cpu/row_io.h"
 #include "cpu/sample_kernels.h"
 
 namespace {
@@ -123,11 +124,7 @@ TEST(PortableExp, PortableKernelMatchesCore) {
 TEST(PortableExp, Avx2KernelMatchesCore) {
   const nt::cpu::sampling::Kernels* k = nt::cpu::sampling::avx2_kernels();
   if (k == nullptr) GTEST_SKIP() << "AVX2 kernels not compiled in";
-#if defined(__x86_64__) || defined(__i386__)
-  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")))
-    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
-#endif
+  if (!nt::cpu::use_avx2()) GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
   expect_kernel_matches_core(*k);
 }
 

@@ -37,12 +37,21 @@ struct Case {
   nt_status status = NT_ERROR_INVALID_ARGUMENT;
 };
 
-// Each case: the call fails with its status and a message naming its argument.
+// Each case: the call fails with its status and a message naming its argument,
+// before anything runs: the buffers in `untouched` (the op's in-place input and
+// its outputs) keep their bytes.
 template <class Args>
 void expect_rejected(const Args& valid, const std::vector<Case<Args>>& cases,
-                     const std::function<nt_status(const Args*)>& call) {
+                     const std::function<nt_status(const Args*)>& call,
+                     const std::vector<const Buffer*>& untouched = {}) {
   ASSERT_EQ(call(&valid), NT_OK) << "the valid arguments fail: " << nt_last_error();
   EXPECT_STREQ(nt_last_error(), "") << "a success must clear the message";
+  auto contents = [&] {
+    std::vector<std::vector<uint8_t>> bytes;
+    for (const Buffer* b : untouched) bytes.push_back(from_device<uint8_t>(*b, b->bytes()));
+    return bytes;
+  };
+  const auto before = contents();
   for (const auto& c : cases) {
     Args a = valid;
     c.mutate(a);
@@ -51,6 +60,9 @@ void expect_rejected(const Args& valid, const std::vector<Case<Args>>& cases,
     EXPECT_EQ(status, c.status) << c.what << ": message \"" << message << "\"";
     EXPECT_NE(message.find("'" + c.arg + "'"), std::string::npos)
         << c.what << ": message \"" << message << "\" does not name '" << c.arg << "'";
+    if (!untouched.empty()) {
+      EXPECT_EQ(contents(), before) << c.what << ": a buffer was written";
+    }
   }
   EXPECT_EQ(call(nullptr), NT_ERROR_INVALID_ARGUMENT) << "null args";
   EXPECT_NE(std::string(nt_last_error()).find("'args'"), std::string::npos) << nt_last_error();
@@ -133,7 +145,7 @@ TEST_P(Errors, Sample) {
     EXPECT_EQ(sized, ran) << "nt_sample_workspace_size and nt_sample disagree";
     EXPECT_EQ(message, nt_last_error()) << "nt_sample_workspace_size and nt_sample disagree";
     return ran;
-  });
+  }, {tokens.get()});
 
   // Per-row parameters are not checked (their values live on the device): any
   // scalar beside them is ignored.
@@ -149,10 +161,14 @@ TEST_P(Errors, Sample) {
   EXPECT_EQ(nt_sample_workspace_size(&valid, nullptr), NT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(nt_last_error()).find("'bytes'"), std::string::npos) << nt_last_error();
   if (ws_bytes > 0) {
+    const std::vector<uint8_t> tokens_before = from_device<uint8_t>(*tokens, tokens->bytes());
     EXPECT_EQ(nt_sample(&valid, ws_ptr, ws_bytes - 1, d.stream()), NT_ERROR_WORKSPACE);
     EXPECT_NE(std::string(nt_last_error()).find("'workspace_bytes'"), std::string::npos) << nt_last_error();
     EXPECT_EQ(nt_sample(&valid, nullptr, ws_bytes, d.stream()), NT_ERROR_WORKSPACE);
     EXPECT_NE(std::string(nt_last_error()).find("'workspace'"), std::string::npos) << nt_last_error();
+    d.sync();
+    EXPECT_EQ(from_device<uint8_t>(*tokens, tokens->bytes()), tokens_before)
+        << "a rejected workspace must not let anything run";
   }
 }
 
@@ -185,7 +201,7 @@ TEST_P(Errors, ApplyTokenBitmask) {
     const nt_status s = nt_apply_token_bitmask(a, d.stream());
     d.sync();
     return s;
-  });
+  }, {logits.get()});
 }
 
 TEST_P(Errors, BitmaskFromAllowed) {
@@ -297,7 +313,8 @@ TEST_P(Errors, LmHeadDense) {
   cases.push_back({"k > V", [](A& a) { a.weight.shape[0] = 4; a.bias = nt_tensor{}; }, "k"});
   add_topk_output_cases<A>(cases, other(), offsets);
   expect_rejected<A>(valid, cases, topk_call<A>(dev(), *ws, ws_bytes, nt_lm_head_topk_dense_workspace_size,
-                                                 nt_lm_head_topk_dense));
+                                                 nt_lm_head_topk_dense),
+                     {values.get(), indices.get()});
   expect_workspace_checked<A>(dev(), valid, *ws, ws_bytes, nt_lm_head_topk_dense_workspace_size,
                               nt_lm_head_topk_dense);
 }
@@ -355,7 +372,8 @@ TEST_P(Errors, LmHeadBinary) {
                    }, "k"});
   add_topk_output_cases<A>(cases, other(), offsets);
   expect_rejected<A>(valid, cases, topk_call<A>(dev(), *ws, ws_bytes, nt_lm_head_topk_binary_workspace_size,
-                                                 nt_lm_head_topk_binary));
+                                                 nt_lm_head_topk_binary),
+                     {values.get(), indices.get()});
   expect_workspace_checked<A>(dev(), valid, *ws, ws_bytes, nt_lm_head_topk_binary_workspace_size,
                               nt_lm_head_topk_binary);
 }
