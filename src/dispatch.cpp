@@ -175,4 +175,49 @@ int nt_backend_available(nt_device_type device) {
   return b != nullptr && b->available() ? 1 : 0;
 }
 
+// ---- penalties and logit bias --------------------------------------------------
+nt_status nt_apply_penalties_workspace_size(const nt_apply_penalties_args* args, size_t* bytes) {
+  return guarded([&] {
+    nt::null_check("apply_penalties", args);
+    if (bytes == nullptr)
+      nt::fail_argument("apply_penalties_workspace_size", "bytes", "is a null pointer");
+    nt::check_apply_penalties(*args);
+    *bytes = nt::backend_for(args->logits.device)->apply_penalties_workspace_size(*args);
+  });
+}
+
+nt_status nt_apply_penalties(const nt_apply_penalties_args* args, void* workspace,
+                             size_t workspace_bytes, void* stream) {
+  return guarded([&] {
+    nt::null_check("apply_penalties", args);
+    nt::check_apply_penalties(*args);
+    nt::Backend* b = nt::backend_for(args->logits.device);
+    nt::check_workspace("apply_penalties", b->apply_penalties_workspace_size(*args), workspace,
+                        workspace_bytes);
+    b->apply_penalties(*args, workspace, workspace_bytes, stream);
+  });
+}
+
+nt_status nt_apply_logit_bias_workspace_size(const nt_apply_logit_bias_args* args, size_t* bytes) {
+  return guarded([&] {
+    nt::null_check("apply_logit_bias", args);
+    if (bytes == nullptr)
+      nt::fail_argument("apply_logit_bias_workspace_size", "bytes", "is a null pointer");
+    nt::check_apply_logit_bias(*args);
+    *bytes = nt::backend_for(args->logits.device)->apply_logit_bias_workspace_size(*args);
+  });
+}
+
+nt_status nt_apply_logit_bias(const nt_apply_logit_bias_args* args, void* workspace,
+                              size_t workspace_bytes, void* stream) {
+  return guarded([&] {
+    nt::null_check("apply_logit_bias", args);
+    nt::check_apply_logit_bias(*args);
+    nt::Backend* b = nt::backend_for(args->logits.device);
+    nt::check_workspace("apply_logit_bias", b->apply_logit_bias_workspace_size(*args), workspace,
+                        workspace_bytes);
+    b->apply_logit_bias(*args, workspace, workspace_bytes, stream);
+  });
+}
+
 }  // extern "C"

@@ -29,4 +29,10 @@ void check_quantize_activations(const nt_quantize_activations_args& a);
 
 constexpr int32_t kMaxTopK = 2048;
 
+// Penalties and logit bias (issue 37): every id list holds fewer ids than this,
+// so that a row's count fits 31 bits and twice its ids fit 32.
+constexpr int64_t kMaxListIds = int64_t(1) << 30;
+void check_apply_penalties(const nt_apply_penalties_args& a);
+void check_apply_logit_bias(const nt_apply_logit_bias_args& a);
+
 }  // namespace nt

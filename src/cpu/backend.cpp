@@ -40,6 +40,12 @@ class CpuBackend final : public Backend {
   void quantize_activations(const nt_quantize_activations_args& a, void*) override {
     cpu::quantize_activations(a);
   }
+  void apply_penalties(const nt_apply_penalties_args& a, void*, size_t, void*) override {
+    cpu::apply_penalties(a);
+  }
+  void apply_logit_bias(const nt_apply_logit_bias_args& a, void*, size_t, void*) override {
+    cpu::apply_logit_bias(a);
+  }
 };
 
 }  // namespace

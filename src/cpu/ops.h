@@ -19,4 +19,8 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_
 void pack_weights(const nt_pack_weights_args& a);
 void quantize_activations(const nt_quantize_activations_args& a);
 
+// Penalties and logit bias (cpu/apply_penalties.cpp, cpu/apply_logit_bias.cpp); no workspace.
+void apply_penalties(const nt_apply_penalties_args& a);
+void apply_logit_bias(const nt_apply_logit_bias_args& a);
+
 }  // namespace nt::cpu
