@@ -73,6 +73,20 @@ class OpenclBackend final : public Backend {
   void quantize_activations(const nt_quantize_activations_args& a, void* stream) override {
     opencl::quantize_activations(a, stream);
   }
+  size_t apply_penalties_workspace_size(const nt_apply_penalties_args& a) override {
+    return opencl::apply_penalties_workspace_size(a);
+  }
+  void apply_penalties(const nt_apply_penalties_args& a, void* ws, size_t bytes,
+                       void* stream) override {
+    opencl::apply_penalties(a, ws, bytes, stream);
+  }
+  size_t apply_logit_bias_workspace_size(const nt_apply_logit_bias_args& a) override {
+    return opencl::apply_logit_bias_workspace_size(a);
+  }
+  void apply_logit_bias(const nt_apply_logit_bias_args& a, void* ws, size_t bytes,
+                        void* stream) override {
+    opencl::apply_logit_bias(a, ws, bytes, stream);
+  }
 
  private:
   mutable std::atomic<bool> found_{false};

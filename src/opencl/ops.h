@@ -23,4 +23,12 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_
 void pack_weights(const nt_pack_weights_args& a, void* stream);
 void quantize_activations(const nt_quantize_activations_args& a, void* stream);
 
+// Penalties and logit bias (opencl/apply_penalties.cpp, opencl/apply_logit_bias.cpp).
+size_t apply_penalties_workspace_size(const nt_apply_penalties_args& a);
+void apply_penalties(const nt_apply_penalties_args& a, void* workspace, size_t workspace_bytes,
+                     void* stream);
+size_t apply_logit_bias_workspace_size(const nt_apply_logit_bias_args& a);
+void apply_logit_bias(const nt_apply_logit_bias_args& a, void* workspace, size_t workspace_bytes,
+                      void* stream);
+
 }  // namespace nt::opencl
