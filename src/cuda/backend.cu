@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "cuda/lm_head_ops.cuh"
 #include "cuda/ops.cuh"
+#include "cuda/penalty_ops.cuh"
 
 namespace nt {
 namespace {
@@ -56,6 +57,20 @@ class CudaBackend final : public Backend {
   }
   void quantize_activations(const nt_quantize_activations_args& a, void* stream) override {
     cuda::quantize_activations(a, static_cast<cudaStream_t>(stream));
+  }
+  size_t apply_penalties_workspace_size(const nt_apply_penalties_args& a) override {
+    return cuda::apply_penalties_workspace_size(a);
+  }
+  void apply_penalties(const nt_apply_penalties_args& a, void* workspace, size_t workspace_bytes,
+                       void* stream) override {
+    cuda::apply_penalties(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
+  }
+  size_t apply_logit_bias_workspace_size(const nt_apply_logit_bias_args& a) override {
+    return cuda::apply_logit_bias_workspace_size(a);
+  }
+  void apply_logit_bias(const nt_apply_logit_bias_args& a, void* workspace, size_t workspace_bytes,
+                        void* stream) override {
+    cuda::apply_logit_bias(a, workspace, workspace_bytes, static_cast<cudaStream_t>(stream));
   }
 };
 
