@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "harness/ops.h"
+#include "nexttok/nexttok.hpp"
 
 namespace ntt {
 namespace {
@@ -586,6 +587,36 @@ TEST_P(PenaltiesErrors, ApplyLogitBias) {
 NTT_INSTANTIATE_ON_DEVICES(Penalties);
 NTT_INSTANTIATE_ON_DEVICES(LogitBias);
 NTT_INSTANTIATE_ON_DEVICES(PenaltiesErrors);
+
+// ---- the C++ layer (nexttok.hpp) ---------------------------------------------------
+
+TEST(PenaltiesCpp, HelpersRunAndThrowNamingTheArgument) {
+  const int64_t rows = 2, vocab = 8;
+  std::vector<float> logits = {1, -2, 3, -4, 5, -6, 7, -8, 0.5f, 1.5f, -2.5f, 3.5f, 4, 5, 6, 7};
+  const std::vector<int32_t> offsets = {0, 3, 4}, ids = {2, 2, 1, 7};
+  const std::vector<float> values = {1.0f, 0.5f, -1.0f, 2.0f};
+  const auto l = nexttok::matrix(logits.data(), rows, vocab);
+  const auto lists = nexttok::token_lists(nexttok::vector(offsets.data(), rows + 1),
+                                          nexttok::vector(ids.data(), int64_t(ids.size())));
+  nexttok::apply_logit_bias(nexttok::logit_bias_args(l, lists, nexttok::vector(values.data(), 4)));
+  EXPECT_EQ(logits[2], 3.0f + 1.0f + 0.5f);
+  EXPECT_EQ(logits[1], -2.0f - 1.0f);
+  EXPECT_EQ(logits[8 + 7], 7.0f + 2.0f);
+  nexttok::PenaltyParams p;
+  p.repetition.scalar = 2.0f;
+  p.frequency.scalar = 0.5f;
+  nexttok::apply_penalties(nexttok::penalties_args(l, nexttok::no_tokens(), lists, p));
+  EXPECT_EQ(logits[2], 4.5f / 2.0f - 0.5f * 2.0f);  // twice in row 0's output
+  EXPECT_EQ(logits[1], -3.0f * 2.0f - 0.5f);
+  p.repetition.scalar = 0.0f;
+  try {
+    nexttok::apply_penalties(nexttok::penalties_args(l, lists, nexttok::no_tokens(), p));
+    FAIL() << "repetition 0 was accepted";
+  } catch (const nexttok::Error& e) {
+    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("'repetition'"), std::string::npos) << e.what();
+  }
+}
 
 }  // namespace
 }  // namespace ntt
