@@ -211,7 +211,7 @@ def run_checks(x):
     nexttok.apply_penalties(got, x.prompt, x.output, repetition=x.repetition, presence=x.presence,
                             frequency=x.frequency)
     report(f"penalties {x.logits.dtype}: equal to the dense formulation", torch.equal(got, expected))
-    cpu = pristine.cpu()
+    cpu = pristine.cpu().clone()  # a copy even when the inputs are on the CPU
     nexttok.apply_penalties(cpu, tuple(a.cpu() for a in x.prompt), tuple(a.cpu() for a in x.output),
                             repetition=x.repetition.cpu(), presence=x.presence.cpu(),
                             frequency=x.frequency.cpu())
@@ -223,7 +223,7 @@ def run_checks(x):
 
     got = pristine.clone()
     nexttok.apply_logit_bias(got, x.bias, x.bias_values)
-    cpu = pristine.cpu()
+    cpu = pristine.cpu().clone()  # a copy even when the inputs are on the CPU
     nexttok.apply_logit_bias(cpu, tuple(a.cpu() for a in x.bias), x.bias_values.cpu())
     report(f"logit bias {x.logits.dtype}: equal to the CPU backend", torch.equal(got.cpu(), cpu))
     if x.logits.dtype == torch.float32:  # repeats are rare: one fp32 add per entry
