@@ -53,6 +53,19 @@ class Backend {
   [[noreturn]] void unsupported(const char* op) const {
     fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": not implemented on the " + name() + " backend");
   }
+
+ public:
+  // Penalties and logit bias (in place; workspaces sized from the shapes only).
+  virtual size_t apply_penalties_workspace_size(const nt_apply_penalties_args&) { return 0; }
+  virtual void apply_penalties(const nt_apply_penalties_args&, void* workspace,
+                               size_t workspace_bytes, void* stream) {
+    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("apply_penalties");
+  }
+  virtual size_t apply_logit_bias_workspace_size(const nt_apply_logit_bias_args&) { return 0; }
+  virtual void apply_logit_bias(const nt_apply_logit_bias_args&, void* workspace,
+                                size_t workspace_bytes, void* stream) {
+    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("apply_logit_bias");
+  }
 };
 
 // Each returns the backend's singleton, or nullptr when it is not compiled in.

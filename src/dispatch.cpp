@@ -129,6 +129,38 @@ nt_status nt_quantize_activations(const nt_quantize_activations_args* args, void
   });
 }
 
+nt_status nt_apply_penalties_workspace_size(const nt_apply_penalties_args* args, size_t* bytes) {
+  return nt::entry("apply_penalties", args, [&](const nt_apply_penalties_args& a) {
+    nt::require_bytes_out("apply_penalties_workspace_size", bytes);
+    nt::check_apply_penalties(a);
+    *bytes = nt::backend_for(a.logits.device)->apply_penalties_workspace_size(a);
+  });
+}
+
+nt_status nt_apply_penalties(const nt_apply_penalties_args* args, void* workspace,
+                             size_t workspace_bytes, void* stream) {
+  return nt::entry("apply_penalties", args, [&](const nt_apply_penalties_args& a) {
+    nt::check_apply_penalties(a);
+    nt::backend_for(a.logits.device)->apply_penalties(a, workspace, workspace_bytes, stream);
+  });
+}
+
+nt_status nt_apply_logit_bias_workspace_size(const nt_apply_logit_bias_args* args, size_t* bytes) {
+  return nt::entry("apply_logit_bias", args, [&](const nt_apply_logit_bias_args& a) {
+    nt::require_bytes_out("apply_logit_bias_workspace_size", bytes);
+    nt::check_apply_logit_bias(a);
+    *bytes = nt::backend_for(a.logits.device)->apply_logit_bias_workspace_size(a);
+  });
+}
+
+nt_status nt_apply_logit_bias(const nt_apply_logit_bias_args* args, void* workspace,
+                              size_t workspace_bytes, void* stream) {
+  return nt::entry("apply_logit_bias", args, [&](const nt_apply_logit_bias_args& a) {
+    nt::check_apply_logit_bias(a);
+    nt::backend_for(a.logits.device)->apply_logit_bias(a, workspace, workspace_bytes, stream);
+  });
+}
+
 const char* nt_last_error(void) { return nt::last_error_message(); }
 
 const char* nt_status_string(nt_status status) {

@@ -177,6 +177,48 @@ typedef struct nt_quantize_activations_args {
 
 NT_API nt_status nt_quantize_activations(const nt_quantize_activations_args* args, void* stream);
 
+/* ---- penalties and logit bias (in place, before sampling) --------------------
+ * Work is proportional to the ids, never to V. Order of a decode step: bitmask,
+ * logit bias, penalties, sample. Semantics: docs/SEMANTICS.md. */
+
+/* Token ids per row in CSR form: row b's ids are ids[offsets[b] .. offsets[b+1]).
+ * The offsets live on the logits' device and are read at run time, so they are
+ * never checked on the host: offsets outside [0, N] are clamped and a row whose
+ * offsets decrease is empty. Ids outside [0, V) are skipped. A list is absent
+ * when offsets.data == NULL (ids.data must then be NULL too). */
+typedef struct nt_token_lists {
+  nt_tensor offsets;  /* i32 | i64 [B+1] */
+  nt_tensor ids;      /* i32 [N], N < 2^30 */
+} nt_token_lists;
+
+typedef struct nt_apply_penalties_args {
+  nt_tensor logits;         /* f32 | f16 | bf16 [B, V], modified in place */
+  nt_token_lists prompt;    /* optional: the prompt's ids of each row */
+  nt_token_lists output;    /* optional: the ids generated so far, repeats included */
+  nt_param_f32 repetition;  /* finite, > 0; 1 = off. On prompt or output tokens:
+                               x > 0 ? x / r : x * r (once per token) */
+  nt_param_f32 presence;    /* finite; 0 = off. x -= presence if count_out > 0 */
+  nt_param_f32 frequency;   /* finite; 0 = off. x -= frequency * count_out */
+} nt_apply_penalties_args;
+
+/* Bytes of workspace (from the shapes only: the ids' lengths; 0 on the CPU).
+ * Rows whose ids do not fit the device's on-chip table use it. */
+NT_API nt_status nt_apply_penalties_workspace_size(const nt_apply_penalties_args* args,
+                                                   size_t* bytes);
+NT_API nt_status nt_apply_penalties(const nt_apply_penalties_args* args, void* workspace,
+                                    size_t workspace_bytes, void* stream);
+
+typedef struct nt_apply_logit_bias_args {
+  nt_tensor logits;       /* f32 | f16 | bf16 [B, V], modified in place */
+  nt_token_lists tokens;  /* the biased ids of each row (required) */
+  nt_tensor values;       /* f32 [N]: x[b, ids[i]] += values[i]; repeats add in entry order */
+} nt_apply_logit_bias_args;
+
+NT_API nt_status nt_apply_logit_bias_workspace_size(const nt_apply_logit_bias_args* args,
+                                                    size_t* bytes);
+NT_API nt_status nt_apply_logit_bias(const nt_apply_logit_bias_args* args, void* workspace,
+                                     size_t workspace_bytes, void* stream);
+
 /* ---- library ------------------------------------------------------------- */
 /* The message of the last failed call on this thread ("" after a success). */
 NT_API const char* nt_last_error(void);

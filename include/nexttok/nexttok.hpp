@@ -190,4 +190,75 @@ inline void quantize_activations(const nt_tensor& x, const nt_tensor& act_q,
   check(nt_quantize_activations(&a, stream));
 }
 
+// ---- penalties and logit bias ---------------------------------------------------
+// A CSR list of ids per row (offsets i32 | i64 [B+1], ids i32 [N]); no_tokens(): absent.
+inline nt_token_lists token_lists(const nt_tensor& offsets, const nt_tensor& ids) {
+  return nt_token_lists{offsets, ids};
+}
+inline nt_token_lists no_tokens() { return nt_token_lists{}; }
+
+// Parameters of one penalties call; each a scalar unless its per_row is set.
+struct PenaltyParams {
+  nt_param_f32 repetition{nullptr, 1.0f};
+  nt_param_f32 presence{nullptr, 0.0f};
+  nt_param_f32 frequency{nullptr, 0.0f};
+};
+
+inline nt_apply_penalties_args penalties_args(const nt_tensor& logits, const nt_token_lists& prompt,
+                                              const nt_token_lists& output,
+                                              const PenaltyParams& p) {
+  nt_apply_penalties_args a{};
+  a.logits = logits;
+  a.prompt = prompt;
+  a.output = output;
+  a.repetition = p.repetition;
+  a.presence = p.presence;
+  a.frequency = p.frequency;
+  return a;
+}
+
+inline size_t apply_penalties_workspace_size(const nt_apply_penalties_args& a) {
+  size_t bytes = 0;
+  check(nt_apply_penalties_workspace_size(&a, &bytes));
+  return bytes;
+}
+
+inline void apply_penalties(const nt_apply_penalties_args& a, void* workspace,
+                            size_t workspace_bytes, void* stream = nullptr) {
+  check(nt_apply_penalties(&a, workspace, workspace_bytes, stream));
+}
+
+// CPU tensors only (the workspace is host memory).
+inline void apply_penalties(const nt_apply_penalties_args& a) {
+  detail::run_with_host_workspace(a, a.logits.device, "apply_penalties",
+                                  nt_apply_penalties_workspace_size, nt_apply_penalties);
+}
+
+inline nt_apply_logit_bias_args logit_bias_args(const nt_tensor& logits,
+                                                const nt_token_lists& tokens,
+                                                const nt_tensor& values) {
+  nt_apply_logit_bias_args a{};
+  a.logits = logits;
+  a.tokens = tokens;
+  a.values = values;
+  return a;
+}
+
+inline size_t apply_logit_bias_workspace_size(const nt_apply_logit_bias_args& a) {
+  size_t bytes = 0;
+  check(nt_apply_logit_bias_workspace_size(&a, &bytes));
+  return bytes;
+}
+
+inline void apply_logit_bias(const nt_apply_logit_bias_args& a, void* workspace,
+                             size_t workspace_bytes, void* stream = nullptr) {
+  check(nt_apply_logit_bias(&a, workspace, workspace_bytes, stream));
+}
+
+// CPU tensors only (the workspace is host memory).
+inline void apply_logit_bias(const nt_apply_logit_bias_args& a) {
+  detail::run_with_host_workspace(a, a.logits.device, "apply_logit_bias",
+                                  nt_apply_logit_bias_workspace_size, nt_apply_logit_bias);
+}
+
 }  // namespace nexttok

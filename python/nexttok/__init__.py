@@ -11,6 +11,8 @@ from . import _api
 from . import _nexttok as _ext
 from ._api import (
     apply_allowed_mask,
+    apply_logit_bias,
+    apply_penalties,
     apply_token_bitmask,
     bitmask_from_allowed,
     lm_head_topk_binary,
@@ -45,5 +47,5 @@ if _os.environ.get("NEXTTOK_TORCH", "1") != "0" and _util.find_spec("torch") is 
 __all__ = [
     "apply_allowed_mask", "apply_token_bitmask", "bitmask_from_allowed", "lm_head_topk_binary",
     "lm_head_topk_dense", "pack_weights", "quantize_activations", "sample", "backend_available",
-    "set_cpu_threads", "cuda_compiled",
+    "set_cpu_threads", "cuda_compiled", "apply_penalties", "apply_logit_bias",
 ]

@@ -2,7 +2,7 @@
 numpy, cupy and jax arrays are handled here, outputs allocated by their own
 framework and work queued on its current stream."""
 from . import _nexttok as _ext
-from ._arrays import framework, index, shape2
+from ._arrays import csr, framework, index, shape2
 
 _torch = None  # nexttok.torch once loaded (nexttok/__init__.py)
 
@@ -133,3 +133,34 @@ def quantize_activations(x):
     return c.run((x,), [((c.rows, c.cols), "int8"), ((c.rows,), "float32")],
                  lambda f, act_q, act_scale: _ext.quantize_activations(x, act_q, act_scale,
                                                                          f.stream))
+
+
+def apply_penalties(logits, prompt=None, output=None, repetition=1.0, presence=0.0, frequency=0.0):
+    """vLLM's penalties on logits [B, V], in place (jax gets a new array): repetition on
+    every token of the row's prompt or output (x > 0 ? x / r : x * r, once), then
+    x -= frequency * count and x -= presence for tokens of the output. `prompt` and
+    `output` are (offsets [B+1] int32/int64, ids int32 [N]) or None; each parameter
+    is a scalar or a length-B float32 array on the logits' device."""
+    if _is_torch(logits) or _load_torch(logits):
+        return _torch.apply_penalties(logits, prompt, output, repetition, presence, frequency)
+    po, pi = csr("apply_penalties", "prompt", prompt)
+    oo, oi = csr("apply_penalties", "output", output)
+    c = _Call("apply_penalties", "logits", logits, two_d=False)
+    return c.run((logits, po, pi, oo, oi, repetition, presence, frequency), (),
+                 lambda f, out: _ext.apply_penalties(out, po, pi, oo, oi, repetition, presence,
+                                                     frequency, f.stream, f.alloc),
+                 in_place=logits)
+
+
+def apply_logit_bias(logits, tokens, values):
+    """logits[b, ids[i]] += values[i] for the entries of each row, in place (jax gets a
+    new array); repeated ids add in entry order. `tokens` is (offsets [B+1], ids int32
+    [N]); values float32 [N]."""
+    if _is_torch(logits) or _load_torch(logits):
+        return _torch.apply_logit_bias(logits, tokens, values)
+    offsets, ids = csr("apply_logit_bias", "tokens", tokens, required=True)
+    c = _Call("apply_logit_bias", "logits", logits, two_d=False)
+    return c.run((logits, offsets, ids, values), (),
+                 lambda f, out: _ext.apply_logit_bias(out, offsets, ids, values, f.stream,
+                                                      f.alloc),
+                 in_place=logits)

@@ -159,3 +159,18 @@ def check_topk(op, k, vocab, vocab_arg):
     limit = min(vocab, MAX_TOP_K)
     if not 1 <= k <= limit:
         raise ValueError(f"{op}: argument 'k' must be in [1, min(2048, V) = {limit}], got {k}")
+
+
+def csr(op, arg, lists, required=False):
+    """(offsets, ids) of a list-of-ids argument: a pair of arrays (offsets [B+1],
+    ids int32 [N]), or None when absent (both None). TypeError naming it otherwise."""
+    if lists is None and not required:
+        return None, None
+    if lists is not None and not hasattr(lists, "shape"):
+        try:
+            offsets, ids = lists
+            return offsets, ids
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"{op}: argument '{arg}' must be {'' if required else 'None or '}a pair "
+                    f"(offsets, ids) of arrays, got {type(lists).__name__}")

@@ -15,7 +15,7 @@ Eager calls on plain tensors skip the dispatcher hop to the Python kernel
 import torch
 
 from . import _nexttok as _ext
-from ._arrays import check_topk
+from ._arrays import check_topk, csr
 
 NAMESPACE = (__package__ or "nexttok").replace(".", "_")
 _lib = torch.library.Library(NAMESPACE, "DEF")
@@ -32,6 +32,11 @@ _SCHEMAS = {
                            "Tensor? bias, int group_size, int k) -> (Tensor, Tensor)",
     "pack_weights": "(Tensor w) -> Tensor",
     "quantize_activations": "(Tensor x) -> (Tensor, Tensor)",
+    "apply_penalties": "(Tensor(a!) logits, Tensor? prompt_offsets, Tensor? prompt_ids, "
+                       "Tensor? output_offsets, Tensor? output_ids, Tensor? repetition_t, "
+                       "float repetition, Tensor? presence_t, float presence, "
+                       "Tensor? frequency_t, float frequency) -> ()",
+    "apply_logit_bias": "(Tensor(a!) logits, Tensor offsets, Tensor ids, Tensor values) -> ()",
 }
 _U64 = (1 << 64) - 1
 
@@ -141,6 +146,19 @@ def _quantize_activations(x):
     return act_q, act_scale
 
 
+def _apply_penalties(logits, prompt_offsets, prompt_ids, output_offsets, output_ids,
+                     repetition_t, repetition, presence_t, presence, frequency_t, frequency):
+    _ext.apply_penalties(logits, prompt_offsets, prompt_ids, output_offsets, output_ids,
+                         repetition if repetition_t is None else repetition_t,
+                         presence if presence_t is None else presence_t,
+                         frequency if frequency_t is None else frequency_t,
+                         _stream(logits), _alloc(logits))
+
+
+def _apply_logit_bias(logits, offsets, ids, values):
+    _ext.apply_logit_bias(logits, offsets, ids, values, _stream(logits), _alloc(logits))
+
+
 def _mask_out(allowed):
     rows, cols = _check_2d("bitmask_from_allowed", "allowed", allowed)
     return allowed.new_empty((rows, (cols + 31) // 32), dtype=torch.int32)
@@ -193,6 +211,8 @@ _FAKES = {
                                                                    "act_q", wq, "wq", k),
     "pack_weights": _packed_out,
     "quantize_activations": _quantized_out,
+    "apply_penalties": lambda logits, *rest: None,
+    "apply_logit_bias": lambda logits, offsets, ids, values: None,
 }
 
 for _name, _schema in _SCHEMAS.items():
@@ -282,3 +302,26 @@ def pack_weights(w):
 
 def quantize_activations(x):
     return (_quantize_activations if _eager(x) else _op["quantize_activations"])(x)
+
+
+def apply_penalties(logits, prompt=None, output=None, repetition=1.0, presence=0.0, frequency=0.0):
+    op = "apply_penalties"
+    po, pi = csr(op, "prompt", prompt)
+    oo, oi = csr(op, "output", output)
+    if _eager(logits, po, pi, oo, oi, repetition, presence, frequency):
+        # the extension takes scalars and tensors as they are
+        _ext.apply_penalties(logits, po, pi, oo, oi, repetition, presence, frequency,
+                             _stream(logits), _alloc(logits))
+        return logits
+    rt, rv = _split(op, "repetition", repetition, float)
+    pt, pv = _split(op, "presence", presence, float)
+    ft, fv = _split(op, "frequency", frequency, float)
+    _op[op](logits, po, pi, oo, oi, rt, rv, pt, pv, ft, fv)
+    return logits
+
+
+def apply_logit_bias(logits, tokens, values):
+    offsets, ids = csr("apply_logit_bias", "tokens", tokens, required=True)
+    eager = _eager(logits, offsets, ids, values)
+    (_apply_logit_bias if eager else _op["apply_logit_bias"])(logits, offsets, ids, values)
+    return logits

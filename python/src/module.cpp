@@ -2,6 +2,7 @@
 // and device workspaces come from the caller's framework (the Python layer
 // allocates them); `stream` is the caller's current stream as an integer.
 #include <memory>
+#include <string>
 
 #ifdef NEXTTOK_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -141,6 +142,46 @@ void quantize_activations(nb::handle x, nb::handle act_q, nb::handle act_scale,
   run_plain(nt_quantize_activations_args{xv.t, q.t, s.t}, stream, nt_quantize_activations);
 }
 
+// A CSR list of ids per row: offsets and ids, both None when the list is absent.
+nt_token_lists token_lists(const char* op, const char* arg, nb::handle offsets, nb::handle ids,
+                           View& keep_offsets, View& keep_ids) {
+  const std::string o = std::string(arg) + ".offsets", i = std::string(arg) + ".ids";
+  keep_offsets = optional_view(op, o.c_str(), offsets);
+  keep_ids = optional_view(op, i.c_str(), ids);
+  return nt_token_lists{keep_offsets.t, keep_ids.t};
+}
+
+void apply_penalties(nb::handle logits, nb::handle prompt_offsets, nb::handle prompt_ids,
+                     nb::handle output_offsets, nb::handle output_ids, nb::handle repetition,
+                     nb::handle presence, nb::handle frequency, uintptr_t stream,
+                     nb::handle alloc) {
+  const char* op = "apply_penalties";
+  View l = view(op, "logits", logits, true);
+  View keep[7];
+  nt_apply_penalties_args a{};
+  a.logits = l.t;
+  a.prompt = token_lists(op, "prompt", prompt_offsets, prompt_ids, keep[0], keep[1]);
+  a.output = token_lists(op, "output", output_offsets, output_ids, keep[2], keep[3]);
+  a.repetition = param_f32(op, "repetition", repetition, l.t, keep[4]);
+  a.presence = param_f32(op, "presence", presence, l.t, keep[5]);
+  a.frequency = param_f32(op, "frequency", frequency, l.t, keep[6]);
+  run_with_workspace(op, a, l.t, alloc, stream, nt_apply_penalties_workspace_size,
+                     nt_apply_penalties);
+}
+
+void apply_logit_bias(nb::handle logits, nb::handle offsets, nb::handle ids, nb::handle values,
+                      uintptr_t stream, nb::handle alloc) {
+  const char* op = "apply_logit_bias";
+  View l = view(op, "logits", logits, true), keep_offsets, keep_ids,
+       v = view(op, "values", values);
+  nt_apply_logit_bias_args a{};
+  a.logits = l.t;
+  a.tokens = token_lists(op, "tokens", offsets, ids, keep_offsets, keep_ids);
+  a.values = v.t;
+  run_with_workspace(op, a, l.t, alloc, stream, nt_apply_logit_bias_workspace_size,
+                     nt_apply_logit_bias);
+}
+
 }  // namespace
 
 NB_MODULE(_nexttok, m) {
@@ -160,6 +201,11 @@ NB_MODULE(_nexttok, m) {
         a("stream"), a("alloc").none());
   m.def("pack_weights", &pack_weights);
   m.def("quantize_activations", &quantize_activations);
+  m.def("apply_penalties", &apply_penalties, a("logits"), a("prompt_offsets").none(),
+        a("prompt_ids").none(), a("output_offsets").none(), a("output_ids").none(),
+        a("repetition"), a("presence"), a("frequency"), a("stream"), a("alloc").none());
+  m.def("apply_logit_bias", &apply_logit_bias, a("logits"), a("offsets").none(), a("ids").none(),
+        a("values"), a("stream"), a("alloc").none());
   m.def("version", [] { return nt_version_string(); });
   m.def("backend_available", [](int device) { return nt_backend_available(nt_device_type(device)) != 0; });
   m.def("cpu_num_threads", [] { return nt_cpu_num_threads(); });

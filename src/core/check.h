@@ -48,4 +48,10 @@ constexpr int32_t kMaxTopK = 2048;
 // The caller's workspace against what the call's plan needs (NT_ERROR_WORKSPACE).
 void check_workspace(const char* op, size_t needed, const void* workspace, size_t bytes);
 
+// Penalties and logit bias: every id list holds fewer ids than this,
+// so that a row's count fits 31 bits and twice its ids fit 32.
+constexpr int64_t kMaxListIds = int64_t(1) << 30;
+void check_apply_penalties(const nt_apply_penalties_args& a);
+void check_apply_logit_bias(const nt_apply_logit_bias_args& a);
+
 }  // namespace nt

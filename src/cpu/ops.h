@@ -27,6 +27,11 @@ class CpuBackend final : public Backend {
                            size_t workspace_bytes, void* stream) override;
   void pack_weights(const nt_pack_weights_args& a, void* stream) override;
   void quantize_activations(const nt_quantize_activations_args& a, void* stream) override;
+  // No workspace (the base class's size query answers 0).
+  void apply_penalties(const nt_apply_penalties_args& a, void* workspace, size_t workspace_bytes,
+                       void* stream) override;
+  void apply_logit_bias(const nt_apply_logit_bias_args& a, void* workspace, size_t workspace_bytes,
+                        void* stream) override;
 };
 
 }  // namespace nt::cpu

@@ -31,6 +31,12 @@ class OpenclBackend final : public Backend {
                            size_t workspace_bytes, void* stream) override;
   void pack_weights(const nt_pack_weights_args& a, void* stream) override;
   void quantize_activations(const nt_quantize_activations_args& a, void* stream) override;
+  size_t apply_penalties_workspace_size(const nt_apply_penalties_args& a) override;
+  void apply_penalties(const nt_apply_penalties_args& a, void* workspace, size_t workspace_bytes,
+                       void* stream) override;
+  size_t apply_logit_bias_workspace_size(const nt_apply_logit_bias_args& a) override;
+  void apply_logit_bias(const nt_apply_logit_bias_args& a, void* workspace, size_t workspace_bytes,
+                        void* stream) override;
 
  private:
   mutable std::atomic<bool> found_{false};

@@ -60,4 +60,28 @@ std::vector<int32_t> reference_pack(const std::vector<int8_t>& signs, int64_t ro
 // quantize_activations of one row, bit-exact: scale = max|x|/127 (fp32), q = rint.
 void reference_quantize_row(const float* x, int64_t n, int8_t* q, float* scale);
 
+// ---- penalties and logit bias (harness/reference_penalties.cpp) ----------------
+// A CSR id list per row: offsets [B+1] (taken as the device reads them, any
+// values) and ids [N]; absent unless `present`.
+struct CsrIds {
+  bool present = false;
+  std::vector<int64_t> offsets;
+  std::vector<int32_t> ids;
+};
+
+// vLLM's dense apply_penalties on a whole logits buffer (rows x stride, encoded
+// in dtype, 0 f32 / 1 f16 / 2 bf16): bincount of each row's output ids and mask
+// of its prompt ids over [V], then masked arithmetic over every token, each step
+// rounded to the dtype. Parameters: one value per row. Returns the buffer after.
+std::vector<uint8_t> reference_penalties(int dtype, int64_t rows, int64_t vocab, int64_t stride,
+                                         const std::vector<uint8_t>& logits, const CsrIds& prompt,
+                                         const CsrIds& output, const std::vector<float>& repetition,
+                                         const std::vector<float>& presence,
+                                         const std::vector<float>& frequency);
+
+// apply_logit_bias entry by entry, in order, on a dense copy of each row.
+std::vector<uint8_t> reference_logit_bias(int dtype, int64_t rows, int64_t vocab, int64_t stride,
+                                          const std::vector<uint8_t>& logits, const CsrIds& tokens,
+                                          const std::vector<float>& values);
+
 }  // namespace ntt

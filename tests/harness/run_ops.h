@@ -127,4 +127,35 @@ struct Quantized {
 Quantized run_quantize(TestDevice& dev, nt_dtype dtype, int64_t rows, int64_t cols,
                        int64_t stride, const std::vector<float>& x);
 
+// ---- penalties and logit bias (harness/ops_penalties.cpp) ----------------------
+struct PenaltyCase {
+  int64_t rows = 1, vocab = 1, logits_stride = 0;  // stride 0: contiguous
+  nt_dtype dtype = NT_F32;
+  std::vector<uint8_t> logits;  // rows x stride, encoded in dtype (gaps included)
+  CsrIds prompt, output;
+  nt_dtype offsets_dtype = NT_I32;  // of both lists
+  Param<float> repetition = scalar(1.0f);
+  Param<float> presence = scalar(0.0f);
+  Param<float> frequency = scalar(0.0f);
+  int64_t stride() const { return logits_stride ? logits_stride : vocab; }
+};
+
+// The whole logits buffer after nt_apply_penalties (workspace of exactly the
+// queried size).
+std::vector<uint8_t> run_apply_penalties(TestDevice& dev, const PenaltyCase& c);
+std::vector<uint8_t> reference_penalties(const PenaltyCase& c);
+
+struct BiasCase {
+  int64_t rows = 1, vocab = 1, logits_stride = 0;
+  nt_dtype dtype = NT_F32;
+  std::vector<uint8_t> logits;
+  CsrIds tokens;
+  nt_dtype offsets_dtype = NT_I32;
+  std::vector<float> values;  // one per id
+  int64_t stride() const { return logits_stride ? logits_stride : vocab; }
+};
+
+std::vector<uint8_t> run_apply_logit_bias(TestDevice& dev, const BiasCase& c);
+std::vector<uint8_t> reference_logit_bias(const BiasCase& c);
+
 }  // namespace ntt

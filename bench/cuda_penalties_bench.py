@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""W7 (penalties + logit bias) on a CUDA GPU: nexttok through its Python package
+against vLLM's dense formulation in torch, timed in the same process on the same
+inputs.
+
+  python3 bench/cuda_penalties_bench.py [--check] [--runs 200] [--json out.json]
+
+Rows (BENCH.md W7): B = 256, V = 128,256, f32 and bf16 logits.
+- penalties: 2,048 prompt + 512 output ids a row (random ids, so repeats are
+  rare but present), per-row repetition / presence / frequency tensors. Baseline:
+  vLLM's apply_penalties in torch (get_token_bin_counts_and_mask: scatter_add
+  into [B, V + 1]; the repetition penalty as its torch fallback; then
+  logits -= frequency * counts and logits -= presence * mask), on the padded
+  [B, L] token tensors vLLM keeps.
+- logit bias: 64 ids a row. Baseline: vLLM v1's LogitBiasLogitsProcessor,
+  logits[rows, cols] += bias (index_put_ with accumulate, so repeats add as ours).
+- both in a row (bias then penalties), against both baselines in a row.
+
+Timing: CUDA events around each call; a GPU sleep before every timed call keeps
+the queue ahead of the host (Python overhead is not counted); warm-up; median
+(and p10 / p90) of --runs calls; inputs (logits and ids) rotated over copies
+totalling more than 4x the L2, so no call finds its sectors in cache. The op is
+in place and is not undone between calls (values drift; the work does not). A
+"graph" column gives the time per call of many calls replayed in one CUDA graph.
+GB/s counts the bytes the op must move: the ids (and values), and each touched
+logit read and written once (the DRAM sector traffic is 8x that for f32).
+
+--check first compares, on the first copy, nexttok's result with the dense
+formulation computed exactly as docs/SEMANTICS.md says (masked, each step rounded
+to the logits' dtype) and with the CPU backend, bit for bit.
+"""
+import argparse
+import json
+import math
+import statistics
+import sys
+
+import torch
+
+import nexttok
+
+B, V = 256, 128256
+PROMPT, OUTPUT, BIAS = 2048, 512, 64
+SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU sleep ahead of every timed call
+
+
+# ---- inputs -------------------------------------------------------------------------
+
+class Inputs:
+    """One copy of W7's inputs: logits, the CSR lists nexttok takes, the padded
+    token tensors vLLM keeps, and the per-row parameters."""
+
+    def __init__(self, dtype, gen, dev):
+        self.logits = (torch.randn(B, V, generator=gen, device=dev) * 2).to(dtype)
+        self.prompt_ids = torch.randint(0, V, (B, PROMPT), generator=gen, device=dev, dtype=torch.int32)
+        self.output_ids = torch.randint(0, V, (B, OUTPUT), generator=gen, device=dev, dtype=torch.int32)
+        # a few repeats in the output, as decoding produces them
+        self.output_ids[:, 1::7] = self.output_ids[:, 0::7][:, : self.output_ids[:, 1::7].shape[1]]
+        self.bias_ids = torch.randint(0, V, (B, BIAS), generator=gen, device=dev, dtype=torch.int32)
+        self.bias_values = torch.randn(B * BIAS, generator=gen, device=dev)
+        ar = torch.arange(B + 1, device=dev, dtype=torch.int32)
+        self.prompt = (ar * PROMPT, self.prompt_ids.reshape(-1))
+        self.output = (ar * OUTPUT, self.output_ids.reshape(-1))
+        self.bias = (ar * BIAS, self.bias_ids.reshape(-1))
+        self.repetition = torch.rand(B, generator=gen, device=dev) + 1.0
+        self.presence = torch.rand(B, generator=gen, device=dev) * 0.5
+        self.frequency = torch.rand(B, generator=gen, device=dev) * 0.5
+        # vLLM's forms: padded int64 tokens [B, L], bias as (rows, cols) index lists
+        self.prompt_tokens = self.prompt_ids.long()
+        self.output_tokens = self.output_ids.long()
+        self.bias_rows = torch.arange(B, device=dev).repeat_interleave(BIAS)
+        self.bias_cols = self.bias_ids.reshape(-1).long()
+
+    def bytes(self, what):
+        esize = self.logits.element_size()
+        if what == "penalties":
+            ids = PROMPT + OUTPUT
+            touched = distinct(torch.cat([self.prompt_ids, self.output_ids], 1))
+        elif what == "bias":
+            ids = 2 * BIAS  # ids and values
+            touched = distinct(self.bias_ids)
+        else:
+            return self.bytes("penalties") + self.bytes("bias")
+        return B * ids * 4 + 2 * esize * touched
+
+
+def distinct(ids):
+    return int(sum(torch.unique(row).numel() for row in ids.cpu()))
+
+
+# ---- the baselines ----------------------------------------------------------------------
+
+def get_token_bin_counts_and_mask(tokens, vocab_size, num_seqs):
+    """vLLM (vllm/model_executor/layers/utils.py)."""
+    bin_counts = torch.zeros((num_seqs, vocab_size + 1), dtype=torch.long, device=tokens.device)
+    bin_counts.scatter_add_(1, tokens, torch.ones_like(tokens))
+    bin_counts = bin_counts[:, :vocab_size]
+    mask = bin_counts > 0
+    return bin_counts, mask
+
+
+def vllm_apply_penalties(logits, prompt_tokens, output_tokens, presence, frequency, repetition):
+    """vLLM's apply_penalties with apply_repetition_penalties_torch, in place."""
+    num_seqs, vocab_size = logits.shape
+    _, prompt_mask = get_token_bin_counts_and_mask(prompt_tokens, vocab_size, num_seqs)
+    output_bin_counts, output_mask = get_token_bin_counts_and_mask(output_tokens, vocab_size, num_seqs)
+    penalties = repetition.unsqueeze(dim=1).repeat(1, vocab_size)
+    penalties = torch.where(prompt_mask | output_mask, penalties, 1.0)
+    scaling = torch.where(logits > 0, 1.0 / penalties, penalties)
+    logits *= scaling
+    logits -= frequency.unsqueeze(dim=1) * output_bin_counts
+    logits -= presence.unsqueeze(dim=1) * output_mask
+    return logits
+
+
+def vllm_logit_bias(logits, rows, cols, values):
+    """vLLM v1's LogitBiasLogitsProcessor: logits[rows, cols] += bias."""
+    logits.index_put_((rows, cols), values.to(logits.dtype), accumulate=True)
+    return logits
+
+
+def exact_dense_penalties(logits, x):
+    """docs/SEMANTICS.md as a dense formulation: masked, every step in fp32 and
+    rounded to the logits' dtype (what the check compares bit for bit)."""
+    counts, output_mask = get_token_bin_counts_and_mask(x.output_tokens, V, B)
+    _, prompt_mask = get_token_bin_counts_and_mask(x.prompt_tokens, V, B)
+    r, p, f = x.repetition[:, None], x.presence[:, None], x.frequency[:, None]
+    y = logits.clone()
+    rep = torch.where(y > 0, y.float() / r, y.float() * r).to(y.dtype)
+    y = torch.where((prompt_mask | output_mask) & (r != 1), rep, y)
+    y = torch.where(output_mask & (f != 0), (y.float() - f * counts.float()).to(y.dtype), y)
+    y = torch.where(output_mask & (p != 0), (y.float() - p).to(y.dtype), y)
+    return y
+
+
+# ---- the calls ----------------------------------------------------------------------------
+
+def ours(what, x):
+    if what in ("bias", "both"):
+        nexttok.apply_logit_bias(x.logits, x.bias, x.bias_values)
+    if what in ("penalties", "both"):
+        nexttok.apply_penalties(x.logits, x.prompt, x.output, repetition=x.repetition,
+                                presence=x.presence, frequency=x.frequency)
+
+
+def baseline(what, x):
+    if what in ("bias", "both"):
+        vllm_logit_bias(x.logits, x.bias_rows, x.bias_cols, x.bias_values)
+    if what in ("penalties", "both"):
+        vllm_apply_penalties(x.logits, x.prompt_tokens, x.output_tokens, x.presence, x.frequency,
+                             x.repetition)
+
+
+# ---- timing -------------------------------------------------------------------------------
+
+def time_calls(fn, copies, runs, warmup):
+    """Median, p10, p90 microseconds of fn(copy) over `runs` calls on rotated copies."""
+    for i in range(warmup):
+        fn(copies[i % len(copies)])
+    torch.cuda.synchronize()
+    start = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    end = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    for i in range(runs):
+        torch.cuda._sleep(SLEEP_CYCLES)
+        start[i].record()
+        fn(copies[(warmup + i) % len(copies)])
+        end[i].record()
+    torch.cuda.synchronize()
+    t = sorted(s.elapsed_time(e) * 1000.0 for s, e in zip(start, end))
+    return statistics.median(t), t[len(t) // 10], t[-1 - len(t) // 10]
+
+
+def time_graph(fn, copies, total_calls=400):
+    """Microseconds per call of many calls captured in one CUDA graph."""
+    calls = min(len(copies) * 16, 64)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for i in range(3):
+            fn(copies[i % len(copies)])
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            fn(copies[i % len(copies)])
+    graph.replay()
+    torch.cuda.synchronize()
+    replays = max(2, total_calls // calls)
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(replays):
+        graph.replay()
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) * 1000.0 / (replays * calls)
+
+
+# ---- checks --------------------------------------------------------------------------------
+
+def run_checks(x):
+    ok = True
+
+    def report(name, good):
+        nonlocal ok
+        ok &= bool(good)
+        print(f"check {'ok  ' if good else 'FAIL'} {name}", flush=True)
+
+    pristine = x.logits.clone()
+    expected = exact_dense_penalties(pristine, x)
+    got = pristine.clone()
+    nexttok.apply_penalties(got, x.prompt, x.output, repetition=x.repetition, presence=x.presence,
+                            frequency=x.frequency)
+    report(f"penalties {x.logits.dtype}: equal to the dense formulation", torch.equal(got, expected))
+    cpu = pristine.cpu().clone()  # a copy even when the inputs are on the CPU
+    nexttok.apply_penalties(cpu, tuple(a.cpu() for a in x.prompt), tuple(a.cpu() for a in x.output),
+                            repetition=x.repetition.cpu(), presence=x.presence.cpu(),
+                            frequency=x.frequency.cpu())
+    report(f"penalties {x.logits.dtype}: equal to the CPU backend", torch.equal(got.cpu(), cpu))
+    base = vllm_apply_penalties(pristine.clone(), x.prompt_tokens, x.output_tokens, x.presence,
+                                x.frequency, x.repetition)
+    close = torch.allclose(got.float(), base.float(), rtol=1e-2, atol=1e-2)
+    report(f"penalties {x.logits.dtype}: within rounding of vLLM's torch fallback", close)
+
+    got = pristine.clone()
+    nexttok.apply_logit_bias(got, x.bias, x.bias_values)
+    cpu = pristine.cpu().clone()  # a copy even when the inputs are on the CPU
+    nexttok.apply_logit_bias(cpu, tuple(a.cpu() for a in x.bias), x.bias_values.cpu())
+    report(f"logit bias {x.logits.dtype}: equal to the CPU backend", torch.equal(got.cpu(), cpu))
+    if x.logits.dtype == torch.float32:  # repeats are rare: one fp32 add per entry
+        base = vllm_logit_bias(pristine.clone(), x.bias_rows, x.bias_cols, x.bias_values)
+        report("logit bias float32: equal to index_put_ (accumulate)", torch.equal(got, base))
+    return ok
+
+
+# ---- main ----------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--json")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    args = ap.parse_args()
+    if not torch.cuda.is_available() or not nexttok.cuda_compiled:
+        sys.exit("needs a CUDA GPU and nexttok built with CUDA")
+    dev = torch.device("cuda")
+    props = torch.cuda.get_device_properties(dev)
+    l2 = getattr(props, "L2_cache_size", 50 << 20)
+    print(f"# W7 on {props.name}, nexttok {nexttok.__version__}, torch {torch.__version__}, "
+          f"L2 {l2 >> 20} MiB", flush=True)
+    gen = torch.Generator(device=dev).manual_seed(7)
+    rows = []
+    ok = True
+    for name in args.dtypes.split(","):
+        dtype = getattr(torch, name)
+        one = B * V * dtype.itemsize
+        n = max(2, math.ceil(4 * l2 / one) + 1)
+        copies = [Inputs(dtype, gen, dev) for _ in range(n)]
+        if args.check:
+            ok &= run_checks(copies[0])
+        for what in ("penalties", "bias", "both"):
+            med, p10, p90 = time_calls(lambda x: ours(what, x), copies, args.runs, args.warmup)
+            graph = time_graph(lambda x: ours(what, x), copies)
+            bmed, _, _ = time_calls(lambda x: baseline(what, x), copies, max(100, args.runs // 2),
+                                    max(5, args.warmup // 4))
+            moved = copies[0].bytes(what)
+            rows.append({"row": f"W7 {what}", "dtype": name, "B": B, "V": V, "median_us": med,
+                         "p10_us": p10, "p90_us": p90, "graph_us": graph,
+                         "GBps": moved / med / 1e3, "baseline_us": bmed, "speedup": bmed / med,
+                         "bytes": moved, "copies": n})
+            r = rows[-1]
+            print(f"| {r['row']:<14} | {name:<8} | {med:8.1f} us (p10 {p10:.1f}, p90 {p90:.1f}) "
+                  f"| graph {graph:7.1f} us | {r['GBps']:7.1f} GB/s | baseline {bmed:9.1f} us "
+                  f"| {r['speedup']:6.1f}x |", flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"device": props.name, "torch": torch.__version__, "rows": rows}, fh, indent=1)
+    if not ok:
+        sys.exit("a check failed")
+
+
+if __name__ == "__main__":
+    main()

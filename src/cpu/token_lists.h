@@ -1,0 +1,50 @@
+// CSR id lists of the penalty and logit-bias ops on the host: the clamped
+// range of a row (core/penalties.h) and per-row f32 parameters.
+#pragma once
+
+#include <cstdint>
+
+#include "core/penalties.h"
+#include "nexttok/nexttok.h"
+
+namespace nt::cpu {
+
+struct TokenList {
+  const void* offsets = nullptr;  // nullptr: absent (every row empty)
+  bool i64 = false;
+  const int32_t* ids = nullptr;
+  int64_t n = 0;
+
+  explicit TokenList(const nt_token_lists& l) {
+    if (l.offsets.data == nullptr) return;
+    offsets = l.offsets.data;
+    i64 = l.offsets.dtype == NT_I64;
+    ids = static_cast<const int32_t*>(l.ids.data);
+    n = l.ids.shape[0];
+  }
+  int64_t offset(int64_t i) const {
+    return i64 ? static_cast<const int64_t*>(offsets)[i] : static_cast<const int32_t*>(offsets)[i];
+  }
+  // [*lo, *hi) of row b, clamped as docs/SEMANTICS.md says.
+  void range(int64_t b, int64_t* lo, int64_t* hi) const {
+    *lo = *hi = 0;
+    if (offsets == nullptr) return;
+    *lo = nt_csr_clamp(offset(b), 0, n);
+    *hi = nt_csr_clamp(offset(b + 1), *lo, n);
+  }
+};
+
+inline float row_param(const nt_param_f32& p, int64_t b) {
+  return p.per_row ? static_cast<const float*>(p.per_row)[b] : p.scalar;
+}
+
+// Writes the fp32 value y (already rounded to dtype) into element t of a row.
+inline void store_logit(void* row, nt_dtype dtype, int64_t t, float y) {
+  switch (dtype) {
+    case NT_F16: static_cast<uint16_t*>(row)[t] = uint16_t(nt_f32_to_f16(y)); break;
+    case NT_BF16: static_cast<uint16_t*>(row)[t] = uint16_t(nt_f32_to_bf16(y)); break;
+    default: static_cast<float*>(row)[t] = y; break;
+  }
+}
+
+}  // namespace nt::cpu
