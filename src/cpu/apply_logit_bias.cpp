@@ -34,7 +34,7 @@ void CpuBackend::apply_logit_bias(const nt_apply_logit_bias_args& a, void*, size
       void* row = row_address(a.logits, b);
       for (size_t i = 0; i < keys.size();) {
         const int64_t id = int64_t(keys[i] >> 32);
-        const float x0 = row_value(row, a.logits.dtype, id);
+        const float x0 = widen_element(row, a.logits.dtype, id);
         float x = x0;
         for (; i < keys.size() && int64_t(keys[i] >> 32) == id; ++i)
           x = nt_bias_logit(x, values[lo + int64_t(keys[i] & 0xFFFFFFFFu)], dtype);

@@ -49,7 +49,7 @@ void CpuBackend::apply_penalties(const nt_apply_penalties_args& a, void*, size_t
           else in_prompt = true;
         }
         (void)in_prompt;  // every gathered token is in the prompt or the output
-        const float x = row_value(row, a.logits.dtype, id);
+        const float x = widen_element(row, a.logits.dtype, id);
         if (nt_f32_is_nan(x)) continue;  // NaN logits keep their bits
         store_logit(row, a.logits.dtype, id, nt_penalize_logit(x, 1, count, r, f, p, dtype));
       }
