@@ -664,7 +664,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
   const BiasArgs bias{a.bias.data, a.bias.dtype};
   const topk::CandidateArgs cand{reinterpret_cast<topk::Candidate*>(ws + plan.topk.cand_offset),
                                  reinterpret_cast<int32_t*>(ws + plan.topk.counts_offset),
-                                 plan.topk.mp_stride, plan.topk.cap, a.k, topk::lm_head_filter_cuts()};
+                                 plan.topk.mp_stride, plan.topk.cap, a.k};
   const int cols = static_cast<int>(a.act_q.shape[1]);
   const int vocab = static_cast<int>(a.wq.shape[0]);
   const int64_t wq_stride = vocab > 1 ? a.wq.row_stride : 0;

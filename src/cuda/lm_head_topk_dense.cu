@@ -629,7 +629,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
   const BiasArgs bias{a.bias.data, a.bias.dtype};
   const topk::CandidateArgs cand{reinterpret_cast<topk::Candidate*>(ws + plan.cand_offset),
                                  reinterpret_cast<int32_t*>(ws + plan.counts_offset),
-                                 plan.mp_stride, plan.cap, a.k, topk::lm_head_filter_cuts()};
+                                 plan.mp_stride, plan.cap, a.k};
   const topk::MergeBudget merges = topk::merge_budget(
       dev.max_smem_optin, [&](auto kernel, int bytes) { allow_dynamic_smem(kernel, bytes, a.weight.device_id, kOp); });
 
