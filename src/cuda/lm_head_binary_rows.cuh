@@ -27,7 +27,8 @@
 // warp-level radix cut when the list could overflow, cuda/topk_cta.cuh); at
 // the end the CTA selects the k best of its warps' lists into its candidate
 // slice for the merge (cuda/topk_merge.cuh), as every other scoring kernel
-// does. Tiles stay whole per stage: box-sized slots with 9 boxes in flight a
+// does. Bulk copies go under the L2 evict-first policy (weights_l2_policy).
+// Tiles stay whole per stage: box-sized slots with 9 boxes in flight a
 // warp (run 67) were slower, the per-box wait and copy issue in each warp's
 // chain.
 #pragma once
@@ -58,7 +59,6 @@ struct BinaryRowsParams : BinaryOperands {
   // code; sign and scale rows at 16-byte aligned strides, scale rows a
   // multiple of 16 bytes); 0: by cp.async pieces.
   int tensor_copies;
-  int weights_evict_first;  // lm_head_weights_evict_first(): the bulk copies' L2 policy
   // encode_map_u16_lines' 3-D map of [V, H / 16] 16-bit units: one copy
   // brings a tile's signs as boxes of 16 rows x 128 bytes, swizzled (one 2-D
   // copy a box cost the issuing lane ~25 instructions each, run 65's SASS).
@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     mbarrier_init_fence();
     __syncwarp();
   }
-  const WeightCopyHint hint = weight_copy_hint(p.weights_evict_first);
+  const uint64_t policy = weights_l2_policy();
   auto issue = [&]() {
     if (next_row < last_row) {
       if (p.tensor_copies) {
@@ -208,8 +208,8 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
           // Boxes count whole, rows past V included (they land as zeros).
           mbarrier_arrive_expect_tx(full, uint32_t(L.sign_bytes + kRowsTile * L.scale_stride));
           fence_proxy_async_shared();  // the stage's last reads (before __syncwarp) come first
-          tma_load_3d_weights(next_stage, &p.sign_map, 0, next_row, 0, full, hint);
-          tma_load_2d_weights(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full, hint);
+          tma_load_3d_weights(next_stage, &p.sign_map, 0, next_row, 0, full, policy);
+          tma_load_2d_weights(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full, policy);
         }
         next_slot = next_slot + 1 == S ? 0 : next_slot + 1;
       } else if (next_row + copy_row < cta_end) {

@@ -326,7 +326,6 @@ struct BinaryBulkParams {
   CUtensorMap scale_map;  // [V, H / G] halves: boxes of 64 whole rows
   CUtensorMap act_map;    // the pass's [rows, padded H / 2] 16-bit units: boxes of 8NT rows x 128 bytes, swizzled
   BinaryParams b;
-  int weights_evict_first;  // lm_head_weights_evict_first(): the sign and scale boxes' L2 policy
 };
 
 struct BulkLayout {
@@ -397,7 +396,7 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
     tma_prefetch_map(&bp.sign_map);
     tma_prefetch_map(&bp.scale_map);
     tma_prefetch_map(&bp.act_map);
-    const WeightCopyHint hint = weight_copy_hint(bp.weights_evict_first);
+    const uint64_t policy = weights_l2_policy();
     int slot = 0;
     uint32_t phase = 0;
     for (int tile = 0; tile < n_tiles; ++tile) {
@@ -409,14 +408,14 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
       mbarrier_arrive_expect_tx(&scale_full[sb], uint32_t(boxes * kBulkBoxRows * B.scale_row_bytes));
       for (int b = 0; b < boxes; ++b)
         tma_load_2d_weights(scales + b * kBulkBoxRows * B.scale_row_bytes, &bp.scale_map, 0,
-                            row0 + b * kBulkBoxRows, &scale_full[sb], hint);
+                            row0 + b * kBulkBoxRows, &scale_full[sb], policy);
       for (int ch = 0; ch < n_chunks; ++ch) {
         mbarrier_wait(&empty[slot], phase ^ 1u);
         unsigned char* stage = smem + slot * B.stage_bytes;
         mbarrier_arrive_expect_tx(&full[slot], uint32_t(boxes * kBulkSignBoxBytes + 4 * B.box_bytes));
         for (int b = 0; b < boxes; ++b)
           tma_load_2d_weights(stage + b * kBulkSignBoxBytes, &bp.sign_map, ch * (kChunkCols / 16),
-                              row0 + b * kBulkBoxRows, &full[slot], hint);
+                              row0 + b * kBulkBoxRows, &full[slot], policy);
         unsigned char* act = stage + (kTileRows / kBulkBoxRows) * kBulkSignBoxBytes;
         for (int b = 0; b < kChunkCols / 128; ++b)
           tma_load_2d(act + b * B.box_bytes, &bp.act_map, ch * (kChunkCols / 2) + 64 * b, 0, &full[slot]);

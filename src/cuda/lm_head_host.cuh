@@ -36,14 +36,6 @@ inline bool lm_head_path_forced(const char* name) {
   return path != nullptr && std::strcmp(path, name) == 0;
 }
 
-// NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2=normal: the heads' bulk weight copies
-// without the evict-first hint (async_copy.cuh, tma_load_2d_weights); on by default.
-// Read on every call, so a benchmark times both in one process.
-inline int lm_head_weights_evict_first() {
-  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2");
-  return v != nullptr && std::strcmp(v, "normal") == 0 ? 0 : 1;
-}
-
 // Byte alignment every row of a 2-D view shares (the row stride is ignored
 // for a single row, as core/check.cpp does).
 inline int64_t row_alignment(const nt_tensor& t) {

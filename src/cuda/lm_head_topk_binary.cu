@@ -451,7 +451,6 @@ bool launch_wgmma_bulk(const nt_lm_head_binary_args& a, const BinaryParams& p, i
   BinaryBulkParams bp{};
   bp.b = p;
   bp.b.stages = stages;
-  bp.weights_evict_first = lm_head_weights_evict_first();
   if (!encode_map_u16(&bp.sign_map, a.wq.data, uint64_t(vocab), uint64_t(p.cols / 16), sign_map_stride(a),
                       kBulkBoxRows, kChunkCols / 16, CU_TENSOR_MAP_SWIZZLE_64B, true) ||
       !encode_map_u16(&bp.scale_map, a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(a),
@@ -569,7 +568,6 @@ bool try_rows(const nt_lm_head_binary_args& a, const Plan& plan, const DeviceLim
   p.scale_copy = scale_copy;
   p.stages = rc.stages;
   p.tensor_copies = tensor_copies ? 1 : 0;
-  p.weights_evict_first = lm_head_weights_evict_first();
   p.bias = bias;
   p.cand = cand;
   p.warp_cand = warp_cand;

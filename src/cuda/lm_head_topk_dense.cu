@@ -499,7 +499,6 @@ StagedParams staged_params(const nt_lm_head_dense_args& a, const void* hidden, i
   p.cols = int(cols);
   p.vocab = int(vocab);
   p.rows = rows;
-  p.weights_evict_first = lm_head_weights_evict_first();
   return p;
 }
 
