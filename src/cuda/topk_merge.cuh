@@ -17,7 +17,9 @@
 #include "core/error.h"
 #include "cuda/async_copy.cuh"
 #include "cuda/block_select.cuh"
+#include "cuda/device.cuh"
 #include "cuda/topk_cta.cuh"
+#include "nexttok/nexttok.h"
 
 namespace nt::cuda::topk {
 
@@ -503,5 +505,28 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
   else
     merge_topk_kernel<><<<rows, kMergeThreads, size_t(budget.sort_smem), stream>>>(merge);
 }
+
+// A scoring call's merges: its candidate buffers and grid, and the merges'
+// shared memory on the device (both kernels' limits raised once per device).
+struct MergeCall {
+  CandidateArgs cand;
+  int grid;
+  MergeBudget budget;
+  const char* op;
+
+  MergeCall(const CandidateArgs& c, int scoring_grid, int device, const DeviceLimits& dev, const char* op_name)
+      : cand(c),
+        grid(scoring_grid),
+        budget(merge_budget(dev.max_smem_optin,
+                            [&](auto kernel, int bytes) { allow_dynamic_smem(kernel, bytes, device, op_name); })),
+        op(op_name) {}
+
+  // The k best of a pass's candidates into rows [m0, m0 + rows) of the outputs.
+  void merge(const nt_tensor& values, const nt_tensor& indices, int64_t m0, int rows, cudaStream_t stream) const {
+    launch_merge(cand, grid, static_cast<float*>(values.data), values.row_stride,
+                 static_cast<int64_t*>(indices.data), indices.row_stride, m0, rows, budget, stream);
+    check_launch(op);
+  }
+};
 
 }  // namespace nt::cuda::topk
