@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -26,14 +24,6 @@ constexpr int kPassRows = 64;
 // The largest vocabulary tile any scoring kernel works on; candidate buffers
 // are sized for it so that every kernel fits one workspace size.
 constexpr int kMaxTileRows = 256;
-
-// NEXTTOK_CUDA_LM_HEAD_PATH=<name> pins one kernel of a head (the names are
-// listed at each head's dispatch). Tests and benchmarks compare the paths
-// on one input, so it is read on every call.
-inline bool lm_head_path_forced(const char* name) {
-  const char* path = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
-  return path != nullptr && std::strcmp(path, name) == 0;
-}
 
 // n-tiles of 8 token rows the tensor-core kernels are instantiated for, for
 // a pass of `rows`: 1, 2, 4 or 8.
