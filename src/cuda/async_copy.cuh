@@ -128,38 +128,27 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, int32_t 
 #endif
 }
 
-// How a head's weight boxes are copied (tma_load_2d_weights). The weights
-// are read once and are far larger than the L2, so by default their lines are
-// marked first to go: what the kernel does reuse -- the activations, the CTAs'
-// candidate lists that every cut rereads -- then stays in the L2 instead of
-// being pushed out to DRAM by the stream (run 61, one process: W2 M=64 799 us
-// against 828 plain). A policy made evict_normal is not the same as no hint:
-// it was slower still (run 60, W2 M=64 968 us), so the opt-out copies plainly.
-struct WeightCopyHint {
-  uint64_t policy;   // createpolicy's L2 evict-first policy where evict_first
-  bool evict_first;  // lm_head_weights_evict_first() on the host
-};
-
-__device__ __forceinline__ WeightCopyHint weight_copy_hint(int evict_first) {
-  WeightCopyHint h{0ull, evict_first != 0};
+// The L2 policy of the heads' weight copies: evict first. The weights are
+// read once and are far larger than the L2, so their lines go first, and what
+// the kernels do reuse -- the activations, the CTAs' candidate lists that
+// every cut rereads -- stays in the L2 instead of being pushed out to DRAM by
+// the stream.
+__device__ __forceinline__ uint64_t weights_l2_policy() {
+  uint64_t policy = 0;
 #if __CUDA_ARCH__ >= 800
-  if (h.evict_first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(h.policy));
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
 #endif
-  return h;
+  return policy;
 }
 
-// tma_load_2d of weight boxes, with the hint's L2 policy where it has one.
+// tma_load_2d of weight boxes, under `policy` (weights_l2_policy).
 __device__ __forceinline__ void tma_load_2d_weights(void* dst, const void* map, int32_t x, int32_t y,
-                                                    uint64_t* bar, const WeightCopyHint& hint) {
+                                                    uint64_t* bar, uint64_t policy) {
 #if __CUDA_ARCH__ >= 900
-  if (!hint.evict_first) {
-    tma_load_2d(dst, map, x, y, bar);
-    return;
-  }
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar)), "l"(hint.policy)
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar)), "l"(policy)
       : "memory");
 #endif
 }
@@ -168,20 +157,12 @@ __device__ __forceinline__ void tma_load_2d_weights(void* dst, const void* map, 
 // 128-byte piece, y the row, z the piece): a tile of rows x several pieces
 // in one copy.
 __device__ __forceinline__ void tma_load_3d_weights(void* dst, const void* map, int32_t x, int32_t y, int32_t z,
-                                                    uint64_t* bar, const WeightCopyHint& hint) {
+                                                    uint64_t* bar, uint64_t policy) {
 #if __CUDA_ARCH__ >= 900
-  if (!hint.evict_first) {
-    asm volatile(
-        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_addr(dst)),
-        "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar))
-        : "memory");
-    return;
-  }
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar)), "l"(hint.policy)
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar)), "l"(policy)
       : "memory");
 #endif
 }

@@ -1,14 +1,15 @@
-// The K-order shared by the binary head's activation layout and its sign
-// expansion (cuda/lm_head_topk_binary.cu).
+// The K orders shared by the binary head's activation layouts (written by
+// the prep kernel of cuda/lm_head_topk_binary.cu) and its sign expansion in
+// the pass kernels, and the float trick that reads their integer sums.
 //
 // The int8 MMA m16n8k32 wants, per lane (g, t), A bytes for 4+4 K positions
 // of rows g and g+8. Expanding 4 arbitrary sign bits into 4 bytes costs ~4
 // integer ops; but (w << (7 - c)) & 0x80808080 turns the bits c, c+8, c+16,
-// c+24 of a sign word w into bytes 0/128 with one multiply and one AND. So a
+// c+24 of a sign word w into bytes 0/128 with one shift and one AND. So a
 // "class" c of a word is a register of 4 A bytes, each worth 128 * bit, and the
 // MMA (unsigned A, signed B) yields 128 * sum_{bit set} a. The K order of the
 // MMA is free as long as A and B agree, so the activations are permuted once
-// per call into the order the classes produce.
+// per pass into the order the classes produce.
 //
 // Within a group of G = 32W columns, k-step j (0 <= j < W) of lane t uses word
 // word_of(j, t) of the group and the classes c0 = class_of(j, t), c0 + 1 (for
@@ -51,9 +52,8 @@ __host__ __device__ __forceinline__ int binary_k_order_column(int words_per_grou
   return binary_permuted_column(words_per_group, 32 * j + 8 * t + 4 * half + i);
 }
 
-// What the binary decode kernels read (lm_head_binary_stream.cuh,
-// lm_head_binary_rows.cuh), strides 0 for a single row; their parameter
-// structs extend it.
+// The weights and a pass's activations as the decode and generic kernels
+// read them, strides 0 for a single row; their parameter structs extend it.
 struct BinaryOperands {
   const uint32_t* wq;
   int64_t wq_stride;  // words

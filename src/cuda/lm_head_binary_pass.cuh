@@ -1,6 +1,19 @@
-// The binary head's pass kernels (calls of more than 2 rows, in passes of up
-// to 64): the stage slices both share, and the warp-MMA kernel (sm_80+).
+// The binary head's warp-MMA pass kernel binary_mma_kernel (sm_80+; calls of
+// more than 2 rows, in passes of up to 64, wherever the warpgroup-MMA kernel
+// of lm_head_binary_wgmma.cuh does not take them), and what the two share:
+// the tile geometry, the parameters, the score expression and the offers.
 // Included by cuda/lm_head_topk_binary.cu only.
+//
+// A persistent grid, one CTA per SM, each CTA owning a contiguous vocabulary
+// range walked in tiles of 256 rows (8 warps x 32 rows) and chunks of 512
+// columns; a stage holds a chunk's sign words and scales of the tile's rows,
+// the pass's permuted activations (binary_permuted_column) and the groups'
+// accumulator seeds, filled by cp.async S - 1 chunks ahead (S >= 2 stages).
+// Per group and k-step, the signs become int8 A fragments with a shift and a
+// mask per register (lm_head_binary.cuh), the int8 MMAs start from the seed
+// kMagicBits - 64 * sum(a), so the accumulator's bits read as the exact float
+// 12582912 + 64 D, and one FADD and one FFMA add wscale * 64 D to the fp32
+// score (the exact 1/64 joins act_scale).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -25,8 +38,6 @@ constexpr int kActRowBytes = kChunkCols + 32;       // +32: conflict-free B load
 constexpr int kMaxStages = 8;
 static_assert(kTileRows <= kMaxTileRows, "candidate buffers are sized for kMaxTileRows");
 
-// ---- tensor-core scoring kernel ------------------------------------------------
-
 struct BinaryParams {
   const uint32_t* wq;
   int64_t wq_stride;  // words
@@ -39,7 +50,7 @@ struct BinaryParams {
   int cols, vocab, rows, group, rows_per_cta;
   int wq_copy;  // largest cp.async size the sign rows allow: 16, 8 or 4
   int stages;
-  uint32_t sign_flip;  // 0xC0C0C0C0 (binary_wgmma_kernel)
+  uint32_t sign_flip;  // 0xC0C0C0C0 (binary_wgmma_bulk_kernel's signs_as_pm64)
   BiasArgs bias;
   topk::CandidateArgs cand;
 };
@@ -60,7 +71,7 @@ __host__ __device__ inline StageLayout stage_layout(int group, int rows) {
 }
 
 // The sign words and scales of chunk `ch` of rows [row0, row0 + valid_rows)
-// into a stage (both tensor-core kernels).
+// into a stage.
 inline __device__ void stage_signs_and_scales(const BinaryParams& p, const StageLayout& L,
                                               unsigned char* stage, int row0, int valid_rows, int ch) {
   const int col0 = ch * kChunkCols;
@@ -91,7 +102,7 @@ inline __device__ void stage_signs_and_scales(const BinaryParams& p, const Stage
   }
 }
 
-// Copies chunk `ch` of tile `tile` (rows [row0, row0 + valid_rows)) into a stage.
+// Copies chunk `ch` of tile rows [row0, row0 + valid_rows) into a stage.
 inline __device__ void stage_chunk(const BinaryParams& p, const StageLayout& L, unsigned char* stage,
                                    int row0, int valid_rows, int ch) {
   stage_signs_and_scales(p, L, stage, row0, valid_rows, ch);
@@ -116,7 +127,7 @@ inline __device__ void stage_chunk(const BinaryParams& p, const StageLayout& L, 
 }
 
 // The score of token row `tok` and vocabulary row `row` from its integer dot
-// times 64 (an exact float): the one expression every binary kernel uses, so
+// times 64 (an exact float): the one expression both pass kernels use, so
 // their scores agree bit for bit.
 __device__ __forceinline__ float binary_score(const BinaryParams& p, int tok, float dot64, int row) {
   return add_bias(p.act_scale[tok] * 0.015625f * dot64, p.bias, row);

@@ -1,6 +1,7 @@
-// The binary head's kernel for passes of 1 or 2 token rows (decode): 1-bit
-// MMAs on the bit planes of the activations, each warp owning whole
-// vocabulary rows, so warps never wait for each other until the CTA's end.
+// The binary head's kernel for calls of 1 or 2 token rows (decode), G = 128
+// or 256: 1-bit MMAs on the bit planes of the activations, each warp owning
+// whole vocabulary rows, so warps never wait for each other until the CTA's
+// end.
 //
 // Arithmetic: the sign words are the A operand of an AND-popcount MMA
 // (m16n8k128) as they lie in memory, and the 8 columns of B are the 8 two's
@@ -13,23 +14,22 @@
 // lane's share is itself a signed dot, so the shares stay small), reads the
 // bits as a float (exact below 2^22), and one FFMA adds scale * share to the
 // lane's score; the quad's shares meet once per tile. One MMA per group, token
-// row and 16 vocabulary rows, with no expansion of the signs (the expanded-sign
-// kernel of lm_head_binary_stream.cuh spends ~20 instructions per int8 MMA, of
-// which 7 of 8 columns are padding at M = 1).
+// row and 16 vocabulary rows, with no expansion of the signs (an int8 MMA on
+// expanded signs costs ~20 instructions of expansion, and 7 of its 8 columns
+// are padding at M = 1).
 //
 // Schedule: the CTA's vocabulary range goes in tiles of 16 rows, warp w of W
-// taking tiles w, w + W, ... through its own stages (no CTA barrier per tile:
-// with one, a quarter of the stall samples were that barrier, run 21), so the
-// CTA still reads one contiguous stream. On sm_90 a stage is filled by bulk
-// tensor copies that one lane issues (a tile's signs in one, its scales in
-// another), elsewhere by cp.async pieces from every lane. Each warp keeps its
-// own exact top-k list per token row (offers above the warp's threshold, a
-// warp-level radix cut when the list could overflow, cuda/topk_cta.cuh); at
-// the end the CTA selects the k best of its warps' lists into its candidate
-// slice for the merge (cuda/topk_merge.cuh), as every other scoring kernel
-// does. Tiles stay whole per stage: box-sized slots with 9 boxes in flight a
-// warp (run 67) were slower, the per-box wait and copy issue in each warp's
-// chain.
+// taking tiles w, w + W, ... through its own stages (no CTA barrier per
+// tile), so the CTA still reads one contiguous stream. On sm_90 a stage is
+// filled by bulk tensor copies that one lane issues (a tile's signs in one,
+// its scales in another, under the L2 evict-first policy), elsewhere by
+// cp.async pieces from every lane. Each warp keeps its own exact top-k list
+// per token row (offers above the warp's threshold, a warp-level radix cut
+// when the list could overflow, cuda/topk_cta.cuh); at the end the CTA
+// selects the k best of its warps' lists into its candidate slice for the
+// merge (cuda/topk_merge.cuh), as every other scoring kernel does. Tiles stay
+// whole per stage: smaller slots would put a wait and a copy issue per box in
+// each warp's chain.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (types only)
@@ -58,17 +58,14 @@ struct BinaryRowsParams : BinaryOperands {
   // code; sign and scale rows at 16-byte aligned strides, scale rows a
   // multiple of 16 bytes); 0: by cp.async pieces.
   int tensor_copies;
-  int weights_evict_first;  // lm_head_weights_evict_first(): the bulk copies' L2 policy
   // encode_map_u16_lines' 3-D map of [V, H / 16] 16-bit units: one copy
-  // brings a tile's signs as boxes of 16 rows x 128 bytes, swizzled (one 2-D
-  // copy a box cost the issuing lane ~25 instructions each, run 65's SASS).
+  // brings a tile's signs as boxes of 16 rows x 128 bytes, swizzled.
   CUtensorMap sign_map;
   CUtensorMap scale_map;  // [V, H / G] halves: boxes of 16 whole rows
   BiasArgs bias;
   topk::CandidateArgs cand;    // the CTAs' lists, read by the merge
   topk::Candidate* warp_cand;  // [CTA][warp][token row][warp_stride]
-  int warp_stride;
-  int warp_cap;  // <= warp_stride: a list is cut when it could not take the next tile
+  int warp_stride;             // a list is cut when it could not take the next tile
 };
 
 constexpr int kRowsBoxBytes = kRowsTile * 128;  // 16 rows x 1,024 columns of signs
@@ -169,12 +166,11 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
   unsigned char* const stages = smem + L.fixed_bytes + warp * S * L.stage_bytes;
   unsigned char* const stages_end = stages + S * L.stage_bytes;
 
-  // The warp's copies of a tile. Bulk tensor copies: lane 0 issues the
-  // boxes (the pieces cost ~25 instructions per lane and tile, run 25's SASS;
-  // one bulk copy per row, through the compiler's per-lane issue loop, ~9 per
-  // row). Pieces: lane l takes row l % 16 and every second 16-byte piece of
-  // it from piece l / 16 (sign rows), the same for the scale rows in
-  // scale_copy pieces, so a tile costs no division.
+  // The warp's copies of a tile. Bulk tensor copies: lane 0 issues one for
+  // the tile's signs and one for its scales. Pieces: lane l takes row l % 16
+  // and every second 16-byte piece of it from piece l / 16 (sign rows), the
+  // same for the scale rows in scale_copy pieces, so a tile costs no
+  // division.
   const int copy_row = lane & 15, copy_first = lane >> 4;
   const int sign_pieces = p.cols / 128;
   const int scale_pieces = 2 * groups / p.scale_copy;
@@ -199,7 +195,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     mbarrier_init_fence();
     __syncwarp();
   }
-  const WeightCopyHint hint = weight_copy_hint(p.weights_evict_first);
+  const uint64_t policy = weights_l2_policy();
   auto issue = [&]() {
     if (next_row < last_row) {
       if (p.tensor_copies) {
@@ -208,8 +204,8 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
           // Boxes count whole, rows past V included (they land as zeros).
           mbarrier_arrive_expect_tx(full, uint32_t(L.sign_bytes + kRowsTile * L.scale_stride));
           fence_proxy_async_shared();  // the stage's last reads (before __syncwarp) come first
-          tma_load_3d_weights(next_stage, &p.sign_map, 0, next_row, 0, full, hint);
-          tma_load_2d_weights(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full, hint);
+          tma_load_3d_weights(next_stage, &p.sign_map, 0, next_row, 0, full, policy);
+          tma_load_2d_weights(next_stage + L.sign_bytes, &p.scale_map, 0, next_row, full, policy);
         }
         next_slot = next_slot + 1 == S ? 0 : next_slot + 1;
       } else if (next_row + copy_row < cta_end) {
@@ -239,15 +235,13 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
   // chunk of a token row (8 ballots give its bit planes, lane n < 8 stores
   // plane n), token rows past the pass as zeros; then the seeds from the
   // stored planes, one thread per (group, token row, quad lane), so no lane
-  // branches per plane and no atomics (run 25: the per-plane branch and
-  // atomic made this prologue ~5,000 instructions per warp).
+  // branches per plane and no atomics.
   if (lane < R) {
     s.count[warp][lane] = 0;
     s.threshold[warp][lane] = 0u;  // below every key: the first scores all enter
   }
   // The loads of a batch go out before any is used (a dependent round trip
-  // per chunk is microseconds while the first stages stream in; at W1 one
-  // batch a warp: two were ~5% of run 65's stall samples).
+  // per chunk would serialize their latencies; at W1 a warp has one batch).
   const int chunks = p.cols / 32;
   constexpr int kBatch = 24;
 #pragma unroll
@@ -328,10 +322,9 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     // The first groups_left groups of a box (all of them but in a partial
     // last box). Each operand comes in as few loads as its layout allows:
     // the signs by four ldmatrix, the B fragments and seeds by 16-byte
-    // loads, the scales of rows g and g + 8 by one load each (run 65: the
-    // per-group 32-bit loads and their addressing were half of the loop's
-    // 162 instructions a box). A partial box reads past its last group
-    // within its own padded share and multiplies none of it.
+    // loads, the scales of rows g and g + 8 by one load each. A partial box
+    // reads past its last group within its own padded share and multiplies
+    // none of it.
     auto box_groups = [&](const unsigned char* box, const unsigned char* scale, const uint32_t* frag,
                           const int32_t* seed, int groups_left) {
       uint32_t a[8][2];
@@ -447,7 +440,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     // A list that could not take the next tile is cut back to its k best.
     for (int m = 0; m < p.rows; ++m) {
       const int count = s.count[warp][m];
-      if (count > p.warp_cap - kRowsTile && count > p.cand.k) {
+      if (count > p.warp_stride - kRowsTile && count > p.cand.k) {
         const uint32_t key = topk::warp_compact<16>(lists + size_t(m) * p.warp_stride, count, p.cand.k,
                                                     s.hist[warp]);
         if (lane == 0) {

@@ -18,9 +18,8 @@
 // 64-column partial sums. After a tile's last stage the scores go to the
 // CTA's exact top-k (cuda/topk_cta.cuh): scoring warps 0-7 offer and cut at
 // the end of every tile, meeting at a named barrier of their own; the copy
-// warp is 8. (Top-k warps that took each tile's scores from a shared-memory
-// buffer while the scoring warps multiplied the next tile were slower at
-// every M, run 57: W2 M=64 838 us against 800; removed after 49aa8c6.)
+// warp is 8. The weight boxes are copied under the L2 evict-first policy
+// (weights_l2_policy).
 #pragma once
 
 #include <cuda.h>
@@ -53,7 +52,6 @@ struct StagedParams {
   int cols, vocab, rows;   // H, V, token rows of this pass
   int rows_per_cta;
   int stages;
-  int weights_evict_first;  // lm_head_weights_evict_first(): the weight boxes' L2 policy
   BiasArgs bias;
   topk::CandidateArgs cand;
 };
@@ -94,7 +92,7 @@ __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const _
     if (lane != 0) return;
     tma_prefetch_map(&p.weight_map);
     tma_prefetch_map(&p.hidden_map);
-    const WeightCopyHint hint = weight_copy_hint(p.weights_evict_first);
+    const uint64_t policy = weights_l2_policy();
     int slot = 0;
     uint32_t phase = 0;
     for (int tile = 0; tile < n_tiles; ++tile) {
@@ -107,7 +105,7 @@ __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const _
         mbarrier_arrive_expect_tx(&full[slot], bytes);
         for (int b = 0; b < boxes; ++b)
           tma_load_2d_weights(stage + b * kStagedBoxBytes, &p.weight_map, ch * kStagedChunkCols,
-                              row0 + b * kStagedBoxRows, &full[slot], hint);
+                              row0 + b * kStagedBoxRows, &full[slot], policy);
         tma_load_2d(stage + kStagedWeightBytes, &p.hidden_map, ch * kStagedChunkCols, 0,
                     &full[slot]);
         if (++slot == p.stages) {

@@ -1,6 +1,7 @@
 // Device primitives of the LM-head kernels: tensor-core MMAs and streaming
-// loads (the asynchronous copies are in cuda/async_copy.cuh) (all sm_80+; the host never launches the kernels
-// that use them on an older device), and small helpers.
+// loads (sm_80+: the host never launches the kernels that use them on an
+// older device; the asynchronous copies are in cuda/async_copy.cuh), and
+// small helpers.
 #pragma once
 
 #include <cuda_runtime.h>

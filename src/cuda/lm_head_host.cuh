@@ -1,22 +1,19 @@
-// Host-side plumbing shared by the CUDA LM-head operations: the device a call
-// runs on, its limits, the workspace plan of the exact top-k, and argument
-// properties (alignment) that pick a kernel.
+// Host-side plumbing shared by the CUDA LM heads: the workspace plan of the
+// exact top-k and its candidate buffers, and the argument properties
+// (alignment) that pick a kernel.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <cstdint>
-#include <mutex>
-#include <set>
 #include <string>
-#include <utility>
+#include <type_traits>
 
 #include "core/check.h"
 #include "core/error.h"
-#include "cuda/ops.cuh"
+#include "cuda/device.cuh"
+#include "cuda/topk_cta.cuh"
 #include "nexttok/nexttok.h"
 
 namespace nt::cuda::lm_head {
@@ -25,23 +22,22 @@ namespace nt::cuda::lm_head {
 // that reuse the same workspace (the weights are then read once per pass).
 constexpr int kPassRows = 64;
 // The largest vocabulary tile any scoring kernel works on; candidate buffers
-// are sized for it so that every kernel path fits one workspace size.
+// are sized for it so that every kernel fits one workspace size.
 constexpr int kMaxTileRows = 256;
 
-// NEXTTOK_CUDA_LM_HEAD_PATH=<name> pins one kernel of a head (the names are
-// listed at each head's dispatch). Tests and benchmarks compare the paths
-// on one input, so it is read on every call.
-inline bool lm_head_path_forced(const char* name) {
-  const char* path = std::getenv("NEXTTOK_CUDA_LM_HEAD_PATH");
-  return path != nullptr && std::strcmp(path, name) == 0;
-}
+// n-tiles of 8 token rows the tensor-core kernels are instantiated for, for
+// a pass of `rows`: 1, 2, 4 or 8.
+inline int pass_n_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
 
-// NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2=normal: the heads' bulk weight copies
-// without the evict-first hint (async_copy.cuh, tma_load_2d_weights); on by default.
-// Read on every call, so a benchmark times both in one process.
-inline int lm_head_weights_evict_first() {
-  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_WEIGHTS_L2");
-  return v != nullptr && std::strcmp(v, "normal") == 0 ? 0 : 1;
+// f(std::integral_constant<int, NT>) for the n-tiles of a pass of `rows`.
+template <class F>
+void with_n_tiles(int rows, F&& f) {
+  switch (pass_n_tiles(rows)) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    default: return f(std::integral_constant<int, 8>{});
+  }
 }
 
 // Byte alignment every row of a 2-D view shares (the row stride is ignored
@@ -87,8 +83,7 @@ struct TopkPlan {
   size_t cand_offset = 0, counts_offset = 0, end = 0;
 };
 
-inline TopkPlan make_topk_plan(int64_t vocab, int64_t rows, int32_t k, int sm_count,
-                               size_t offset) {
+inline TopkPlan make_topk_plan(int64_t vocab, int64_t rows, int32_t k, int sm_count, size_t offset) {
   TopkPlan p;
   const int64_t units = (vocab + 15) / 16;  // 16-row units: the MMA row granularity
   const int64_t per_cta = (units + sm_count - 1) / sm_count;
@@ -100,10 +95,15 @@ inline TopkPlan make_topk_plan(int64_t vocab, int64_t rows, int32_t k, int sm_co
   const int64_t cap = std::min<int64_t>(p.rows_per_cta, int64_t(k) + kMaxTileRows + slack);
   p.cap = static_cast<int>(cap);
   p.cand_offset = align_up(offset, 256);
-  p.counts_offset =
-      align_up(p.cand_offset + size_t(p.grid) * size_t(p.mp_stride) * size_t(p.cap) * 8, 256);
+  p.counts_offset = align_up(p.cand_offset + size_t(p.grid) * size_t(p.mp_stride) * size_t(p.cap) * 8, 256);
   p.end = p.counts_offset + size_t(p.grid) * size_t(p.mp_stride) * 4 * 2;
   return p;
+}
+
+// The plan's candidate buffers in the (aligned) workspace `ws`.
+inline topk::CandidateArgs candidate_args(const TopkPlan& plan, char* ws) {
+  return {reinterpret_cast<topk::Candidate*>(ws + plan.cand_offset),
+          reinterpret_cast<int32_t*>(ws + plan.counts_offset), plan.mp_stride, plan.cap, plan.k};
 }
 
 }  // namespace nt::cuda::lm_head

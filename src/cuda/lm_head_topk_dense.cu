@@ -2,35 +2,37 @@
 //   score[m,v] = sum_h hidden[m,h] * weight[v,h] (fp32 accumulation) + bias[v],
 // scored and selected in one pass over the weights; the [M,V] scores live only
 // in registers (see cuda/topk_cta.cuh and cuda/topk_merge.cuh for the top-k).
+// Token rows go in passes of up to 64, each pass one scoring kernel and the
+// merge.
 //
-// sm_90 (bf16/f16, H % 8 == 0, 16-byte aligned rows of weights and hidden
-// states): the weights stream through shared memory by bulk tensor copies
-// (cuda/lm_head_dense_staged.cuh, wgmma in the sm_90a build), for every M of
-// a pass. Measured on the H200 (bench/results/2026-12-01-h200-run32) at
-// 3.9-4.3 TB/s for M <= 16, twice as fast as the direct kernels below.
+// One kernel per regime (choose() below):
+// - sm_90, bf16/f16, H % 8 == 0, 16-byte aligned rows of weights and hidden
+//   states: dense_staged_kernel (cuda/lm_head_dense_staged.cuh), the weights
+//   streamed through shared memory by bulk tensor copies (wgmma in the sm_90a
+//   build), for every M;
+// - sm_80+ otherwise, bf16/f16, H % 8 == 0, 16-byte aligned weight rows and
+//   4-byte aligned hidden rows: dense_mma_kernel, the weights straight to
+//   registers;
+// - anything else (f32, other H or alignments, older devices):
+//   dense_generic_kernel, a plain fp32 FFMA tile kernel with the same top-k.
 //
-// Before sm_90, or with rows the copy engine cannot take, the weights go
-// straight to registers ("direct" kernels below).
-// Direct tensor-core path (bf16/f16, H % 8 == 0, 16-byte weight rows): a persistent
-// grid, one CTA per SM, each CTA owning a contiguous vocabulary range walked in
-// tiles of 256 rows (8 warps x 32 rows) against all token rows of the pass.
-// Weights go straight from memory to the MMA A-fragments with 16-byte loads,
-// D blocks of 32 columns in flight per thread (no shared-memory round trip:
-// shared-memory bandwidth, not DRAM, would bound M = 64 otherwise). A lane
-// loading columns [8t, 8t+8) of a block uses them as two k16 steps; the
-// hidden rows are staged in shared memory (cp.async, 3 stages of 256 columns)
-// in the matching permuted order, so a lane's B fragment is one 8-byte load.
-// Each block's two MMAs start from zero and are added to the fp32 scores with
-// an IEEE add, which bounds the error of the tensor cores' truncating
-// accumulation to a 32-column partial sum.
-//
-// Any other case (f32, odd H or alignment, pre-sm_80 devices) runs a plain
-// fp32 FFMA tile kernel with the same top-k.
-#include <cuda_fp16.h>
+// dense_mma_kernel: a persistent grid, one CTA per SM, each CTA owning a
+// contiguous vocabulary range walked in tiles of 256 rows (8 warps x 32 rows)
+// against all token rows of the pass. Weights go straight from memory to the
+// MMA A-fragments with 16-byte loads, D blocks of 32 columns in flight per
+// thread (no shared-memory round trip: shared-memory bandwidth, not DRAM,
+// would bound M = 64 otherwise). A lane loading columns [8t, 8t+8) of a block
+// uses them as two k16 steps; the hidden rows are staged in shared memory
+// (cp.async, 3 stages of 256 columns) in the matching permuted order, so a
+// lane's B fragment is one 8-byte load. Each block's two MMAs start from zero
+// and are added to the fp32 scores with an IEEE add, which bounds the error of
+// the tensor cores' truncating accumulation to a 32-column partial sum.
 #include <cuda_runtime.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "core/check.h"
 #include "cuda/lm_head_dense_staged.cuh"
@@ -234,133 +236,7 @@ __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
   cp_async_wait<0>();
 }
 
-// ---- few-token row-stream path -----------------------------------------------
-//
-// At M <= 4 the tensor-core kernel is latency bound: each warp instruction
-// fetches 64 bytes of 8 different rows and one CTA of 8 warps holds the SM.
-// Here each warp streams whole weight rows instead: one instruction reads 512
-// contiguous bytes of a row, kStreamDepth of them stay in flight per lane
-// (16 warps x 32 lanes x 12 x 16 B = 96 KB per SM, above the ~32-64 KB that
-// Little's law asks at 4 TB/s), and a row's score per token is an fp32 FMA
-// chain per lane plus a warp butterfly sum. The token rows sit in shared
-// memory widened to f32, so a 16-byte weight piece costs 8 widenings plus
-// 2 shared loads and 8 FMAs per token.
-
-constexpr int kStreamWarps = 16;
-constexpr int kStreamThreads = kStreamWarps * 32;
-constexpr int kStreamDepth = 12;                              // 16-byte loads in flight per lane
-constexpr int kStreamRowsPerWarp = kTileRows / kStreamWarps;  // tiles stay kTileRows rows
-constexpr int kStreamMaxTokens = 4;
-
-struct RowStreamParams {
-  const uint16_t* weight;
-  int64_t weight_stride;  // elements
-  const uint16_t* hidden;
-  int64_t hidden_stride;  // elements
-  int cols, vocab, rows_per_cta;
-  BiasArgs bias;
-  topk::CandidateArgs cand;
-};
-
-template <bool kBf16>
-__device__ __forceinline__ float widen_half(uint16_t h) {
-  return kBf16 ? __uint_as_float(uint32_t(h) << 16) : __half2float(__ushort_as_half(h));
-}
-
-// The 8 weights of one 16-byte piece, in column order.
-template <bool kBf16>
-__device__ __forceinline__ void widen_piece(const uint4& w, float (&out)[8]) {
-  const uint32_t wv[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    out[2 * i] = widen_half<kBf16>(uint16_t(wv[i] & 0xFFFFu));
-    out[2 * i + 1] = widen_half<kBf16>(uint16_t(wv[i] >> 16));
-  }
-}
-
-template <bool kBf16, int NR>
-__global__ void __launch_bounds__(kStreamThreads, 1) dense_row_stream_kernel(RowStreamParams p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ topk::CtaShared<kStreamWarps> topk_shared;
-  topk::CtaTopk<kStreamWarps> topk(topk_shared, p.cand, NR);
-
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int n_vec = p.cols / 8;  // 16-byte pieces per row (H % 8 == 0)
-  float* hidden = reinterpret_cast<float*>(smem);  // [NR][cols]
-#pragma unroll
-  for (int r = 0; r < NR; ++r)
-    for (int c = threadIdx.x; c < p.cols; c += kStreamThreads)
-      hidden[r * p.cols + c] = widen_half<kBf16>(p.hidden[int64_t(r) * p.hidden_stride + c]);
-  __syncthreads();
-
-  const int row_begin = blockIdx.x * p.rows_per_cta;
-  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
-  const int n_tiles = (row_end - row_begin + kTileRows - 1) / kTileRows;
-  const int per_row = (n_vec + 31) / 32;  // steps per row: piece lane + 32 * step
-
-  for (int tile = 0; tile < n_tiles; ++tile) {
-    const int row0 = row_begin + tile * kTileRows + warp * kStreamRowsPerWarp;
-    const int my_rows = max(0, min(kStreamRowsPerWarp, row_end - row0));
-    const int steps = my_rows * per_row;
-    const uint16_t* wrow = p.weight + int64_t(row0) * p.weight_stride;
-
-    int load_step = 0, load_row = 0, load_u = 0;
-    uint4 ring[kStreamDepth];
-    auto load = [&](uint4& dst) {
-      const int j = lane + 32 * load_u;
-      dst = make_uint4(0u, 0u, 0u, 0u);
-      if (load_step < steps && j < n_vec) dst = ldg_stream(wrow + int64_t(load_row) * p.weight_stride + 8 * j);
-      ++load_step;
-      if (++load_u == per_row) {
-        load_u = 0;
-        ++load_row;
-      }
-    };
-#pragma unroll
-    for (int d = 0; d < kStreamDepth; ++d) load(ring[d]);
-
-    float acc[NR];
-#pragma unroll
-    for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
-    int use_row = 0, use_u = 0;
-    for (int s0 = 0; s0 < steps; s0 += kStreamDepth) {
-#pragma unroll
-      for (int d = 0; d < kStreamDepth; ++d) {
-        if (s0 + d < steps) {  // warp-uniform
-          const int j = lane + 32 * use_u;
-          if (j < n_vec) {
-            float w[8];
-            widen_piece<kBf16>(ring[d], w);
-#pragma unroll
-            for (int r = 0; r < NR; ++r) {
-              const float4* h = reinterpret_cast<const float4*>(hidden + r * p.cols + 8 * j);
-              const float4 h0 = h[0], h1 = h[1];
-              const float hv[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
-#pragma unroll
-              for (int e = 0; e < 8; ++e) acc[r] = fmaf(hv[e], w[e], acc[r]);
-            }
-          }
-          load(ring[d]);
-          if (++use_u == per_row) {
-            const int row = row0 + use_row;
-#pragma unroll
-            for (int r = 0; r < NR; ++r) {
-#pragma unroll
-              for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
-              if (lane == r) topk.offer(r, add_bias(acc[r], p.bias, row), row);
-              acc[r] = 0.0f;
-            }
-            use_u = 0;
-            ++use_row;
-          }
-        }
-      }
-    }
-    topk.end_tile(kTileRows, tile == n_tiles - 1);
-  }
-}
-
-// ---- generic path -----------------------------------------------------------
+// ---- generic kernel -----------------------------------------------------------
 
 constexpr int kGenericTileRows = 64;
 constexpr int kGenericK = 32;
@@ -438,8 +314,13 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p
 
 // ---- host -------------------------------------------------------------------
 
-// n-tiles of 8 token rows a staged pass of `rows` rows computes.
-int staged_tiles(int rows) { return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8; }
+enum class DenseKernel { kStaged, kMma, kGeneric };
+
+// Token rows one dense_mma_kernel pass can stage in shared memory on this device.
+int mma_pass_rows(const DeviceLimits& dev) {
+  const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWarps>)) - 1024;
+  return std::min(kPassRows, budget / (kStages * kTokenRowBytes));
+}
 
 // Static shared memory of a staged kernel (top-k state and barriers).
 constexpr int kStagedStaticSmem = int(sizeof(StagedTopkShared)) + 2 * kStagedMaxStages * 8;
@@ -448,148 +329,130 @@ constexpr int kStagedStaticSmem = int(sizeof(StagedTopkShared)) + 2 * kStagedMax
 // and the 1024-byte alignment slack.
 int staged_dynamic_bytes(int stages, int n_tiles) { return stages * staged_stage_bytes(n_tiles) + 1024; }
 
-// Stages that fit beside the static shared memory and the rest of the
-// dynamic. NEXTTOK_CUDA_LM_HEAD_STAGES=n takes fewer (a measurement switch:
-// how many the ring needs).
+// Stages of a staged pass of `rows`: as many as fit beside the static shared
+// memory and the rest of the dynamic.
 int staged_stages(const DeviceLimits& dev, int rows) {
-  const int tiles = staged_tiles(rows);
+  const int tiles = pass_n_tiles(rows);
   const int fixed = kStagedStaticSmem + staged_dynamic_bytes(0, tiles);
-  int n = std::min(kStagedMaxStages, (dev.max_smem_optin - fixed) / staged_stage_bytes(tiles));
-  if (const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_STAGES"); v != nullptr && std::atoi(v) >= 2)
-    n = std::min(n, std::atoi(v));
-  return n;
+  return std::min(kStagedMaxStages, (dev.max_smem_optin - fixed) / staged_stage_bytes(tiles));
 }
 
+// Whether the staged kernel's code on `device` is sm_90 code (a build
+// without it runs older PTX, which has no bulk copies).
 bool staged_kernel_built(int device) {
   return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), device);
 }
 
-template <bool kBf16, int NT>
-void launch_staged(const StagedParams& p, int grid, int device, cudaStream_t stream) {
-  auto kernel = dense_staged_kernel<kBf16, NT>;
-  const int smem = staged_dynamic_bytes(p.stages, NT);
-  allow_dynamic_smem(kernel, device_limits(device, kOp).max_smem_optin - kStagedStaticSmem, device, kOp);
-  kernel<<<grid, kStagedThreads, smem, stream>>>(p);
+DenseKernel choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
+  const int64_t hidden_align = row_alignment(a.hidden);
+  const bool mma = dev.cc_major >= 8 && a.weight.dtype != NT_F32 && a.weight.shape[1] % 8 == 0 &&
+                   row_alignment(a.weight) >= 16 && hidden_align >= 4 && mma_pass_rows(dev) >= 8;
+  if (!mma) return DenseKernel::kGeneric;
+  const bool staged = dev.cc_major >= 9 && hidden_align >= 16 && staged_stages(dev, kPassRows) >= 2 &&
+                      staged_kernel_built(a.weight.device_id) && tensor_map_encoder() != nullptr;
+  return staged ? DenseKernel::kStaged : DenseKernel::kMma;
 }
 
-template <bool kBf16>
-void launch_staged_rows(const StagedParams& p, int grid, int device, cudaStream_t stream) {
-  switch (staged_tiles(p.rows)) {
-    case 1: launch_staged<kBf16, 1>(p, grid, device, stream); break;
-    case 2: launch_staged<kBf16, 2>(p, grid, device, stream); break;
-    case 4: launch_staged<kBf16, 4>(p, grid, device, stream); break;
-    default: launch_staged<kBf16, 8>(p, grid, device, stream); break;
-  }
-}
-
-// The tensor maps of one staged pass; a single-row matrix gets its own row
-// length as stride (the driver wants one even where no second row exists).
-StagedParams staged_params(const nt_lm_head_dense_args& a, const void* hidden, int rows) {
-  StagedParams p{};
-  const int64_t vocab = a.weight.shape[0], cols = a.weight.shape[1];
-  const uint64_t dense_row = align_up(size_t(cols) * 2, 16);
-  const uint64_t w_row = vocab > 1 ? uint64_t(a.weight.row_stride) * 2 : dense_row;
-  const uint64_t h_row = rows > 1 ? uint64_t(a.hidden.row_stride) * 2 : dense_row;
-  const int tiles = staged_tiles(rows);
-  if (!encode_map_u16(&p.weight_map, a.weight.data, uint64_t(vocab), uint64_t(cols), w_row, kStagedBoxRows,
-                      kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, true) ||
-      !encode_map_u16(&p.hidden_map, hidden, uint64_t(rows), uint64_t(cols), h_row, uint32_t(tiles * 8),
-                      kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, false))
-    fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
-  p.cols = int(cols);
-  p.vocab = int(vocab);
-  p.rows = rows;
-  p.weights_evict_first = lm_head_weights_evict_first();
-  return p;
-}
-
-struct Dispatch {
-  bool staged;  // dense_staged_kernel (sm_90)
-  bool mma;     // the direct tensor-core kernels
-  int hidden_copy;
+// What every kernel of a pass is given: the pass's token rows and the call's
+// weights, strides 0 for a single row.
+struct Pass {
+  const void* weight;
+  int64_t weight_stride;
+  const void* hidden;
+  int64_t hidden_stride;
+  int cols, vocab, rows;
+  int rows_per_cta, grid;
+  BiasArgs bias;
+  topk::CandidateArgs cand;
 };
 
-int mma_pass_rows(const DeviceLimits& dev);
-
-// NEXTTOK_CUDA_LM_HEAD_PATH=generic|direct pins the FFMA kernel or the direct
-// (register-fed) kernels (lm_head_path_forced).
-
-Dispatch choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
-  Dispatch d{false, false, 0};
-  const int64_t cols = a.weight.shape[1];
-  const int64_t hidden_align = row_alignment(a.hidden);
-  d.mma = !lm_head_path_forced("generic") && dev.cc_major >= 8 && a.weight.dtype != NT_F32 &&
-          cols % 8 == 0 && row_alignment(a.weight) >= 16 && hidden_align >= 4 &&
-          mma_pass_rows(dev) >= 8;
-  d.staged = d.mma && !lm_head_path_forced("direct") && dev.cc_major >= 9 && hidden_align >= 16 &&
-             staged_stages(dev, kPassRows) >= 2 && staged_kernel_built(a.weight.device_id) &&
-             tensor_map_encoder() != nullptr;
-  d.hidden_copy = hidden_align >= 8 ? 8 : 4;
-  return d;
+// A staged pass: its tensor maps (a single-row matrix gets its own row length
+// as stride: the driver wants one even where no second row exists) and as
+// many stages as fit.
+template <bool kBf16, int NT>
+void launch_staged(const nt_lm_head_dense_args& a, const Pass& pass, const DeviceLimits& dev, cudaStream_t stream) {
+  StagedParams p{};
+  const uint64_t dense_row = align_up(size_t(pass.cols) * 2, 16);
+  const uint64_t w_row = pass.vocab > 1 ? uint64_t(a.weight.row_stride) * 2 : dense_row;
+  const uint64_t h_row = pass.rows > 1 ? uint64_t(a.hidden.row_stride) * 2 : dense_row;
+  if (!encode_map_u16(&p.weight_map, pass.weight, uint64_t(pass.vocab), uint64_t(pass.cols), w_row, kStagedBoxRows,
+                      kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, true) ||
+      !encode_map_u16(&p.hidden_map, pass.hidden, uint64_t(pass.rows), uint64_t(pass.cols), h_row, uint32_t(NT * 8),
+                      kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, false))
+    fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
+  p.cols = pass.cols;
+  p.vocab = pass.vocab;
+  p.rows = pass.rows;
+  p.rows_per_cta = pass.rows_per_cta;
+  p.stages = staged_stages(dev, pass.rows);
+  p.bias = pass.bias;
+  p.cand = pass.cand;
+  auto kernel = dense_staged_kernel<kBf16, NT>;
+  allow_dynamic_smem(kernel, dev.max_smem_optin - kStagedStaticSmem, a.weight.device_id, kOp);
+  kernel<<<pass.grid, kStagedThreads, staged_dynamic_bytes(p.stages, NT), stream>>>(p);
 }
 
-// Token rows one tensor-core pass can stage in shared memory on this device.
-int mma_pass_rows(const DeviceLimits& dev) {
-  const int budget = dev.max_smem_optin - int(sizeof(topk::CtaShared<kWarps>)) - 1024;
-  return std::min(kPassRows, budget / (kStages * kTokenRowBytes));
-}
-
-template <bool kBf16, int NT, int D>
-void launch_mma(const DenseParams& p, int grid, int device, cudaStream_t stream) {
+// D, the weight fragments in flight per thread, falls as the n-tiles' scores
+// take the registers.
+template <bool kBf16, int NT>
+void launch_mma(const nt_lm_head_dense_args& a, const Pass& pass, const DeviceLimits& dev, cudaStream_t stream) {
+  constexpr int D = NT <= 2 ? 8 : NT == 4 ? 4 : 2;
+  DenseParams p{};
+  p.weight = static_cast<const uint16_t*>(pass.weight);
+  p.weight_stride = pass.weight_stride;
+  p.hidden = static_cast<const uint16_t*>(pass.hidden);
+  p.hidden_stride = pass.hidden_stride;
+  p.cols = pass.cols;
+  p.vocab = pass.vocab;
+  p.rows = pass.rows;
+  p.hidden_copy = row_alignment(a.hidden) >= 8 ? 8 : 4;
+  p.rows_per_cta = pass.rows_per_cta;
+  p.bias = pass.bias;
+  p.cand = pass.cand;
   auto kernel = dense_mma_kernel<kBf16, NT, D>;
-  const int smem = kStages * kPassRows * kTokenRowBytes;
-  allow_dynamic_smem(kernel, std::min(smem, device_limits(device, kOp).max_smem_optin -
-                                                int(sizeof(topk::CtaShared<kWarps>))),
-                     device, kOp);
-  kernel<<<grid, kThreads, kStages * p.rows * kTokenRowBytes, stream>>>(p);
+  const int most = kStages * kPassRows * kTokenRowBytes;
+  allow_dynamic_smem(kernel, std::min(most, dev.max_smem_optin - int(sizeof(topk::CtaShared<kWarps>))),
+                     a.weight.device_id, kOp);
+  kernel<<<pass.grid, kThreads, kStages * p.rows * kTokenRowBytes, stream>>>(p);
 }
 
-// Passes of at most kStreamMaxTokens rows stream weight rows (see
-// dense_row_stream_kernel) when their f32 hidden rows fit shared memory
-// beside the top-k state.
-// Measured on the H200 (bench/results/2026-12-01-h200-run2): the row stream
-// beats the tensor-core kernel at M=1 (1213 vs 1358 us at V=248,320, H=5,120)
-// but loses at M=4 (1724 vs 1368 us), so only single-row passes take it until
-// M=2 and M=3 are measured.
-constexpr int64_t kStreamRowsMeasuredFaster = 1;
-bool row_stream_fits(int64_t rows, int64_t cols, const DeviceLimits& dev) {
-  return rows <= kStreamRowsMeasuredFaster && rows <= kStreamMaxTokens &&
-         rows * cols * 4 <= dev.max_smem_optin - int64_t(sizeof(topk::CtaShared<kStreamWarps>)) - 1024;
+template <nt_dtype kType>
+void launch_generic(const Pass& pass, cudaStream_t stream) {
+  GenericParams p{};
+  p.weight = pass.weight;
+  p.weight_stride = pass.weight_stride;
+  p.hidden = pass.hidden;
+  p.hidden_stride = pass.hidden_stride;
+  p.cols = pass.cols;
+  p.vocab = pass.vocab;
+  p.rows = pass.rows;
+  p.rows_per_cta = pass.rows_per_cta;
+  p.bias = pass.bias;
+  p.cand = pass.cand;
+  dense_generic_kernel<kType><<<pass.grid, kThreads, 0, stream>>>(p);
 }
 
-template <bool kBf16, int NR>
-void launch_row_stream(const RowStreamParams& p, int grid, int device, cudaStream_t stream) {
-  auto kernel = dense_row_stream_kernel<kBf16, NR>;
-  allow_dynamic_smem(kernel, device_limits(device, kOp).max_smem_optin -
-                                 int(sizeof(topk::CtaShared<kStreamWarps>)),
-                     device, kOp);
-  kernel<<<grid, kStreamThreads, NR * p.cols * 4, stream>>>(p);
-}
-
-template <bool kBf16>
-void launch_row_stream_rows(const RowStreamParams& p, int rows, int grid, int device,
-                            cudaStream_t stream) {
-  switch (rows) {
-    case 1: launch_row_stream<kBf16, 1>(p, grid, device, stream); break;
-    case 2: launch_row_stream<kBf16, 2>(p, grid, device, stream); break;
-    case 3: launch_row_stream<kBf16, 3>(p, grid, device, stream); break;
-    default: launch_row_stream<kBf16, 4>(p, grid, device, stream); break;
-  }
-}
-
-template <bool kBf16>
-void launch_mma_rows(const DenseParams& p, int grid, int device, cudaStream_t stream) {
-  if (p.rows <= 8) launch_mma<kBf16, 1, 8>(p, grid, device, stream);
-  else if (p.rows <= 16) launch_mma<kBf16, 2, 8>(p, grid, device, stream);
-  else if (p.rows <= 32) launch_mma<kBf16, 4, 4>(p, grid, device, stream);
-  else launch_mma<kBf16, 8, 2>(p, grid, device, stream);
-}
-
-void launch_generic(nt_dtype dtype, const GenericParams& p, int grid, cudaStream_t stream) {
-  switch (dtype) {
-    case NT_F32: dense_generic_kernel<NT_F32><<<grid, kThreads, 0, stream>>>(p); break;
-    case NT_BF16: dense_generic_kernel<NT_BF16><<<grid, kThreads, 0, stream>>>(p); break;
-    default: dense_generic_kernel<NT_F16><<<grid, kThreads, 0, stream>>>(p); break;
+// The pass's kernel, instantiated for its dtype and n-tiles.
+void launch(DenseKernel kernel, const nt_lm_head_dense_args& a, const Pass& pass, const DeviceLimits& dev,
+            cudaStream_t stream) {
+  const bool bf16 = a.weight.dtype == NT_BF16;
+  switch (kernel) {
+    case DenseKernel::kStaged:
+      return with_n_tiles(pass.rows, [&](auto nt) {
+        if (bf16) launch_staged<true, decltype(nt)::value>(a, pass, dev, stream);
+        else launch_staged<false, decltype(nt)::value>(a, pass, dev, stream);
+      });
+    case DenseKernel::kMma:
+      return with_n_tiles(pass.rows, [&](auto nt) {
+        if (bf16) launch_mma<true, decltype(nt)::value>(a, pass, dev, stream);
+        else launch_mma<false, decltype(nt)::value>(a, pass, dev, stream);
+      });
+    case DenseKernel::kGeneric:
+      switch (a.weight.dtype) {
+        case NT_F32: return launch_generic<NT_F32>(pass, stream);
+        case NT_BF16: return launch_generic<NT_BF16>(pass, stream);
+        default: return launch_generic<NT_F16>(pass, stream);
+      }
   }
 }
 
@@ -620,80 +483,31 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
                                 {"indices", a.indices}})
     require_natural_alignment(kOp, name, t);
 
-  DeviceScope scope(a.weight.device_id, kOp);
-  const DeviceLimits dev = device_limits(a.weight.device_id, kOp);
+  const int device = a.weight.device_id;
+  DeviceScope scope(device, kOp);
+  const DeviceLimits dev = device_limits(device, kOp);
   const TopkPlan plan = plan_for(a, dev);
-  char* ws = aligned_workspace(workspace);
-  const Dispatch path = choose(a, dev);
+  const topk::MergeCall topk(candidate_args(plan, aligned_workspace(workspace)), plan.grid, device, dev, kOp);
+  const DenseKernel kernel = choose(a, dev);
+
+  const int pass_rows = kernel == DenseKernel::kMma ? mma_pass_rows(dev) : kPassRows;
   const size_t elt = dtype_size(a.weight.dtype);
-  const BiasArgs bias{a.bias.data, a.bias.dtype};
-  const topk::CandidateArgs cand{reinterpret_cast<topk::Candidate*>(ws + plan.cand_offset),
-                                 reinterpret_cast<int32_t*>(ws + plan.counts_offset),
-                                 plan.mp_stride, plan.cap, a.k, topk::lm_head_filter_cuts()};
-  const topk::MergeBudget merges = topk::merge_budget(
-      dev.max_smem_optin, [&](auto kernel, int bytes) { allow_dynamic_smem(kernel, bytes, a.weight.device_id, kOp); });
-
-  const int pass_rows = path.mma && !path.staged ? mma_pass_rows(dev) : kPassRows;
   for (int64_t m0 = 0; m0 < rows_total; m0 += pass_rows) {
-    const int rows = static_cast<int>(std::min<int64_t>(pass_rows, rows_total - m0));
-    const char* hidden = static_cast<const char*>(a.hidden.data) + m0 * a.hidden.row_stride * elt;
-    if (path.staged) {
-      StagedParams p = staged_params(a, hidden, rows);
-      p.rows_per_cta = plan.rows_per_cta;
-      p.stages = staged_stages(dev, rows);
-      p.bias = bias;
-      p.cand = cand;
-      const int device = a.weight.device_id;
-      if (a.weight.dtype == NT_BF16) launch_staged_rows<true>(p, plan.grid, device, stream);
-      else launch_staged_rows<false>(p, plan.grid, device, stream);
-    } else if (path.mma && row_stream_fits(rows, a.weight.shape[1], dev)) {
-      RowStreamParams p{};
-      p.weight = static_cast<const uint16_t*>(a.weight.data);
-      p.weight_stride = a.weight.shape[0] > 1 ? a.weight.row_stride : 0;
-      p.hidden = reinterpret_cast<const uint16_t*>(hidden);
-      p.hidden_stride = rows > 1 ? a.hidden.row_stride : 0;
-      p.cols = static_cast<int>(a.weight.shape[1]);
-      p.vocab = static_cast<int>(a.weight.shape[0]);
-      p.rows_per_cta = plan.rows_per_cta;
-      p.bias = bias;
-      p.cand = cand;
-      if (a.weight.dtype == NT_BF16) launch_row_stream_rows<true>(p, rows, plan.grid, a.weight.device_id, stream);
-      else launch_row_stream_rows<false>(p, rows, plan.grid, a.weight.device_id, stream);
-    } else if (path.mma) {
-      DenseParams p{};
-      p.weight = static_cast<const uint16_t*>(a.weight.data);
-      p.weight_stride = a.weight.shape[0] > 1 ? a.weight.row_stride : 0;
-      p.hidden = reinterpret_cast<const uint16_t*>(hidden);
-      p.hidden_stride = rows > 1 ? a.hidden.row_stride : 0;
-      p.cols = static_cast<int>(a.weight.shape[1]);
-      p.vocab = static_cast<int>(a.weight.shape[0]);
-      p.rows = rows;
-      p.hidden_copy = path.hidden_copy;
-      p.rows_per_cta = plan.rows_per_cta;
-      p.bias = bias;
-      p.cand = cand;
-      if (a.weight.dtype == NT_BF16) launch_mma_rows<true>(p, plan.grid, a.weight.device_id, stream);
-      else launch_mma_rows<false>(p, plan.grid, a.weight.device_id, stream);
-    } else {
-      GenericParams p{};
-      p.weight = a.weight.data;
-      p.weight_stride = a.weight.shape[0] > 1 ? a.weight.row_stride : 0;
-      p.hidden = hidden;
-      p.hidden_stride = rows > 1 ? a.hidden.row_stride : 0;
-      p.cols = static_cast<int>(a.weight.shape[1]);
-      p.vocab = static_cast<int>(a.weight.shape[0]);
-      p.rows = rows;
-      p.rows_per_cta = plan.rows_per_cta;
-      p.bias = bias;
-      p.cand = cand;
-      launch_generic(a.weight.dtype, p, plan.grid, stream);
-    }
+    Pass pass{};
+    pass.rows = static_cast<int>(std::min<int64_t>(pass_rows, rows_total - m0));
+    pass.weight = a.weight.data;
+    pass.weight_stride = a.weight.shape[0] > 1 ? a.weight.row_stride : 0;
+    pass.hidden = static_cast<const char*>(a.hidden.data) + m0 * a.hidden.row_stride * elt;
+    pass.hidden_stride = pass.rows > 1 ? a.hidden.row_stride : 0;
+    pass.cols = static_cast<int>(a.weight.shape[1]);
+    pass.vocab = static_cast<int>(a.weight.shape[0]);
+    pass.rows_per_cta = plan.rows_per_cta;
+    pass.grid = plan.grid;
+    pass.bias = BiasArgs{a.bias.data, a.bias.dtype};
+    pass.cand = topk.cand;
+    launch(kernel, a, pass, dev, stream);
     check_launch(kOp);
-
-    topk::launch_merge(cand, plan.grid, static_cast<float*>(a.values.data),
-                       a.values.row_stride, static_cast<int64_t*>(a.indices.data),
-                       a.indices.row_stride, m0, rows, merges, stream);
-    check_launch(kOp);
+    topk.merge(a.values, a.indices, m0, pass.rows, stream);
   }
 }
 

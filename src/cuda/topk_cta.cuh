@@ -13,8 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "core/ordering.h"
 #include "cuda/block_select.cuh"
@@ -46,16 +44,7 @@ struct CandidateArgs {
   int mp_stride;
   int cap;
   int k;
-  int filter_cuts;  // 1: CtaTopk cuts between tiles by warp_filter_cut where it can
 };
-
-// NEXTTOK_CUDA_LM_HEAD_CUT=filter: the LM heads' CTA lists are cut between
-// tiles by warp_filter_cut (k <= 64), not by a radix select (opt-in until it
-// is measured; read on every call).
-inline int lm_head_filter_cuts() {
-  const char* v = std::getenv("NEXTTOK_CUDA_LM_HEAD_CUT");
-  return v != nullptr && std::strcmp(v, "filter") == 0 ? 1 : 0;
-}
 
 constexpr int kMaxRows = 64;
 
@@ -123,10 +112,9 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
     const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
     for (int b = lane; b < 256; b += 32) hist[b] = 0;
     __syncwarp();
-    // One atomic per entry, even where most entries share a bin: one per
-    // distinct digit (a match) or per the first lane's digit (a ballot)
-    // measured slower, W1 M=64 379 -> 424 / 416 us, W2 M=64 839 -> 898 / 887
-    // (run 52), and no faster in the sampling list scan.
+    // One atomic per entry, even where most entries share a bin: aggregating
+    // per distinct digit (a match or a ballot) costs more than the atomics
+    // it saves.
     for_each([&](uint64_t rank) {
       if (rank != 0 && (rank & hi_mask) == prefix)
         atomicAdd(&hist[unsigned(rank >> shift) & 255u], 1u);
@@ -150,10 +138,7 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
 // as soon as exactly `need` keys are at or above the probe. Only when that
 // key is shared by more entries than fit (a tie) does the index decide, by
 // the 64-bit radix select, whose first passes put nearly every entry in one
-// bin (its shared-memory atomics serialize). Measured (run 59 against 58):
-// the (since removed) top-k warps' selection 542 -> 514 us a warp at W2
-// M=64, the inline calls a few us faster at most -- what a cut costs is its
-// list's reload.
+// bin (its shared-memory atomics serialize).
 template <int N>
 __device__ __forceinline__ uint64_t warp_register_rank_threshold(const uint64_t (&rank)[N], int need,
                                                                  uint32_t* hist) {
@@ -294,42 +279,6 @@ __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, 
     }
   }
   return warp_min(min_key);
-}
-
-// A cut with no radix select, for k <= 64 (called by one whole warp; count <=
-// 32 * kRegEntries): the k-th best of every lane's two best entries bounds the
-// list's k-th best from below (a subset's k-th best is never above the whole
-// list's), so every entry under it can go. The list keeps at least k entries,
-// a few more than k where some lane held three or more of the k best. One
-// sort of 64 ranks across the warp instead of up to eight histogram passes
-// (run 52: the CTAs' cuts are tens of microseconds of a W1/W2 M=64 call).
-// Returns the entries kept, in buf[0, n) in their order; min_key: the smallest
-// kept key (every entry under it was dropped, as warp_compact's return value).
-template <int kRegEntries>
-__device__ __noinline__ int warp_filter_cut(Candidate* buf, int count, int k, uint32_t& min_key) {
-  uint64_t rank[kRegEntries];
-  float value[kRegEntries];
-  warp_load_ranks<kRegEntries>(buf, count, rank, value);
-  unsigned long long top[2] = {0ull, 0ull};  // the lane's two best, descending
-#pragma unroll
-  for (int e = 0; e < kRegEntries; ++e) {
-    const unsigned long long r = rank[e];
-    if (r > top[0]) {
-      top[1] = top[0];
-      top[0] = r;
-    } else if (r > top[1]) {
-      top[1] = r;
-    }
-  }
-  warp_sort_desc<2>(top);  // the 64 in descending order: element i at lane i / 2, slot i % 2
-  const uint64_t bound = __shfl_sync(0xffffffffu, (k - 1) % 2 ? top[1] : top[0], (k - 1) / 2);
-  if (bound == 0) return count;  // fewer than k entries: nothing to cut
-  min_key = 0xFFFFFFFFu;
-  const int n = warp_store_ranks_at_or_above<kRegEntries>(buf, rank, value, bound, min_key);
-  // Each lane saw only its own entries; the caller's lane 0 publishes the
-  // warp's smallest (run 53: lane 0's own minimum let later winners be refused).
-  min_key = warp_min(min_key);
-  return n;
 }
 
 // Keeps the entries of buf[0, count) at or above `floor` in place (order kept);
@@ -478,18 +427,9 @@ struct CtaTopk {
       const int count = s.count[m];
       const bool over = last ? count > args.k : (count > args.cap - next_rows && count > args.k);
       if (over) {
-        Candidate* list = mine + size_t(m) * args.cap;
-        int n = count;
-        uint32_t key = 0;
-        // Between tiles the list only has to make room for the next one.
-        const bool filter = !last && args.filter_cuts && args.k <= 64 && count <= 32 * 16;
-        if (filter) n = warp_filter_cut<16>(list, count, args.k, key);
-        if (!filter || (n > args.cap - next_rows && n > args.k)) {
-          key = warp_compact<16>(list, n, args.k, s.hist[warp]);
-          n = args.k;
-        }
+        const uint32_t key = warp_compact<16>(mine + size_t(m) * args.cap, count, args.k, s.hist[warp]);
         if (lane == 0) {
-          s.count[m] = n;
+          s.count[m] = args.k;
           s.threshold[m] = key;
         }
       }

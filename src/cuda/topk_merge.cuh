@@ -2,24 +2,24 @@
 // merges the candidates every scoring CTA kept for that row (at most k each),
 // finds the k-th best by a radix select on the 64-bit rank, gathers the k
 // winners and sorts them (bitonic, k <= 2048) into values/indices. Candidates
-// under the largest of the CTAs' final thresholds are dropped on load (at
-// M = 1 that leaves ~2k of the 132k kept), and when the rest fit they sit in
-// shared memory, so the radix passes never touch device memory again. Merges
-// of k <= 64 take merge_few_winners_kernel (below) instead: warp sorts and a
-// tree of warp merges, no radix select.
+// under the largest of the CTAs' final thresholds are dropped on load (most
+// of them, on unstructured scores), and when the rest fit they sit in shared
+// memory, so the radix passes never touch device memory again. Merges of
+// k <= 64 whose lists fit shared memory take merge_few_winners_kernel (below)
+// instead: warp sorts and a tree of warp merges, no radix select.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "core/error.h"
 #include "cuda/async_copy.cuh"
 #include "cuda/block_select.cuh"
+#include "cuda/device.cuh"
 #include "cuda/topk_cta.cuh"
+#include "nexttok/nexttok.h"
 
 namespace nt::cuda::topk {
 
@@ -161,9 +161,8 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   // and the final sort do not depend on it). Warp w takes segments w,
   // w + kWarps, ... and issues the first 64 loads of kMergeSegBatch segments
   // before it uses any (one round trip for a batch, and no search for a
-  // candidate's segment: at W1 M = 1 a binary search per candidate was ~40% of
-  // the kernel's instructions, run 30/34). If they do not fit, the selection
-  // streams them from the workspace instead.
+  // candidate's segment). If they do not fit, the selection streams them from
+  // the workspace instead.
   //
   // append_admitted: the admitted ones of a lane's N candidates (in[j] false:
   // none) into the resident set, one shared-memory atomic per warp for all N.
@@ -298,18 +297,14 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
 // lists' maximum keys (warp w: lists w, w + 32, ...; r = ceil(k / 32)), and
 // the smallest of those is reached by at least k lists, so no candidate under
 // it can be among the k best. A few hundred candidates pass it on
-// unstructured lists (~6,600 held at W1 M = 1), so the warps sort only those,
-// 64 a warp, and a tree of warp merges (block_select.cuh) takes their best k:
-// no radix select (its passes were 13.9 us of the 15 this merge took at W1
-// M = 1, run 49's phase marks), no sorting network over every candidate (one
-// SM's shuffles made that 22.8 us, run 62). The merge is one CTA's chain of
-// short per-list steps, a few hundred cycles each: with the lists held in
-// registers (unrolled, 340 KB of code) or rolled over shared memory (43 KB)
-// it took the same 10.5 us of phase marks (runs 62, 73), so what shortens it
-// is fewer lists a warp: 32 warps, 9.4 us (run 74). Should more than
-// kSurvivorCap pass (adversarial lists), every warp merges its lists' passing
-// entries into a running best instead. Ranks carry their values
-// (RankedValue), so NaN and -0 come out as computed.
+// unstructured lists (of the thousands the CTAs keep), so the warps sort only
+// those, 64 a warp, and a tree of warp merges (block_select.cuh) takes their
+// best k: no radix select and no sorting network over every candidate. The
+// merge is one CTA's chain of short per-list steps, so its length is set by
+// the lists a warp walks: hence 32 warps. Should more than kSurvivorCap pass
+// (adversarial lists), every warp merges its lists' passing entries into a
+// running best instead. Ranks carry their values (RankedValue), so NaN and -0
+// come out as computed.
 constexpr int kFewWinnersMaxK = 64;
 constexpr int kFewWinnersThreads = 1024;
 constexpr int kFewWinnersWarps = kFewWinnersThreads / 32;
@@ -449,13 +444,6 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   }
 }
 
-// NEXTTOK_CUDA_LM_HEAD_MERGE=sort pins merge_topk_kernel where the few-winners
-// merge would run (tests compare the two on one input, so it is read on every call).
-inline bool few_winners_merge_pinned_off() {
-  const char* merge = std::getenv("NEXTTOK_CUDA_LM_HEAD_MERGE");
-  return merge != nullptr && std::strcmp(merge, "sort") == 0;
-}
-
 // Dynamic shared memory of merge_topk_kernel for `resident` candidates.
 inline int merge_smem_bytes(int resident) { return kMergeSortMax * 12 + resident * 12; }
 
@@ -510,12 +498,35 @@ inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
                                    std::to_string(grid));
   // The few-winners merge holds every list in shared memory: it takes the
   // merges whose lists fit what the device allows the sorting merge.
-  const bool few = cand.k <= kFewWinnersMaxK && !few_winners_merge_pinned_off();
+  const bool few = cand.k <= kFewWinnersMaxK;
   const int few_bytes = few ? few_winners_smem_bytes(grid, cand.k) : 0;
   if (few && few_bytes <= budget.few_winners_smem)
     merge_few_winners_kernel<><<<rows, kFewWinnersThreads, size_t(few_bytes), stream>>>(merge);
   else
     merge_topk_kernel<><<<rows, kMergeThreads, size_t(budget.sort_smem), stream>>>(merge);
 }
+
+// A scoring call's merges: its candidate buffers and grid, and the merges'
+// shared memory on the device (both kernels' limits raised once per device).
+struct MergeCall {
+  CandidateArgs cand;
+  int grid;
+  MergeBudget budget;
+  const char* op;
+
+  MergeCall(const CandidateArgs& c, int scoring_grid, int device, const DeviceLimits& dev, const char* op_name)
+      : cand(c),
+        grid(scoring_grid),
+        budget(merge_budget(dev.max_smem_optin,
+                            [&](auto kernel, int bytes) { allow_dynamic_smem(kernel, bytes, device, op_name); })),
+        op(op_name) {}
+
+  // The k best of a pass's candidates into rows [m0, m0 + rows) of the outputs.
+  void merge(const nt_tensor& values, const nt_tensor& indices, int64_t m0, int rows, cudaStream_t stream) const {
+    launch_merge(cand, grid, static_cast<float*>(values.data), values.row_stride,
+                 static_cast<int64_t*>(indices.data), indices.row_stride, m0, rows, budget, stream);
+    check_launch(op);
+  }
+};
 
 }  // namespace nt::cuda::topk

@@ -12,7 +12,6 @@
 #include <string>
 
 #include "harness/ops.h"
-#include "harness/scoped_env.h"
 
 namespace ntt {
 namespace {
@@ -125,21 +124,16 @@ TEST_P(LmHeadBinary, WinnersPlantedInOneChunk) {
     }
 }
 
-// Passes of 1 or 2 rows on CUDA take the bit-plane kernel, whose warps keep
-// their own top-k lists, cut back to k when the next tile might not fit. By
-// default a list takes up to max(4k + 32, 512) entries, more than a warp of
-// an H200 scores here (V = 70,001 over ~132 CTAs of 8 warps: 64-80 rows), so
-// the k = 5 cases cap the lists at k + 32 (NEXTTOK_CUDA_LM_HEAD_ROWS_CAP=1,
-// what GPUs with fewer SMs reach at real vocabularies): cut many times. The
-// k = 40 cases keep the default's whole lists. G = 256 takes two MMA steps
-// per group, and the last CTA's range is ragged. At H = 512 the scale rows
-// (8 or 4 bytes) go in cp.async pieces; at 8 groups (16 bytes) on sm_90 a
-// tile's rows land by bulk copies (one for a tile's signs, one for its
-// scales), also from rows padded to 16-byte strides. H = 1,536 puts a partial
-// 1,024-column box after a whole one (12 groups at G = 128, 6 at G = 256;
-// scale rows of 24 and 12 bytes, so in cp.async pieces), at k = 40 only:
-// the case is slow on the CPU backend.
-TEST_P(LmHeadBinary, DecodeRowsOverManyWarpCuts) {
+// Calls of 1 or 2 rows on CUDA take the bit-plane kernel (G = 128 or 256),
+// whose warps keep their own top-k lists. G = 256 takes two MMA steps per
+// group, and the last CTA's range is ragged. At H = 512 the scale rows (8 or 4
+// bytes) go in cp.async pieces; at 8 groups (16 bytes) on sm_90 a tile's rows
+// land by bulk copies (one for a tile's signs, one for its scales), also from
+// rows padded to 16-byte strides. H = 1,536 puts a partial 1,024-column box
+// after a whole one (12 groups at G = 128, 6 at G = 256; scale rows of 24 and
+// 12 bytes, so in cp.async pieces), at k = 40 only: the case is slow on the
+// CPU backend.
+TEST_P(LmHeadBinary, DecodeRowsEveryLayout) {
   uint64_t seed = 12350;
   for (int64_t rows : {1, 2})
     for (int32_t group : {128, 256})
@@ -154,9 +148,27 @@ TEST_P(LmHeadBinary, DecodeRowsOverManyWarpCuts) {
             c.wq_stride = hidden / 32 + 4;
             c.wscale_stride = hidden / group + 8;
           }
-          ScopedEnv cap("NEXTTOK_CUDA_LM_HEAD_ROWS_CAP", k == 5 ? "1" : nullptr);  // unset: the default
           expect_topk(dev(), c, 0.0);
         }
+}
+
+// The bit-plane kernel's warp lists hold up to max(4k + 32, 512) entries and
+// are cut back to k when the next tile might not fit. V = 640,000 gives each
+// CTA of a 132-SM GPU 4,864 rows, 608 for each of its 8 warps, so every
+// warp's list fills and is cut once per token row (over 2,000 cuts at M = 2)
+// before the CTA selects its k best over its warps' lists. H = 256 at G = 128
+// keeps the case small (cp.async pieces: 4-byte scale rows); both token-row
+// counts.
+TEST_P(LmHeadBinary, DecodeRowsOverWarpListCuts) {
+  const uint64_t seed = 12380;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  BinaryCase c = grid_case(rng, 2, 640000, 256, 128, 5, true, NT_F32);
+  expect_topk(dev(), c, 0.0);
+  c.rows = 1;
+  c.act_q.resize(size_t(c.hidden));
+  c.act_scale.resize(1);
+  expect_topk(dev(), c, 0.0);
 }
 
 TEST_P(LmHeadBinary, RealisticInputsWithinTolerance) {
@@ -187,30 +199,54 @@ TEST_P(LmHeadBinary, QuantizedActivationsEndToEnd) {
   expect_topk(dev(), c, 1e-4);
 }
 
-// Calls of more than 8 rows on sm_90 take the warpgroup-MMA kernel for their
-// passes, one MMA per m64 block for 8, 16, 32 or 64 token rows (M = 9, 16,
-// 29, 66 = 64 + 2: the second pass 8 wide), with a chunk of one group after full ones
-// (H = 640 at G = 128, 768 at G = 256); V = 34,000 gives each of up to 132
-// CTAs two 256-row tiles, the second ragged. The shapes with whole 512-column
-// chunks and 16-byte scale rows (H = 1,024 at G = 128, 2,048 at G = 256) take
-// the bulk-copy warpgroup kernel on sm_90: M = 5 (a call of 3 to 8 rows), 12
-// and 24 with two groups in flight; one group at a time at G = 256 (M = 6,
-// 40) and at M = 64.
+// Calls of more than 2 rows go in passes of up to 64 (M = 66 and 70: a second
+// pass of 2 and 6 rows), one pass kernel instantiated for 8, 16, 32 or 64
+// token rows (n-tiles 1, 2, 4, 8). On sm_90 the shapes with whole 512-column
+// chunks and 16-byte scale rows (8 or more groups, 16-byte strides: H = 1,024
+// at G = 128, 2,048 at G = 256) take the bulk-copy warpgroup-MMA kernel: two
+// groups in flight at G = 128 up to 32 rows (M = 5, 12, 24), each group's MMAs
+// in halves at 64 (M = 64, 70), one group at a time at G = 256 (M = 6, 10,
+// 20, 40). Every other shape takes the warp-MMA kernel: H not a multiple of 512
+// (H = 640 at G = 128, 768 at G = 256: a chunk of one group after full ones),
+// scale rows of fewer than 8 groups, or scale rows padded to a stride that is
+// not 16-byte aligned (M = 12 with a pad of 2 halves), and G = 32 or 64
+// (lanes walking different classes). V = 34,000 gives each of up to 132 CTAs
+// two 256-row tiles, the second ragged; k = 300 and 2,048 take the sorting
+// merge.
 TEST_P(LmHeadBinary, PassesOfManyRowsExact) {
   struct Shape {
     int64_t rows, hidden, vocab;
     int32_t group, k;
+    int64_t scale_pad;  // halves between scale rows beyond H / G
   };
   uint64_t seed = 12400;
-  for (const Shape& s : {Shape{66, 640, 34000, 128, 50}, Shape{29, 768, 9001, 256, 300},
-                         Shape{16, 512, 9001, 128, 1}, Shape{9, 512, 9001, 256, 2048},
-                         Shape{12, 1024, 34000, 128, 50}, Shape{5, 1024, 34000, 128, 50},
-                         Shape{24, 1024, 9001, 128, 40}, Shape{40, 2048, 9001, 256, 20},
-                         Shape{64, 1024, 9001, 128, 64}, Shape{6, 2048, 9001, 256, 30}}) {
+  for (const Shape& s : {Shape{66, 640, 34000, 128, 50, 0}, Shape{29, 768, 9001, 256, 300, 0},
+                         Shape{16, 512, 9001, 128, 1, 0}, Shape{9, 512, 9001, 256, 2048, 0},
+                         Shape{40, 512, 9001, 64, 50, 0}, Shape{16, 256, 9001, 32, 10, 0},
+                         Shape{24, 512, 9001, 64, 100, 0}, Shape{12, 1024, 9001, 128, 50, 2},
+                         Shape{12, 1024, 34000, 128, 50, 0}, Shape{5, 1024, 34000, 128, 50, 0},
+                         Shape{24, 1024, 9001, 128, 40, 0}, Shape{64, 1024, 9001, 128, 64, 0},
+                         Shape{70, 1024, 9001, 128, 300, 0}, Shape{6, 2048, 9001, 256, 30, 0},
+                         Shape{10, 2048, 9001, 256, 50, 0}, Shape{20, 2048, 9001, 256, 100, 0},
+                         Shape{40, 2048, 9001, 256, 20, 0}}) {
     Rng rng(++seed);
     SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(s.rows) + " H=" + std::to_string(s.hidden) +
                  " G=" + std::to_string(s.group));
-    expect_topk(dev(), grid_case(rng, s.rows, s.vocab, s.hidden, s.group, s.k, seed % 2 == 0, NT_F16), 0.0);
+    BinaryCase c = grid_case(rng, s.rows, s.vocab, s.hidden, s.group, s.k, seed % 2 == 0, NT_F16);
+    if (s.scale_pad != 0) c.wscale_stride = s.hidden / s.group + s.scale_pad;
+    expect_topk(dev(), c, 0.0);
+  }
+}
+
+// Scale rows of an odd number of groups, 2-byte aligned: no tensor-core kernel
+// takes them, so on CUDA the generic kernel scores every pass, at M = 1 and in
+// passes of 64 and 6.
+TEST_P(LmHeadBinary, OddGroupCountsTakeTheGenericKernel) {
+  uint64_t seed = 12440;
+  for (int64_t rows : {1, 3, 70}) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(rows));
+    expect_topk(dev(), grid_case(rng, rows, 2500, 384, 128, 50, rows == 3, NT_F32), 0.0);
   }
 }
 

@@ -96,19 +96,27 @@ TEST_P(LmHeadDense, GridInputsExactWithTies) {
       }
 }
 
-// Every pass width the CUDA kernels plan for (n-tiles of 8 token rows: M = 8 | 9,
-// 16 | 17, 33, 64, and 65 for a second pass of one row), H = 200 (a ragged last
-// block for kernels that step 64 columns at a time), hidden rows 8 elements apart
-// beyond H (16-byte aligned: the bulk-copy kernel) and, for M = 17, 4 apart (rows a
-// bulk copy cannot take: the direct kernels), on exact grid inputs.
+// Every pass width the CUDA kernels plan for (n-tiles of 8 token rows: M up to
+// 8, 16, 32 and 64, and 65 and 70 for a second pass), H = 200 (a ragged last
+// block for kernels that step 64 columns at a time), on exact grid inputs, f16
+// at odd M and bf16 at even. Hidden rows 8 elements apart beyond H are 16-byte
+// aligned: the bulk-copy kernel on sm_90, the direct kernel on older GPUs
+// (M = 8, 9, 16, 20, 31, 33, 64, 65). Rows 4 or 2 apart (8- or 4-byte aligned)
+// are rows a bulk copy cannot take: the direct kernel everywhere, its hidden
+// rows staged in 8- or 4-byte pieces (M = 2, 3, 12, 15, 17, 18, 40, 41, 70).
 TEST_P(LmHeadDense, EveryPassWidthWithRaggedColumns) {
+  struct Shape {
+    int64_t rows, stride_pad;
+  };
   uint64_t seed = 11700;
-  for (int64_t rows : {8, 9, 16, 17, 33, 64, 65}) {
+  for (const Shape& s : {Shape{8, 8}, Shape{9, 8}, Shape{16, 8}, Shape{20, 8}, Shape{31, 8}, Shape{33, 8},
+                         Shape{64, 8}, Shape{65, 8}, Shape{2, 4}, Shape{3, 4}, Shape{12, 2}, Shape{15, 2},
+                         Shape{17, 4}, Shape{18, 2}, Shape{40, 4}, Shape{41, 4}, Shape{70, 2}}) {
     Rng rng(++seed);
-    const nt_dtype dtype = rows % 2 ? NT_F16 : NT_BF16;
-    DenseCase c = grid_case(rng, dtype, rows, 3001, 200, 20, rows % 3 == 0, NT_F32);
-    c.x_stride = c.hidden + (rows == 17 ? 4 : 8);
-    SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(rows) + " hidden stride " +
+    const nt_dtype dtype = s.rows % 2 ? NT_F16 : NT_BF16;
+    DenseCase c = grid_case(rng, dtype, s.rows, 3001, 200, 20, s.rows % 3 == 0, NT_F32);
+    c.x_stride = c.hidden + s.stride_pad;
+    SCOPED_TRACE(seed_trace(seed) + " M=" + std::to_string(s.rows) + " hidden stride " +
                  std::to_string(c.x_stride));
     expect_topk(dev(), c, 0.0);
   }
