@@ -540,6 +540,7 @@ TEST_P(PenaltiesErrors, ApplyPenalties) {
   EXPECT_EQ(nt_apply_penalties_workspace_size(&a, nullptr), NT_ERROR_INVALID_ARGUMENT);
   // CUDA: a per-row array in host memory is refused (it would fault on the device).
   if (dev().type() == NT_DEVICE_CUDA) {
+    logits_host = from_device<uint8_t>(*logits, logits_host.size());  // after the call above
     static const float host_values[3] = {1.0f, 1.0f, 1.0f};
     A h = penalties();
     h.repetition = {host_values, 1.0f};
