@@ -142,22 +142,6 @@ __global__ void __launch_bounds__(T) apply_logit_bias_kernel(BiasArgs a) {
   }
 }
 
-template <nt_dtype DT, int T>
-void launch(const BiasArgs& a, int device, cudaStream_t stream) {
-  const size_t smem = size_t(a.shared_slots) * kSlotBytes;
-  if (smem > 48 * 1024) allow_dynamic_smem(apply_logit_bias_kernel<DT, T>, int(smem), device, kOp);
-  apply_logit_bias_kernel<DT, T><<<unsigned(a.rows), T, smem, stream>>>(a);
-  check_launch(kOp);
-}
-
-template <nt_dtype DT>
-void launch_threads(const BiasArgs& a, int64_t mean_ids, int device, cudaStream_t stream) {
-  if (mean_ids >= 512)
-    launch<DT, 256>(a, device, stream);
-  else
-    launch<DT, 128>(a, device, stream);
-}
-
 }  // namespace
 
 size_t CudaBackend::apply_logit_bias_workspace_size(const nt_apply_logit_bias_args& a) {
@@ -185,12 +169,13 @@ void CudaBackend::apply_logit_bias(const nt_apply_logit_bias_args& args, void* w
   a.table_slots = 2 * ids;
   a.shared_slots = table::shared_slots(ids, rows, kSlotBytes, device_limits(device, kOp));
   const int64_t mean = (ids + rows - 1) / rows;
-  switch (logits.dtype) {
-    case NT_F32: launch_threads<NT_F32>(a, mean, device, stream); break;
-    case NT_F16: launch_threads<NT_F16>(a, mean, device, stream); break;
-    case NT_BF16: launch_threads<NT_BF16>(a, mean, device, stream); break;
-    default: fail_argument(kOp, "logits", "has an unsupported dtype");
-  }
+  table::with_dtype_and_threads(logits.dtype, mean, kOp, [&](auto dtype, auto threads) {
+    auto kernel = apply_logit_bias_kernel<decltype(dtype)::value, decltype(threads)::value>;
+    const size_t smem = size_t(a.shared_slots) * kSlotBytes;
+    if (smem > 48 * 1024) allow_dynamic_smem(kernel, int(smem), device, kOp);
+    kernel<<<unsigned(a.rows), decltype(threads)::value, smem, stream>>>(a);
+    check_launch(kOp);
+  });
 }
 
 }  // namespace nt::cuda

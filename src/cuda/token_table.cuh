@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/penalties.h"
 #include "cuda/device.cuh"
@@ -153,6 +154,22 @@ inline bool stream_capturing(cudaStream_t stream, const char* op) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   check_cuda(cudaStreamIsCapturing(stream, &status), op);
   return status != cudaStreamCaptureStatusNone;
+}
+
+// launch(dtype, threads) with both as integral constants: the logits' dtype,
+// and 256 threads a CTA for rows of at least 512 ids on average, else 128.
+template <class Launch>
+void with_dtype_and_threads(nt_dtype dtype, int64_t mean_ids, const char* op, Launch&& launch) {
+  auto by_threads = [&](auto dt) {
+    if (mean_ids >= 512) launch(dt, std::integral_constant<int, 256>{});
+    else launch(dt, std::integral_constant<int, 128>{});
+  };
+  switch (dtype) {
+    case NT_F32: by_threads(std::integral_constant<nt_dtype, NT_F32>{}); break;
+    case NT_F16: by_threads(std::integral_constant<nt_dtype, NT_F16>{}); break;
+    case NT_BF16: by_threads(std::integral_constant<nt_dtype, NT_BF16>{}); break;
+    default: fail_argument(op, "logits", "has an unsupported dtype");
+  }
 }
 
 }  // namespace nt::cuda::table
