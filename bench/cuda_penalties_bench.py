@@ -32,16 +32,15 @@ to the logits' dtype) and with the CPU backend, bit for bit.
 import argparse
 import json
 import math
-import statistics
 import sys
 
 import torch
 
 import nexttok
+from _common import time_calls, time_graph
 
 B, V = 256, 128256
 PROMPT, OUTPUT, BIAS = 2048, 512, 64
-SLEEP_CYCLES = 1_000_000  # ~0.5 ms of GPU sleep ahead of every timed call
 
 
 # ---- inputs -------------------------------------------------------------------------
@@ -151,50 +150,6 @@ def baseline(what, x):
                              x.repetition)
 
 
-# ---- timing -------------------------------------------------------------------------------
-
-def time_calls(fn, copies, runs, warmup):
-    """Median, p10, p90 microseconds of fn(copy) over `runs` calls on rotated copies."""
-    for i in range(warmup):
-        fn(copies[i % len(copies)])
-    torch.cuda.synchronize()
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    end = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    for i in range(runs):
-        torch.cuda._sleep(SLEEP_CYCLES)
-        start[i].record()
-        fn(copies[(warmup + i) % len(copies)])
-        end[i].record()
-    torch.cuda.synchronize()
-    t = sorted(s.elapsed_time(e) * 1000.0 for s, e in zip(start, end))
-    return statistics.median(t), t[len(t) // 10], t[-1 - len(t) // 10]
-
-
-def time_graph(fn, copies, total_calls=400):
-    """Microseconds per call of many calls captured in one CUDA graph."""
-    calls = min(len(copies) * 16, 64)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for i in range(3):
-            fn(copies[i % len(copies)])
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(calls):
-            fn(copies[i % len(copies)])
-    graph.replay()
-    torch.cuda.synchronize()
-    replays = max(2, total_calls // calls)
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(replays):
-        graph.replay()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) * 1000.0 / (replays * calls)
-
-
 # ---- checks --------------------------------------------------------------------------------
 
 def run_checks(x):
@@ -260,9 +215,9 @@ def main():
         if args.check:
             ok &= run_checks(copies[0])
         for what in ("penalties", "bias", "both"):
-            med, p10, p90 = time_calls(lambda x: ours(what, x), copies, args.runs, args.warmup)
-            graph = time_graph(lambda x: ours(what, x), copies)
-            bmed, _, _ = time_calls(lambda x: baseline(what, x), copies, max(100, args.runs // 2),
+            med, p10, p90 = time_calls(lambda i: ours(what, copies[i]), len(copies), args.runs, args.warmup)
+            graph = time_graph(lambda i: ours(what, copies[i]), len(copies))
+            bmed, _, _ = time_calls(lambda i: baseline(what, copies[i]), len(copies), max(100, args.runs // 2),
                                     max(5, args.warmup // 4))
             moved = copies[0].bytes(what)
             rows.append({"row": f"W7 {what}", "dtype": name, "B": B, "V": V, "median_us": med,
