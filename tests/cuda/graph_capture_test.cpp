@@ -9,17 +9,10 @@
 #include <random>
 #include <vector>
 
+#include "cuda/cuda_util.h"
 #include "nexttok/nexttok.hpp"
 
 namespace {
-
-#define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
-
-bool have_gpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) { cudaGetLastError(); return false; }
-  return n > 0 && nt_backend_available(NT_DEVICE_CUDA);
-}
 
 template <class T>
 T* device_copy(const std::vector<T>& host) {
