@@ -7,14 +7,13 @@
 // each token once. The table is in shared memory when twice the row's ids fit,
 // else in the workspace. Nothing is read from the host: CUDA-graph capturable.
 //
-// Cost (W7: B = 256, V = 128,256, 2,048 prompt + 512 output ids a row): the ids
-// are read once (2.6 MB), the inserts are shared-memory atomics, and each of
-// the ~650K distinct tokens is one scattered read-modify-write of a 32-byte
-// sector, ~42 MB of sector traffic in all: about 10-14 us at the H200's copy
-// rate (more if HBM serves 32-byte sectors below it), which bounds the kernel.
-// A thread loads its ids in one round (12 a thread) and issues the token reads
-// of a batch of 10 slots before using any; 3 CTAs of 256 threads fit an SM
-// (61 KB tables, 80 registers), so the 256 rows run in one wave.
+// Bytes (W7: B = 256, V = 128,256, 2,048 prompt + 512 output ids a row): the
+// ids are read once (2.6 MB), the inserts are shared-memory atomics, and each
+// of the ~650K distinct tokens is one scattered read-modify-write of a 32-byte
+// sector, ~42 MB of sector traffic in all: that traffic is the floor. A thread
+// loads its ids in one round (12 a thread) and issues the token reads of a
+// batch of 10 slots before using any; 3 CTAs of 256 threads fit an SM (61 KB
+// tables, 80 registers), so the 256 rows run in one wave.
 #include <cstdint>
 
 #include "core/check.h"
