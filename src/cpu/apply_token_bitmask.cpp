@@ -2,7 +2,6 @@
 // `indices`) are split into vocabulary blocks so that a few long rows still
 // spread over the pool.
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "cpu/ops.h"
@@ -11,25 +10,6 @@
 #include "cpu/thread_pool.h"
 
 namespace nt::cpu {
-
-void mask_row_portable(void* row, nt_dtype dtype, const uint32_t* mask, int64_t words,
-                       int64_t t0, int64_t t1) {
-  for (int64_t base = t0; base < t1; base += 32) {
-    const int64_t w = base / 32;
-    const int64_t span = std::min<int64_t>(32, t1 - base);
-    uint32_t off = ~(w < words ? mask[w] : 0u);
-    if (span < 32) off &= (1u << span) - 1u;
-    while (off != 0u) {
-      const int64_t t = base + __builtin_ctz(off);
-      off &= off - 1u;
-      if (dtype == NT_F32) {
-        static_cast<float*>(row)[t] = -INFINITY;
-      } else {
-        static_cast<uint16_t*>(row)[t] = dtype == NT_F16 ? NT_F16_NEG_INF : NT_BF16_NEG_INF;
-      }
-    }
-  }
-}
 
 namespace {
 
@@ -60,7 +40,7 @@ void CpuBackend::apply_token_bitmask(const nt_apply_token_bitmask_args& a, void*
   }
   const int64_t n_rows = all_rows ? rows : int64_t(selected.size());
   const int64_t blocks = (vocab + kMaskBlock - 1) / kMaskBlock;
-  const MaskRowFn kernel = use_avx2() && mask_row_avx2() ? mask_row_avx2() : &mask_row_portable;
+  const MaskRowFn kernel = mask_row_kernel();
   // About 64K tokens per task at least, so that small calls stay on the caller.
   const int64_t min_items = std::max<int64_t>(1, 65536 / std::min(vocab, kMaskBlock));
 
