@@ -84,9 +84,10 @@ class TensorCheck {
     return *this;
   }
   TensorCheck& dtype(std::initializer_list<nt_dtype> allowed) {
-    std::string names;
-    for (nt_dtype d : allowed) {
+    for (nt_dtype d : allowed)
       if (d == t_.dtype) return *this;
+    std::string names;  // built only on failure: a valid call allocates nothing here
+    for (nt_dtype d : allowed) {
       names += (names.empty() ? "" : " or ");
       names += dtype_name(d);
     }

@@ -1,6 +1,7 @@
 // What the CPU backend's ops share: rows and elements of f32/f16/bf16 host
 // tensors (16-bit values widened exactly, core/half.h), 64-byte workspace
-// alignment, and the run-time check that picks the *_avx2.cpp kernels.
+// alignment, and the run-time checks that pick the *_avx2.cpp and *_avx512.cpp
+// kernels.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +39,18 @@ inline bool use_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                          __builtin_cpu_supports("f16c");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+// The *_avx512.cpp kernels need AVX-512F and BW (and everything use_avx2 checks);
+// __builtin_cpu_supports also checks that the OS saves the ZMM state.
+inline bool use_avx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool ok = use_avx2() && __builtin_cpu_supports("avx512f") &&
+                         __builtin_cpu_supports("avx512bw");
   return ok;
 #else
   return false;

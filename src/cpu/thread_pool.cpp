@@ -26,7 +26,7 @@ class Pool {
     start(n);
   }
 
-  void run(int tasks, const std::function<void(int)>& task) {
+  void run(int tasks, FunctionRef<void(int)> task) {
     if (tasks <= 1) { if (tasks == 1) task(0); return; }
     std::lock_guard<std::mutex> call(call_mutex_);  // one parallel region at a time
     {
@@ -71,7 +71,7 @@ class Pool {
       while (task_ != nullptr) {
         int i = next_.fetch_add(1);
         if (i >= tasks_) break;
-        const std::function<void(int)>* task = task_;
+        const FunctionRef<void(int)>* task = task_;
         lock.unlock();
         std::exception_ptr err;
         try { (*task)(i); } catch (...) { err = std::current_exception(); }
@@ -85,7 +85,7 @@ class Pool {
   std::vector<std::thread> workers_;
   std::mutex call_mutex_, mutex_;
   std::condition_variable wake_, done_;
-  const std::function<void(int)>* task_ = nullptr;
+  const FunctionRef<void(int)>* task_ = nullptr;
   int tasks_ = 0, pending_ = 0;
   std::atomic<int> next_{0};
   uint64_t generation_ = 0;
@@ -108,8 +108,7 @@ int num_threads() { return pool().size(); }
 
 void set_num_threads(int n) { pool().resize(n > 0 ? n : default_threads()); }
 
-void parallel_for(int64_t n, int64_t min_chunk,
-                  const std::function<void(int64_t, int64_t, int)>& body) {
+void parallel_for(int64_t n, int64_t min_chunk, FunctionRef<void(int64_t, int64_t, int)> body) {
   if (n <= 0) return;
   min_chunk = std::max<int64_t>(1, min_chunk);
   // Nested regions (an op calling parallel_for inside a task) run serially.

@@ -117,5 +117,34 @@ TEST_F(CpuThreads, LmHeadsIndependentOfThreadCount) {
   }
 }
 
+// Grammar masks large enough to be split over up to 5 tasks, whose boundaries
+// fall inside rows: all rows, and listed rows with duplicates (each row masked
+// by one task), against the reference at every thread count.
+TEST_F(CpuThreads, MaskIndependentOfThreadCount) {
+  const uint64_t seed = 13200;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  MaskCase c;
+  c.rows = 40;
+  c.vocab = 131101;
+  c.logits_stride = c.vocab + 3;
+  c.words = (c.vocab + 31) / 32 - 2;
+  c.mask_stride = c.words + 1;
+  c.logits.resize(size_t(c.rows * c.logits_stride));
+  for (auto& x : c.logits) x = float(3.0 * rng.normal());
+  c.mask.resize(size_t(c.rows * c.mask_stride));
+  for (auto& w : c.mask) w = int32_t(uint32_t(rng.bits()));
+  MaskCase listed = c;
+  listed.has_indices = true;
+  for (int i = 0; i < 45; ++i) listed.indices.push_back(rng.integer(-3, c.rows + 2));
+  const std::vector<uint8_t> want_all = reference_apply_mask(c);
+  const std::vector<uint8_t> want_listed = reference_apply_mask(listed);
+  for (int n : kThreadCounts) {
+    ASSERT_EQ(nt_cpu_set_num_threads(n), NT_OK);
+    EXPECT_TRUE(run_apply_mask(cpu_device(), c) == want_all) << n << " threads, all rows";
+    EXPECT_TRUE(run_apply_mask(cpu_device(), listed) == want_listed) << n << " threads, listed rows";
+  }
+}
+
 }  // namespace
 }  // namespace ntt

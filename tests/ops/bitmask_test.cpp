@@ -1,6 +1,8 @@
 // Grammar masks on every device: apply_token_bitmask (all rows or listed rows,
-// out-of-range and duplicate indices, padded vocabularies, strided rows, allowed
-// logits bit-for-bit unchanged) and bitmask_from_allowed (round trip).
+// out-of-range and duplicate indices, padded vocabularies, strided rows, rows
+// long enough to be split into blocks and over threads, more rows than the CPU
+// backend marks in one pass over the indices, allowed logits bit-for-bit
+// unchanged) and bitmask_from_allowed (round trip).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -128,6 +130,51 @@ TEST_P(Bitmask, PaddedVocabularies) {
                      " W'=" + std::to_string(words));
         expect_masked(dev(), random_case(rng, dtype, 4, vocab, words, 3, 2));
       }
+}
+
+// Rows of a large vocabulary (not a multiple of 32, strided, W' one word short):
+// the CPU backend splits them into blocks of tokens, and f32 rows over its
+// threads; all rows, then listed rows with duplicates in no particular order.
+TEST_P(Bitmask, LongRows) {
+  uint64_t seed = 9250;
+  for (nt_dtype dtype : kFloatTypes) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype));
+    const int64_t vocab = 131101, words = (vocab + 31) / 32 - 1;
+    MaskCase c = random_case(rng, dtype, 20, vocab, words, 5, 2);
+    expect_masked(dev(), c);
+    c.has_indices = true;
+    c.indices = {17, 3, 19, 3, 0, 11, 17, 20, -2, 8, 5, 12, 0, 1, 14};
+    expect_masked(dev(), c);
+  }
+}
+
+// Many listed rows: shuffled, most of them repeated, some out of range.
+TEST_P(Bitmask, ManyListedRowsWithDuplicates) {
+  uint64_t seed = 9260;
+  for (nt_dtype dtype : kFloatTypes) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype));
+    MaskCase c = random_case(rng, dtype, 300, 999, 32, 3, 1);
+    c.has_indices = true;
+    c.index_dtype = rng.coin() ? NT_I64 : NT_I32;
+    for (int i = 0; i < 700; ++i) c.indices.push_back(rng.integer(-20, 319));
+    expect_masked(dev(), c);
+  }
+}
+
+// More rows than the CPU backend marks in one pass (65,536): listed rows on
+// both sides of the boundary, duplicated, beside rows out of range.
+TEST_P(Bitmask, ListedRowsPastOneMarkingPass) {
+  Rng rng(9270);
+  SCOPED_TRACE(seed_trace(9270));
+  const int64_t rows = 65536 + 77;
+  MaskCase c = random_case(rng, NT_BF16, rows, 37, 2, 0, 0);
+  c.has_indices = true;
+  c.index_dtype = NT_I64;
+  c.indices = {65536, 65535, 0, rows - 1, 65536, rows, -1, 65535, 70000, 1, rows - 1, 65537};
+  for (int i = 0; i < 200; ++i) c.indices.push_back(rng.integer(0, rows + 10));
+  expect_masked(dev(), c);
 }
 
 TEST_P(Bitmask, EmptyBatchIsANoOp) {
