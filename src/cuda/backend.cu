@@ -21,14 +21,11 @@ bool CudaBackend::available() const {
   return count > 0;
 }
 
-// The LM heads' workspaces are checked here, against their size queries.
 size_t CudaBackend::lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
   return cuda::lm_head_topk_dense_workspace_size(a);
 }
 void CudaBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
                                      size_t workspace_bytes, void* stream) {
-  check_workspace("lm_head_topk_dense", cuda::lm_head_topk_dense_workspace_size(a), workspace,
-                  workspace_bytes);
   cuda::lm_head_topk_dense(a, workspace, workspace_bytes, cuda_stream(stream));
 }
 size_t CudaBackend::lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
@@ -36,8 +33,6 @@ size_t CudaBackend::lm_head_topk_binary_workspace_size(const nt_lm_head_binary_a
 }
 void CudaBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
                                       size_t workspace_bytes, void* stream) {
-  check_workspace("lm_head_topk_binary", cuda::lm_head_topk_binary_workspace_size(a), workspace,
-                  workspace_bytes);
   cuda::lm_head_topk_binary(a, workspace, workspace_bytes, cuda_stream(stream));
 }
 void CudaBackend::pack_weights(const nt_pack_weights_args& a, void* stream) {

@@ -1,7 +1,8 @@
 // The CUDA backend's LM-head operations (SPEC section 4): dense and binary
 // heads with exact top-k, and the two binary-format helpers. Arguments arrive
-// checked by core/check.cpp; each call launches on `stream` only, never
-// synchronizes the host and never allocates.
+// checked by core/check.cpp; a head checks the caller's workspace against the
+// plan it makes, as its size query does. Each call launches on `stream` only,
+// never synchronizes the host and never allocates.
 #pragma once
 
 #include <cuda_runtime.h>

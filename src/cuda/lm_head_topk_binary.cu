@@ -380,6 +380,10 @@ Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
   return p;
 }
 
+// The workspace a call of this plan needs: the size query's answer, and what
+// the op checks the caller's workspace against.
+size_t workspace_needed(const Plan& plan) { return plan.lists.end + kWorkspaceSlack; }
+
 // ---- the launches
 
 // What every launch of a call needs.
@@ -537,13 +541,12 @@ size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
   using namespace lm_head;
   if (a.act_q.shape[0] == 0) return 0;
   DeviceScope scope(a.wq.device_id, kOp);
-  return plan_for(a, device_limits(a.wq.device_id, kOp)).lists.end + kWorkspaceSlack;
+  return workspace_needed(plan_for(a, device_limits(a.wq.device_id, kOp)));
 }
 
 void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_t workspace_bytes,
                          cudaStream_t stream) {
   using namespace lm_head;
-  (void)workspace_bytes;  // checked against the size query by the dispatcher
   const int64_t rows_total = a.act_q.shape[0];
   if (rows_total == 0) return;
   for (const auto& [name, t] : {std::pair<const char*, const nt_tensor&>{"act_scale", a.act_scale},
@@ -558,6 +561,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_
   DeviceScope scope(device, kOp);
   const DeviceLimits dev = device_limits(device, kOp);
   const Plan plan = plan_for(a, dev);
+  check_workspace(kOp, workspace_needed(plan), workspace, workspace_bytes);
   char* ws = aligned_workspace(workspace);
   const topk::MergeCall topk(candidate_args(plan.topk, ws), plan.topk.grid, device, dev, kOp);
   const Call call{a, plan, ws, topk.cand, BiasArgs{a.bias.data, a.bias.dtype}, dev, device, stream};

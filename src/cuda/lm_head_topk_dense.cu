@@ -460,6 +460,10 @@ TopkPlan plan_for(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
   return make_topk_plan(a.weight.shape[0], a.hidden.shape[0], a.k, dev.sm_count, 0);
 }
 
+// The workspace a call of this plan needs: the size query's answer, and what
+// the op checks the caller's workspace against.
+size_t workspace_needed(const TopkPlan& plan) { return plan.end + kWorkspaceSlack; }
+
 }  // namespace
 }  // namespace lm_head
 
@@ -467,13 +471,12 @@ size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
   using namespace lm_head;
   if (a.hidden.shape[0] == 0) return 0;
   DeviceScope scope(a.weight.device_id, kOp);
-  return plan_for(a, device_limits(a.weight.device_id, kOp)).end + kWorkspaceSlack;
+  return workspace_needed(plan_for(a, device_limits(a.weight.device_id, kOp)));
 }
 
 void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
                         cudaStream_t stream) {
   using namespace lm_head;
-  (void)workspace_bytes;  // checked against the size query by the dispatcher
   const int64_t rows_total = a.hidden.shape[0];
   if (rows_total == 0) return;
   for (const auto& [name, t] : {std::pair<const char*, const nt_tensor&>{"hidden", a.hidden},
@@ -487,6 +490,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
   DeviceScope scope(device, kOp);
   const DeviceLimits dev = device_limits(device, kOp);
   const TopkPlan plan = plan_for(a, dev);
+  check_workspace(kOp, workspace_needed(plan), workspace, workspace_bytes);
   const topk::MergeCall topk(candidate_args(plan, aligned_workspace(workspace)), plan.grid, device, dev, kOp);
   const DenseKernel kernel = choose(a, dev);
 
