@@ -454,77 +454,52 @@ inline int merge_resident_capacity(int max_smem_optin) {
   return n < 0 ? 0 : (n < kMergeMaxResident ? n : kMergeMaxResident);
 }
 
-// The merges' dynamic shared memory on a device: the sorting merge's resident
-// candidates and bytes, and the most the few-winners merge may take (the same
-// total with its own static layout).
-struct MergeBudget {
-  int resident = 0, sort_smem = 0, few_winners_smem = 0;
-};
-
-// The budget, with both kernels' limits raised through `allow(kernel, bytes)`
-// (the caller's once-per-device setter).
-template <class Allow>
-MergeBudget merge_budget(int max_smem_optin, Allow&& allow) {
-  MergeBudget b;
-  b.resident = merge_resident_capacity(max_smem_optin);
-  b.sort_smem = merge_smem_bytes(b.resident);
-  b.few_winners_smem = b.sort_smem + int(sizeof(MergeShared)) - int(sizeof(FewWinnersShared));
-  allow(merge_topk_kernel<>, b.sort_smem);
-  allow(merge_few_winners_kernel<>, b.few_winners_smem);
-  return b;
-}
-
-// Host side: merges the candidates of one scoring pass (grid CTAs) into rows
-// [m0, m0 + rows) of the outputs; shared by the dense and the binary head.
-inline void launch_merge(const CandidateArgs& cand, int grid, float* values,
-                         int64_t values_stride, int64_t* indices, int64_t indices_stride,
-                         int64_t m0, int rows, const MergeBudget& budget,
-                         cudaStream_t stream) {
-  MergeArgs merge{};
-  merge.cand = cand.cand;
-  merge.counts = cand.counts;
-  merge.grid = grid;
-  merge.mp_stride = cand.mp_stride;
-  merge.cap = cand.cap;
-  merge.k = cand.k;
-  merge.values = values + m0 * values_stride;
-  merge.values_stride = values_stride;
-  merge.indices = indices + m0 * indices_stride;
-  merge.indices_stride = indices_stride;
-  merge.resident = budget.resident;
-  if (grid > kMergeMaxGrid)
-    fail(NT_ERROR_UNSUPPORTED, "lm_head_topk: the merge takes at most " +
-                                   std::to_string(kMergeMaxGrid) + " scoring CTAs, got " +
-                                   std::to_string(grid));
-  // The few-winners merge holds every list in shared memory: it takes the
-  // merges whose lists fit what the device allows the sorting merge.
-  const bool few = cand.k <= kFewWinnersMaxK;
-  const int few_bytes = few ? few_winners_smem_bytes(grid, cand.k) : 0;
-  if (few && few_bytes <= budget.few_winners_smem)
-    merge_few_winners_kernel<><<<rows, kFewWinnersThreads, size_t(few_bytes), stream>>>(merge);
-  else
-    merge_topk_kernel<><<<rows, kMergeThreads, size_t(budget.sort_smem), stream>>>(merge);
-}
-
-// A scoring call's merges: its candidate buffers and grid, and the merges'
-// shared memory on the device (both kernels' limits raised once per device).
+// The merges of one scoring call (shared by the dense and the binary head):
+// its candidate buffers and grid, and the merges' dynamic shared memory on
+// the device -- the sorting merge's resident candidates and bytes, and the
+// most the few-winners merge may take (the same total with its own static
+// layout), both kernels' limits raised once per device. Made before the
+// call's first launch, so a grid the merge cannot take fails before any.
 struct MergeCall {
   CandidateArgs cand;
   int grid;
-  MergeBudget budget;
+  int resident, sort_smem, few_winners_smem;
   const char* op;
 
   MergeCall(const CandidateArgs& c, int scoring_grid, int device, const DeviceLimits& dev, const char* op_name)
-      : cand(c),
-        grid(scoring_grid),
-        budget(merge_budget(dev.max_smem_optin,
-                            [&](auto kernel, int bytes) { allow_dynamic_smem(kernel, bytes, device, op_name); })),
-        op(op_name) {}
+      : cand(c), grid(scoring_grid), op(op_name) {
+    if (grid > kMergeMaxGrid)
+      fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": the merge takes at most " + std::to_string(kMergeMaxGrid) +
+                                     " scoring CTAs, got " + std::to_string(grid));
+    resident = merge_resident_capacity(dev.max_smem_optin);
+    sort_smem = merge_smem_bytes(resident);
+    few_winners_smem = sort_smem + int(sizeof(MergeShared)) - int(sizeof(FewWinnersShared));
+    allow_dynamic_smem(merge_topk_kernel<>, sort_smem, device, op);
+    allow_dynamic_smem(merge_few_winners_kernel<>, few_winners_smem, device, op);
+  }
 
   // The k best of a pass's candidates into rows [m0, m0 + rows) of the outputs.
   void merge(const nt_tensor& values, const nt_tensor& indices, int64_t m0, int rows, cudaStream_t stream) const {
-    launch_merge(cand, grid, static_cast<float*>(values.data), values.row_stride,
-                 static_cast<int64_t*>(indices.data), indices.row_stride, m0, rows, budget, stream);
+    MergeArgs a{};
+    a.cand = cand.cand;
+    a.counts = cand.counts;
+    a.grid = grid;
+    a.mp_stride = cand.mp_stride;
+    a.cap = cand.cap;
+    a.k = cand.k;
+    a.values = static_cast<float*>(values.data) + m0 * values.row_stride;
+    a.values_stride = values.row_stride;
+    a.indices = static_cast<int64_t*>(indices.data) + m0 * indices.row_stride;
+    a.indices_stride = indices.row_stride;
+    a.resident = resident;
+    // The few-winners merge holds every list in shared memory: it takes the
+    // merges whose lists fit what the device allows the sorting merge.
+    const bool few = cand.k <= kFewWinnersMaxK;
+    const int few_bytes = few ? few_winners_smem_bytes(grid, cand.k) : 0;
+    if (few && few_bytes <= few_winners_smem)
+      merge_few_winners_kernel<><<<rows, kFewWinnersThreads, size_t(few_bytes), stream>>>(a);
+    else
+      merge_topk_kernel<><<<rows, kMergeThreads, size_t(sort_smem), stream>>>(a);
     check_launch(op);
   }
 };
