@@ -40,17 +40,18 @@ void with_n_tiles(int rows, F&& f) {
   }
 }
 
-// Byte alignment every row of a 2-D view shares (the row stride is ignored
-// for a single row, as core/check.cpp does).
+// Byte alignment every row of a 2-D view shares, up to 256: the largest power
+// of two dividing the base and, for more than one row, the row stride (the
+// stride is ignored for a single row, as core/check.cpp does).
 inline int64_t row_alignment(const nt_tensor& t) {
   const int64_t elt = static_cast<int64_t>(dtype_size(t.dtype));
   int64_t a = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data) & 255u);
-  if (a == 0) a = 256;
+  a = a == 0 ? 256 : a & -a;
   if (t.ndim == 2 && t.shape[0] > 1) {
     const int64_t stride = (t.row_stride * elt) & 255;
     if (stride != 0) a = std::min(a, stride & -stride);
   }
-  return a & -a;
+  return a;
 }
 
 // Every tensor must sit at its element's natural alignment: the kernels load

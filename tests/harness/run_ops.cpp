@@ -142,14 +142,18 @@ TopK run_dense(TestDevice& dev, const DenseCase& c) {
   const int64_t ws_ = c.weight_stride ? c.weight_stride : c.hidden;
   const int64_t os = c.out_stride ? c.out_stride : c.k;
   auto x = to_device(dev, encode(c.dtype, with_gaps(c.x, c.rows, c.hidden, xs, c.dtype)));
-  auto w = to_device(dev, encode(c.dtype, with_gaps(c.weight, c.vocab, c.hidden, ws_, c.dtype)));
+  std::vector<float> w_host = with_gaps(c.weight, c.vocab, c.hidden, ws_, c.dtype);
+  w_host.insert(w_host.begin(), size_t(c.weight_offset), round_to(c.dtype, 60000.0f));
+  const std::vector<uint8_t> w_bytes = encode(c.dtype, w_host);
+  const size_t w_byte_offset = w_bytes.size() / w_host.size() * size_t(c.weight_offset);
+  auto w = to_device(dev, w_bytes);
   std::unique_ptr<Buffer> bias = c.bias.empty() ? nullptr : to_device(dev, encode(c.bias_dtype, c.bias));
   auto values = to_device(dev, std::vector<float>(size_t(c.rows * os), poison_f32()));
   auto indices = to_device(dev, std::vector<int64_t>(size_t(c.rows * os), kPoisonI64));
 
   nt_lm_head_dense_args a{};
   a.hidden = x->matrix(c.dtype, c.rows, c.hidden, xs);
-  a.weight = w->matrix(c.dtype, c.vocab, c.hidden, ws_);
+  a.weight = w->matrix(c.dtype, c.vocab, c.hidden, ws_, w_byte_offset);
   if (bias) a.bias = bias->vector(c.bias_dtype, c.vocab);
   a.k = c.k;
   a.values = values->matrix(NT_F32, c.rows, c.k, os);

@@ -68,6 +68,7 @@ struct DenseCase {
   std::vector<float> x;       // rows x hidden (the hidden states)
   std::vector<float> weight;  // vocab x hidden
   int64_t x_stride = 0, weight_stride = 0, out_stride = 0;  // 0: contiguous
+  int64_t weight_offset = 0;  // elements of the weights' allocation before its first row
   std::vector<float> bias;    // empty: no bias
   nt_dtype bias_dtype = NT_F32;
   int32_t k = 1;

@@ -122,6 +122,25 @@ TEST_P(LmHeadDense, EveryPassWidthWithRaggedColumns) {
   }
 }
 
+// Weight rows that start inside their allocation, 12 bf16 elements (24 bytes)
+// in, H = 200 apart (400 bytes: a multiple of 16, not of 32), so every row is
+// 8-byte aligned and none may be read 16 bytes at a time. On CUDA the kernel
+// choice reads that alignment off the base and the stride (row_alignment):
+// these rows take the generic kernel, where rows read as 16-byte aligned
+// would take the tensor-core kernels and their misaligned 16-byte loads. One
+// row (no stride to read) and many, f16 and bf16.
+TEST_P(LmHeadDense, WeightRowsOffsetInsideTheirAllocation) {
+  uint64_t seed = 11800;
+  for (int64_t vocab : {1, 3001})
+    for (nt_dtype dtype : {NT_F16, NT_BF16}) {
+      Rng rng(++seed);
+      SCOPED_TRACE(seed_trace(seed) + " V=" + std::to_string(vocab) + " " + dtype_label(dtype));
+      DenseCase c = grid_case(rng, dtype, 3, vocab, 200, std::min<int32_t>(20, int32_t(vocab)), true, NT_F32);
+      c.weight_offset = 12;
+      expect_topk(dev(), c, 0.0);
+    }
+}
+
 TEST_P(LmHeadDense, KEqualsVocabulary) {
   uint64_t seed = 11100;
   for (nt_dtype dtype : kFloatTypes)
