@@ -1,11 +1,12 @@
 // Host-side utilities every CUDA op uses: runtime errors as nt::Error, the
 // device a call runs on, the device's limits, kernel attributes set once
-// (shared-memory opt-in, large clusters), vector access to rows and workspace
-// alignment.
+// (shared-memory opt-in, large clusters), the alignment rows share (vector
+// access, kernel choice) and workspace alignment.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -97,12 +98,23 @@ void allow_nonportable_clusters(Kernel kernel, int device, const char* op) {
   set_attribute_once(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, device, op);
 }
 
-// Every row of `t` starts 16-byte aligned (its base and its row stride keep
-// the alignment), so rows may be read and written 16 bytes at a time.
-inline bool rows_16b_aligned(const nt_tensor& t) {
-  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 &&
-         (t.shape[0] <= 1 || (size_t(t.row_stride) * dtype_size(t.dtype)) % 16 == 0);
+// Byte alignment every row of a 2-D view shares, up to 256: the largest power
+// of two dividing the base and, for more than one row, the row stride (the
+// stride is ignored for a single row, as core/check.cpp does).
+inline int64_t row_alignment(const nt_tensor& t) {
+  const int64_t elt = static_cast<int64_t>(dtype_size(t.dtype));
+  int64_t a = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data) & 255u);
+  a = a == 0 ? 256 : a & -a;
+  if (t.ndim == 2 && t.shape[0] > 1) {
+    const int64_t stride = (t.row_stride * elt) & 255;
+    if (stride != 0) a = std::min(a, stride & -stride);
+  }
+  return a;
 }
+
+// Every row of `t` starts 16-byte aligned, so rows may be read and written 16
+// bytes at a time.
+inline bool rows_16b_aligned(const nt_tensor& t) { return row_alignment(t) >= 16; }
 
 // Whether `kernel`'s code on `device` came from sm_90+ sources: a build
 // without sm_90 code runs on Hopper from older PTX, in which the copy engine's

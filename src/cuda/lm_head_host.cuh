@@ -1,6 +1,8 @@
-// Host-side plumbing shared by the CUDA LM heads: the workspace plan of the
-// exact top-k and its candidate buffers, and the argument properties
-// (alignment) that pick a kernel.
+// Host-side plumbing shared by the CUDA LM heads: the pass widths their
+// kernels are instantiated for, the natural-alignment check of their
+// arguments, and the workspace plan of the exact top-k and its candidate
+// buffers (the rows' alignment, which picks a kernel, is cuda/device.cuh's
+// row_alignment).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -38,20 +40,6 @@ void with_n_tiles(int rows, F&& f) {
     case 4: return f(std::integral_constant<int, 4>{});
     default: return f(std::integral_constant<int, 8>{});
   }
-}
-
-// Byte alignment every row of a 2-D view shares, up to 256: the largest power
-// of two dividing the base and, for more than one row, the row stride (the
-// stride is ignored for a single row, as core/check.cpp does).
-inline int64_t row_alignment(const nt_tensor& t) {
-  const int64_t elt = static_cast<int64_t>(dtype_size(t.dtype));
-  int64_t a = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data) & 255u);
-  a = a == 0 ? 256 : a & -a;
-  if (t.ndim == 2 && t.shape[0] > 1) {
-    const int64_t stride = (t.row_stride * elt) & 255;
-    if (stride != 0) a = std::min(a, stride & -stride);
-  }
-  return a;
 }
 
 // Every tensor must sit at its element's natural alignment: the kernels load
