@@ -44,7 +44,7 @@
 
 namespace nt::cuda::lm_head {
 
-constexpr int kRowsWarps = 8;  // at most; the host picks 4 or 8
+constexpr int kRowsWarps = 8;  // at most; the host picks 8, 6 or 4 (rows_config)
 constexpr int kRowsMaxThreads = kRowsWarps * 32;
 constexpr int kRowsTile = 16;  // vocabulary rows per warp tile: one MMA m-tile
 constexpr int kRowsMaxStages = 4;

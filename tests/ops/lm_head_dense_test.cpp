@@ -100,10 +100,11 @@ TEST_P(LmHeadDense, GridInputsExactWithTies) {
 // 8, 16, 32 and 64, and 65 and 70 for a second pass), H = 200 (a ragged last
 // block for kernels that step 64 columns at a time), on exact grid inputs, f16
 // at odd M and bf16 at even. Hidden rows 8 elements apart beyond H are 16-byte
-// aligned: the bulk-copy kernel on sm_90, the direct kernel on older GPUs
-// (M = 8, 9, 16, 20, 31, 33, 64, 65). Rows 4 or 2 apart (8- or 4-byte aligned)
-// are rows a bulk copy cannot take: the direct kernel everywhere, its hidden
-// rows staged in 8- or 4-byte pieces (M = 2, 3, 12, 15, 17, 18, 40, 41, 70).
+// aligned: the bulk-copy kernel (dense_staged_kernel) on sm_90,
+// dense_mma_kernel (weights straight to registers) on older GPUs (M = 8, 9,
+// 16, 20, 31, 33, 64, 65). Rows 4 or 2 apart (8- or 4-byte aligned) are rows a
+// bulk copy cannot take: dense_mma_kernel everywhere, its hidden rows staged
+// in 8- or 4-byte pieces (M = 2, 3, 12, 15, 17, 18, 40, 41, 70).
 TEST_P(LmHeadDense, EveryPassWidthWithRaggedColumns) {
   struct Shape {
     int64_t rows, stride_pad;
