@@ -57,7 +57,7 @@ inline void require_natural_alignment(const char* op, const char* arg, const nt_
 // candidate buffer of `cap` slots; a merge kernel then picks the k best of
 // the grid's candidates per row.
 //
-// Workspace (bytes, beyond inputs and outputs):
+// Workspace (bytes, beyond inputs and outputs), from the aligned start:
 //   grid * mp_stride * cap * 8   candidates (value, index)
 //   grid * mp_stride * 4 * 2     candidate counts, then each CTA's final threshold
 // with grid <= the SM count, mp_stride = min(M, 64) and
@@ -69,10 +69,10 @@ struct TopkPlan {
   int mp_stride = 0;
   int cap = 0;
   int k = 0;
-  size_t cand_offset = 0, counts_offset = 0, end = 0;
+  size_t counts_offset = 0, end = 0;  // the candidates start the workspace
 };
 
-inline TopkPlan make_topk_plan(int64_t vocab, int64_t rows, int32_t k, int sm_count, size_t offset) {
+inline TopkPlan make_topk_plan(int64_t vocab, int64_t rows, int32_t k, int sm_count) {
   TopkPlan p;
   const int64_t units = (vocab + 15) / 16;  // 16-row units: the MMA row granularity
   const int64_t per_cta = (units + sm_count - 1) / sm_count;
@@ -83,15 +83,14 @@ inline TopkPlan make_topk_plan(int64_t vocab, int64_t rows, int32_t k, int sm_co
   const int64_t slack = std::max<int64_t>(kMaxTileRows / 2, k / 2);
   const int64_t cap = std::min<int64_t>(p.rows_per_cta, int64_t(k) + kMaxTileRows + slack);
   p.cap = static_cast<int>(cap);
-  p.cand_offset = align_up(offset, 256);
-  p.counts_offset = align_up(p.cand_offset + size_t(p.grid) * size_t(p.mp_stride) * size_t(p.cap) * 8, 256);
+  p.counts_offset = align_up(size_t(p.grid) * size_t(p.mp_stride) * size_t(p.cap) * 8, 256);
   p.end = p.counts_offset + size_t(p.grid) * size_t(p.mp_stride) * 4 * 2;
   return p;
 }
 
 // The plan's candidate buffers in the (aligned) workspace `ws`.
 inline topk::CandidateArgs candidate_args(const TopkPlan& plan, char* ws) {
-  return {reinterpret_cast<topk::Candidate*>(ws + plan.cand_offset),
+  return {reinterpret_cast<topk::Candidate*>(ws),
           reinterpret_cast<int32_t*>(ws + plan.counts_offset), plan.mp_stride, plan.cap, plan.k};
 }
 

@@ -364,7 +364,7 @@ struct Plan {
 Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
   Plan p;
   const int64_t rows = a.act_q.shape[0];
-  p.topk = make_topk_plan(a.wq.shape[0], rows, a.k, dev.sm_count, 0);
+  p.topk = make_topk_plan(a.wq.shape[0], rows, a.k, dev.sm_count);
   p.act = act_layout(a.act_q.shape[1], a.group_size, p.topk.end);
   p.lists.offset = p.lists.end = p.act.end;
   if (rows <= kRowsMaxTokenRows) {

@@ -457,7 +457,7 @@ void launch(DenseKernel kernel, const nt_lm_head_dense_args& a, const Pass& pass
 }
 
 TopkPlan plan_for(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
-  return make_topk_plan(a.weight.shape[0], a.hidden.shape[0], a.k, dev.sm_count, 0);
+  return make_topk_plan(a.weight.shape[0], a.hidden.shape[0], a.k, dev.sm_count);
 }
 
 // The workspace a call of this plan needs: the size query's answer, and what
