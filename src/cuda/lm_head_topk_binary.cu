@@ -206,6 +206,14 @@ uint64_t scale_map_stride(const nt_lm_head_binary_args& a) {
 
 void refused_tensor_map() { fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map"); }
 
+// Whether a block of scale rows lands in one bulk copy (both bulk-copy
+// kernels): rows a multiple of 16 bytes and at most 256 halves (one box), at
+// 16-byte aligned strides.
+bool scale_rows_one_box(const nt_lm_head_binary_args& a) {
+  const int64_t groups = a.act_q.shape[1] / a.group_size;
+  return (2 * groups) % 16 == 0 && groups <= 256 && row_alignment(a.wscale) % 16 == 0;
+}
+
 // ---- binary_rows_kernel
 
 // Scale rows go in whole cp.async pieces (no partial piece may read past the
@@ -221,13 +229,11 @@ int scale_copy_bytes(const nt_lm_head_binary_args& a) {
 
 // Whether the bit-plane kernel fills its stages by bulk tensor copies: sm_90
 // code for the kernel and a tensor-map encoder, whole 1,024-column boxes (a
-// tile's signs in one copy), scale rows at 16-byte aligned strides (sign rows
-// are, for any call the kernel takes), a multiple of 16 bytes and at most
-// 256 halves (one box).
+// tile's signs in one copy; sign rows are 16-byte aligned for any call the
+// kernel takes) and scale rows in one box.
 bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
-  const int64_t cols = a.act_q.shape[1], groups = cols / a.group_size;
-  return dev.cc_major >= 9 && cols % 1024 == 0 && (2 * groups) % 16 == 0 && groups <= 256 &&
-         row_alignment(a.wscale) % 16 == 0 && tensor_map_encoder() != nullptr &&
+  return dev.cc_major >= 9 && a.act_q.shape[1] % 1024 == 0 && scale_rows_one_box(a) &&
+         tensor_map_encoder() != nullptr &&
          kernel_has_sm90_code(reinterpret_cast<const void*>(binary_rows_kernel<4, 1>), device);
 }
 
@@ -295,17 +301,16 @@ int bulk_stages(int cols, int group, int nt, const DeviceLimits& dev) {
 // Whether binary_wgmma_bulk_kernel takes a call: its sm_90a code in the
 // build (NEXTTOK_CUDA_SM90A, CMakeLists.txt: compute_90 PTX would JIT it
 // without the warpgroup MMAs) and loaded on this sm_90 device, a tensor-map
-// encoder, G = 128 or 256, whole 512-column chunks, sign and scale rows at
-// 16-byte aligned strides, scale rows a multiple of 16 bytes and at most 256
-// halves (one box), and two stages at the call's widest pass.
+// encoder, G = 128 or 256, whole 512-column chunks, sign rows at 16-byte
+// aligned strides, scale rows in one box, and two stages at the call's
+// widest pass.
 bool wgmma_bulk_takes(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
 #if defined(NEXTTOK_CUDA_SM90A)
-  const int64_t cols = a.act_q.shape[1], groups = cols / a.group_size;
+  const int64_t cols = a.act_q.shape[1];
   const int widest = pass_n_tiles(int(std::min<int64_t>(a.act_q.shape[0], kPassRows)));
   return dev.cc_major == 9 && (a.group_size == 128 || a.group_size == 256) && cols % kChunkCols == 0 &&
-         (2 * groups) % 16 == 0 && groups <= 256 && row_alignment(a.wq) % 16 == 0 &&
-         row_alignment(a.wscale) % 16 == 0 && bulk_stages(int(cols), a.group_size, widest, dev) >= 2 &&
-         tensor_map_encoder() != nullptr &&
+         row_alignment(a.wq) % 16 == 0 && scale_rows_one_box(a) &&
+         bulk_stages(int(cols), a.group_size, widest, dev) >= 2 && tensor_map_encoder() != nullptr &&
          kernel_has_sm90_code(reinterpret_cast<const void*>(binary_wgmma_bulk_kernel<1, 4>), device);
 #else
   (void)a, (void)dev, (void)device;
