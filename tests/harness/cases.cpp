@@ -151,15 +151,6 @@ void fill_row(Rng& rng, nt_dtype dtype, float* row, int64_t vocab) {
   for (int64_t i = 0; i < vocab; ++i) row[i] = round_to(dtype, row[i]);
 }
 
-std::string describe(const RowSampleParams& p) {
-  std::ostringstream s;
-  s << "T=" << p.temperature << " top_k=" << p.top_k << " top_p=" << p.top_p
-    << " min_p=" << p.min_p << " seed=" << p.seed << " offset=" << p.offset
-    << " row_tag=" << p.row_tag << (p.joint ? " joint" : "");
-  if (p.has_uniform) s << " u=" << p.uniform;
-  return s.str();
-}
-
 // A random case: shape, dtype, parameters (scalars or per-row arrays), seeds,
 // flags, token dtype and row stride. Logits are left to fill_logits.
 SampleCase random_sample_case(Rng& rng, bool greedy) {
