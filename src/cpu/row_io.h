@@ -45,12 +45,13 @@ inline bool use_avx2() {
 #endif
 }
 
-// The *_avx512.cpp kernels need AVX-512F and BW (and everything use_avx2 checks);
+// The *_avx512.cpp kernels are built for AVX-512F, BW and VL on top of what
+// use_avx2 checks (CMakeLists.txt), so the compiler may use any of them;
 // __builtin_cpu_supports also checks that the OS saves the ZMM state.
 inline bool use_avx512() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool ok = use_avx2() && __builtin_cpu_supports("avx512f") &&
-                         __builtin_cpu_supports("avx512bw");
+                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return ok;
 #else
   return false;
