@@ -28,7 +28,8 @@ inline float widen_element(const void* data, nt_dtype dtype, int64_t i) {
 }
 
 // Workspaces are carved into 64-byte aligned pieces from the caller's pointer
-// rounded up to 64 bytes; their sizes include those 64 bytes of slack.
+// rounded up to 64 bytes; their sizes include kWorkspaceSlack for that.
+constexpr size_t kWorkspaceSlack = 64;
 inline size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 inline char* align_workspace(void* p) {
   return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
