@@ -48,13 +48,6 @@ class Backend {
   virtual void quantize_activations(const nt_quantize_activations_args&, void* stream) {
     (void)stream; unsupported("quantize_activations");
   }
-
- protected:
-  [[noreturn]] void unsupported(const char* op) const {
-    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": not implemented on the " + name() + " backend");
-  }
-
- public:
   // Penalties and logit bias (in place; workspaces sized from the shapes only).
   virtual size_t apply_penalties_workspace_size(const nt_apply_penalties_args&) { return 0; }
   virtual void apply_penalties(const nt_apply_penalties_args&, void* workspace,
@@ -65,6 +58,11 @@ class Backend {
   virtual void apply_logit_bias(const nt_apply_logit_bias_args&, void* workspace,
                                 size_t workspace_bytes, void* stream) {
     (void)workspace; (void)workspace_bytes; (void)stream; unsupported("apply_logit_bias");
+  }
+
+ protected:
+  [[noreturn]] void unsupported(const char* op) const {
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": not implemented on the " + name() + " backend");
   }
 };
 

@@ -94,7 +94,7 @@ Layout layout(const nt_lm_head_binary_args& a) {
   L.scratch_per_part = align64(size_t(kTileRows) * size_t(L.cols)) +
                        align64(size_t(kTileRows) * size_t(L.padded_groups) * sizeof(float)) +
                        align64(size_t(kTileRows) * size_t(L.rows) * 8 * sizeof(float));
-  L.total = L.scratch + size_t(L.parts) * L.scratch_per_part + 64;  // + alignment slack
+  L.total = L.scratch + size_t(L.parts) * L.scratch_per_part + kWorkspaceSlack;
   return L;
 }
 

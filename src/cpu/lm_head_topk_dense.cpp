@@ -73,7 +73,7 @@ Layout layout(const nt_lm_head_dense_args& a) {
   // per part: widened weight chunk, then the [tile row][hidden row][lane] sums
   L.scratch_per_part = align64(kTileRows * kChunk * sizeof(float)) +
                        align64(size_t(kTileRows) * size_t(L.rows) * 8 * sizeof(float));
-  L.total = L.scratch + size_t(L.parts) * L.scratch_per_part + 64;  // + alignment slack
+  L.total = L.scratch + size_t(L.parts) * L.scratch_per_part + kWorkspaceSlack;
   return L;
 }
 

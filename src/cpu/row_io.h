@@ -28,7 +28,8 @@ inline float widen_element(const void* data, nt_dtype dtype, int64_t i) {
 }
 
 // Workspaces are carved into 64-byte aligned pieces from the caller's pointer
-// rounded up to 64 bytes; their sizes include those 64 bytes of slack.
+// rounded up to 64 bytes; their sizes include kWorkspaceSlack for that.
+constexpr size_t kWorkspaceSlack = 64;
 inline size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 inline char* align_workspace(void* p) {
   return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
@@ -45,12 +46,13 @@ inline bool use_avx2() {
 #endif
 }
 
-// The *_avx512.cpp kernels need AVX-512F and BW (and everything use_avx2 checks);
+// The *_avx512.cpp kernels are built for AVX-512F, BW and VL on top of what
+// use_avx2 checks (CMakeLists.txt), so the compiler may use any of them;
 // __builtin_cpu_supports also checks that the OS saves the ZMM state.
 inline bool use_avx512() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool ok = use_avx2() && __builtin_cpu_supports("avx512f") &&
-                         __builtin_cpu_supports("avx512bw");
+                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return ok;
 #else
   return false;

@@ -3,16 +3,17 @@
 // f16/bf16), so allowed logits are neither read nor written and a word with
 // every token allowed is never stored to. Needs AVX-512F and BW.
 //
-// Stores alone do not start the hardware prefetchers the way loads do: a row
-// out of cache took 1.6x the time of a load-blend-store pass until the lines
-// kPrefetchTokens ahead were prefetched. Only the lines that will be written
-// (their tokens not all allowed): prefetching every line read whole rows that an
-// all-allowed mask leaves untouched (3-4x the time at B = 64) and the allowed
-// runs of blocky masks (1.25x at B = 256). The choice is branch-free (a line
-// that needs no prefetch gets the mask word just read instead): branching on
-// the word ahead cost up to 1.65x on masks with ~1% disallowed, where the branch
-// is unpredictable. The store keeps its branch: storing every word, empty masks
-// included, took 3x the time on an all-allowed mask (AMD Zen 5).
+// Stores alone do not start the hardware prefetchers the way loads do (a row
+// out of cache, not prefetched, takes 1.6x the time of a load-blend-store
+// pass), so the lines kPrefetchTokens ahead are prefetched: only those that
+// will be written (their tokens not all allowed), since prefetching every line
+// reads whole rows that an all-allowed mask leaves untouched (3-4x the time at
+// B = 64) and the allowed runs of blocky masks (1.25x at B = 256). The choice
+// is branch-free (a line that needs no prefetch gets the mask word just read
+// instead): a branch on the word ahead costs up to 1.65x on masks with ~1%
+// disallowed, where it is unpredictable. The store keeps its branch: storing
+// every word, empty masks included, takes 3x the time on an all-allowed mask
+// (AMD Zen 5).
 #include "cpu/row_mask.h"
 
 #include <cstdint>

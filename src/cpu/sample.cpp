@@ -43,7 +43,7 @@ struct Layout {
         slot_bytes(align64(sizeof(RowJob)) + align64(size_t(n_chunks) * sizeof(ChunkOut)) +
                    align64(size_t(n_chunks) * kMassBins * 8) +
                    align64(size_t(n_chunks) * kMassBins * 4) + 7 * list_bytes),
-        bytes(size_t(slots) * slot_bytes + 64) {}
+        bytes(size_t(slots) * slot_bytes + kWorkspaceSlack) {}
 };
 
 RowJob* bind_slot(char* base, const Layout& L) {

@@ -1,12 +1,13 @@
-// The sampler's passes over a range of one logits row (cpu/sample.cpp drives
-// them). Two implementations with identical results: portable C++ and AVX2+FMA
-// (exact fma and IEEE division, same operation order), chosen at run time.
+// The sampler's passes over a range of one logits row (cpu/sample_row.cpp
+// drives them). Two implementations with identical results: portable C++ and
+// AVX2+FMA (exact fma and IEEE division, same operation order), chosen at run
+// time.
 //
 // The passes work on ordering keys of the raw logits ("x-keys",
 // nt_order_key(x)): s = x / T is monotone in x for every T > 0 except +inf
 // (where only +inf logits break it, and they are cut off by `hi`), so every
 // threshold on the scores' keys is a threshold on x-keys, found by bisection
-// in cpu/sample.cpp. Full passes then compare keys and divide only for the
+// in cpu/sample_row.cpp. Full passes then compare keys and divide only for the
 // tokens they keep. Probabilities p = exp(s - s_max) are the core's
 // nt_portable_exp (core/portable_exp.h), the OpenCL backend's too.
 #pragma once

@@ -1,10 +1,10 @@
 // What the CPU LM heads share: exact top-k of a stream of scores, and the
 // fixed lane-reduction tree of their sums (part of the bit-exact summation
-// order). Each
-// (vocabulary part, row) pair owns one selector; a part feeds its scores in
-// increasing index order, which lets a running threshold reject almost every
-// score with a single key compare. Parts are merged exactly at the end.
-// Everything lives in the caller's workspace: nothing is allocated here.
+// order). Each (vocabulary part, row) pair owns one selector; a part feeds its
+// scores in increasing index order, which lets a running threshold reject
+// almost every score with a single key compare. Parts are merged exactly at
+// the end. Everything lives in the caller's workspace: nothing is allocated
+// here.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <new>
 
 #include "core/ordering.h"
+#include "cpu/row_io.h"
 
 namespace nt::cpu {
 
@@ -88,8 +89,8 @@ class TopkSet {
  public:
   static size_t bytes(int64_t parts, int64_t rows, int32_t k) {
     const size_t n = size_t(parts) * size_t(rows);
-    return align(n * sizeof(TopkSelector)) +
-           align(n * size_t(TopkSelector::capacity(k)) * sizeof(TopkEntry));
+    return align64(n * sizeof(TopkSelector)) +
+           align64(n * size_t(TopkSelector::capacity(k)) * sizeof(TopkEntry));
   }
 
   // memory must be 64-byte aligned and hold bytes(parts, rows, k).
@@ -98,7 +99,7 @@ class TopkSet {
     const size_t n = size_t(parts) * size_t(rows);
     char* base = static_cast<char*>(memory);
     sel_ = reinterpret_cast<TopkSelector*>(base);
-    auto* entries = reinterpret_cast<TopkEntry*>(base + align(n * sizeof(TopkSelector)));
+    auto* entries = reinterpret_cast<TopkEntry*>(base + align64(n * sizeof(TopkSelector)));
     for (size_t i = 0; i < n; ++i)
       new (sel_ + i) TopkSelector(entries + i * size_t(TopkSelector::capacity(k)), k);
   }
@@ -126,8 +127,6 @@ class TopkSet {
   }
 
  private:
-  static size_t align(size_t n) { return (n + 63) & ~size_t(63); }
-
   TopkSelector* sel_;
   int64_t parts_, rows_;
   int32_t k_;

@@ -128,7 +128,7 @@ TEST(MaskKernels, Avx2MatchesReference) {
 
 TEST(MaskKernels, Avx512MatchesReference) {
   if (nt::cpu::mask_row_avx512() == nullptr) GTEST_SKIP() << "AVX-512 kernels not compiled in";
-  if (!nt::cpu::use_avx512()) GTEST_SKIP() << "this CPU lacks AVX-512F or BW";
+  if (!nt::cpu::use_avx512()) GTEST_SKIP() << "this CPU lacks AVX-512F, BW or VL";
   check_kernel(nt::cpu::mask_row_avx512(), 31200);
 }
 

@@ -48,26 +48,13 @@ std::string check_apply_mask(TestDevice& dev, Rng& rng) {
   c.vocab = rng.coin(0.3) ? 32 * rng.integer(1, 64) : rng.integer(1, 3000);
   c.dtype = any_float(rng);
   c.logits_stride = c.vocab + maybe_gap(rng);
-  // The values a mask must leave alone bit for bit: NaN, +-inf, +-0.
-  c.logits.resize(size_t(c.rows * c.stride()));
-  for (float& x : c.logits) {
-    const double u = rng.uniform();
-    x = u < 0.01 ? kNaN : u < 0.02 ? kInf : u < 0.03 ? -kInf
-        : u < 0.04 ? (rng.coin() ? 0.0f : -0.0f) : float(3.0 * rng.normal());
-  }
+  c.logits = logits_with_specials(rng, size_t(c.rows * c.stride()));
   // W' short of the vocabulary (tokens past 32 W' are disallowed), longer, or exact.
   const int64_t full = (c.vocab + 31) / 32;
   const double u = rng.uniform();
   c.words = u < 0.2 ? rng.integer(1, full) : u < 0.4 ? full + rng.integer(1, 3) : full;
   c.mask_stride = c.words + maybe_gap(rng);
-  c.mask.resize(size_t(c.rows * c.mask_stride));
-  const double density = rng.uniform(0.05, 0.95);
-  for (int32_t& w : c.mask) {
-    uint32_t bits = 0;
-    for (int j = 0; j < 32; ++j)
-      if (rng.coin(density)) bits |= 1u << j;
-    w = int32_t(bits);
-  }
+  c.mask = random_mask_words(rng, size_t(c.rows * c.mask_stride));
   if (rng.coin()) {  // listed rows, with repeats and out-of-range entries
     c.has_indices = true;
     c.index_dtype = rng.coin() ? NT_I32 : NT_I64;
@@ -162,15 +149,6 @@ void fill_row(Rng& rng, nt_dtype dtype, float* row, int64_t vocab) {
     }
   }
   for (int64_t i = 0; i < vocab; ++i) row[i] = round_to(dtype, row[i]);
-}
-
-std::string describe(const RowSampleParams& p) {
-  std::ostringstream s;
-  s << "T=" << p.temperature << " top_k=" << p.top_k << " top_p=" << p.top_p
-    << " min_p=" << p.min_p << " seed=" << p.seed << " offset=" << p.offset
-    << " row_tag=" << p.row_tag << (p.joint ? " joint" : "");
-  if (p.has_uniform) s << " u=" << p.uniform;
-  return s.str();
 }
 
 // A random case: shape, dtype, parameters (scalars or per-row arrays), seeds,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "core/half.h"
@@ -150,6 +151,30 @@ std::vector<int32_t> bench_bitmask(Rng& rng, int64_t rows, int64_t vocab, MaskKi
       }
     }
     allow(rng.integer(0, vocab - 1));  // a grammar always admits some token
+  }
+  return mask;
+}
+
+std::vector<float> logits_with_specials(Rng& rng, size_t n) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x(n);
+  for (float& v : x) {
+    const double u = rng.uniform();
+    v = u < 0.01 ? nan : u < 0.02 ? inf : u < 0.03 ? -inf
+        : u < 0.04 ? (rng.coin() ? 0.0f : -0.0f) : float(3.0 * rng.normal());
+  }
+  return x;
+}
+
+std::vector<int32_t> random_mask_words(Rng& rng, size_t n) {
+  std::vector<int32_t> mask(n);
+  const double density = rng.uniform(0.05, 0.95);
+  for (int32_t& w : mask) {
+    uint32_t bits = 0;
+    for (int j = 0; j < 32; ++j)
+      if (rng.coin(density)) bits |= 1u << j;
+    w = int32_t(bits);
   }
   return mask;
 }

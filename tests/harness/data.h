@@ -58,6 +58,12 @@ enum class MaskKind { Random50, Allowed1, Blocky };
 const char* mask_kind_label(MaskKind kind);
 std::vector<int32_t> bench_bitmask(Rng& rng, int64_t rows, int64_t vocab, MaskKind kind);
 
+// Grammar-mask test inputs: logits holding what a mask must leave bit for bit
+// (NaN, +inf, -inf, +-0, about 1% each, among 3 N(0, 1)), and mask words whose
+// bits are set with one density drawn in [0.05, 0.95].
+std::vector<float> logits_with_specials(Rng& rng, size_t n);
+std::vector<int32_t> random_mask_words(Rng& rng, size_t n);
+
 // Poison: unwritten elements must stand out.
 constexpr int64_t kPoisonI64 = 0x7f7f7f7f7f7f7f7fll;
 constexpr int32_t kPoisonI32 = 0x7f7f7f7f;

@@ -84,6 +84,15 @@ void draw(SampleReference& r, const std::vector<float>& s, const std::vector<dou
 
 }  // namespace
 
+std::string describe(const RowSampleParams& p) {
+  std::ostringstream s;
+  s << "T=" << p.temperature << " top_k=" << p.top_k << " top_p=" << p.top_p
+    << " min_p=" << p.min_p << " seed=" << p.seed << " offset=" << p.offset
+    << " row_tag=" << p.row_tag << (p.joint ? " joint" : "");
+  if (p.has_uniform) s << " u=" << p.uniform;
+  return s.str();
+}
+
 SampleReference reference_sample_row(const float* x, int64_t vocab, const RowSampleParams& prm) {
   // Parameter meanings (SEMANTICS.md table), written out independently of the core.
   const float t = prm.temperature;

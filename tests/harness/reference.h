@@ -27,6 +27,9 @@ struct RowSampleParams {
   float uniform = 0.0f;
 };
 
+// The parameters as one line, for failure messages.
+std::string describe(const RowSampleParams& p);
+
 struct SampleReference {
   int64_t token = -1;            // -1: empty keep-set
   bool greedy = false;

@@ -37,21 +37,34 @@ struct Case {
   nt_status status = NT_ERROR_INVALID_ARGUMENT;
 };
 
+// The bytes of each buffer.
+std::vector<std::vector<uint8_t>> contents(const std::vector<Buffer*>& buffers) {
+  std::vector<std::vector<uint8_t>> bytes;
+  for (const Buffer* b : buffers) bytes.push_back(from_device<uint8_t>(*b, b->bytes()));
+  return bytes;
+}
+
+// Fills each buffer with bytes no op writes there (0xA5: negative tokens and
+// indices other than -1, small negative floats, never -inf), so that a call
+// which ran shows even when it would write what a valid call wrote before it.
+void poison(const std::vector<Buffer*>& buffers) {
+  for (Buffer* b : buffers) {
+    const std::vector<uint8_t> bytes(b->bytes(), 0xA5);
+    b->upload(bytes.data(), bytes.size());
+  }
+}
+
 // Each case: the call fails with its status and a message naming its argument,
 // before anything runs: the buffers in `untouched` (the op's in-place input and
-// its outputs) keep their bytes.
+// its outputs, poisoned after the valid call) keep their bytes.
 template <class Args>
 void expect_rejected(const Args& valid, const std::vector<Case<Args>>& cases,
                      const std::function<nt_status(const Args*)>& call,
-                     const std::vector<const Buffer*>& untouched = {}) {
+                     const std::vector<Buffer*>& untouched = {}) {
   ASSERT_EQ(call(&valid), NT_OK) << "the valid arguments fail: " << nt_last_error();
   EXPECT_STREQ(nt_last_error(), "") << "a success must clear the message";
-  auto contents = [&] {
-    std::vector<std::vector<uint8_t>> bytes;
-    for (const Buffer* b : untouched) bytes.push_back(from_device<uint8_t>(*b, b->bytes()));
-    return bytes;
-  };
-  const auto before = contents();
+  poison(untouched);
+  const auto before = contents(untouched);
   for (const auto& c : cases) {
     Args a = valid;
     c.mutate(a);
@@ -61,7 +74,9 @@ void expect_rejected(const Args& valid, const std::vector<Case<Args>>& cases,
     EXPECT_NE(message.find("'" + c.arg + "'"), std::string::npos)
         << c.what << ": message \"" << message << "\" does not name '" << c.arg << "'";
     if (!untouched.empty()) {
-      EXPECT_EQ(contents(), before) << c.what << ": a buffer was written";
+      const auto after = contents(untouched);
+      EXPECT_EQ(after, before) << c.what << ": a buffer was written";
+      if (after != before) poison(untouched);  // so that the next case is judged alone
     }
   }
   EXPECT_EQ(call(nullptr), NT_ERROR_INVALID_ARGUMENT) << "null args";
@@ -161,13 +176,14 @@ TEST_P(Errors, Sample) {
   EXPECT_EQ(nt_sample_workspace_size(&valid, nullptr), NT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(nt_last_error()).find("'bytes'"), std::string::npos) << nt_last_error();
   if (ws_bytes > 0) {
-    const std::vector<uint8_t> tokens_before = from_device<uint8_t>(*tokens, tokens->bytes());
+    poison({tokens.get()});
+    const auto tokens_before = contents({tokens.get()});
     EXPECT_EQ(nt_sample(&valid, ws_ptr, ws_bytes - 1, d.stream()), NT_ERROR_WORKSPACE);
     EXPECT_NE(std::string(nt_last_error()).find("'workspace_bytes'"), std::string::npos) << nt_last_error();
     EXPECT_EQ(nt_sample(&valid, nullptr, ws_bytes, d.stream()), NT_ERROR_WORKSPACE);
     EXPECT_NE(std::string(nt_last_error()).find("'workspace'"), std::string::npos) << nt_last_error();
     d.sync();
-    EXPECT_EQ(from_device<uint8_t>(*tokens, tokens->bytes()), tokens_before)
+    EXPECT_EQ(contents({tokens.get()}), tokens_before)
         << "a rejected workspace must not let anything run";
   }
 }
@@ -176,7 +192,8 @@ TEST_P(Errors, ApplyTokenBitmask) {
   const int64_t rows = 3, vocab = 70, words = 3;
   auto logits = buffer(size_t(rows * vocab * 4));
   auto mask = buffer(size_t(rows * words * 4));
-  auto indices = buffer(16);
+  // Rows that exist, so that a call which ran would mask them.
+  auto indices = to_device(dev(), std::vector<int32_t>{2, 0, 0, 0});
   using A = nt_apply_token_bitmask_args;
   A valid{};
   valid.logits = logits->matrix(NT_BF16, rows, vocab);
@@ -263,17 +280,24 @@ std::function<nt_status(const A*)> topk_call(
   };
 }
 
+// A workspace too small or null fails before anything runs: the outputs in
+// `untouched` (poisoned first) keep their bytes.
 template <class A>
 void expect_workspace_checked(TestDevice& d, const A& valid, Buffer& ws, size_t ws_bytes,
                               nt_status (*size_fn)(const A*, size_t*),
-                              nt_status (*run_fn)(const A*, void*, size_t, void*)) {
+                              nt_status (*run_fn)(const A*, void*, size_t, void*),
+                              const std::vector<Buffer*>& untouched) {
   EXPECT_EQ(size_fn(&valid, nullptr), NT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(nt_last_error()).find("'bytes'"), std::string::npos) << nt_last_error();
   if (ws_bytes == 0) return;
+  poison(untouched);
+  const auto before = contents(untouched);
   EXPECT_EQ(run_fn(&valid, ws.handle(), ws_bytes - 1, d.stream()), NT_ERROR_WORKSPACE);
   EXPECT_NE(std::string(nt_last_error()).find("'workspace_bytes'"), std::string::npos) << nt_last_error();
   EXPECT_EQ(run_fn(&valid, nullptr, ws_bytes, d.stream()), NT_ERROR_WORKSPACE);
   EXPECT_NE(std::string(nt_last_error()).find("'workspace'"), std::string::npos) << nt_last_error();
+  d.sync();
+  EXPECT_EQ(contents(untouched), before) << "a rejected workspace must not let anything run";
 }
 
 TEST_P(Errors, LmHeadDense) {
@@ -316,7 +340,7 @@ TEST_P(Errors, LmHeadDense) {
                                                  nt_lm_head_topk_dense),
                      {values.get(), indices.get()});
   expect_workspace_checked<A>(dev(), valid, *ws, ws_bytes, nt_lm_head_topk_dense_workspace_size,
-                              nt_lm_head_topk_dense);
+                              nt_lm_head_topk_dense, {values.get(), indices.get()});
 }
 
 TEST_P(Errors, LmHeadBinary) {
@@ -375,7 +399,7 @@ TEST_P(Errors, LmHeadBinary) {
                                                  nt_lm_head_topk_binary),
                      {values.get(), indices.get()});
   expect_workspace_checked<A>(dev(), valid, *ws, ws_bytes, nt_lm_head_topk_binary_workspace_size,
-                              nt_lm_head_topk_binary);
+                              nt_lm_head_topk_binary, {values.get(), indices.get()});
 }
 
 TEST_P(Errors, PackWeights) {

@@ -6,8 +6,8 @@
 
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include "harness/ops.h"
 
@@ -19,15 +19,6 @@ struct RowConfig {
   float top_p = 1.0f;
   float min_p = 0.0f;
 };
-
-inline std::string describe(const RowSampleParams& p) {
-  std::ostringstream s;
-  s << "T=" << p.temperature << " top_k=" << p.top_k << " top_p=" << p.top_p
-    << " min_p=" << p.min_p << " seed=" << p.seed << " offset=" << p.offset
-    << " row_tag=" << p.row_tag << (p.joint ? " joint" : "");
-  if (p.has_uniform) s << " u=" << p.uniform;
-  return s.str();
-}
 
 // Sampling configurations an engine sends, plus the odd per-row values whose
 // meaning SEMANTICS.md fixes (allowed only when `odd`: scalars reject them).
@@ -57,10 +48,8 @@ inline RowConfig random_config(Rng& rng, int64_t vocab, bool odd) {
 
 // One row of BENCH.md logits ("peaked" or "flat"), rounded to the dtype.
 inline void fill_row(Rng& rng, bool peaked, nt_dtype dtype, float* row, int64_t vocab) {
-  for (int64_t i = 0; i < vocab; ++i) row[i] = float(peaked ? 2.0 * rng.normal() : rng.normal());
-  if (peaked)
-    for (int p = 0; p < 4; ++p) row[rng.integer(0, vocab - 1)] = float(rng.uniform(10, 16));
-  for (int64_t i = 0; i < vocab; ++i) row[i] = round_to(dtype, row[i]);
+  const std::vector<float> x = peaked ? peaked_logits(rng, 1, vocab) : flat_logits(rng, 1, vocab);
+  for (int64_t i = 0; i < vocab; ++i) row[i] = round_to(dtype, x[size_t(i)]);
 }
 
 inline void fill_logits(SampleCase& c, Rng& rng, bool peaked) {
