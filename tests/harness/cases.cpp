@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "harness/run_ops.h"
+#include "harness/sample_inputs.h"
 
 namespace ntt {
 namespace {
@@ -100,39 +101,9 @@ std::string check_bitmask_from_allowed(TestDevice& dev, Rng& rng) {
 
 // ---- sampling ------------------------------------------------------------------
 
-struct Config {
-  float temperature = 1.0f;
-  int32_t top_k = 0;
-  float top_p = 1.0f;
-  float min_p = 0.0f;
-};
-
-// What engines send; with `odd` (per-row values, which are never validated) also
-// the values SEMANTICS.md gives a meaning that scalar arguments may not take.
-Config random_config(Rng& rng, int64_t vocab, bool odd) {
-  Config c;
-  c.temperature = float(rng.uniform(0.3, 1.5));
-  switch (rng.integer(0, odd ? 11 : 6)) {
-    case 0: break;  // plain temperature
-    case 1: c.top_k = int32_t(rng.integer(2, 60)); break;
-    case 2: c.top_p = float(rng.uniform(0.3, 0.97)); break;
-    case 3: c.min_p = float(rng.uniform(0.01, 0.3)); break;
-    case 4: c.top_k = 50; c.top_p = 0.9f; break;
-    case 5: c.top_k = 50; c.top_p = 0.9f; c.min_p = 0.05f; break;
-    case 6: c.top_k = int32_t(rng.integer(2, 1000)); c.top_p = float(rng.uniform(0.5, 0.99));
-            c.min_p = float(rng.uniform(0.0, 0.1)); break;
-    case 7: c.top_p = rng.coin() ? 0.0f : -0.25f; break;                // keep the top token
-    case 8: c.top_p = rng.coin() ? kNaN : 1.5f; c.top_k = int32_t(vocab + 3); break;  // off
-    case 9: c.min_p = rng.coin() ? 2.0f : 1.0f; break;                  // the top score's ties
-    case 10: c.top_k = rng.coin() ? -7 : 0; c.min_p = kNaN; break;      // off
-    case 11: c.temperature = rng.coin() ? kNaN : -1.0f; break;          // greedy
-  }
-  return c;
-}
-
 // Greedy rows: temperature 0, top_k 1, and per row also NaN or negative temperatures.
-Config greedy_config(Rng& rng, bool odd) {
-  Config c;
+RowConfig greedy_config(Rng& rng, bool odd) {
+  RowConfig c;
   switch (rng.integer(0, odd ? 3 : 1)) {
     case 0: c.temperature = 0.0f; c.top_k = rng.coin() ? 0 : 50; break;
     case 1: c.temperature = 0.8f; c.top_k = 1; c.top_p = 0.9f; break;
@@ -142,12 +113,18 @@ Config greedy_config(Rng& rng, bool odd) {
   return c;
 }
 
-// One logits row of a BENCH.md family, rounded to the dtype, now and then with
-// what every op must rank right: a fully masked row (-inf, NaN), +inf tokens,
-// and NaN, -inf, -0 and exact ties sprinkled in.
-void fill_row(Rng& rng, nt_dtype dtype, float* row, int64_t vocab) {
-  const std::vector<float> x = rng.coin() ? peaked_logits(rng, 1, vocab) : flat_logits(rng, 1, vocab);
-  std::copy(x.begin(), x.end(), row);
+// A configuration that draws (random_config's greedy ones are check_greedy's).
+RowConfig drawing_config(Rng& rng, int64_t vocab, bool odd) {
+  RowConfig c;
+  do c = random_config(rng, vocab, odd); while (!(c.temperature > 0) || c.top_k == 1);
+  return c;
+}
+
+// One logits row of a BENCH.md family (sample_inputs.h), now and then with what
+// every op must rank right: a fully masked row (-inf, NaN), +inf tokens, and
+// NaN, -inf, -0 and exact ties sprinkled in.
+void fill_special_row(Rng& rng, nt_dtype dtype, float* row, int64_t vocab) {
+  fill_row(rng, rng.coin(), dtype, row, vocab);
   const double u = rng.uniform();
   auto any = [&] { return rng.integer(0, vocab - 1); };
   if (u < 0.08) {
@@ -161,20 +138,10 @@ void fill_row(Rng& rng, nt_dtype dtype, float* row, int64_t vocab) {
       row[any()] = w < 0.3 ? kNaN : w < 0.6 ? -kInf : w < 0.8 ? -0.0f : row[any()];
     }
   }
-  for (int64_t i = 0; i < vocab; ++i) row[i] = round_to(dtype, row[i]);
-}
-
-std::string describe(const RowSampleParams& p) {
-  std::ostringstream s;
-  s << "T=" << p.temperature << " top_k=" << p.top_k << " top_p=" << p.top_p
-    << " min_p=" << p.min_p << " seed=" << p.seed << " offset=" << p.offset
-    << " row_tag=" << p.row_tag << (p.joint ? " joint" : "");
-  if (p.has_uniform) s << " u=" << p.uniform;
-  return s.str();
 }
 
 // A random case: shape, dtype, parameters (scalars or per-row arrays), seeds,
-// flags, token dtype and row stride. Logits are left to fill_logits.
+// flags, token dtype and row stride. Logits are left to fill_special_logits.
 SampleCase random_sample_case(Rng& rng, bool greedy) {
   SampleCase c;
   c.rows = rng.integer(1, 6);
@@ -185,7 +152,7 @@ SampleCase random_sample_case(Rng& rng, bool greedy) {
   std::vector<float> t, p, m;
   std::vector<int32_t> k;
   for (int64_t r = 0; r < (per_row ? c.rows : 1); ++r) {
-    const Config cfg = greedy ? greedy_config(rng, per_row) : random_config(rng, c.vocab, per_row);
+    const RowConfig cfg = greedy ? greedy_config(rng, per_row) : drawing_config(rng, c.vocab, per_row);
     t.push_back(cfg.temperature);
     k.push_back(cfg.top_k);
     p.push_back(cfg.top_p);
@@ -208,20 +175,12 @@ SampleCase random_sample_case(Rng& rng, bool greedy) {
   return c;
 }
 
-// Fills every row; the contract is exact on non-degenerate inputs only, so a row
-// the reference finds within the margin of a cut is drawn again.
-void fill_logits(SampleCase& c, Rng& rng) {
+// Every row filled, and drawn again while the reference finds it degenerate.
+void fill_special_logits(SampleCase& c, Rng& rng) {
   c.logits.assign(size_t(c.rows * c.vocab), 0.0f);
-  for (int64_t r = 0; r < c.rows; ++r) {
-    float* row = &c.logits[size_t(r * c.vocab)];
-    fill_row(rng, c.dtype, row, c.vocab);
-    for (int tries = 0; reference_sample(c, r).degenerate; ++tries) {
-      if (tries == 100)
-        throw std::runtime_error("no non-degenerate logits found for " +
-                                 describe(c.row_params(r)));
-      fill_row(rng, c.dtype, row, c.vocab);
-    }
-  }
+  auto refill = [&](float* row) { fill_special_row(rng, c.dtype, row, c.vocab); };
+  for (int64_t r = 0; r < c.rows; ++r) refill(&c.logits[size_t(r * c.vocab)]);
+  redraw_degenerate_rows(c, refill);
 }
 
 std::string compare_tokens(const SampleCase& c, const std::vector<int64_t>& got) {
@@ -240,7 +199,7 @@ std::string compare_tokens(const SampleCase& c, const std::vector<int64_t>& got)
 
 std::string check_greedy(TestDevice& dev, Rng& rng) {
   SampleCase c = random_sample_case(rng, true);
-  fill_logits(c, rng);
+  fill_special_logits(c, rng);
   // The maximum twice in some rows: the first one wins.
   for (int64_t r = 0; r < c.rows; ++r)
     if (c.vocab > 2 && rng.coin()) {
@@ -254,7 +213,7 @@ std::string check_greedy(TestDevice& dev, Rng& rng) {
 // row's token is also the same when the batch is reversed.
 std::string check_gumbel_draw(TestDevice& dev, Rng& rng) {
   SampleCase c = random_sample_case(rng, false);
-  fill_logits(c, rng);
+  fill_special_logits(c, rng);
   const std::vector<int64_t> got = run_sample(dev, c);
   std::string e = compare_tokens(c, got);
   if (!e.empty() || !c.seed.per_row || c.rows < 2) return e;
@@ -288,14 +247,14 @@ std::string check_explicit_draw(TestDevice& dev, Rng& rng) {
   one.vocab = any_vocab(rng);
   one.dtype = any_float(rng);
   one.row_stride = rng.coin(0.3) ? one.vocab + rng.integer(1, 40) : 0;
-  const Config cfg = random_config(rng, one.vocab, false);
+  const RowConfig cfg = drawing_config(rng, one.vocab, false);
   one.temperature = scalar(cfg.temperature);
   one.top_k = scalar(cfg.top_k);
   one.top_p = scalar(cfg.top_p);
   one.min_p = scalar(cfg.min_p);
   one.flags = rng.coin(0.25) ? NT_SAMPLE_TOP_P_JOINT : 0;
   one.token_dtype = rng.coin(0.3) ? NT_I32 : NT_I64;
-  fill_logits(one, rng);
+  fill_special_logits(one, rng);
   const SampleReference ref = reference_sample(one, 0);
   std::vector<float> us = {0.0f, kNaN, -0.5f, 1.0f, 2.0f};
   const size_t n = ref.keep_by_index.size();
@@ -308,13 +267,10 @@ std::string check_explicit_draw(TestDevice& dev, Rng& rng) {
   SampleCase c = one;
   c.uniform.clear();
   c.logits.clear();
+  SampleCase probe = one;
   for (float u : us) {  // a u within the margin of a CDF boundary decides nothing
-    RowSampleParams p = one.row_params(0);
-    p.has_uniform = true;
-    p.uniform = u;
-    std::vector<float> x(size_t(one.vocab));
-    for (int64_t i = 0; i < one.vocab; ++i) x[size_t(i)] = round_to(one.dtype, one.logits[size_t(i)]);
-    if (reference_sample_row(x.data(), one.vocab, p).degenerate) continue;
+    probe.uniform = {u};
+    if (reference_sample(probe, 0).degenerate) continue;
     c.uniform.push_back(u);
     c.logits.insert(c.logits.end(), one.logits.begin(), one.logits.end());
   }
