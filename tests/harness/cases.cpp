@@ -44,31 +44,15 @@ std::string first_difference(const std::vector<T>& got, const std::vector<T>& wa
 // ---- grammar mask ------------------------------------------------------------
 
 std::string check_apply_mask(TestDevice& dev, Rng& rng) {
-  MaskCase c;
-  c.rows = rng.integer(1, 5);
-  c.vocab = rng.coin(0.3) ? 32 * rng.integer(1, 64) : rng.integer(1, 3000);
-  c.dtype = any_float(rng);
-  c.logits_stride = c.vocab + maybe_gap(rng);
-  // The values a mask must leave alone bit for bit: NaN, +-inf, +-0.
-  c.logits.resize(size_t(c.rows * c.stride()));
-  for (float& x : c.logits) {
-    const double u = rng.uniform();
-    x = u < 0.01 ? kNaN : u < 0.02 ? kInf : u < 0.03 ? -kInf
-        : u < 0.04 ? (rng.coin() ? 0.0f : -0.0f) : float(3.0 * rng.normal());
-  }
+  const int64_t rows = rng.integer(1, 5);
+  const int64_t vocab = rng.coin(0.3) ? 32 * rng.integer(1, 64) : rng.integer(1, 3000);
+  const nt_dtype dtype = any_float(rng);
   // W' short of the vocabulary (tokens past 32 W' are disallowed), longer, or exact.
-  const int64_t full = (c.vocab + 31) / 32;
+  const int64_t full = (vocab + 31) / 32;
   const double u = rng.uniform();
-  c.words = u < 0.2 ? rng.integer(1, full) : u < 0.4 ? full + rng.integer(1, 3) : full;
-  c.mask_stride = c.words + maybe_gap(rng);
-  c.mask.resize(size_t(c.rows * c.mask_stride));
-  const double density = rng.uniform(0.05, 0.95);
-  for (int32_t& w : c.mask) {
-    uint32_t bits = 0;
-    for (int j = 0; j < 32; ++j)
-      if (rng.coin(density)) bits |= 1u << j;
-    w = int32_t(bits);
-  }
+  const int64_t words = u < 0.2 ? rng.integer(1, full) : u < 0.4 ? full + rng.integer(1, 3) : full;
+  const int64_t logits_gap = maybe_gap(rng), mask_gap = maybe_gap(rng);
+  MaskCase c = random_mask_case(rng, dtype, rows, vocab, words, logits_gap, mask_gap);
   if (rng.coin()) {  // listed rows, with repeats and out-of-range entries
     c.has_indices = true;
     c.index_dtype = rng.coin() ? NT_I32 : NT_I64;

@@ -229,6 +229,32 @@ std::vector<double> reference_binary_logits(const BinaryCase& c) {
   return out;
 }
 
+MaskCase random_mask_case(Rng& rng, nt_dtype dtype, int64_t rows, int64_t vocab, int64_t words,
+                          int64_t logits_gap, int64_t mask_gap) {
+  MaskCase c;
+  c.rows = rows;
+  c.vocab = vocab;
+  c.dtype = dtype;
+  c.logits_stride = vocab + logits_gap;
+  c.logits.resize(size_t(rows * c.stride()));
+  for (auto& x : c.logits) {
+    const double u = rng.uniform();
+    x = u < 0.01 ? NAN : u < 0.02 ? INFINITY : u < 0.03 ? -INFINITY
+        : u < 0.04 ? (rng.coin() ? 0.0f : -0.0f) : float(3.0 * rng.normal());
+  }
+  c.words = words;
+  c.mask_stride = words + mask_gap;
+  c.mask.resize(size_t(rows * c.mask_stride));
+  const double density = rng.uniform(0.05, 0.95);
+  for (auto& w : c.mask) {
+    uint32_t bits = 0;
+    for (int j = 0; j < 32; ++j)
+      if (rng.coin(density)) bits |= 1u << j;
+    w = int32_t(bits);
+  }
+  return c;
+}
+
 std::vector<uint8_t> run_apply_mask(TestDevice& dev, const MaskCase& c) {
   const auto encoded = encode(c.dtype, c.logits);
   auto logits = to_device(dev, encoded);

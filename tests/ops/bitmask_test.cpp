@@ -5,8 +5,7 @@
 // unchanged) and bitmask_from_allowed (round trip).
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <limits>
+#include <cstdint>
 
 #include "harness/ops.h"
 
@@ -17,63 +16,9 @@ const nt_dtype kFloatTypes[] = {NT_F32, NT_F16, NT_BF16};
 
 class Bitmask : public DeviceTest {};
 
-uint32_t neg_inf_bits(nt_dtype dtype) {
-  return dtype == NT_F32 ? 0xff800000u : dtype == NT_F16 ? 0xfc00u : 0xff80u;
-}
-
-// Logits with the specials a mask must leave alone, and gaps between rows.
-MaskCase random_case(Rng& rng, nt_dtype dtype, int64_t rows, int64_t vocab, int64_t words,
-                     int64_t logits_gap, int64_t mask_gap) {
-  MaskCase c;
-  c.rows = rows;
-  c.vocab = vocab;
-  c.dtype = dtype;
-  c.logits_stride = vocab + logits_gap;
-  c.logits.resize(size_t(rows * c.stride()));
-  for (auto& x : c.logits) {
-    const double u = rng.uniform();
-    x = u < 0.01 ? std::numeric_limits<float>::quiet_NaN()
-        : u < 0.02 ? std::numeric_limits<float>::infinity()
-        : u < 0.03 ? -std::numeric_limits<float>::infinity()
-        : u < 0.04 ? (rng.coin() ? 0.0f : -0.0f)
-                   : float(3.0 * rng.normal());
-  }
-  c.words = words;
-  c.mask_stride = words + mask_gap;
-  c.mask.resize(size_t(rows * c.mask_stride));
-  const double density = rng.uniform(0.05, 0.95);
-  for (auto& w : c.mask) {
-    uint32_t bits = 0;
-    for (int j = 0; j < 32; ++j)
-      if (rng.coin(density)) bits |= 1u << j;
-    w = int32_t(bits);
-  }
-  return c;
-}
-
-// What the op must leave in the logits buffer.
-std::vector<uint8_t> expected(const MaskCase& c) {
-  std::vector<uint8_t> out = encode(c.dtype, c.logits);
-  std::vector<bool> selected(size_t(c.rows), !c.has_indices);
-  for (int64_t i : c.indices)
-    if (i >= 0 && i < c.rows) selected[size_t(i)] = true;
-  const int64_t mask_stride = c.mask_stride ? c.mask_stride : c.words;
-  const size_t width = dtype_bytes(c.dtype);
-  const uint32_t ninf = neg_inf_bits(c.dtype);
-  for (int64_t r = 0; r < c.rows; ++r) {
-    if (!selected[size_t(r)]) continue;
-    for (int64_t t = 0; t < c.vocab; ++t) {
-      const bool allowed = t < 32 * c.words &&
-                           ((uint32_t(c.mask[size_t(r * mask_stride + t / 32)]) >> (t % 32)) & 1u);
-      if (!allowed) std::memcpy(&out[size_t(r * c.stride() + t) * width], &ninf, width);
-    }
-  }
-  return out;
-}
-
 void expect_masked(TestDevice& dev, const MaskCase& c) {
   const std::vector<uint8_t> got = run_apply_mask(dev, c);
-  const std::vector<uint8_t> want = expected(c);
+  const std::vector<uint8_t> want = reference_apply_mask(c);
   const size_t n = want.size() / dtype_bytes(c.dtype);
   int reported = 0;
   for (size_t i = 0; i < n && reported < 5; ++i) {
@@ -95,7 +40,7 @@ TEST_P(Bitmask, AllRows) {
       for (int64_t gap : {0, 7}) {
         Rng rng(++seed);
         SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " V=" + std::to_string(vocab));
-        expect_masked(dev(), random_case(rng, dtype, 5, vocab, (vocab + 31) / 32, gap, gap ? 3 : 0));
+        expect_masked(dev(), random_mask_case(rng, dtype, 5, vocab, (vocab + 31) / 32, gap, gap ? 3 : 0));
       }
 }
 
@@ -105,7 +50,7 @@ TEST_P(Bitmask, ListedRowsWithOutOfRangeAndDuplicateIndices) {
     for (nt_dtype index_dtype : {NT_I32, NT_I64}) {
       Rng rng(++seed);
       SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " " + dtype_label(index_dtype));
-      MaskCase c = random_case(rng, dtype, 9, 1111, 35, 5, 0);
+      MaskCase c = random_mask_case(rng, dtype, 9, 1111, 35, 5, 0);
       c.has_indices = true;
       c.index_dtype = index_dtype;
       c.indices = {7, -1, 2, 9, 2, 40, 0, index_dtype == NT_I64 ? int64_t(1) << 40 : INT32_MIN,
@@ -128,7 +73,7 @@ TEST_P(Bitmask, PaddedVocabularies) {
         Rng rng(++seed);
         SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " V=" + std::to_string(vocab) +
                      " W'=" + std::to_string(words));
-        expect_masked(dev(), random_case(rng, dtype, 4, vocab, words, 3, 2));
+        expect_masked(dev(), random_mask_case(rng, dtype, 4, vocab, words, 3, 2));
       }
 }
 
@@ -141,7 +86,7 @@ TEST_P(Bitmask, LongRows) {
     Rng rng(++seed);
     SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype));
     const int64_t vocab = 131101, words = (vocab + 31) / 32 - 1;
-    MaskCase c = random_case(rng, dtype, 20, vocab, words, 5, 2);
+    MaskCase c = random_mask_case(rng, dtype, 20, vocab, words, 5, 2);
     expect_masked(dev(), c);
     c.has_indices = true;
     c.indices = {17, 3, 19, 3, 0, 11, 17, 20, -2, 8, 5, 12, 0, 1, 14};
@@ -155,7 +100,7 @@ TEST_P(Bitmask, ManyListedRowsWithDuplicates) {
   for (nt_dtype dtype : kFloatTypes) {
     Rng rng(++seed);
     SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype));
-    MaskCase c = random_case(rng, dtype, 300, 999, 32, 3, 1);
+    MaskCase c = random_mask_case(rng, dtype, 300, 999, 32, 3, 1);
     c.has_indices = true;
     c.index_dtype = rng.coin() ? NT_I64 : NT_I32;
     for (int i = 0; i < 700; ++i) c.indices.push_back(rng.integer(-20, 319));
@@ -169,7 +114,7 @@ TEST_P(Bitmask, ListedRowsPastOneMarkingPass) {
   Rng rng(9270);
   SCOPED_TRACE(seed_trace(9270));
   const int64_t rows = 65536 + 77;
-  MaskCase c = random_case(rng, NT_BF16, rows, 37, 2, 0, 0);
+  MaskCase c = random_mask_case(rng, NT_BF16, rows, 37, 2, 0, 0);
   c.has_indices = true;
   c.index_dtype = NT_I64;
   c.indices = {65536, 65535, 0, rows - 1, 65536, rows, -1, 65535, 70000, 1, rows - 1, 65537};
@@ -179,18 +124,7 @@ TEST_P(Bitmask, ListedRowsPastOneMarkingPass) {
 
 TEST_P(Bitmask, EmptyBatchIsANoOp) {
   Rng rng(9300);
-  expect_masked(dev(), random_case(rng, NT_F32, 0, 100, 4, 0, 0));
-}
-
-std::vector<int32_t> pack_allowed(const std::vector<uint8_t>& allowed, int64_t rows, int64_t vocab,
-                                  int64_t stride) {
-  const int64_t words = (vocab + 31) / 32;
-  std::vector<int32_t> out(size_t(rows * words), 0);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t t = 0; t < vocab; ++t)
-      if (allowed[size_t(r * stride + t)])
-        out[size_t(r * words + t / 32)] = int32_t(uint32_t(out[size_t(r * words + t / 32)]) | (1u << (t % 32)));
-  return out;
+  expect_masked(dev(), random_mask_case(rng, NT_F32, 0, 100, 4, 0, 0));
 }
 
 TEST_P(Bitmask, FromAllowedRoundTrip) {
@@ -204,9 +138,9 @@ TEST_P(Bitmask, FromAllowedRoundTrip) {
       std::vector<uint8_t> allowed(size_t(rows * stride));
       for (auto& a : allowed) a = rng.coin(density) ? 1 : 0;
       const std::vector<int32_t> mask = run_bitmask_from_allowed(dev(), rows, vocab, stride, allowed);
-      EXPECT_EQ(mask, pack_allowed(allowed, rows, vocab, stride));  // padding bits 0
+      EXPECT_EQ(mask, reference_bitmask_from_allowed(rows, vocab, stride, allowed));  // padding bits 0
       // The mask applied to logits disallows exactly the tokens not allowed.
-      MaskCase c = random_case(rng, NT_F32, rows, vocab, (vocab + 31) / 32, 0, 0);
+      MaskCase c = random_mask_case(rng, NT_F32, rows, vocab, (vocab + 31) / 32, 0, 0);
       c.mask = mask;
       const std::vector<uint8_t> got = run_apply_mask(dev(), c);
       for (int64_t r = 0; r < rows; ++r)
