@@ -333,8 +333,7 @@ std::string check_binary(TestDevice& dev, Rng& rng) {
       reference_quantize_row(x.data(), c.hidden, &c.act_q[size_t(m * c.hidden)], &c.act_scale[size_t(m)]);
     }
   }
-  c.signs.resize(size_t(c.vocab * c.hidden));
-  for (int8_t& s : c.signs) s = rng.coin() ? 1 : -1;
+  c.signs = random_signs(rng, size_t(c.vocab * c.hidden));
   c.wscale.resize(size_t(c.vocab * (c.hidden / c.group)));
   for (float& w : c.wscale)
     w = grid ? float(rng.integer(1, 64)) / 64
@@ -359,8 +358,7 @@ std::string check_binary(TestDevice& dev, Rng& rng) {
 
 std::string check_pack(TestDevice& dev, Rng& rng) {
   const int64_t rows = rng.integer(1, 300), cols = 32 * rng.integer(1, 16);
-  std::vector<int8_t> signs(size_t(rows * cols));
-  for (int8_t& s : signs) s = rng.coin() ? 1 : -1;
+  const std::vector<int8_t> signs = random_signs(rng, size_t(rows * cols));
   return first_difference(run_pack(dev, rows, cols, signs), reference_pack(signs, rows, cols),
                           "packed word");
 }

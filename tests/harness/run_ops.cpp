@@ -163,13 +163,19 @@ TopK run_dense(TestDevice& dev, const DenseCase& c) {
 }
 
 std::vector<double> reference_dense_logits(const DenseCase& c) {
+  auto rounded = [&](const std::vector<float>& v) {  // the values the device holds
+    std::vector<float> r(v.size());
+    for (size_t i = 0; i < v.size(); ++i) r[i] = round_to(c.dtype, v[i]);
+    return r;
+  };
+  const std::vector<float> x = rounded(c.x), w = rounded(c.weight);
   std::vector<double> out(size_t(c.rows * c.vocab));
   for (int64_t m = 0; m < c.rows; ++m)
     for (int64_t v = 0; v < c.vocab; ++v) {
+      const float* xm = &x[size_t(m * c.hidden)];
+      const float* wv = &w[size_t(v * c.hidden)];
       double sum = 0;
-      for (int64_t h = 0; h < c.hidden; ++h)
-        sum += double(round_to(c.dtype, c.x[size_t(m * c.hidden + h)])) *
-               double(round_to(c.dtype, c.weight[size_t(v * c.hidden + h)]));
+      for (int64_t h = 0; h < c.hidden; ++h) sum += double(xm[h]) * double(wv[h]);
       if (!c.bias.empty()) sum += double(round_to(c.bias_dtype, c.bias[size_t(v)]));
       out[size_t(m * c.vocab + v)] = sum;
     }
@@ -214,12 +220,12 @@ std::vector<double> reference_binary_logits(const BinaryCase& c) {
   std::vector<double> out(size_t(c.rows * c.vocab));
   for (int64_t m = 0; m < c.rows; ++m)
     for (int64_t v = 0; v < c.vocab; ++v) {
+      const int8_t* a = &c.act_q[size_t(m * c.hidden)];
+      const int8_t* s = &c.signs[size_t(v * c.hidden)];
       double sum = 0;
       for (int64_t g = 0; g < groups; ++g) {
-        int64_t d = 0;  // exact integer dot of the group
-        for (int64_t j = g * c.group; j < (g + 1) * c.group; ++j)
-          d += int64_t(c.act_q[size_t(m * c.hidden + j)]) *
-               (c.signs[size_t(v * c.hidden + j)] > 0 ? 1 : -1);
+        int32_t d = 0;  // exact integer dot of the group: |d| <= 128 * group
+        for (int64_t j = g * c.group; j < (g + 1) * c.group; ++j) d += s[j] > 0 ? a[j] : -a[j];
         sum += double(round_to(NT_F16, c.wscale[size_t(v * groups + g)])) * double(d);
       }
       sum *= double(c.act_scale[size_t(m)]);
