@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "harness/run_ops.h"
+#include "harness/sample_inputs.h"
 
 namespace ntt {
 namespace {
@@ -43,18 +44,15 @@ std::string first_difference(const std::vector<T>& got, const std::vector<T>& wa
 // ---- grammar mask ------------------------------------------------------------
 
 std::string check_apply_mask(TestDevice& dev, Rng& rng) {
-  MaskCase c;
-  c.rows = rng.integer(1, 5);
-  c.vocab = rng.coin(0.3) ? 32 * rng.integer(1, 64) : rng.integer(1, 3000);
-  c.dtype = any_float(rng);
-  c.logits_stride = c.vocab + maybe_gap(rng);
-  c.logits = logits_with_specials(rng, size_t(c.rows * c.stride()));
+  const int64_t rows = rng.integer(1, 5);
+  const int64_t vocab = rng.coin(0.3) ? 32 * rng.integer(1, 64) : rng.integer(1, 3000);
+  const nt_dtype dtype = any_float(rng);
   // W' short of the vocabulary (tokens past 32 W' are disallowed), longer, or exact.
-  const int64_t full = (c.vocab + 31) / 32;
+  const int64_t full = (vocab + 31) / 32;
   const double u = rng.uniform();
-  c.words = u < 0.2 ? rng.integer(1, full) : u < 0.4 ? full + rng.integer(1, 3) : full;
-  c.mask_stride = c.words + maybe_gap(rng);
-  c.mask = random_mask_words(rng, size_t(c.rows * c.mask_stride));
+  const int64_t words = u < 0.2 ? rng.integer(1, full) : u < 0.4 ? full + rng.integer(1, 3) : full;
+  const int64_t logits_gap = maybe_gap(rng), mask_gap = maybe_gap(rng);
+  MaskCase c = random_mask_case(rng, dtype, rows, vocab, words, logits_gap, mask_gap);
   if (rng.coin()) {  // listed rows, with repeats and out-of-range entries
     c.has_indices = true;
     c.index_dtype = rng.coin() ? NT_I32 : NT_I64;
@@ -87,39 +85,9 @@ std::string check_bitmask_from_allowed(TestDevice& dev, Rng& rng) {
 
 // ---- sampling ------------------------------------------------------------------
 
-struct Config {
-  float temperature = 1.0f;
-  int32_t top_k = 0;
-  float top_p = 1.0f;
-  float min_p = 0.0f;
-};
-
-// What engines send; with `odd` (per-row values, which are never validated) also
-// the values SEMANTICS.md gives a meaning that scalar arguments may not take.
-Config random_config(Rng& rng, int64_t vocab, bool odd) {
-  Config c;
-  c.temperature = float(rng.uniform(0.3, 1.5));
-  switch (rng.integer(0, odd ? 11 : 6)) {
-    case 0: break;  // plain temperature
-    case 1: c.top_k = int32_t(rng.integer(2, 60)); break;
-    case 2: c.top_p = float(rng.uniform(0.3, 0.97)); break;
-    case 3: c.min_p = float(rng.uniform(0.01, 0.3)); break;
-    case 4: c.top_k = 50; c.top_p = 0.9f; break;
-    case 5: c.top_k = 50; c.top_p = 0.9f; c.min_p = 0.05f; break;
-    case 6: c.top_k = int32_t(rng.integer(2, 1000)); c.top_p = float(rng.uniform(0.5, 0.99));
-            c.min_p = float(rng.uniform(0.0, 0.1)); break;
-    case 7: c.top_p = rng.coin() ? 0.0f : -0.25f; break;                // keep the top token
-    case 8: c.top_p = rng.coin() ? kNaN : 1.5f; c.top_k = int32_t(vocab + 3); break;  // off
-    case 9: c.min_p = rng.coin() ? 2.0f : 1.0f; break;                  // the top score's ties
-    case 10: c.top_k = rng.coin() ? -7 : 0; c.min_p = kNaN; break;      // off
-    case 11: c.temperature = rng.coin() ? kNaN : -1.0f; break;          // greedy
-  }
-  return c;
-}
-
 // Greedy rows: temperature 0, top_k 1, and per row also NaN or negative temperatures.
-Config greedy_config(Rng& rng, bool odd) {
-  Config c;
+RowConfig greedy_config(Rng& rng, bool odd) {
+  RowConfig c;
   switch (rng.integer(0, odd ? 3 : 1)) {
     case 0: c.temperature = 0.0f; c.top_k = rng.coin() ? 0 : 50; break;
     case 1: c.temperature = 0.8f; c.top_k = 1; c.top_p = 0.9f; break;
@@ -129,12 +97,18 @@ Config greedy_config(Rng& rng, bool odd) {
   return c;
 }
 
-// One logits row of a BENCH.md family, rounded to the dtype, now and then with
-// what every op must rank right: a fully masked row (-inf, NaN), +inf tokens,
-// and NaN, -inf, -0 and exact ties sprinkled in.
-void fill_row(Rng& rng, nt_dtype dtype, float* row, int64_t vocab) {
-  const std::vector<float> x = rng.coin() ? peaked_logits(rng, 1, vocab) : flat_logits(rng, 1, vocab);
-  std::copy(x.begin(), x.end(), row);
+// A configuration that draws (random_config's greedy ones are check_greedy's).
+RowConfig drawing_config(Rng& rng, int64_t vocab, bool odd) {
+  RowConfig c;
+  do c = random_config(rng, vocab, odd); while (!(c.temperature > 0) || c.top_k == 1);
+  return c;
+}
+
+// One logits row of a BENCH.md family (sample_inputs.h), now and then with what
+// every op must rank right: a fully masked row (-inf, NaN), +inf tokens, and
+// NaN, -inf, -0 and exact ties sprinkled in.
+void fill_special_row(Rng& rng, nt_dtype dtype, float* row, int64_t vocab) {
+  fill_row(rng, rng.coin(), dtype, row, vocab);
   const double u = rng.uniform();
   auto any = [&] { return rng.integer(0, vocab - 1); };
   if (u < 0.08) {
@@ -148,11 +122,10 @@ void fill_row(Rng& rng, nt_dtype dtype, float* row, int64_t vocab) {
       row[any()] = w < 0.3 ? kNaN : w < 0.6 ? -kInf : w < 0.8 ? -0.0f : row[any()];
     }
   }
-  for (int64_t i = 0; i < vocab; ++i) row[i] = round_to(dtype, row[i]);
 }
 
 // A random case: shape, dtype, parameters (scalars or per-row arrays), seeds,
-// flags, token dtype and row stride. Logits are left to fill_logits.
+// flags, token dtype and row stride. Logits are left to fill_special_logits.
 SampleCase random_sample_case(Rng& rng, bool greedy) {
   SampleCase c;
   c.rows = rng.integer(1, 6);
@@ -163,7 +136,7 @@ SampleCase random_sample_case(Rng& rng, bool greedy) {
   std::vector<float> t, p, m;
   std::vector<int32_t> k;
   for (int64_t r = 0; r < (per_row ? c.rows : 1); ++r) {
-    const Config cfg = greedy ? greedy_config(rng, per_row) : random_config(rng, c.vocab, per_row);
+    const RowConfig cfg = greedy ? greedy_config(rng, per_row) : drawing_config(rng, c.vocab, per_row);
     t.push_back(cfg.temperature);
     k.push_back(cfg.top_k);
     p.push_back(cfg.top_p);
@@ -186,20 +159,12 @@ SampleCase random_sample_case(Rng& rng, bool greedy) {
   return c;
 }
 
-// Fills every row; the contract is exact on non-degenerate inputs only, so a row
-// the reference finds within the margin of a cut is drawn again.
-void fill_logits(SampleCase& c, Rng& rng) {
+// Every row filled, and drawn again while the reference finds it degenerate.
+void fill_special_logits(SampleCase& c, Rng& rng) {
   c.logits.assign(size_t(c.rows * c.vocab), 0.0f);
-  for (int64_t r = 0; r < c.rows; ++r) {
-    float* row = &c.logits[size_t(r * c.vocab)];
-    fill_row(rng, c.dtype, row, c.vocab);
-    for (int tries = 0; reference_sample(c, r).degenerate; ++tries) {
-      if (tries == 100)
-        throw std::runtime_error("no non-degenerate logits found for " +
-                                 describe(c.row_params(r)));
-      fill_row(rng, c.dtype, row, c.vocab);
-    }
-  }
+  auto refill = [&](float* row) { fill_special_row(rng, c.dtype, row, c.vocab); };
+  for (int64_t r = 0; r < c.rows; ++r) refill(&c.logits[size_t(r * c.vocab)]);
+  redraw_degenerate_rows(c, refill);
 }
 
 std::string compare_tokens(const SampleCase& c, const std::vector<int64_t>& got) {
@@ -218,7 +183,7 @@ std::string compare_tokens(const SampleCase& c, const std::vector<int64_t>& got)
 
 std::string check_greedy(TestDevice& dev, Rng& rng) {
   SampleCase c = random_sample_case(rng, true);
-  fill_logits(c, rng);
+  fill_special_logits(c, rng);
   // The maximum twice in some rows: the first one wins.
   for (int64_t r = 0; r < c.rows; ++r)
     if (c.vocab > 2 && rng.coin()) {
@@ -232,7 +197,7 @@ std::string check_greedy(TestDevice& dev, Rng& rng) {
 // row's token is also the same when the batch is reversed.
 std::string check_gumbel_draw(TestDevice& dev, Rng& rng) {
   SampleCase c = random_sample_case(rng, false);
-  fill_logits(c, rng);
+  fill_special_logits(c, rng);
   const std::vector<int64_t> got = run_sample(dev, c);
   std::string e = compare_tokens(c, got);
   if (!e.empty() || !c.seed.per_row || c.rows < 2) return e;
@@ -266,14 +231,14 @@ std::string check_explicit_draw(TestDevice& dev, Rng& rng) {
   one.vocab = any_vocab(rng);
   one.dtype = any_float(rng);
   one.row_stride = rng.coin(0.3) ? one.vocab + rng.integer(1, 40) : 0;
-  const Config cfg = random_config(rng, one.vocab, false);
+  const RowConfig cfg = drawing_config(rng, one.vocab, false);
   one.temperature = scalar(cfg.temperature);
   one.top_k = scalar(cfg.top_k);
   one.top_p = scalar(cfg.top_p);
   one.min_p = scalar(cfg.min_p);
   one.flags = rng.coin(0.25) ? NT_SAMPLE_TOP_P_JOINT : 0;
   one.token_dtype = rng.coin(0.3) ? NT_I32 : NT_I64;
-  fill_logits(one, rng);
+  fill_special_logits(one, rng);
   const SampleReference ref = reference_sample(one, 0);
   std::vector<float> us = {0.0f, kNaN, -0.5f, 1.0f, 2.0f};
   const size_t n = ref.keep_by_index.size();
@@ -286,13 +251,10 @@ std::string check_explicit_draw(TestDevice& dev, Rng& rng) {
   SampleCase c = one;
   c.uniform.clear();
   c.logits.clear();
+  SampleCase probe = one;
   for (float u : us) {  // a u within the margin of a CDF boundary decides nothing
-    RowSampleParams p = one.row_params(0);
-    p.has_uniform = true;
-    p.uniform = u;
-    std::vector<float> x(size_t(one.vocab));
-    for (int64_t i = 0; i < one.vocab; ++i) x[size_t(i)] = round_to(one.dtype, one.logits[size_t(i)]);
-    if (reference_sample_row(x.data(), one.vocab, p).degenerate) continue;
+    probe.uniform = {u};
+    if (reference_sample(probe, 0).degenerate) continue;
     c.uniform.push_back(u);
     c.logits.insert(c.logits.end(), one.logits.begin(), one.logits.end());
   }
@@ -371,8 +333,7 @@ std::string check_binary(TestDevice& dev, Rng& rng) {
       reference_quantize_row(x.data(), c.hidden, &c.act_q[size_t(m * c.hidden)], &c.act_scale[size_t(m)]);
     }
   }
-  c.signs.resize(size_t(c.vocab * c.hidden));
-  for (int8_t& s : c.signs) s = rng.coin() ? 1 : -1;
+  c.signs = random_signs(rng, size_t(c.vocab * c.hidden));
   c.wscale.resize(size_t(c.vocab * (c.hidden / c.group)));
   for (float& w : c.wscale)
     w = grid ? float(rng.integer(1, 64)) / 64
@@ -397,8 +358,7 @@ std::string check_binary(TestDevice& dev, Rng& rng) {
 
 std::string check_pack(TestDevice& dev, Rng& rng) {
   const int64_t rows = rng.integer(1, 300), cols = 32 * rng.integer(1, 16);
-  std::vector<int8_t> signs(size_t(rows * cols));
-  for (int8_t& s : signs) s = rng.coin() ? 1 : -1;
+  const std::vector<int8_t> signs = random_signs(rng, size_t(rows * cols));
   return first_difference(run_pack(dev, rows, cols, signs), reference_pack(signs, rows, cols),
                           "packed word");
 }

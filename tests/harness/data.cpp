@@ -119,6 +119,16 @@ std::vector<float> flat_logits(Rng& rng, int64_t rows, int64_t vocab) {
   return x;
 }
 
+std::vector<int8_t> random_signs(Rng& rng, size_t n) {
+  std::vector<int8_t> signs(n);
+  for (size_t i = 0; i < n; i += 64) {
+    const uint64_t bits = rng.bits();
+    for (size_t j = 0; j < std::min<size_t>(64, n - i); ++j)
+      signs[i + j] = int8_t(int((bits >> j) & 1) * 2 - 1);
+  }
+  return signs;
+}
+
 const char* mask_kind_label(MaskKind kind) {
   switch (kind) {
     case MaskKind::Random50: return "50% random";

@@ -51,6 +51,10 @@ uint32_t raw_bits(nt_dtype dtype, const std::vector<uint8_t>& bytes, size_t inde
 std::vector<float> peaked_logits(Rng& rng, int64_t rows, int64_t vocab);
 std::vector<float> flat_logits(Rng& rng, int64_t rows, int64_t vocab);
 
+// n weight signs, -1 or +1 with equal odds (64 from each draw of the generator:
+// the LM-head suites need tens of millions).
+std::vector<int8_t> random_signs(Rng& rng, size_t n);
+
 // BENCH.md bitmask families (W4): 50% random, 1% allowed, and "blocky": runs of
 // 1k-4k tokens alternately allowed and masked. int32 [rows, ceil(vocab/32)],
 // padding bits 0; every row allows at least one token.

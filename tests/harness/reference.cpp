@@ -251,12 +251,13 @@ std::string compare_topk_row(const double* logits, int64_t vocab, int64_t k, con
 
 std::vector<int32_t> reference_pack(const std::vector<int8_t>& signs, int64_t rows, int64_t cols) {
   const int64_t words = cols / 32;
-  std::vector<int32_t> wq(size_t(rows * words), 0);
-  for (int64_t v = 0; v < rows; ++v)
-    for (int64_t c = 0; c < cols; ++c)
-      if (signs[size_t(v * cols + c)] > 0)
-        wq[size_t(v * words + c / 32)] =
-            int32_t(uint32_t(wq[size_t(v * words + c / 32)]) | (1u << (c % 32)));
+  std::vector<int32_t> wq(size_t(rows * words));
+  for (int64_t w = 0; w < rows * words; ++w) {
+    const int8_t* s = &signs[size_t(w * 32)];  // word w % words of row w / words
+    uint32_t bits = 0;
+    for (int j = 0; j < 32; ++j) bits |= uint32_t(s[j] > 0) << j;
+    wq[size_t(w)] = int32_t(bits);
+  }
   return wq;
 }
 

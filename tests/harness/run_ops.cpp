@@ -167,13 +167,19 @@ TopK run_dense(TestDevice& dev, const DenseCase& c) {
 }
 
 std::vector<double> reference_dense_logits(const DenseCase& c) {
+  auto rounded = [&](const std::vector<float>& v) {  // the values the device holds
+    std::vector<float> r(v.size());
+    for (size_t i = 0; i < v.size(); ++i) r[i] = round_to(c.dtype, v[i]);
+    return r;
+  };
+  const std::vector<float> x = rounded(c.x), w = rounded(c.weight);
   std::vector<double> out(size_t(c.rows * c.vocab));
   for (int64_t m = 0; m < c.rows; ++m)
     for (int64_t v = 0; v < c.vocab; ++v) {
+      const float* xm = &x[size_t(m * c.hidden)];
+      const float* wv = &w[size_t(v * c.hidden)];
       double sum = 0;
-      for (int64_t h = 0; h < c.hidden; ++h)
-        sum += double(round_to(c.dtype, c.x[size_t(m * c.hidden + h)])) *
-               double(round_to(c.dtype, c.weight[size_t(v * c.hidden + h)]));
+      for (int64_t h = 0; h < c.hidden; ++h) sum += double(xm[h]) * double(wv[h]);
       if (!c.bias.empty()) sum += double(round_to(c.bias_dtype, c.bias[size_t(v)]));
       out[size_t(m * c.vocab + v)] = sum;
     }
@@ -218,12 +224,12 @@ std::vector<double> reference_binary_logits(const BinaryCase& c) {
   std::vector<double> out(size_t(c.rows * c.vocab));
   for (int64_t m = 0; m < c.rows; ++m)
     for (int64_t v = 0; v < c.vocab; ++v) {
+      const int8_t* a = &c.act_q[size_t(m * c.hidden)];
+      const int8_t* s = &c.signs[size_t(v * c.hidden)];
       double sum = 0;
       for (int64_t g = 0; g < groups; ++g) {
-        int64_t d = 0;  // exact integer dot of the group
-        for (int64_t j = g * c.group; j < (g + 1) * c.group; ++j)
-          d += int64_t(c.act_q[size_t(m * c.hidden + j)]) *
-               (c.signs[size_t(v * c.hidden + j)] > 0 ? 1 : -1);
+        int32_t d = 0;  // exact integer dot of the group: |d| <= 128 * group
+        for (int64_t j = g * c.group; j < (g + 1) * c.group; ++j) d += s[j] > 0 ? a[j] : -a[j];
         sum += double(round_to(NT_F16, c.wscale[size_t(v * groups + g)])) * double(d);
       }
       sum *= double(c.act_scale[size_t(m)]);
@@ -231,6 +237,20 @@ std::vector<double> reference_binary_logits(const BinaryCase& c) {
       out[size_t(m * c.vocab + v)] = sum;
     }
   return out;
+}
+
+MaskCase random_mask_case(Rng& rng, nt_dtype dtype, int64_t rows, int64_t vocab, int64_t words,
+                          int64_t logits_gap, int64_t mask_gap) {
+  MaskCase c;
+  c.rows = rows;
+  c.vocab = vocab;
+  c.dtype = dtype;
+  c.logits_stride = vocab + logits_gap;
+  c.logits = logits_with_specials(rng, size_t(rows * c.stride()));
+  c.words = words;
+  c.mask_stride = words + mask_gap;
+  c.mask = random_mask_words(rng, size_t(rows * c.mask_stride));
+  return c;
 }
 
 std::vector<uint8_t> run_apply_mask(TestDevice& dev, const MaskCase& c) {

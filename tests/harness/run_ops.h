@@ -105,6 +105,11 @@ struct MaskCase {
   int64_t stride() const { return logits_stride ? logits_stride : vocab; }
 };
 
+// A random case over all rows: N(0, 3) logits with the specials a mask must leave
+// alone (NaN, +-inf, +-0) and `logits_gap` elements after each row, and mask
+// words of one random density with `mask_gap` words after each row.
+MaskCase random_mask_case(Rng& rng, nt_dtype dtype, int64_t rows, int64_t vocab, int64_t words,
+                          int64_t logits_gap, int64_t mask_gap);
 // The whole logits buffer after the op, encoded in c.dtype.
 std::vector<uint8_t> run_apply_mask(TestDevice& dev, const MaskCase& c);
 // What that buffer must hold: -inf (bit for bit) where a selected row's token is

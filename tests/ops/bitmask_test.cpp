@@ -5,6 +5,8 @@
 // unchanged) and bitmask_from_allowed (round trip).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "harness/ops.h"
 
 namespace ntt {
@@ -13,21 +15,6 @@ namespace {
 const nt_dtype kFloatTypes[] = {NT_F32, NT_F16, NT_BF16};
 
 class Bitmask : public DeviceTest {};
-
-// Logits with the specials a mask must leave alone, and gaps between rows.
-MaskCase random_case(Rng& rng, nt_dtype dtype, int64_t rows, int64_t vocab, int64_t words,
-                     int64_t logits_gap, int64_t mask_gap) {
-  MaskCase c;
-  c.rows = rows;
-  c.vocab = vocab;
-  c.dtype = dtype;
-  c.logits_stride = vocab + logits_gap;
-  c.logits = logits_with_specials(rng, size_t(rows * c.stride()));
-  c.words = words;
-  c.mask_stride = words + mask_gap;
-  c.mask = random_mask_words(rng, size_t(rows * c.mask_stride));
-  return c;
-}
 
 void expect_masked(TestDevice& dev, const MaskCase& c) {
   const std::vector<uint8_t> got = run_apply_mask(dev, c);
@@ -53,7 +40,7 @@ TEST_P(Bitmask, AllRows) {
       for (int64_t gap : {0, 7}) {
         Rng rng(++seed);
         SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " V=" + std::to_string(vocab));
-        expect_masked(dev(), random_case(rng, dtype, 5, vocab, (vocab + 31) / 32, gap, gap ? 3 : 0));
+        expect_masked(dev(), random_mask_case(rng, dtype, 5, vocab, (vocab + 31) / 32, gap, gap ? 3 : 0));
       }
 }
 
@@ -63,7 +50,7 @@ TEST_P(Bitmask, ListedRowsWithOutOfRangeAndDuplicateIndices) {
     for (nt_dtype index_dtype : {NT_I32, NT_I64}) {
       Rng rng(++seed);
       SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " " + dtype_label(index_dtype));
-      MaskCase c = random_case(rng, dtype, 9, 1111, 35, 5, 0);
+      MaskCase c = random_mask_case(rng, dtype, 9, 1111, 35, 5, 0);
       c.has_indices = true;
       c.index_dtype = index_dtype;
       c.indices = {7, -1, 2, 9, 2, 40, 0, index_dtype == NT_I64 ? int64_t(1) << 40 : INT32_MIN,
@@ -86,7 +73,7 @@ TEST_P(Bitmask, PaddedVocabularies) {
         Rng rng(++seed);
         SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " V=" + std::to_string(vocab) +
                      " W'=" + std::to_string(words));
-        expect_masked(dev(), random_case(rng, dtype, 4, vocab, words, 3, 2));
+        expect_masked(dev(), random_mask_case(rng, dtype, 4, vocab, words, 3, 2));
       }
 }
 
@@ -99,7 +86,7 @@ TEST_P(Bitmask, LongRows) {
     Rng rng(++seed);
     SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype));
     const int64_t vocab = 131101, words = (vocab + 31) / 32 - 1;
-    MaskCase c = random_case(rng, dtype, 20, vocab, words, 5, 2);
+    MaskCase c = random_mask_case(rng, dtype, 20, vocab, words, 5, 2);
     expect_masked(dev(), c);
     c.has_indices = true;
     c.indices = {17, 3, 19, 3, 0, 11, 17, 20, -2, 8, 5, 12, 0, 1, 14};
@@ -113,7 +100,7 @@ TEST_P(Bitmask, ManyListedRowsWithDuplicates) {
   for (nt_dtype dtype : kFloatTypes) {
     Rng rng(++seed);
     SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype));
-    MaskCase c = random_case(rng, dtype, 300, 999, 32, 3, 1);
+    MaskCase c = random_mask_case(rng, dtype, 300, 999, 32, 3, 1);
     c.has_indices = true;
     c.index_dtype = rng.coin() ? NT_I64 : NT_I32;
     for (int i = 0; i < 700; ++i) c.indices.push_back(rng.integer(-20, 319));
@@ -127,7 +114,7 @@ TEST_P(Bitmask, ListedRowsPastOneMarkingPass) {
   Rng rng(9270);
   SCOPED_TRACE(seed_trace(9270));
   const int64_t rows = 65536 + 77;
-  MaskCase c = random_case(rng, NT_BF16, rows, 37, 2, 0, 0);
+  MaskCase c = random_mask_case(rng, NT_BF16, rows, 37, 2, 0, 0);
   c.has_indices = true;
   c.index_dtype = NT_I64;
   c.indices = {65536, 65535, 0, rows - 1, 65536, rows, -1, 65535, 70000, 1, rows - 1, 65537};
@@ -137,7 +124,7 @@ TEST_P(Bitmask, ListedRowsPastOneMarkingPass) {
 
 TEST_P(Bitmask, EmptyBatchIsANoOp) {
   Rng rng(9300);
-  expect_masked(dev(), random_case(rng, NT_F32, 0, 100, 4, 0, 0));
+  expect_masked(dev(), random_mask_case(rng, NT_F32, 0, 100, 4, 0, 0));
 }
 
 TEST_P(Bitmask, FromAllowedRoundTrip) {
@@ -153,7 +140,7 @@ TEST_P(Bitmask, FromAllowedRoundTrip) {
       const std::vector<int32_t> mask = run_bitmask_from_allowed(dev(), rows, vocab, stride, allowed);
       EXPECT_EQ(mask, reference_bitmask_from_allowed(rows, vocab, stride, allowed));  // padding bits 0
       // The mask applied to logits disallows exactly the tokens not allowed.
-      MaskCase c = random_case(rng, NT_F32, rows, vocab, (vocab + 31) / 32, 0, 0);
+      MaskCase c = random_mask_case(rng, NT_F32, rows, vocab, (vocab + 31) / 32, 0, 0);
       c.mask = mask;
       const std::vector<uint8_t> got = run_apply_mask(dev(), c);
       for (int64_t r = 0; r < rows; ++r)

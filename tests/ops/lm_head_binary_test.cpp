@@ -29,8 +29,7 @@ BinaryCase grid_case(Rng& rng, int64_t rows, int64_t vocab, int64_t hidden, int3
   c.act_q.resize(size_t(rows * hidden));
   for (auto& q : c.act_q) q = int8_t(rng.integer(-127, 127));
   c.act_scale.assign(size_t(rows), 1.0f / 128);
-  c.signs.resize(size_t(vocab * hidden));
-  for (auto& s : c.signs) s = rng.coin() ? 1 : -1;
+  c.signs = random_signs(rng, size_t(vocab * hidden));
   c.wscale.resize(size_t(vocab * (hidden / group)));
   for (auto& w : c.wscale) w = float(rng.integer(1, 64)) / 64;
   if (bias) {
