@@ -283,23 +283,23 @@ void check_in_place_logits(const char* op, const nt_tensor& logits) {
 }
 
 // A CSR list of ids per row: offsets [B+1] (i32 | i64) and ids i32 [N], or
-// absent (both null) unless required. `name` is "prompt", "output" or "tokens".
-void check_token_lists(const char* op, const std::string& name, const nt_token_lists& l,
-                       const nt_tensor& logits, bool required) {
-  const std::string offsets = name + ".offsets", ids = name + ".ids";
+// absent (both null) unless required. The arguments' names are literals
+// ("prompt.offsets", "prompt.ids"): a valid call builds no string.
+void check_token_lists(const char* op, const char* offsets, const char* ids,
+                       const nt_token_lists& l, const nt_tensor& logits, bool required) {
   if (!present(l.offsets)) {
-    if (required) fail_argument(op, offsets.c_str(), "is required but its data pointer is null");
+    if (required) fail_argument(op, offsets, "is required but its data pointer is null");
     if (present(l.ids))
-      fail_argument(op, offsets.c_str(), "is null but '" + ids +
-                                             "' is given (a list is absent only when both are null)");
+      fail_argument(op, offsets, std::string("is null but '") + ids +
+                                     "' is given (a list is absent only when both are null)");
     return;
   }
-  TensorCheck(op, offsets.c_str(), l.offsets).rank(1).dtype({NT_I32, NT_I64})
+  TensorCheck(op, offsets, l.offsets).rank(1).dtype({NT_I32, NT_I64})
       .same_device(logits, "logits").dim(0, logits.shape[0] + 1, "B+1, one more than the rows of logits");
-  TensorCheck(op, ids.c_str(), l.ids).required().rank(1).dtype({NT_I32}).same_device(logits, "logits");
+  TensorCheck(op, ids, l.ids).required().rank(1).dtype({NT_I32}).same_device(logits, "logits");
   if (l.ids.shape[0] >= kMaxListIds)
-    fail_argument(op, ids.c_str(), "has " + std::to_string(l.ids.shape[0]) +
-                                       " ids; a list holds fewer than 2^30");
+    fail_argument(op, ids, "has " + std::to_string(l.ids.shape[0]) +
+                               " ids; a list holds fewer than 2^30");
 }
 
 void check_finite_scalar(const char* op, const char* arg, const nt_param_f32& p, bool positive,
@@ -315,8 +315,8 @@ void check_finite_scalar(const char* op, const char* arg, const nt_param_f32& p,
 void check_apply_penalties(const nt_apply_penalties_args& a) {
   const char* op = "apply_penalties";
   check_in_place_logits(op, a.logits);
-  check_token_lists(op, "prompt", a.prompt, a.logits, false);
-  check_token_lists(op, "output", a.output, a.logits, false);
+  check_token_lists(op, "prompt.offsets", "prompt.ids", a.prompt, a.logits, false);
+  check_token_lists(op, "output.offsets", "output.ids", a.output, a.logits, false);
   check_finite_scalar(op, "repetition", a.repetition, true, "finite and > 0 (1 = off)");
   check_finite_scalar(op, "presence", a.presence, false, "finite (0 = off)");
   check_finite_scalar(op, "frequency", a.frequency, false, "finite (0 = off)");
@@ -325,7 +325,7 @@ void check_apply_penalties(const nt_apply_penalties_args& a) {
 void check_apply_logit_bias(const nt_apply_logit_bias_args& a) {
   const char* op = "apply_logit_bias";
   check_in_place_logits(op, a.logits);
-  check_token_lists(op, "tokens", a.tokens, a.logits, true);
+  check_token_lists(op, "tokens.offsets", "tokens.ids", a.tokens, a.logits, true);
   TensorCheck(op, "values", a.values).required().rank(1).dtype({NT_F32})
       .same_device(a.logits, "logits").dim(0, a.tokens.ids.shape[0], "N, the length of 'tokens.ids'");
 }
