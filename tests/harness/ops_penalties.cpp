@@ -57,7 +57,7 @@ std::vector<uint8_t> run_apply_penalties(TestDevice& dev, const PenaltyCase& c) 
 }
 
 std::vector<uint8_t> reference_penalties(const PenaltyCase& c) {
-  return reference_penalties(int(c.dtype), c.rows, c.vocab, c.stride(), c.logits, c.prompt,
+  return reference_penalties(c.dtype, c.rows, c.vocab, c.stride(), c.logits, c.prompt,
                              c.output, per_row_values(c.repetition, c.rows),
                              per_row_values(c.presence, c.rows),
                              per_row_values(c.frequency, c.rows));
@@ -80,7 +80,7 @@ std::vector<uint8_t> run_apply_logit_bias(TestDevice& dev, const BiasCase& c) {
 }
 
 std::vector<uint8_t> reference_logit_bias(const BiasCase& c) {
-  return reference_logit_bias(int(c.dtype), c.rows, c.vocab, c.stride(), c.logits, c.tokens,
+  return reference_logit_bias(c.dtype, c.rows, c.vocab, c.stride(), c.logits, c.tokens,
                               c.values);
 }
 
