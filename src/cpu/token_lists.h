@@ -2,6 +2,7 @@
 // range of a row (core/penalties.h) and per-row f32 parameters.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/penalties.h"
@@ -33,6 +34,12 @@ struct TokenList {
     *hi = nt_csr_clamp(offset(b + 1), *lo, n);
   }
 };
+
+// Rows a pool task takes at least: about 16K ids a task (for `ids` over `rows`
+// rows), so that small calls stay on the caller.
+inline int64_t min_rows_per_task(int64_t ids, int64_t rows) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, ids / rows));
+}
 
 inline float row_param(const nt_param_f32& p, int64_t b) {
   return p.per_row ? static_cast<const float*>(p.per_row)[b] : p.scalar;
