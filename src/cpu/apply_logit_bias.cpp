@@ -35,7 +35,7 @@ void CpuBackend::apply_logit_bias(const nt_apply_logit_bias_args& a, void*, size
         float x = x0;
         for (; i < keys.size() && int64_t(keys[i] >> 32) == id; ++i)
           x = nt_bias_logit(x, values[lo + int64_t(keys[i] & 0xFFFFFFFFu)], dtype);
-        if (!nt_f32_is_nan(x0)) store_logit(row, a.logits.dtype, id, x);  // NaN keeps its bits
+        if (!nt_f32_is_nan(x0)) store_element(row, a.logits.dtype, id, x);  // NaN keeps its bits
       }
     }
   });
