@@ -162,8 +162,6 @@ __global__ void __launch_bounds__(T, 3) apply_penalties_kernel(PenaltyArgs a) {
   }
 }
 
-int64_t list_ids(const nt_token_lists& l) { return l.offsets.data ? l.ids.shape[0] : 0; }
-
 }  // namespace
 
 size_t CudaBackend::apply_penalties_workspace_size(const nt_apply_penalties_args& a) {

@@ -11,8 +11,6 @@ namespace {
 
 constexpr const char* kOp = "apply_penalties";
 
-int64_t list_ids(const nt_token_lists& l) { return present(l.offsets) ? l.ids.shape[0] : 0; }
-
 // A CSR list as kernel arguments: offsets (+ offset, mode 0 absent / 1 i32 /
 // 2 i64), ids (+ offset), N.
 struct ListArgs {
