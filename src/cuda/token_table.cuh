@@ -130,8 +130,9 @@ inline uint32_t shared_slots(int64_t ids, int64_t rows, int slot_bytes, const De
 }
 
 // A per-row parameter array must be device memory of the logits' device (or
-// memory the device can read: managed, pinned host). Checked while the stream
-// is not capturing a graph (a captured call's arrays were checked eagerly).
+// memory the device can read: managed, pinned host). The driver is asked only
+// while the stream is not capturing a graph: a captured call asks it nothing,
+// and its arrays go unchecked.
 inline void check_per_row(const char* op, const char* arg, const void* p, int device,
                           bool capturing) {
   if (p == nullptr || capturing) return;
