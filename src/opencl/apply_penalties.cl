@@ -4,6 +4,15 @@
  * occupied slot updates its token once (core/penalties.h). Per-row parameters:
  * bit 0 of per_row = repetition, bit 1 = presence, bit 2 = frequency. */
 
+/* Token id of the row penalized once, with its output count; a NaN logit keeps
+ * its bits. */
+static inline void nt_penalize_token(__global nt_elem* row, ulong id, uint count, float r,
+                                     float f, float p) {
+  const float x = nt_widen(row, id);
+  if (nt_f32_is_nan(x)) return;
+  nt_store_logit(row, id, nt_penalize_logit(x, 1, count, r, f, p, NT_ELEM));
+}
+
 /* The id at position q of the row's combined list (prompt first, then output). */
 #define NT_POSITION_ID(q) \
   ((q) < np ? p_ids[p_ids_off + (ulong)plo + (q)] : o_ids[o_ids_off + (ulong)olo + (q) - np])
@@ -63,11 +72,7 @@ __kernel void nt_apply_penalties(
   __global nt_elem* row = logits + logits_off + b * stride;
   for (uint s = lid; s < cap; s += wg) {
     const uint key = keys[s];
-    if (key == 0u) continue;
-    const float x = nt_widen(row, key - 1u);
-    if (nt_f32_is_nan(x)) continue; /* NaN logits keep their bits */
-    nt_store_logit(row, key - 1u,
-                   nt_penalize_logit(x, 1, words[s] & NT_PENALTY_COUNT_MASK, r, f, p, NT_ELEM));
+    if (key != 0u) nt_penalize_token(row, key - 1u, words[s] & NT_PENALTY_COUNT_MASK, r, f, p);
   }
 
   /* Lists that are not a valid CSR: each token at its first position in the row
@@ -80,9 +85,7 @@ __kernel void nt_apply_penalties(
     if (!first) continue;
     uint count = 0u;
     for (ulong j = max(q, np); j < n; ++j) count += NT_POSITION_ID(j) == id;
-    const float x = nt_widen(row, (ulong)id);
-    if (nt_f32_is_nan(x)) continue;
-    nt_store_logit(row, (ulong)id, nt_penalize_logit(x, 1, count, r, f, p, NT_ELEM));
+    nt_penalize_token(row, (ulong)id, count, r, f, p);
   }
 }
 
