@@ -44,7 +44,7 @@ void CpuBackend::apply_penalties(const nt_apply_penalties_args& a, void*, size_t
         for (; i < keys.size() && int64_t(keys[i] >> 1) == id; ++i) count += uint32_t(keys[i] & 1u);
         const float x = widen_element(row, a.logits.dtype, id);
         if (nt_f32_is_nan(x)) continue;  // NaN logits keep their bits
-        store_element(row, a.logits.dtype, id, nt_penalize_logit(x, 1, count, r, f, p, dtype));
+        store_element(row, a.logits.dtype, id, nt_penalize_logit(x, count, r, f, p, dtype));
       }
     }
   });

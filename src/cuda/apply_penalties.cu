@@ -62,7 +62,7 @@ __device__ __forceinline__ void update(table::Elem<DT>* row, uint32_t id, uint32
                                        const RowParams& q, table::Elem<DT> v) {
   const float x = widen<DT>(v);
   if (nt_f32_is_nan(x)) return;  // NaN logits keep their bits
-  row[id] = table::narrow<DT>(nt_penalize_logit(x, 1, count, q.r, q.f, q.p, int(DT)));
+  row[id] = table::narrow<DT>(nt_penalize_logit(x, count, q.r, q.f, q.p, int(DT)));
 }
 
 template <nt_dtype DT, int T, bool SHARED>

@@ -10,7 +10,7 @@ static inline void nt_penalize_token(__global nt_elem* row, ulong id, uint count
                                      float f, float p) {
   const float x = nt_widen(row, id);
   if (nt_f32_is_nan(x)) return;
-  nt_store_logit(row, id, nt_penalize_logit(x, 1, count, r, f, p, NT_ELEM));
+  nt_store_logit(row, id, nt_penalize_logit(x, count, r, f, p, NT_ELEM));
 }
 
 /* The id at position q of the row's combined list (prompt first, then output). */
