@@ -14,7 +14,7 @@ constexpr const char* kOp = "apply_penalties";
 
 }  // namespace
 
-// Two words (key, prompt bit + output count) per slot, 2 slots per id.
+// Two words (key, output count) per slot, 2 slots per id.
 size_t OpenclBackend::apply_penalties_workspace_size(const nt_apply_penalties_args& a) {
   return size_t(list_ids(a.prompt) + list_ids(a.output)) * 2 * 2 * sizeof(cl_uint);
 }
