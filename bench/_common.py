@@ -1,5 +1,5 @@
 """What the CUDA benchmarks share (bench/cuda_sampling_bench.py,
-bench/cuda_lm_head_bench.py): the timing method, rotated inputs, check
+bench/cuda_lm_head_bench.py, bench/cuda_penalties_bench.py): the timing method, rotated inputs, check
 reports, the command line and the output.
 
 Timing: CUDA events around each call, with a GPU sleep queued ahead of every
@@ -117,7 +117,7 @@ class Checks:
 
 
 def parser(doc):
-    """The options both benchmarks take."""
+    """The options every benchmark takes."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="run the correctness checks first")
     ap.add_argument("--runs", type=int, default=100, help="timed calls per row (median of them)")

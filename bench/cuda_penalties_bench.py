@@ -3,7 +3,8 @@
 against vLLM's dense formulation in torch, timed in the same process on the same
 inputs.
 
-  python3 bench/cuda_penalties_bench.py [--check] [--runs 200] [--json out.json]
+  python3 bench/cuda_penalties_bench.py [--check] [--runs 100] [--json out.json]
+                                        [--dtypes float32,bfloat16] [--match REGEX]
 
 Rows (BENCH.md W7): B = 256, V = 128,256, f32 and bf16 logits.
 - penalties: 2,048 prompt + 512 output ids a row (random ids, so repeats are
@@ -16,28 +17,23 @@ Rows (BENCH.md W7): B = 256, V = 128,256, f32 and bf16 logits.
   logits[rows, cols] += bias (index_put_ with accumulate, so repeats add as ours).
 - both in a row (bias then penalties), against both baselines in a row.
 
-Timing: CUDA events around each call; a GPU sleep before every timed call keeps
-the queue ahead of the host (Python overhead is not counted); warm-up; median
-(and p10 / p90) of --runs calls; inputs (logits and ids) rotated over copies
-totalling more than 4x the L2, so no call finds its sectors in cache. The op is
-in place and is not undone between calls (values drift; the work does not). A
-"graph" column gives the time per call of many calls replayed in one CUDA graph.
-GB/s counts the bytes the op must move: the ids (and values), and each touched
-logit read and written once (the DRAM sector traffic is 8x that for f32).
+Timing and output: bench/_common.py (CUDA events, a GPU sleep ahead of every
+timed call, median of --runs calls over inputs rotated through more than 4x the
+L2, a CUDA-graph figure). The op is in place and is not undone between calls
+(values drift; the work does not). GB/s counts the bytes the op must move: the
+ids (and values), and each touched logit read and written once (the DRAM sector
+traffic is 8x that for f32).
 
 --check first compares, on the first copy, nexttok's result with the dense
 formulation computed exactly as docs/SEMANTICS.md says (masked, each step rounded
 to the logits' dtype) and with the CPU backend, bit for bit.
 """
-import argparse
-import json
-import math
 import sys
 
 import torch
 
 import nexttok
-from _common import time_calls, time_graph
+from _common import Checks, Rows, device_info, parser, rotation_copies
 
 B, V = 256, 128256
 PROMPT, OUTPUT, BIAS = 2048, 512, 64
@@ -152,88 +148,71 @@ def baseline(what, x):
 
 # ---- checks --------------------------------------------------------------------------------
 
-def run_checks(x):
-    ok = True
-
-    def report(name, good):
-        nonlocal ok
-        ok &= bool(good)
-        print(f"check {'ok  ' if good else 'FAIL'} {name}", flush=True)
-
+def run_checks(chk, x):
+    name = str(x.logits.dtype).replace("torch.", "")
     pristine = x.logits.clone()
     expected = exact_dense_penalties(pristine, x)
     got = pristine.clone()
     nexttok.apply_penalties(got, x.prompt, x.output, repetition=x.repetition, presence=x.presence,
                             frequency=x.frequency)
-    report(f"penalties {x.logits.dtype}: equal to the dense formulation", torch.equal(got, expected))
-    cpu = pristine.cpu().clone()  # a copy even when the inputs are on the CPU
+    chk.report(f"penalties {name}: equal to the dense formulation", torch.equal(got, expected))
+    cpu = pristine.cpu()
     nexttok.apply_penalties(cpu, tuple(a.cpu() for a in x.prompt), tuple(a.cpu() for a in x.output),
                             repetition=x.repetition.cpu(), presence=x.presence.cpu(),
                             frequency=x.frequency.cpu())
-    report(f"penalties {x.logits.dtype}: equal to the CPU backend", torch.equal(got.cpu(), cpu))
+    chk.report(f"penalties {name}: equal to the CPU backend", torch.equal(got.cpu(), cpu))
     base = vllm_apply_penalties(pristine.clone(), x.prompt_tokens, x.output_tokens, x.presence,
                                 x.frequency, x.repetition)
     close = torch.allclose(got.float(), base.float(), rtol=1e-2, atol=1e-2)
-    report(f"penalties {x.logits.dtype}: within rounding of vLLM's torch fallback", close)
+    chk.report(f"penalties {name}: within rounding of vLLM's torch fallback", close)
 
     got = pristine.clone()
     nexttok.apply_logit_bias(got, x.bias, x.bias_values)
-    cpu = pristine.cpu().clone()  # a copy even when the inputs are on the CPU
+    cpu = pristine.cpu()
     nexttok.apply_logit_bias(cpu, tuple(a.cpu() for a in x.bias), x.bias_values.cpu())
-    report(f"logit bias {x.logits.dtype}: equal to the CPU backend", torch.equal(got.cpu(), cpu))
+    chk.report(f"logit bias {name}: equal to the CPU backend", torch.equal(got.cpu(), cpu))
     if x.logits.dtype == torch.float32:  # repeats are rare: one fp32 add per entry
         base = vllm_logit_bias(pristine.clone(), x.bias_rows, x.bias_cols, x.bias_values)
-        report("logit bias float32: equal to index_put_ (accumulate)", torch.equal(got, base))
-    return ok
+        chk.report("logit bias float32: equal to index_put_ (accumulate)", torch.equal(got, base))
 
 
 # ---- main ----------------------------------------------------------------------------------
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--runs", type=int, default=200)
-    ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--check", action="store_true")
-    ap.add_argument("--json")
+    ap = parser(__doc__)
     ap.add_argument("--dtypes", default="float32,bfloat16")
     args = ap.parse_args()
     if not torch.cuda.is_available() or not nexttok.cuda_compiled:
         sys.exit("needs a CUDA GPU and nexttok built with CUDA")
-    dev = torch.device("cuda")
-    props = torch.cuda.get_device_properties(dev)
-    l2 = getattr(props, "L2_cache_size", 50 << 20)
-    print(f"# W7 on {props.name}, nexttok {nexttok.__version__}, torch {torch.__version__}, "
-          f"L2 {l2 >> 20} MiB", flush=True)
-    gen = torch.Generator(device=dev).manual_seed(7)
-    rows = []
-    ok = True
+    info, line = device_info()
+    print(line, flush=True)
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    chk = Checks()
+    rows = Rows(args)
+    baselines = {"penalties": "vLLM apply_penalties (torch)", "bias": "index_put_ (accumulate)",
+                 "both": "both baselines"}
     for name in args.dtypes.split(","):
         dtype = getattr(torch, name)
-        one = B * V * dtype.itemsize
-        n = max(2, math.ceil(4 * l2 / one) + 1)
-        copies = [Inputs(dtype, gen, dev) for _ in range(n)]
+        n = rotation_copies(B * V * dtype.itemsize, info["l2"])
+        copies = [Inputs(dtype, gen, torch.device("cuda")) for _ in range(n)]
         if args.check:
-            ok &= run_checks(copies[0])
+            chk.run(f"W7 {name}", lambda: run_checks(chk, copies[0]))
         for what in ("penalties", "bias", "both"):
-            med, p10, p90 = time_calls(lambda i: ours(what, copies[i]), len(copies), args.runs, args.warmup)
-            graph = time_graph(lambda i: ours(what, copies[i]), len(copies))
-            bmed, _, _ = time_calls(lambda i: baseline(what, copies[i]), len(copies), max(100, args.runs // 2),
-                                    max(5, args.warmup // 4))
-            moved = copies[0].bytes(what)
-            rows.append({"row": f"W7 {what}", "dtype": name, "B": B, "V": V, "median_us": med,
-                         "p10_us": p10, "p90_us": p90, "graph_us": graph,
-                         "GBps": moved / med / 1e3, "baseline_us": bmed, "speedup": bmed / med,
-                         "bytes": moved, "copies": n})
-            r = rows[-1]
-            print(f"| {r['row']:<14} | {name:<8} | {med:8.1f} us (p10 {p10:.1f}, p90 {p90:.1f}) "
-                  f"| graph {graph:7.1f} us | {r['GBps']:7.1f} GB/s | baseline {bmed:9.1f} us "
-                  f"| {r['speedup']:6.1f}x |", flush=True)
+            row = f"W7 {what} {name}"
+            if not rows.wanted(row):
+                continue
+            rows.time(row, lambda i: ours(what, copies[i]), lambda i: baseline(what, copies[i]), n,
+                      copies[0].bytes(what), baselines[what], dtype=name, B=B, V=V)
+        copies = None
+        torch.cuda.empty_cache()
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"device": props.name, "torch": torch.__version__, "rows": rows}, fh, indent=1)
-    if not ok:
-        sys.exit("a check failed")
+        rows.write_json(args.json, info, chk)
+    print()
+    if chk.results:
+        print(chk.summary())
+    rows.print_table()
+    return 1 if chk.failed or any("error" in r for r in rows.rows) else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -2,7 +2,6 @@
 // and device workspaces come from the caller's framework (the Python layer
 // allocates them); `stream` is the caller's current stream as an integer.
 #include <memory>
-#include <string>
 
 #ifdef NEXTTOK_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -143,11 +142,11 @@ void quantize_activations(nb::handle x, nb::handle act_q, nb::handle act_scale,
 }
 
 // A CSR list of ids per row: offsets and ids, both None when the list is absent.
-nt_token_lists token_lists(const char* op, const char* arg, nb::handle offsets, nb::handle ids,
-                           View& keep_offsets, View& keep_ids) {
-  const std::string o = std::string(arg) + ".offsets", i = std::string(arg) + ".ids";
-  keep_offsets = optional_view(op, o.c_str(), offsets);
-  keep_ids = optional_view(op, i.c_str(), ids);
+nt_token_lists token_lists(const char* op, const char* offsets_arg, const char* ids_arg,
+                           nb::handle offsets, nb::handle ids, View& keep_offsets,
+                           View& keep_ids) {
+  keep_offsets = optional_view(op, offsets_arg, offsets);
+  keep_ids = optional_view(op, ids_arg, ids);
   return nt_token_lists{keep_offsets.t, keep_ids.t};
 }
 
@@ -160,8 +159,10 @@ void apply_penalties(nb::handle logits, nb::handle prompt_offsets, nb::handle pr
   View keep[7];
   nt_apply_penalties_args a{};
   a.logits = l.t;
-  a.prompt = token_lists(op, "prompt", prompt_offsets, prompt_ids, keep[0], keep[1]);
-  a.output = token_lists(op, "output", output_offsets, output_ids, keep[2], keep[3]);
+  a.prompt = token_lists(op, "prompt.offsets", "prompt.ids", prompt_offsets, prompt_ids, keep[0],
+                         keep[1]);
+  a.output = token_lists(op, "output.offsets", "output.ids", output_offsets, output_ids, keep[2],
+                         keep[3]);
   a.repetition = param_f32(op, "repetition", repetition, l.t, keep[4]);
   a.presence = param_f32(op, "presence", presence, l.t, keep[5]);
   a.frequency = param_f32(op, "frequency", frequency, l.t, keep[6]);
@@ -176,7 +177,8 @@ void apply_logit_bias(nb::handle logits, nb::handle offsets, nb::handle ids, nb:
        v = view(op, "values", values);
   nt_apply_logit_bias_args a{};
   a.logits = l.t;
-  a.tokens = token_lists(op, "tokens", offsets, ids, keep_offsets, keep_ids);
+  a.tokens =
+      token_lists(op, "tokens.offsets", "tokens.ids", offsets, ids, keep_offsets, keep_ids);
   a.values = v.t;
   run_with_workspace(op, a, l.t, alloc, stream, nt_apply_logit_bias_workspace_size,
                      nt_apply_logit_bias);

@@ -1,6 +1,7 @@
 #include "core/check.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <initializer_list>
 #include <string>
@@ -136,12 +137,14 @@ void check_bias(const char* op, const nt_tensor& bias, const nt_tensor& ref, int
       .dim(0, vocab, "V");
 }
 
+// A scalar parameter in [lo, hi] ((lo, hi] when lo_open); `meaning` completes
+// "must be ..." in the error. Per-row arrays are device data, never checked.
 void check_scalar_f32(const char* op, const char* arg, const nt_param_f32& p, float lo,
-                      bool lo_open, float hi, const char* range) {
+                      bool lo_open, float hi, const char* meaning) {
   if (p.per_row != nullptr) return;
   const float v = p.scalar;
   const bool ok = !std::isnan(v) && (lo_open ? v > lo : v >= lo) && v <= hi;
-  if (!ok) fail_argument(op, arg, std::string("must be in ") + range + ", got " + std::to_string(v));
+  if (!ok) fail_argument(op, arg, std::string("must be ") + meaning + ", got " + std::to_string(v));
 }
 
 }  // namespace
@@ -188,8 +191,8 @@ SampleCall check_sample(const nt_sample_args& a) {
   if (a.top_k.per_row == nullptr && a.top_k.scalar < -1)
     fail_argument(op, "top_k", "must be >= -1 (0 or -1 = off, >= V = off), got " +
                                    std::to_string(a.top_k.scalar));
-  check_scalar_f32(op, "top_p", a.top_p, 0.0f, true, 1.0f, "(0, 1] (1 = off)");
-  check_scalar_f32(op, "min_p", a.min_p, 0.0f, false, 1.0f, "[0, 1] (0 = off)");
+  check_scalar_f32(op, "top_p", a.top_p, 0.0f, true, 1.0f, "in (0, 1] (1 = off)");
+  check_scalar_f32(op, "min_p", a.min_p, 0.0f, false, 1.0f, "in [0, 1] (0 = off)");
   if ((a.flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
     fail_argument(op, "flags", "has unknown bits set: " + std::to_string(a.flags));
 
@@ -283,31 +286,23 @@ void check_in_place_logits(const char* op, const nt_tensor& logits) {
 }
 
 // A CSR list of ids per row: offsets [B+1] (i32 | i64) and ids i32 [N], or
-// absent (both null) unless required. `name` is "prompt", "output" or "tokens".
-void check_token_lists(const char* op, const std::string& name, const nt_token_lists& l,
-                       const nt_tensor& logits, bool required) {
-  const std::string offsets = name + ".offsets", ids = name + ".ids";
+// absent (both null) unless required. The arguments' names are literals
+// ("prompt.offsets", "prompt.ids"): a valid call builds no string.
+void check_token_lists(const char* op, const char* offsets, const char* ids,
+                       const nt_token_lists& l, const nt_tensor& logits, bool required) {
   if (!present(l.offsets)) {
-    if (required) fail_argument(op, offsets.c_str(), "is required but its data pointer is null");
+    if (required) fail_argument(op, offsets, "is required but its data pointer is null");
     if (present(l.ids))
-      fail_argument(op, offsets.c_str(), "is null but '" + ids +
-                                             "' is given (a list is absent only when both are null)");
+      fail_argument(op, offsets, std::string("is null but '") + ids +
+                                     "' is given (a list is absent only when both are null)");
     return;
   }
-  TensorCheck(op, offsets.c_str(), l.offsets).rank(1).dtype({NT_I32, NT_I64})
+  TensorCheck(op, offsets, l.offsets).rank(1).dtype({NT_I32, NT_I64})
       .same_device(logits, "logits").dim(0, logits.shape[0] + 1, "B+1, one more than the rows of logits");
-  TensorCheck(op, ids.c_str(), l.ids).required().rank(1).dtype({NT_I32}).same_device(logits, "logits");
+  TensorCheck(op, ids, l.ids).required().rank(1).dtype({NT_I32}).same_device(logits, "logits");
   if (l.ids.shape[0] >= kMaxListIds)
-    fail_argument(op, ids.c_str(), "has " + std::to_string(l.ids.shape[0]) +
-                                       " ids; a list holds fewer than 2^30");
-}
-
-void check_finite_scalar(const char* op, const char* arg, const nt_param_f32& p, bool positive,
-                         const char* meaning) {
-  if (p.per_row != nullptr) return;
-  const float v = p.scalar;
-  if (!std::isfinite(v) || (positive && !(v > 0.0f)))
-    fail_argument(op, arg, std::string("must be ") + meaning + ", got " + std::to_string(v));
+    fail_argument(op, ids, "has " + std::to_string(l.ids.shape[0]) +
+                               " ids; a list holds fewer than 2^30");
 }
 
 }  // namespace
@@ -315,17 +310,17 @@ void check_finite_scalar(const char* op, const char* arg, const nt_param_f32& p,
 void check_apply_penalties(const nt_apply_penalties_args& a) {
   const char* op = "apply_penalties";
   check_in_place_logits(op, a.logits);
-  check_token_lists(op, "prompt", a.prompt, a.logits, false);
-  check_token_lists(op, "output", a.output, a.logits, false);
-  check_finite_scalar(op, "repetition", a.repetition, true, "finite and > 0 (1 = off)");
-  check_finite_scalar(op, "presence", a.presence, false, "finite (0 = off)");
-  check_finite_scalar(op, "frequency", a.frequency, false, "finite (0 = off)");
+  check_token_lists(op, "prompt.offsets", "prompt.ids", a.prompt, a.logits, false);
+  check_token_lists(op, "output.offsets", "output.ids", a.output, a.logits, false);
+  check_scalar_f32(op, "repetition", a.repetition, 0.0f, true, FLT_MAX, "finite and > 0 (1 = off)");
+  check_scalar_f32(op, "presence", a.presence, -FLT_MAX, false, FLT_MAX, "finite (0 = off)");
+  check_scalar_f32(op, "frequency", a.frequency, -FLT_MAX, false, FLT_MAX, "finite (0 = off)");
 }
 
 void check_apply_logit_bias(const nt_apply_logit_bias_args& a) {
   const char* op = "apply_logit_bias";
   check_in_place_logits(op, a.logits);
-  check_token_lists(op, "tokens", a.tokens, a.logits, true);
+  check_token_lists(op, "tokens.offsets", "tokens.ids", a.tokens, a.logits, true);
   TensorCheck(op, "values", a.values).required().rank(1).dtype({NT_F32})
       .same_device(a.logits, "logits").dim(0, a.tokens.ids.shape[0], "N, the length of 'tokens.ids'");
 }

@@ -51,6 +51,8 @@ void check_workspace(const char* op, size_t needed, const void* workspace, size_
 // Penalties and logit bias: every id list holds fewer ids than this,
 // so that a row's count fits 31 bits and twice its ids fit 32.
 constexpr int64_t kMaxListIds = int64_t(1) << 30;
+// The ids of a checked list: N, or 0 when the list is absent.
+inline int64_t list_ids(const nt_token_lists& l) { return present(l.offsets) ? l.ids.shape[0] : 0; }
 void check_apply_penalties(const nt_apply_penalties_args& a);
 void check_apply_logit_bias(const nt_apply_logit_bias_args& a);
 

@@ -43,16 +43,15 @@ NT_FN float nt_round_logit(float y, int dtype) {
   return y;
 }
 
-/* One token's penalties (vLLM's apply_penalties), x its widened logit:
- * repetition r once if the token is in the prompt or the output, then frequency
- * f times its output count, then presence p if it occurs in the output; each
- * step in fp32 and rounded to the dtype, and skipped when its parameter is
- * neutral (r == 1, f == 0, p == 0). A NaN logit is returned as is (the caller
- * keeps its bits). */
-NT_FN float nt_penalize_logit(float x, int in_prompt_or_output, nt_u32 count_out, float r,
-                              float f, float p, int dtype) {
+/* One token's penalties (vLLM's apply_penalties), x the widened logit of a
+ * token in the prompt or the output: repetition r once, then frequency f times
+ * its output count, then presence p if it occurs in the output; each step in
+ * fp32 and rounded to the dtype, and skipped when its parameter is neutral
+ * (r == 1, f == 0, p == 0). A NaN logit is returned as is (the caller keeps
+ * its bits). */
+NT_FN float nt_penalize_logit(float x, nt_u32 count_out, float r, float f, float p, int dtype) {
   if (nt_f32_is_nan(x)) return x;
-  if (in_prompt_or_output && r != 1.0f) x = nt_round_logit(x > 0.0f ? x / r : x * r, dtype);
+  if (r != 1.0f) x = nt_round_logit(x > 0.0f ? x / r : x * r, dtype);
   if (count_out != 0u) {
     if (f != 0.0f) x = nt_round_logit(x - f * (float)count_out, dtype);
     if (p != 0.0f) x = nt_round_logit(x - p, dtype);

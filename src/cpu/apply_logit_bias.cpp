@@ -18,10 +18,7 @@ void CpuBackend::apply_logit_bias(const nt_apply_logit_bias_args& a, void*, size
   if (rows == 0 || tokens.n == 0) return;
   const float* values = static_cast<const float*>(a.values.data);
   const int dtype = int(a.logits.dtype);
-  const int64_t per_row = std::max<int64_t>(1, tokens.n / rows);
-  const int64_t min_rows = std::max<int64_t>(1, 16384 / per_row);
-
-  parallel_for(rows, min_rows, [&](int64_t begin, int64_t end, int) {
+  parallel_for(rows, min_rows_per_task(tokens.n, rows), [&](int64_t begin, int64_t end, int) {
     std::vector<uint64_t> keys;  // id << 32 | position in the row (< 2^30)
     for (int64_t b = begin; b < end; ++b) {
       int64_t lo, hi;
@@ -38,7 +35,7 @@ void CpuBackend::apply_logit_bias(const nt_apply_logit_bias_args& a, void*, size
         float x = x0;
         for (; i < keys.size() && int64_t(keys[i] >> 32) == id; ++i)
           x = nt_bias_logit(x, values[lo + int64_t(keys[i] & 0xFFFFFFFFu)], dtype);
-        if (!nt_f32_is_nan(x0)) store_logit(row, a.logits.dtype, id, x);  // NaN keeps its bits
+        if (!nt_f32_is_nan(x0)) store_element(row, a.logits.dtype, id, x);  // NaN keeps its bits
       }
     }
   });

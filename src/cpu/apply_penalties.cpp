@@ -18,10 +18,7 @@ void CpuBackend::apply_penalties(const nt_apply_penalties_args& a, void*, size_t
   const TokenList prompt(a.prompt), output(a.output);
   if (rows == 0 || (prompt.n == 0 && output.n == 0)) return;
   const int dtype = int(a.logits.dtype);
-  // About 16K ids a task, so that small calls stay on the caller.
-  const int64_t per_row = std::max<int64_t>(1, (prompt.n + output.n) / rows);
-  const int64_t min_rows = std::max<int64_t>(1, 16384 / per_row);
-
+  const int64_t min_rows = min_rows_per_task(prompt.n + output.n, rows);
   parallel_for(rows, min_rows, [&](int64_t begin, int64_t end, int) {
     std::vector<uint64_t> keys;  // id << 1 | (1 for an output occurrence)
     for (int64_t b = begin; b < end; ++b) {
@@ -40,18 +37,14 @@ void CpuBackend::apply_penalties(const nt_apply_penalties_args& a, void*, size_t
         if (output.ids[i] >= 0 && output.ids[i] < vocab) keys.push_back(uint64_t(output.ids[i]) << 1 | 1u);
       std::sort(keys.begin(), keys.end());
       void* row = row_address(a.logits, b);
+      // Each distinct token once (each is in the prompt or the output).
       for (size_t i = 0; i < keys.size();) {
         const int64_t id = int64_t(keys[i] >> 1);
-        bool in_prompt = false;
         uint32_t count = 0;
-        for (; i < keys.size() && int64_t(keys[i] >> 1) == id; ++i) {
-          if (keys[i] & 1u) ++count;
-          else in_prompt = true;
-        }
-        (void)in_prompt;  // every gathered token is in the prompt or the output
+        for (; i < keys.size() && int64_t(keys[i] >> 1) == id; ++i) count += uint32_t(keys[i] & 1u);
         const float x = widen_element(row, a.logits.dtype, id);
         if (nt_f32_is_nan(x)) continue;  // NaN logits keep their bits
-        store_logit(row, a.logits.dtype, id, nt_penalize_logit(x, 1, count, r, f, p, dtype));
+        store_element(row, a.logits.dtype, id, nt_penalize_logit(x, count, r, f, p, dtype));
       }
     }
   });

@@ -1,7 +1,7 @@
 // What the CPU backend's ops share: rows and elements of f32/f16/bf16 host
-// tensors (16-bit values widened exactly, core/half.h), 64-byte workspace
-// alignment, and the run-time checks that pick the *_avx2.cpp and *_avx512.cpp
-// kernels.
+// tensors (16-bit values widened exactly, core/half.h), per-row parameters,
+// 64-byte workspace alignment, and the run-time checks that pick the
+// *_avx2.cpp and *_avx512.cpp kernels.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +25,26 @@ inline float widen_element(const void* data, nt_dtype dtype, int64_t i) {
     case NT_BF16: return nt_bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
     default: return static_cast<const float*>(data)[i];
   }
+}
+
+// y, a value of the dtype (already rounded to it), written as element i.
+inline void store_element(void* data, nt_dtype dtype, int64_t i, float y) {
+  switch (dtype) {
+    case NT_F16: static_cast<uint16_t*>(data)[i] = uint16_t(nt_f32_to_f16(y)); break;
+    case NT_BF16: static_cast<uint16_t*>(data)[i] = uint16_t(nt_f32_to_bf16(y)); break;
+    default: static_cast<float*>(data)[i] = y; break;
+  }
+}
+
+// Row r's value of a per-row parameter: its array's element, or the scalar.
+inline float row_param(const nt_param_f32& q, int64_t r) {
+  return q.per_row ? static_cast<const float*>(q.per_row)[r] : q.scalar;
+}
+inline int32_t row_param(const nt_param_i32& q, int64_t r) {
+  return q.per_row ? static_cast<const int32_t*>(q.per_row)[r] : q.scalar;
+}
+inline uint64_t row_param(const nt_param_u64& q, int64_t r) {
+  return q.per_row ? static_cast<const uint64_t*>(q.per_row)[r] : q.scalar;
 }
 
 // Workspaces are carved into 64-byte aligned pieces from the caller's pointer

@@ -16,18 +16,6 @@ namespace {
 
 using namespace sampling;
 
-// ---- parameters --------------------------------------------------------------
-
-float param(const nt_param_f32& q, int64_t r) {
-  return q.per_row ? static_cast<const float*>(q.per_row)[r] : q.scalar;
-}
-int32_t param(const nt_param_i32& q, int64_t r) {
-  return q.per_row ? static_cast<const int32_t*>(q.per_row)[r] : q.scalar;
-}
-uint64_t param(const nt_param_u64& q, int64_t r) {
-  return q.per_row ? static_cast<const uint64_t*>(q.per_row)[r] : q.scalar;
-}
-
 // ---- workspace ---------------------------------------------------------------
 // Per slot (a row in flight, at most one per thread): the RowJob, per-chunk
 // results and mass bins, and seven lists of V entries, since a candidate list
@@ -72,12 +60,13 @@ void init_job(RowJob& j, const SampleCall& call, int64_t r) {
   j.x = Row{row_address(a.logits, r), a.logits.dtype};
   j.vocab = call.vocab;
   j.n_chunks = (j.vocab + kChunk - 1) / kChunk;
-  j.p = call.per_row ? nt_resolve_row_params(param(a.temperature, r), param(a.top_k, r),
-                                             param(a.top_p, r), param(a.min_p, r), int32_t(j.vocab))
+  j.p = call.per_row ? nt_resolve_row_params(row_param(a.temperature, r), row_param(a.top_k, r),
+                                             row_param(a.top_p, r), row_param(a.min_p, r),
+                                             int32_t(j.vocab))
                      : call.scalar;
   j.joint = call.joint;
-  j.seed = param(a.seed, r);
-  j.offset = param(a.offset, r);
+  j.seed = row_param(a.seed, r);
+  j.offset = row_param(a.offset, r);
   j.tag = nt_row_tag(a.seed.per_row != nullptr, uint32_t(r));
   j.has_uniform = call.explicit_draw;
   j.uniform = j.has_uniform ? static_cast<const float*>(a.uniform.data)[r] : 0.0f;

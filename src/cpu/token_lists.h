@@ -1,7 +1,8 @@
 // CSR id lists of the penalty and logit-bias ops on the host: the clamped
-// range of a row (core/penalties.h) and per-row f32 parameters.
+// range of a row (core/penalties.h), and how many rows a pool task takes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/penalties.h"
@@ -34,17 +35,10 @@ struct TokenList {
   }
 };
 
-inline float row_param(const nt_param_f32& p, int64_t b) {
-  return p.per_row ? static_cast<const float*>(p.per_row)[b] : p.scalar;
-}
-
-// Writes the fp32 value y (already rounded to dtype) into element t of a row.
-inline void store_logit(void* row, nt_dtype dtype, int64_t t, float y) {
-  switch (dtype) {
-    case NT_F16: static_cast<uint16_t*>(row)[t] = uint16_t(nt_f32_to_f16(y)); break;
-    case NT_BF16: static_cast<uint16_t*>(row)[t] = uint16_t(nt_f32_to_bf16(y)); break;
-    default: static_cast<float*>(row)[t] = y; break;
-  }
+// Rows a pool task takes at least: about 16K ids a task (for `ids` over `rows`
+// rows), so that small calls stay on the caller.
+inline int64_t min_rows_per_task(int64_t ids, int64_t rows) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, ids / rows));
 }
 
 }  // namespace nt::cpu

@@ -168,14 +168,11 @@ void CudaBackend::apply_logit_bias(const nt_apply_logit_bias_args& args, void* w
   a.table = reinterpret_cast<uint32_t*>(aligned_workspace(workspace));
   a.table_slots = 2 * ids;
   a.shared_slots = table::shared_slots(ids, rows, kSlotBytes, device_limits(device, kOp));
-  const int64_t mean = (ids + rows - 1) / rows;
-  table::with_dtype_and_threads(logits.dtype, mean, kOp, [&](auto dtype, auto threads) {
-    auto kernel = apply_logit_bias_kernel<decltype(dtype)::value, decltype(threads)::value>;
-    const size_t smem = size_t(a.shared_slots) * kSlotBytes;
-    if (smem > 48 * 1024) allow_dynamic_smem(kernel, int(smem), device, kOp);
-    kernel<<<unsigned(a.rows), decltype(threads)::value, smem, stream>>>(a);
-    check_launch(kOp);
-  });
+  auto pick = [](auto dtype, auto threads) {
+    return apply_logit_bias_kernel<decltype(dtype)::value, decltype(threads)::value>;
+  };
+  table::launch_rows(kOp, logits.dtype, ids, rows, size_t(a.shared_slots) * kSlotBytes, device,
+                     stream, a, pick);
 }
 
 }  // namespace nt::cuda

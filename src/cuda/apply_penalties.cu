@@ -62,7 +62,7 @@ __device__ __forceinline__ void update(table::Elem<DT>* row, uint32_t id, uint32
                                        const RowParams& q, table::Elem<DT> v) {
   const float x = widen<DT>(v);
   if (nt_f32_is_nan(x)) return;  // NaN logits keep their bits
-  row[id] = table::narrow<DT>(nt_penalize_logit(x, 1, count, q.r, q.f, q.p, int(DT)));
+  row[id] = table::narrow<DT>(nt_penalize_logit(x, count, q.r, q.f, q.p, int(DT)));
 }
 
 template <nt_dtype DT, int T, bool SHARED>
@@ -162,8 +162,6 @@ __global__ void __launch_bounds__(T, 3) apply_penalties_kernel(PenaltyArgs a) {
   }
 }
 
-int64_t list_ids(const nt_token_lists& l) { return l.offsets.data ? l.ids.shape[0] : 0; }
-
 }  // namespace
 
 size_t CudaBackend::apply_penalties_workspace_size(const nt_apply_penalties_args& a) {
@@ -210,16 +208,12 @@ void CudaBackend::apply_penalties(const nt_apply_penalties_args& args, void* wor
   const bool prompt_used = args.repetition.per_row || args.repetition.scalar != 1.0f;
   const int64_t used = list_ids(args.output) + (prompt_used ? list_ids(args.prompt) : 0);
   if (used == 0) return;
-  const DeviceLimits limits = device_limits(device, kOp);
-  a.shared_slots = table::shared_slots(used, rows, 2 * int(sizeof(uint32_t)), limits);
-  const int64_t mean = (used + rows - 1) / rows;
-  table::with_dtype_and_threads(logits.dtype, mean, kOp, [&](auto dtype, auto threads) {
-    auto kernel = apply_penalties_kernel<decltype(dtype)::value, decltype(threads)::value>;
-    const size_t smem = size_t(a.shared_slots) * kSlotBytes;
-    if (smem > 48 * 1024) allow_dynamic_smem(kernel, int(smem), device, kOp);
-    kernel<<<unsigned(a.rows), decltype(threads)::value, smem, stream>>>(a);
-    check_launch(kOp);
-  });
+  a.shared_slots = table::shared_slots(used, rows, kSlotBytes, device_limits(device, kOp));
+  auto pick = [](auto dtype, auto threads) {
+    return apply_penalties_kernel<decltype(dtype)::value, decltype(threads)::value>;
+  };
+  table::launch_rows(kOp, logits.dtype, used, rows, size_t(a.shared_slots) * kSlotBytes, device,
+                     stream, a, pick);
 }
 
 }  // namespace nt::cuda

@@ -2,7 +2,7 @@
 // reads them (clamped, core/penalties.h), the block-wide check that the lists
 // are valid CSRs, an open-addressing table of ids (keys = id + 1, claimed by
 // atomicCAS, linear probing, at most half full), the logits' element type, and
-// the host's launch sizing.
+// on the host the launch: its table size and one CTA per row.
 //
 // One CTA handles one row. Its table lives in shared memory when twice the
 // row's ids fit the launch's table (sized from the shapes only: 3x the mean
@@ -130,8 +130,9 @@ inline uint32_t shared_slots(int64_t ids, int64_t rows, int slot_bytes, const De
 }
 
 // A per-row parameter array must be device memory of the logits' device (or
-// memory the device can read: managed, pinned host). Checked while the stream
-// is not capturing a graph (a captured call's arrays were checked eagerly).
+// memory the device can read: managed, pinned host). The driver is asked only
+// while the stream is not capturing a graph: a captured call asks it nothing,
+// and its arrays go unchecked.
 inline void check_per_row(const char* op, const char* arg, const void* p, int device,
                           bool capturing) {
   if (p == nullptr || capturing) return;
@@ -156,13 +157,22 @@ inline bool stream_capturing(cudaStream_t stream, const char* op) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-// launch(dtype, threads) with both as integral constants: the logits' dtype,
-// and 256 threads a CTA for rows of at least 512 ids on average, else 128.
-template <class Launch>
-void with_dtype_and_threads(nt_dtype dtype, int64_t mean_ids, const char* op, Launch&& launch) {
+// Launches one CTA per row: kernel = pick(dtype, threads), both as integral
+// constants (the logits' dtype; 256 threads a CTA for rows of at least 512
+// ids on average, else 128), with `smem` bytes of dynamic shared memory.
+template <class Args, class Pick>
+void launch_rows(const char* op, nt_dtype dtype, int64_t ids, int64_t rows, size_t smem,
+                 int device, cudaStream_t stream, const Args& args, Pick&& pick) {
+  const int64_t mean_ids = (ids + rows - 1) / rows;
   auto by_threads = [&](auto dt) {
-    if (mean_ids >= 512) launch(dt, std::integral_constant<int, 256>{});
-    else launch(dt, std::integral_constant<int, 128>{});
+    auto launch = [&](auto threads) {
+      auto kernel = pick(dt, threads);
+      if (smem > 48 * 1024) allow_dynamic_smem(kernel, int(smem), device, op);
+      kernel<<<unsigned(rows), decltype(threads)::value, smem, stream>>>(args);
+      check_launch(op);
+    };
+    if (mean_ids >= 512) launch(std::integral_constant<int, 256>{});
+    else launch(std::integral_constant<int, 128>{});
   };
   switch (dtype) {
     case NT_F32: by_threads(std::integral_constant<nt_dtype, NT_F32>{}); break;

@@ -4,6 +4,22 @@
  * token's values one after the other in entry order, walking from the first
  * position, and writes the token once. */
 
+/* Adds the c entries of token id, from position `first` of the row on, one
+ * after the other in entry order, and writes the token once; a NaN logit keeps
+ * its bits. */
+static inline void nt_bias_token(__global nt_elem* row, __global const int* row_ids,
+                                 __global const float* row_values, int id, ulong first, uint c) {
+  float x = nt_widen(row, (ulong)id);
+  if (nt_f32_is_nan(x)) return;
+  uint found = 0u;
+  for (ulong j = first; found < c; ++j) {
+    if (row_ids[j] != id) continue;
+    x = nt_bias_logit(x, row_values[j], NT_ELEM);
+    ++found;
+  }
+  nt_store_logit(row, (ulong)id, x);
+}
+
 __kernel void nt_apply_logit_bias(__global nt_elem* logits, ulong logits_off, ulong stride,
                                   uint vocab, ulong rows, __global const uchar* offsets,
                                   ulong offsets_off, int mode, __global const int* ids,
@@ -47,34 +63,19 @@ __kernel void nt_apply_logit_bias(__global nt_elem* logits, ulong logits_off, ul
   __global nt_elem* row = logits + logits_off + b * stride;
   for (uint s = lid; s < cap; s += wg) {
     const uint key = keys[s];
-    if (key == 0u) continue;
-    const int id = (int)(key - 1u);
-    const float x0 = nt_widen(row, (ulong)id);
-    if (nt_f32_is_nan(x0)) continue; /* NaN logits keep their bits */
-    float x = x0;
-    const uint c = count[s];
-    uint found = 0u;
-    for (ulong j = first[s]; found < c; ++j) {
-      if (row_ids[j] != id) continue;
-      x = nt_bias_logit(x, row_values[j], NT_ELEM);
-      ++found;
-    }
-    nt_store_logit(row, (ulong)id, x);
+    if (key != 0u) nt_bias_token(row, row_ids, row_values, (int)(key - 1u), first[s], count[s]);
   }
 
-  /* Lists that are not a valid CSR: each token at its first position walks the
-   * rest of the row. */
+  /* Lists that are not a valid CSR: each token at its first position counts its
+   * entries in the rest of the row, then adds them. */
   for (ulong q = lid; !valid && q < n; q += wg) {
     const int id = row_ids[q];
     if (id < 0 || (uint)id >= vocab) continue;
     int is_first = 1;
     for (ulong j = 0; j < q && is_first; ++j) is_first = row_ids[j] != id;
     if (!is_first) continue;
-    const float x0 = nt_widen(row, (ulong)id);
-    if (nt_f32_is_nan(x0)) continue;
-    float x = x0;
-    for (ulong j = q; j < n; ++j)
-      if (row_ids[j] == id) x = nt_bias_logit(x, row_values[j], NT_ELEM);
-    nt_store_logit(row, (ulong)id, x);
+    uint c = 0u;
+    for (ulong j = q; j < n; ++j) c += row_ids[j] == id;
+    nt_bias_token(row, row_ids, row_values, id, q, c);
   }
 }

@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "opencl/ops.h"
 #include "opencl/runtime.h"
+#include "opencl/token_lists.h"
 
 namespace nt::opencl {
 
@@ -21,8 +22,7 @@ void OpenclBackend::apply_logit_bias(const nt_apply_logit_bias_args& a, void* wo
   const cl_ulong rows = cl_ulong(a.logits.shape[0]);
   guarded(op, [&] {
     const View logits = view(op, "logits", q, a.logits);
-    const View offsets = view(op, "tokens.offsets", q, a.tokens.offsets);
-    const View ids = view(op, "tokens.ids", q, a.tokens.ids);
+    const ListArgs tokens = list_args(op, q, "tokens.offsets", "tokens.ids", a.tokens);
     const View values = view(op, "values", q, a.values);
     const size_t bytes = apply_logit_bias_workspace_size(a);
     if (rows == 0 || bytes == 0) return;
@@ -31,10 +31,9 @@ void OpenclBackend::apply_logit_bias(const nt_apply_logit_bias_args& a, void* wo
                                   "-DNT_ELEM=" + std::to_string(int(a.logits.dtype))},
                           "nt_apply_logit_bias");
     set_args(k, logits.buffer, logits.offset, cl_ulong(a.logits.row_stride),
-             cl_uint(a.logits.shape[1]), rows, offsets.buffer, offsets.offset,
-             cl_int(a.tokens.offsets.dtype == NT_I64 ? 2 : 1), ids.buffer, ids.offset,
-             cl_ulong(a.tokens.ids.shape[0]), values.buffer, values.offset, table,
-             cl_ulong(bytes / (3 * sizeof(cl_uint))));
+             cl_uint(a.logits.shape[1]), rows, tokens.offsets.buffer, tokens.offsets.offset,
+             tokens.mode, tokens.ids.buffer, tokens.ids.offset, tokens.n, values.buffer,
+             values.offset, table, cl_ulong(bytes / (3 * sizeof(cl_uint))));
     const size_t wg = work_group_size(k, q, 256);
     enqueue(k, q, size_t(rows) * wg, wg);
   });

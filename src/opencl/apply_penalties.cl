@@ -1,8 +1,17 @@
 /* apply_penalties: one work-group per row. The row's ids (the prompt's only when
  * its repetition penalty is on) go into a table in the workspace, each slot a key
- * (id + 1) and a word (bit 31: in the prompt, bits 0-30: output count); then each
+ * (id + 1) and the token's output count (a key alone: a prompt token); then each
  * occupied slot updates its token once (core/penalties.h). Per-row parameters:
  * bit 0 of per_row = repetition, bit 1 = presence, bit 2 = frequency. */
+
+/* Token id of the row penalized once, with its output count; a NaN logit keeps
+ * its bits. */
+static inline void nt_penalize_token(__global nt_elem* row, ulong id, uint count, float r,
+                                     float f, float p) {
+  const float x = nt_widen(row, id);
+  if (nt_f32_is_nan(x)) return;
+  nt_store_logit(row, id, nt_penalize_logit(x, count, r, f, p, NT_ELEM));
+}
 
 /* The id at position q of the row's combined list (prompt first, then output). */
 #define NT_POSITION_ID(q) \
@@ -45,29 +54,24 @@ __kernel void nt_apply_penalties(
                                   nt_list_start(o_offsets, o_offsets_off, o_mode, b))
                          : 0ul;
   volatile __global uint* keys = table + base;
-  volatile __global uint* words = table + table_slots + base;
+  volatile __global uint* counts = table + table_slots + base;
   for (uint s = lid; s < cap; s += wg) {
     keys[s] = 0u;
-    words[s] = 0u;
+    counts[s] = 0u;
   }
   barrier(CLK_GLOBAL_MEM_FENCE);
   for (ulong i = lid; cap != 0u && i < n; i += wg) {
     const int id = NT_POSITION_ID(i);
     if (id < 0 || (uint)id >= vocab) continue;
     const uint s = nt_table_claim(keys, cap, (uint)id + 1u);
-    if (i < np) atomic_or(words + s, NT_PENALTY_IN_PROMPT);
-    else atomic_inc(words + s);
+    if (i >= np) atomic_inc(counts + s);
   }
   barrier(CLK_GLOBAL_MEM_FENCE);
 
   __global nt_elem* row = logits + logits_off + b * stride;
   for (uint s = lid; s < cap; s += wg) {
     const uint key = keys[s];
-    if (key == 0u) continue;
-    const float x = nt_widen(row, key - 1u);
-    if (nt_f32_is_nan(x)) continue; /* NaN logits keep their bits */
-    nt_store_logit(row, key - 1u,
-                   nt_penalize_logit(x, 1, words[s] & NT_PENALTY_COUNT_MASK, r, f, p, NT_ELEM));
+    if (key != 0u) nt_penalize_token(row, key - 1u, counts[s], r, f, p);
   }
 
   /* Lists that are not a valid CSR: each token at its first position in the row
@@ -80,9 +84,7 @@ __kernel void nt_apply_penalties(
     if (!first) continue;
     uint count = 0u;
     for (ulong j = max(q, np); j < n; ++j) count += NT_POSITION_ID(j) == id;
-    const float x = nt_widen(row, (ulong)id);
-    if (nt_f32_is_nan(x)) continue;
-    nt_store_logit(row, (ulong)id, nt_penalize_logit(x, 1, count, r, f, p, NT_ELEM));
+    nt_penalize_token(row, (ulong)id, count, r, f, p);
   }
 }
 

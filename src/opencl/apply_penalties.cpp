@@ -5,36 +5,16 @@
 #include "core/check.h"
 #include "opencl/ops.h"
 #include "opencl/runtime.h"
+#include "opencl/token_lists.h"
 
 namespace nt::opencl {
 namespace {
 
 constexpr const char* kOp = "apply_penalties";
 
-int64_t list_ids(const nt_token_lists& l) { return present(l.offsets) ? l.ids.shape[0] : 0; }
-
-// A CSR list as kernel arguments: offsets (+ offset, mode 0 absent / 1 i32 /
-// 2 i64), ids (+ offset), N.
-struct ListArgs {
-  View offsets, ids;
-  cl_int mode = 0;
-  cl_ulong n = 0;
-};
-
-ListArgs list_args(const Queue& q, const char* offsets_arg, const char* ids_arg,
-                   const nt_token_lists& l) {
-  ListArgs out;
-  if (!present(l.offsets)) return out;
-  out.offsets = view(kOp, offsets_arg, q, l.offsets);
-  out.ids = view(kOp, ids_arg, q, l.ids);
-  out.mode = l.offsets.dtype == NT_I64 ? 2 : 1;
-  out.n = cl_ulong(l.ids.shape[0]);
-  return out;
-}
-
 }  // namespace
 
-// Two words (key, prompt bit + output count) per slot, 2 slots per id.
+// Two words (key, output count) per slot, 2 slots per id.
 size_t OpenclBackend::apply_penalties_workspace_size(const nt_apply_penalties_args& a) {
   return size_t(list_ids(a.prompt) + list_ids(a.output)) * 2 * 2 * sizeof(cl_uint);
 }
@@ -46,8 +26,8 @@ void OpenclBackend::apply_penalties(const nt_apply_penalties_args& a, void* work
   const cl_ulong rows = cl_ulong(a.logits.shape[0]);
   guarded(kOp, [&] {
     const View logits = view(kOp, "logits", q, a.logits);
-    const ListArgs prompt = list_args(q, "prompt.offsets", "prompt.ids", a.prompt);
-    const ListArgs output = list_args(q, "output.offsets", "output.ids", a.output);
+    const ListArgs prompt = list_args(kOp, q, "prompt.offsets", "prompt.ids", a.prompt);
+    const ListArgs output = list_args(kOp, q, "output.offsets", "output.ids", a.output);
     const cl::Buffer r = per_row(kOp, "repetition", q, a.repetition.per_row, rows * 4);
     const cl::Buffer p = per_row(kOp, "presence", q, a.presence.per_row, rows * 4);
     const cl::Buffer f = per_row(kOp, "frequency", q, a.frequency.per_row, rows * 4);

@@ -26,8 +26,9 @@ T* device_alloc(size_t n) {
 
 template <class T>
 void upload(T* d, const std::vector<T>& h, cudaStream_t s) {
-  cudaMemcpyAsync(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, s);
-  cudaStreamSynchronize(s);
+  EXPECT_EQ(cudaMemcpyAsync(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, s),
+            cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
 }
 
 TEST(CudaGraph, PenaltiesReplayReadDeviceListsAndParameters) {

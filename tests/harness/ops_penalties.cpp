@@ -2,19 +2,11 @@
 // id lists and per-row parameters are uploaded, the op runs on the device's
 // stream with a workspace of exactly the queried size, and the whole logits
 // buffer (row gaps included) comes back.
-#include <stdexcept>
-#include <string>
-
 #include "harness/run_ops.h"
+#include "harness/run_util.h"
 
 namespace ntt {
 namespace {
-
-void ok(nt_status status, const char* what) {
-  if (status != NT_OK)
-    throw std::runtime_error(std::string(what) + " failed: " + nt_status_string(status) + ": " +
-                             nt_last_error());
-}
 
 // A list on the device: offsets as i32 or i64, ids as i32.
 struct DeviceList {
@@ -36,19 +28,6 @@ struct DeviceList {
   }
 };
 
-struct DeviceParam {
-  std::unique_ptr<Buffer> buffer;
-  nt_param_f32 param{};
-  DeviceParam(TestDevice& dev, const Param<float>& p) {
-    if (p.per_row) buffer = to_device(dev, p.values);
-    param = {buffer ? buffer->handle() : nullptr, p.values[0]};
-  }
-};
-
-std::unique_ptr<Buffer> workspace(TestDevice& dev, size_t bytes) {
-  return bytes ? std::make_unique<Buffer>(dev, bytes) : nullptr;
-}
-
 std::vector<float> per_row_values(const Param<float>& p, int64_t rows) {
   std::vector<float> v;
   for (int64_t r = 0; r < rows; ++r) v.push_back(p.at(r));
@@ -60,24 +39,25 @@ std::vector<float> per_row_values(const Param<float>& p, int64_t rows) {
 std::vector<uint8_t> run_apply_penalties(TestDevice& dev, const PenaltyCase& c) {
   auto logits = to_device(dev, c.logits);
   DeviceList prompt(dev, c.prompt, c.offsets_dtype), output(dev, c.output, c.offsets_dtype);
-  DeviceParam r(dev, c.repetition), p(dev, c.presence), f(dev, c.frequency);
+  auto r = param_buffer(dev, c.repetition), p = param_buffer(dev, c.presence),
+       f = param_buffer(dev, c.frequency);
   nt_apply_penalties_args a{};
   a.logits = logits->matrix(c.dtype, c.rows, c.vocab, c.stride());
   a.prompt = prompt.view;
   a.output = output.view;
-  a.repetition = r.param;
-  a.presence = p.param;
-  a.frequency = f.param;
+  a.repetition = {handle_or_null(r), c.repetition.values[0]};
+  a.presence = {handle_or_null(p), c.presence.values[0]};
+  a.frequency = {handle_or_null(f), c.frequency.values[0]};
   size_t bytes = 0;
   ok(nt_apply_penalties_workspace_size(&a, &bytes), "nt_apply_penalties_workspace_size");
-  auto ws = workspace(dev, bytes);
-  ok(nt_apply_penalties(&a, ws ? ws->handle() : nullptr, bytes, dev.stream()), "nt_apply_penalties");
+  Workspace ws(dev, bytes);
+  ok(nt_apply_penalties(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_apply_penalties");
   dev.sync();
   return from_device<uint8_t>(*logits, c.logits.size());
 }
 
 std::vector<uint8_t> reference_penalties(const PenaltyCase& c) {
-  return reference_penalties(int(c.dtype), c.rows, c.vocab, c.stride(), c.logits, c.prompt,
+  return reference_penalties(c.dtype, c.rows, c.vocab, c.stride(), c.logits, c.prompt,
                              c.output, per_row_values(c.repetition, c.rows),
                              per_row_values(c.presence, c.rows),
                              per_row_values(c.frequency, c.rows));
@@ -93,14 +73,14 @@ std::vector<uint8_t> run_apply_logit_bias(TestDevice& dev, const BiasCase& c) {
   a.values = values->vector(NT_F32, int64_t(c.values.size()));
   size_t bytes = 0;
   ok(nt_apply_logit_bias_workspace_size(&a, &bytes), "nt_apply_logit_bias_workspace_size");
-  auto ws = workspace(dev, bytes);
-  ok(nt_apply_logit_bias(&a, ws ? ws->handle() : nullptr, bytes, dev.stream()), "nt_apply_logit_bias");
+  Workspace ws(dev, bytes);
+  ok(nt_apply_logit_bias(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_apply_logit_bias");
   dev.sync();
   return from_device<uint8_t>(*logits, c.logits.size());
 }
 
 std::vector<uint8_t> reference_logit_bias(const BiasCase& c) {
-  return reference_logit_bias(int(c.dtype), c.rows, c.vocab, c.stride(), c.logits, c.tokens,
+  return reference_logit_bias(c.dtype, c.rows, c.vocab, c.stride(), c.logits, c.tokens,
                               c.values);
 }
 

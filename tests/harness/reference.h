@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "nexttok/nexttok.h"
+
 namespace ntt {
 
 // Boundaries closer than this (relative) make an input degenerate: backends
@@ -73,18 +75,18 @@ struct CsrIds {
 };
 
 // vLLM's dense apply_penalties on a whole logits buffer (rows x stride, encoded
-// in dtype, 0 f32 / 1 f16 / 2 bf16): bincount of each row's output ids and mask
-// of its prompt ids over [V], then masked arithmetic over every token, each step
-// rounded to the dtype. Parameters: one value per row. Returns the buffer after.
-std::vector<uint8_t> reference_penalties(int dtype, int64_t rows, int64_t vocab, int64_t stride,
-                                         const std::vector<uint8_t>& logits, const CsrIds& prompt,
-                                         const CsrIds& output, const std::vector<float>& repetition,
+// in dtype): bincount of each row's output ids and mask of its prompt ids over
+// [V], then masked arithmetic over every token, each step rounded to the dtype. Parameters: one value per row. Returns the buffer after.
+std::vector<uint8_t> reference_penalties(nt_dtype dtype, int64_t rows, int64_t vocab,
+                                         int64_t stride, const std::vector<uint8_t>& logits,
+                                         const CsrIds& prompt, const CsrIds& output,
+                                         const std::vector<float>& repetition,
                                          const std::vector<float>& presence,
                                          const std::vector<float>& frequency);
 
 // apply_logit_bias entry by entry, in order, on a dense copy of each row.
-std::vector<uint8_t> reference_logit_bias(int dtype, int64_t rows, int64_t vocab, int64_t stride,
-                                          const std::vector<uint8_t>& logits, const CsrIds& tokens,
-                                          const std::vector<float>& values);
+std::vector<uint8_t> reference_logit_bias(nt_dtype dtype, int64_t rows, int64_t vocab,
+                                          int64_t stride, const std::vector<uint8_t>& logits,
+                                          const CsrIds& tokens, const std::vector<float>& values);
 
 }  // namespace ntt

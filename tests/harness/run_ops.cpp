@@ -5,23 +5,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/run_util.h"
 
 namespace ntt {
 namespace {
-
-void ok(nt_status status, const char* what) {
-  if (status != NT_OK)
-    throw OpError(status, std::string(what) + " failed: " + nt_status_string(status) + ": " +
-                              nt_last_error());
-}
-
-// An absent per-row array is a scalar; present ones live on the device.
-template <class T>
-std::unique_ptr<Buffer> param_buffer(TestDevice& dev, const Param<T>& p) {
-  return p.per_row ? to_device(dev, p.values) : nullptr;
-}
-
-const void* handle_or_null(const std::unique_ptr<Buffer>& b) { return b ? b->handle() : nullptr; }
 
 // A matrix whose row gaps hold `filler`: a backend that reads past a row's end
 // (or ignores the stride) picks it up and gets a wrong answer.
@@ -38,15 +25,6 @@ std::vector<float> with_gaps(const std::vector<float>& dense, int64_t rows, int6
                              int64_t stride, nt_dtype dtype) {
   return with_gaps<float>(dense, rows, cols, stride, round_to(dtype, 60000.0f));
 }
-
-struct Workspace {
-  std::unique_ptr<Buffer> buffer;
-  void* ptr() const { return buffer ? buffer->handle() : nullptr; }
-  size_t bytes = 0;
-  Workspace(TestDevice& dev, size_t n) : bytes(n) {
-    if (n) buffer = std::make_unique<Buffer>(dev, n);
-  }
-};
 
 TopK collect_topk(const Buffer& values, const Buffer& indices, int64_t rows, int64_t k,
                   int64_t stride) {

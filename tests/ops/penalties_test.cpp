@@ -6,7 +6,7 @@
 // scalar and per-row parameters (odd per-row values included), f32/f16/bf16,
 // strided rows, V = 1 and V not a multiple of 32, NaN (with payloads) / inf / -0
 // logits, rows longer than an on-chip table holds, offsets that are not a valid
-// CSR; and the argument checks, which leave the logits untouched.
+// CSR, B = 0; and the argument checks, which leave the logits untouched.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -316,13 +316,17 @@ TEST_P(Penalties, OffsetsThatAreNotACsr) {
   }
 }
 
+// B = 0 with ids in the lists: the size query and the call succeed (a failing
+// status throws OpError), and there is nothing to change.
 TEST_P(Penalties, EmptyBatchIsANoOp) {
   Rng rng(37600);
   PenaltyCase c = penalty_case(rng, NT_F32, 0, 100, 0);
   c.prompt = {true, {0}, {1, 2, 3}};
   c.output = {true, {0}, {}};
   c.repetition = scalar(2.0f);
-  EXPECT_TRUE(run_apply_penalties(dev(), c).empty());
+  std::vector<uint8_t> after;
+  EXPECT_NO_THROW(after = run_apply_penalties(dev(), c));
+  EXPECT_TRUE(after.empty());
 }
 
 // ---- logit bias ------------------------------------------------------------------
@@ -404,6 +408,16 @@ TEST_P(LogitBias, RowsLongerThanTheOnChipTable) {
     c.values = random_values(rng, c.tokens.ids.size());
     expect_bias(dev(), c);
   }
+}
+
+TEST_P(LogitBias, EmptyBatchIsANoOp) {
+  Rng rng(38400);
+  BiasCase c = bias_case(rng, NT_F32, 0, 100, 0);
+  c.tokens = {true, {0}, {1, 2, 3}};
+  c.values = {1.0f, 2.0f, 3.0f};
+  std::vector<uint8_t> after;
+  EXPECT_NO_THROW(after = run_apply_logit_bias(dev(), c));
+  EXPECT_TRUE(after.empty());
 }
 
 TEST_P(LogitBias, OffsetsThatAreNotACsr) {
@@ -574,15 +588,23 @@ TEST_P(PenaltiesErrors, ApplyLogitBias) {
       return nt_apply_logit_bias(&a, nullptr, 0, dev().stream());
     });
   }
+  // The valid call works, and a short workspace is refused before anything runs.
   A a = bias();
   size_t bytes = 0;
   ASSERT_EQ(nt_apply_logit_bias_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
-  if (bytes > 0)
+  if (bytes > 0) {
+    expect_rejected("workspace too small", "workspace_bytes", NT_ERROR_WORKSPACE, [&] {
+      auto ws = std::make_unique<Buffer>(dev(), bytes);
+      return nt_apply_logit_bias(&a, ws->handle(), bytes - 1, dev().stream());
+    });
     expect_rejected("workspace null", "workspace", NT_ERROR_WORKSPACE,
                     [&] { return nt_apply_logit_bias(&a, nullptr, bytes, dev().stream()); });
+  }
   auto ws = std::make_unique<Buffer>(dev(), bytes ? bytes : 16);
   EXPECT_EQ(nt_apply_logit_bias(&a, ws->handle(), bytes, dev().stream()), NT_OK) << nt_last_error();
   dev().sync();
+  EXPECT_EQ(nt_apply_logit_bias(nullptr, nullptr, 0, dev().stream()), NT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nt_apply_logit_bias_workspace_size(&a, nullptr), NT_ERROR_INVALID_ARGUMENT);
 }
 
 NTT_INSTANTIATE_ON_DEVICES(Penalties);

@@ -142,8 +142,12 @@ def test_penalties_absent_lists_strided_rows_and_neutral_parameters():
     nexttok.apply_penalties(logits, prompt, None, repetition=0.7)
     same_bits(logits, dense_penalties(before, prompt, None, [0.7] * 5, [0] * 5, [0] * 5))
     np.testing.assert_array_equal(wide[:, 70:], gap)
+    before = logits.copy()
     nexttok.apply_penalties(logits)  # nothing at all
-    nexttok.apply_penalties(logits, None, prompt, presence=0.0, frequency=0.0)
+    nexttok.apply_penalties(logits, repetition=0.7, presence=0.5)  # no lists
+    nexttok.apply_penalties(logits, None, prompt, presence=0.0, frequency=0.0)  # neutral
+    same_bits(logits, before)
+    np.testing.assert_array_equal(wide[:, 70:], gap)
 
 
 def test_penalties_offsets_that_are_not_a_csr():
@@ -343,8 +347,7 @@ def test_torch_cuda_graph_replay_reads_device_parameters_and_ids(device):
         replayed = logits.clone()
         step()
         assert torch.equal(replayed, logits)
-        expected = pristine.clone()
-        cpu = expected.cpu()
+        cpu = pristine.cpu()
         nexttok.apply_logit_bias(cpu, tuple(a.cpu() for a in tokens), values.cpu())
         nexttok.apply_penalties(cpu, tuple(a.cpu() for a in prompt), tuple(a.cpu() for a in output),
                                 repetition=r.cpu(), presence=p.cpu(), frequency=f.cpu())
