@@ -19,7 +19,10 @@ namespace {
 
 constexpr const char* kOp = "apply_token_bitmask";
 constexpr int kThreads = 256;
-constexpr int kVectorsPerThread = 4;
+// Vectors a thread owns: 4 when the grid fills the GPU anyway, else 1, so that
+// a few rows (a decode step at B = 1) spread over 4x the SMs: such a call is
+// two round trips to memory in series, and more SMs keep more of them in flight.
+constexpr int kVectorsPerThreadWide = 4;
 // Each block waits on two round trips in series (mask words, then the mixed
 // vectors), so throughput follows the blocks resident per SM: 6 (<= 40
 // registers) instead of the 4 that 56 registers allowed.
@@ -60,7 +63,7 @@ __device__ __forceinline__ uint32_t mask_bits(const int32_t* mask_row, int64_t w
   return (word >> (t & 31)) & ((1u << G) - 1u);
 }
 
-template <nt_dtype DT, bool VEC>
+template <nt_dtype DT, bool VEC, int VectorsPerThread>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     apply_token_bitmask_kernel(MaskArgs a) {
   using S = typename LogitTraits<DT>::Storage;
@@ -76,23 +79,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
     S* row = static_cast<S*>(a.logits) + r * a.logits_stride;
     const int32_t* mask_row = a.bitmask + r * a.bitmask_stride;
-    int64_t t[kVectorsPerThread];
-    uint32_t bits[kVectorsPerThread];
+    int64_t t[VectorsPerThread];
+    uint32_t bits[VectorsPerThread];
 #pragma unroll
-    for (int u = 0; u < kVectorsPerThread; ++u) {
-      t[u] = ((int64_t(blockIdx.x) * kVectorsPerThread + u) * kThreads + threadIdx.x) * G;
+    for (int u = 0; u < VectorsPerThread; ++u) {
+      t[u] = ((int64_t(blockIdx.x) * VectorsPerThread + u) * kThreads + threadIdx.x) * G;
       bits[u] = t[u] < a.vocab ? mask_bits<G>(mask_row, a.words, t[u]) : kAll;
     }
     if constexpr (VEC) {
-      uint4 v[kVectorsPerThread];
+      uint4 v[VectorsPerThread];
 #pragma unroll
-      for (int u = 0; u < kVectorsPerThread; ++u) {
+      for (int u = 0; u < VectorsPerThread; ++u) {
         v[u] = make_uint4(0u, 0u, 0u, 0u);
         const bool whole = t[u] + G <= a.vocab;
         if (whole && bits[u] != 0u && bits[u] != kAll) v[u] = load16<false>(row + t[u]);
       }
 #pragma unroll
-      for (int u = 0; u < kVectorsPerThread; ++u) {
+      for (int u = 0; u < VectorsPerThread; ++u) {
         if (bits[u] == kAll) continue;
         if (t[u] + G <= a.vocab) {
           uint32_t w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
@@ -118,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       }
     } else {
 #pragma unroll
-      for (int u = 0; u < kVectorsPerThread; ++u) {
+      for (int u = 0; u < VectorsPerThread; ++u) {
         if (bits[u] == kAll) continue;
 #pragma unroll
         for (int j = 0; j < G; ++j)
@@ -129,13 +132,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 }
 
 template <nt_dtype DT, bool VEC>
-void launch(const MaskArgs& a, cudaStream_t stream) {
+void launch(const MaskArgs& a, int sm_count, cudaStream_t stream) {
   constexpr int G = group_tokens<DT, VEC>();
   const int64_t vectors = (a.vocab + G - 1) / G;
-  const int64_t per_block = int64_t(kThreads) * kVectorsPerThread;
-  const dim3 grid(unsigned((vectors + per_block - 1) / per_block),
-                  unsigned(a.selected < kMaxGridRows ? a.selected : kMaxGridRows));
-  apply_token_bitmask_kernel<DT, VEC><<<grid, kThreads, 0, stream>>>(a);
+  const int64_t rows = a.selected < kMaxGridRows ? a.selected : kMaxGridRows;
+  auto blocks = [&](int per_thread) {
+    const int64_t per_block = int64_t(kThreads) * per_thread;
+    return (vectors + per_block - 1) / per_block;
+  };
+  if (blocks(kVectorsPerThreadWide) * rows >= sm_count) {
+    apply_token_bitmask_kernel<DT, VEC, kVectorsPerThreadWide>
+        <<<dim3(unsigned(blocks(kVectorsPerThreadWide)), unsigned(rows)), kThreads, 0, stream>>>(a);
+  } else {
+    apply_token_bitmask_kernel<DT, VEC, 1><<<dim3(unsigned(blocks(1)), unsigned(rows)), kThreads, 0, stream>>>(a);
+  }
   check_launch(kOp);
 }
 
@@ -158,8 +168,9 @@ void CudaBackend::apply_token_bitmask(const nt_apply_token_bitmask_args& args,
   a.selected = a.indices ? args.indices.shape[0] : a.rows;
   if (a.selected == 0 || a.rows == 0) return;
   DeviceScope scope(logits.device_id, kOp);
+  const int sm_count = device_limits(logits.device_id, kOp).sm_count;
   with_logit_layout(logits.dtype, rows_16b_aligned(logits), [&](auto layout) {
-    launch<decltype(layout)::kDtype, decltype(layout)::kVec>(a, stream);
+    launch<decltype(layout)::kDtype, decltype(layout)::kVec>(a, sm_count, stream);
   });
 }
 
