@@ -101,6 +101,13 @@ def test_greedy_equals_transformers_generate(model, repetition_penalty):
     assert torch.equal(ours, theirs)
 
 
+def test_generate_refuses_unknown_config_fields(model):
+    with pytest.raises(TypeError, match="top_q"):
+        nt_hf.generate(model, prompts(1, 3, 4), max_new_tokens=2, top_q=0.5)
+    with pytest.raises(ValueError, match="'input_ids' must be a 2-D tensor"):
+        nt_hf.generate(model, prompts(1, 3, 4)[0], max_new_tokens=2)
+
+
 class CheckedGrammar(nt_hf.GrammarBitmaskProcessor):
     """The processor, with every step's masked scores compared to xgrammar's own
     apply_token_bitmask_inplace on the same scores and bitmask."""

@@ -96,7 +96,9 @@ def generate(model, input_ids, generation_config=None, logits_processor=None, *,
         raise ValueError("generate: argument 'input_ids' must be a 2-D tensor [batch, prompt]")
     config = GenerationConfig.from_dict(
         (generation_config or model.generation_config).to_dict())
-    config.update(**config_overrides)
+    unknown = config.update(**config_overrides)
+    if unknown:
+        raise TypeError(f"generate: unknown GenerationConfig fields {sorted(unknown)}")
     if config.max_new_tokens is None:
         raise ValueError("generate: argument 'generation_config' must set max_new_tokens")
     params = _sampling_params(config)
