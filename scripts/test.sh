@@ -10,3 +10,6 @@ BUILD_DIR="${BUILD_DIR:-build}" scripts/build.sh -DNEXTTOK_TESTS=ON
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" --timeout 900
 # The Python package (tests/python): CPU-only pip build, numpy + hypothesis.
 scripts/python_test.sh
+# nexttok.compat / nexttok.integrations and the end-to-end decode (CPU): torch,
+# transformers and xgrammar in a virtual environment of their own.
+scripts/integration_test.sh
