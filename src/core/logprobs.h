@@ -9,6 +9,11 @@
 #include "ordering.h"
 #include "sampling.h"
 
+/* The most logprobs a call lists (nexttok.h defines the same). */
+#ifndef NT_MAX_LOGPROBS
+#define NT_MAX_LOGPROBS 20
+#endif
+
 /* The keep-set a token was drawn from. */
 #define NT_KEEP_EMPTY 0   /* every score -inf or NaN: token -1 */
 #define NT_KEEP_ONE 1     /* the sampled token alone (greedy rows) */
