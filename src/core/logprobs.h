@@ -18,21 +18,28 @@
 #define NT_KEEP_EMPTY 0   /* every score -inf or NaN: token -1 */
 #define NT_KEEP_ONE 1     /* the sampled token alone (greedy rows) */
 #define NT_KEEP_POS_INF 2 /* the tokens whose score is +inf, drawn uniformly */
-#define NT_KEEP_PREFIX 3  /* finite scores ranking at or before (key, index) */
+#define NT_KEEP_PREFIX 3  /* scores ranking at or before (key, index), -inf never */
 
+/* A prefix is given by (key, index) with members key' > key, or key' == key
+ * and index' <= index (unsigned): the composite (key << 32 | ~index) order of
+ * the GPU backends, so any composite threshold c is the prefix (c >> 32,
+ * ~(u32)c); c = 0 keeps every score. A prefix that reaches +inf scores means
+ * the +inf rule: the value rule of the logprobs pass gives the mass to those
+ * tokens alone (docs/SEMANTICS.md), so "every score" also describes a row
+ * drawn among its +inf scores. */
 typedef struct nt_keep_set {
   int kind;
   float temperature; /* s = nt_scaled_score(x, temperature) */
   nt_u32 key;        /* NT_KEEP_PREFIX: the last member's score key ... */
-  nt_i32 index;      /* ... and index: members rank at or before it */
+  nt_u32 index;      /* ... and index: members rank at or before it */
 } nt_keep_set;
 
 /* Whether token i (logit x) belongs to a NT_KEEP_PREFIX or NT_KEEP_POS_INF set
  * (NT_KEEP_ONE is decided by the token id alone). */
-NT_FN int nt_keep_member(nt_keep_set k, float x, nt_i32 i) {
+NT_FN int nt_keep_member(nt_keep_set k, float x, nt_u32 i) {
   const nt_u32 key = nt_order_key(nt_scaled_score(x, k.temperature));
   if (k.kind == NT_KEEP_POS_INF) return key == NT_KEY_POS_INF;
-  if (k.kind != NT_KEEP_PREFIX || key == NT_KEY_NEG_INF || key == NT_KEY_POS_INF) return 0;
+  if (k.kind != NT_KEEP_PREFIX || key == NT_KEY_NEG_INF) return 0;
   return key > k.key || (key == k.key && i <= k.index);
 }
 

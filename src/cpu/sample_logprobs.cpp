@@ -54,7 +54,7 @@ struct RowValues {
   float base(float x, int32_t i) const {
     if (!processed) return std::isnan(x) ? kNegInf : x;
     if (keep.kind == NT_KEEP_ONE) return i == token ? 0.0f : kNegInf;
-    if (!nt_keep_member(keep, x, i)) return kNegInf;
+    if (!nt_keep_member(keep, x, uint32_t(i))) return kNegInf;
     return keep.kind == NT_KEEP_POS_INF ? std::numeric_limits<float>::infinity()
                                         : nt_scaled_score(x, keep.temperature);
   }

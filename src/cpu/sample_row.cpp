@@ -268,7 +268,7 @@ nt_keep_set drawn_keep_set(const RowJob& j) {
   } else {
     k.kind = NT_KEEP_PREFIX;
     k.key = j.keep.key;
-    k.index = j.keep.index;
+    k.index = uint32_t(j.keep.index);
   }
   return k;
 }

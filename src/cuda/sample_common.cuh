@@ -79,12 +79,16 @@ struct ChunkRecord {
   u32 pad;
 };
 
-// A filtered row's hand-over from merge to fallback.
+// A filtered row's hand-over from merge to fallback, and, once its token is
+// written, the keep-set it was drawn from (read by nt_sample_logprobs,
+// cuda/sample_logprobs.cuh): every score whose composite is >= keep_cut
+// (0: every score; with +inf scores those alone, core/logprobs.h).
 struct RowState {
   u32 fallback;
   u32 n_pos_inf;
   float s_max;
   u32 pad;
+  u64 keep_cut;
 };
 
 // A flagged row's state across the large keep-set kernels

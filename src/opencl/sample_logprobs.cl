@@ -15,7 +15,7 @@ static inline nt_keep_set nt_drawn_keep_set(const nt_row_state* st, __global uch
   k.kind = NT_KEEP_EMPTY;
   k.temperature = st->c.p.temperature;
   k.key = 0u;
-  k.index = 0;
+  k.index = 0u;
   if (token < 0) return k;
   ulong cut = st->cut;
   if (st->phase == NT_PHASE_DONE) {
@@ -30,7 +30,7 @@ static inline nt_keep_set nt_drawn_keep_set(const nt_row_state* st, __global uch
     cut = nt_stored_list(ws, r)[st->list_count - 1u]; /* sorted: the last member */
   k.kind = NT_KEEP_PREFIX;
   k.key = nt_composite_key(cut);
-  k.index = (int)nt_composite_index(cut);
+  k.index = nt_composite_index(cut);
   return k;
 }
 
@@ -38,7 +38,7 @@ static inline nt_keep_set nt_drawn_keep_set(const nt_row_state* st, __global uch
 static inline float nt_logprob_base(float x, uint i, int processed, nt_keep_set k, long token) {
   if (!processed) return isnan(x) ? -INFINITY : x;
   if (k.kind == NT_KEEP_ONE) return (long)i == token ? 0.0f : -INFINITY;
-  if (!nt_keep_member(k, x, (int)i)) return -INFINITY;
+  if (!nt_keep_member(k, x, i)) return -INFINITY;
   return k.kind == NT_KEEP_POS_INF ? INFINITY : nt_scaled_score(x, k.temperature);
 }
 

@@ -1,0 +1,239 @@
+// Device side of nt_sample_logprobs (docs/SEMANTICS.md, "Logprobs"): two
+// kernels after nt_sample's on the same stream.
+//
+//  scan    grid (B, splits): one CTA reads one chunk of one row once: the
+//          largest finite value and the sum of exp(v - max) of its values (an
+//          online softmax), the +inf count, the rank count against the
+//          sampled token's value, and the chunk's first n tokens of the
+//          logits' order (per-warp sorted lists of 32 in registers, merged
+//          only when a lane's token beats the list's n-th; then a tree of warp
+//          merges over the CTA).
+//  finish  grid B, one warp: merges the chunks' records (max, normalizer in
+//          fp64, counts, the first n by warp merges) and writes the row's
+//          outputs.
+//
+// Values: raw, the logits (NaN as -inf); processed, the scores of the
+// keep-set the sampler drew the token from (RowState::keep_cut for filtered
+// rows, every score for plain rows, the token alone for greedy rows). Every
+// decision (membership, order, rank) uses the core's exact predicates
+// (core/logprobs.h); only the normalizer is rounded.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+
+#include "core/logprobs.h"
+#include "cuda/sample_common.cuh"
+
+namespace nt::cuda {
+
+constexpr int kLogprobThreads = 256;
+
+// One chunk's result (scan -> finish).
+struct LogprobChunk {
+  float m;        // largest finite value of the chunk, -inf if none
+  float z;        // sum of exp(v - m) over its finite values
+  u32 n_pos_inf;  // values that are +inf
+  u32 rank;       // values at least the sampled token's (nt_logprob_at_least)
+  u64 top[NT_MAX_LOGPROBS];  // the chunk's first n composites (logit key, index), descending; 0: none
+};
+
+struct LogprobArgs {
+  int n;          // num_logprobs
+  int processed;  // NT_LOGPROBS_PROCESSED
+  int splits, chunk;
+  int32_t* ids;
+  int64_t ids_stride;
+  float* values;
+  int64_t values_stride;
+  int32_t* ranks;
+  LogprobChunk* chunks;  // [B][splits]
+};
+
+__device__ __forceinline__ long long sampled_token(const SampleArgs& a, u32 row) {
+  return a.tokens_int32 ? (long long)static_cast<const int32_t*>(a.tokens)[row]
+                        : (long long)static_cast<const int64_t*>(a.tokens)[row];
+}
+
+// The keep-set row `row` drew `token` from (core/logprobs.h).
+__device__ __forceinline__ nt_keep_set drawn_keep_set(const SampleArgs& a, const RowCfg& c, u32 row,
+                                                      long long token) {
+  nt_keep_set k;
+  k.kind = NT_KEEP_EMPTY;
+  k.temperature = c.p.temperature;
+  k.key = 0u;
+  k.index = 0u;
+  if (token < 0) return k;
+  if (c.cls == kGreedyRow) {
+    k.kind = NT_KEEP_ONE;
+    return k;
+  }
+  // Plain rows keep every score (their +inf scores alone when there are any).
+  const u64 cut = c.cls == kFilteredRow ? a.row_states[row].keep_cut : 0ull;
+  k.kind = NT_KEEP_PREFIX;
+  k.key = composite_key(cut);
+  k.index = composite_index(cut);
+  return k;
+}
+
+// The value token i's log-probability is taken of; -inf when it has none.
+__device__ __forceinline__ float logprob_base(float x, u32 i, bool processed, const nt_keep_set& k,
+                                              long long token) {
+  if (!processed) return x != x ? -INFINITY : x;
+  if (k.kind == NT_KEEP_ONE) return (long long)i == token ? 0.0f : -INFINITY;
+  if (!nt_keep_member(k, x, i)) return -INFINITY;
+  return k.kind == NT_KEEP_POS_INF ? INFINITY : nt_scaled_score(x, k.temperature);
+}
+
+__device__ __forceinline__ float logprob_value(float v, u32 n_pos_inf, float v_max, double log_z) {
+  if (n_pos_inf > 0) return v == INFINITY ? float(-log(double(n_pos_inf))) : -INFINITY;
+  if (v == -INFINITY) return -INFINITY;
+  return float((double(v) - double(v_max)) - log_z);
+}
+
+struct MaxSumLog2Merge {
+  __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
+    if (a.m == -INFINITY) return b;
+    if (b.m == -INFINITY) return a;
+    const float m = fmaxf(a.m, b.m);
+    return {m, a.z * exp2f((a.m - m) * 1.44269504f) + b.z * exp2f((b.m - m) * 1.44269504f)};
+  }
+};
+
+template <nt_dtype DT, bool VEC>
+__global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(SampleArgs a,
+                                                                               LogprobArgs l) {
+  using S = typename LogitTraits<DT>::Storage;
+  using ReduceMax = cub::BlockReduce<MaxSum, kLogprobThreads>;
+  using ReduceU32 = cub::BlockReduce<u32, kLogprobThreads>;
+  constexpr int kWarps = kLogprobThreads / 32;
+  constexpr float kLog2e = 1.44269504f;
+  __shared__ union {
+    typename ReduceMax::TempStorage max_sum;
+    typename ReduceU32::TempStorage r32;
+  } tmp;
+  __shared__ u64 stage[kWarps * 32];
+  const u32 row = blockIdx.x;
+  const int chunk = int(blockIdx.y);
+  const int64_t begin = int64_t(chunk) * l.chunk;
+  const int64_t end = min(begin + int64_t(l.chunk), int64_t(a.vocab));
+  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+  const RowCfg c = load_row_cfg(a, row);
+  const long long token = sampled_token(a, row);
+  const bool processed = l.processed != 0;
+  const nt_keep_set k = drawn_keep_set(a, c, row, token);
+  const float token_base =
+      token >= 0 ? logprob_base(widen<DT>(rowp[token]), u32(token), processed, k, token) : -INFINITY;
+  const u32 token_key = nt_order_key(token_base);
+  const int n = l.n;
+
+  MaxSum ms{-INFINITY, 0.0f};
+  u32 n_inf = 0, rank = 0;
+  u64 list[1] = {0ull};  // this warp's first 32 composites, element i in lane i
+  u64 floor = 0ull;      // the list's element n - 1: only larger composites enter
+  visit_tokens<DT, VEC, kLogprobThreads>(rowp, begin, end, [&](u32 t0, const float (&x)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const u32 t = t0 + u32(j);
+      const float v = logprob_base(x[j], t, processed, k, token);
+      if (v == INFINITY) {
+        ++n_inf;
+      } else if (v > ms.m) {
+        ms.z = ms.z * exp2f((ms.m - v) * kLog2e) + 1.0f;
+        ms.m = v;
+      } else if (v != -INFINITY) {
+        ms.z += exp2f((v - ms.m) * kLog2e);
+      }
+      rank += (v != -INFINITY && nt_logprob_at_least(nt_order_key(v), token_key)) ? 1u : 0u;
+    }
+    if (n > 0) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const u32 t = t0 + u32(j);
+        const u64 cv = int64_t(t) < end ? composite(nt_order_key(x[j]), t) : 0ull;
+        u64 b[1] = {cv > floor ? cv : 0ull};
+        if (__any_sync(kFullMask, b[0] != 0ull)) {
+          warp_sort_desc<1>(b);
+          warp_merge_desc<1>(list, b);
+          floor = __shfl_sync(kFullMask, list[0], n - 1);
+        }
+      }
+    }
+  });
+
+  const MaxSum total = ReduceMax(tmp.max_sum).Reduce(ms, MaxSumLog2Merge());
+  __syncthreads();
+  const u32 total_inf = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
+  __syncthreads();
+  const u32 total_rank = ReduceU32(tmp.r32).Reduce(rank, SumU32());
+  LogprobChunk* rec = l.chunks + size_t(row) * l.splits + chunk;
+  if (threadIdx.x == 0) {
+    rec->m = total.m;
+    rec->z = total.z;
+    rec->n_pos_inf = total_inf;
+    rec->rank = total_rank;
+  }
+  if (n > 0) {
+    block_merge_desc<1>(list, stage, 32, kWarps);
+    if (threadIdx.x < u32(n)) rec->top[threadIdx.x] = list[0];
+  }
+}
+
+template <nt_dtype DT>
+__global__ void __launch_bounds__(32) sample_logprobs_finish_kernel(SampleArgs a, LogprobArgs l) {
+  using S = typename LogitTraits<DT>::Storage;
+  const u32 row = blockIdx.x;
+  const u32 lane = lane_index();
+  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+  const RowCfg c = load_row_cfg(a, row);
+  const long long token = sampled_token(a, row);
+  const bool processed = l.processed != 0;
+  const nt_keep_set k = drawn_keep_set(a, c, row, token);
+  const LogprobChunk* rec = l.chunks + size_t(row) * l.splits;
+  const int n = l.n;
+
+  float m = -INFINITY;
+  u32 n_inf = 0, rank = 0;
+  for (int i = int(lane); i < l.splits; i += 32) {
+    m = fmaxf(m, rec[i].m);
+    n_inf += rec[i].n_pos_inf;
+    rank += rec[i].rank;
+  }
+  m = warp_max(m);
+  n_inf = warp_sum(n_inf);
+  rank = warp_sum(rank);
+  double z = 0.0;
+  if (m != -INFINITY)
+    for (int i = int(lane); i < l.splits; i += 32)
+      if (rec[i].m != -INFINITY) z += double(rec[i].z) * exp(double(rec[i].m) - double(m));
+  z = warp_sum(z);
+  const double log_z = z > 0.0 ? log(z) : 0.0;
+
+  u64 list[1] = {0ull};
+  if (n > 0)
+    for (int i = 0; i < l.splits; ++i) {
+      const u64 b[1] = {int(lane) < n ? rec[i].top[lane] : 0ull};
+      warp_merge_desc<1>(list, b);
+    }
+
+  int32_t* ids = l.ids + int64_t(row) * l.ids_stride;
+  float* values = l.values + int64_t(row) * l.values_stride;
+  if (int(lane) < n) {
+    const u64 cv = list[0];
+    const u32 id = composite_index(cv);
+    ids[1 + lane] = cv != 0ull ? int32_t(id) : -1;
+    values[1 + lane] =
+        cv != 0ull && token >= 0
+            ? logprob_value(logprob_base(widen<DT>(rowp[id]), id, processed, k, token), n_inf, m, log_z)
+            : -INFINITY;
+  }
+  if (lane == 0) {
+    ids[0] = token >= 0 ? int32_t(token) : -1;
+    values[0] = token >= 0 ? logprob_value(logprob_base(widen<DT>(rowp[token]), u32(token), processed,
+                                                        k, token),
+                                           n_inf, m, log_z)
+                           : -INFINITY;
+    l.ranks[row] = token >= 0 ? int32_t(rank) : 0;
+  }
+}
+
+}  // namespace nt::cuda
