@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "ops/sample_support.h"
 
@@ -213,6 +214,44 @@ TEST_P(SampleLogprobs, ExplicitDraw) {
     redraw_degenerate_rows(c, rng, true);
     for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 20, mode);
   }
+}
+
+// Keep-sets of every size on long rows, which GPUs resolve on different paths
+// (candidate lists merged per row, keep-sets past the candidates over a
+// histogram of the row, the exact fallback over the whole row: flat top-p,
+// a top-k past the merge's capacity renormalizing top-p, small min-p, the
+// explicit draw, plain rows), for a batch and for one row split over the chip.
+TEST_P(SampleLogprobs, KeepSetsOfEverySize) {
+  uint64_t seed = 7600;
+  for (int64_t rows : {6, 1})
+    for (bool peaked : {false, true}) {
+      Rng rng(++seed);
+      SCOPED_TRACE(seed_trace(seed) + " B=" + std::to_string(rows) + (peaked ? " peaked" : " flat"));
+      SampleCase c;
+      c.rows = rows;
+      c.vocab = 20011;
+      const std::vector<float> t = {1.0f, 0.8f, 1.2f, 1.0f, 0.9f, 1.1f};
+      const std::vector<int32_t> k = {0, 3000, 0, 0, 40, 0};
+      const std::vector<float> p = {0.95f, 0.9f, 1.0f, 0.8f, 0.9f, 1.0f};
+      const std::vector<float> m = {0.0f, 0.0f, 0.001f, 0.0f, 0.05f, 0.0f};
+      const size_t first = rows == 1 ? size_t(rng.integer(0, 5)) : 0;
+      auto take = [&](const auto& v) { return std::vector<typename std::decay_t<decltype(v)>::value_type>(v.begin() + first, v.begin() + first + size_t(rows)); };
+      c.temperature = per_row(take(t));
+      c.top_k = per_row(take(k));
+      c.top_p = per_row(take(p));
+      c.min_p = per_row(take(m));
+      std::vector<uint64_t> seeds;
+      for (int64_t r = 0; r < rows; ++r) seeds.push_back(rng.bits());
+      c.seed = per_row(seeds);
+      c.offset = scalar<uint64_t>(uint64_t(rng.integer(0, 1000)));
+      fill_logits(c, rng, peaked);
+      redraw_degenerate_rows(c, rng, peaked);
+      for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 20, mode);
+      // The same rows with an explicit draw.
+      for (int64_t r = 0; r < rows; ++r) c.uniform.push_back(float(rng.uniform(0.0, 1.0)));
+      redraw_degenerate_rows(c, rng, peaked);
+      expect_logprobs_match(dev(), c, 5, NT_LOGPROBS_PROCESSED);
+    }
 }
 
 // A processed row sums to 1 over its keep-set: with n >= V every token is
