@@ -75,13 +75,33 @@ __device__ __forceinline__ nt_keep_set drawn_keep_set(const SampleArgs& a, const
   return k;
 }
 
+// What the logprobs pass knows of a row: the mode, the token, its keep-set,
+// and a logit below which no token is a member (so most tokens of a filtered
+// row are ruled out by one compare, without the division of x / T).
+struct LogprobRow {
+  bool processed;
+  long long token;
+  nt_keep_set k;
+  float x_floor;  // -inf: every token is tested
+};
+
+__device__ __forceinline__ LogprobRow logprob_row(const SampleArgs& a, const RowCfg& c, u32 row,
+                                                  long long token, bool processed) {
+  LogprobRow r{processed, token, drawn_keep_set(a, c, row, token), -INFINITY};
+  const bool finite_cut = r.k.kind == NT_KEEP_PREFIX && r.k.key >= NT_KEY_FIRST_FINITE &&
+                          r.k.key < NT_KEY_POS_INF;
+  // logit_floor: every x below it scores below the cut's score (not for
+  // bound_mode 2, T subnormal or huge, where every token is tested).
+  if (processed && finite_cut && c.bound_mode != 2) r.x_floor = logit_floor(nt_key_to_float(r.k.key), c);
+  return r;
+}
+
 // The value token i's log-probability is taken of; -inf when it has none.
-__device__ __forceinline__ float logprob_base(float x, u32 i, bool processed, const nt_keep_set& k,
-                                              long long token) {
-  if (!processed) return x != x ? -INFINITY : x;
-  if (k.kind == NT_KEEP_ONE) return (long long)i == token ? 0.0f : -INFINITY;
-  if (!nt_keep_member(k, x, i)) return -INFINITY;
-  return k.kind == NT_KEEP_POS_INF ? INFINITY : nt_scaled_score(x, k.temperature);
+__device__ __forceinline__ float logprob_base(float x, u32 i, const LogprobRow& r) {
+  if (!r.processed) return x != x ? -INFINITY : x;
+  if (r.k.kind == NT_KEEP_ONE) return (long long)i == r.token ? 0.0f : -INFINITY;
+  if (x < r.x_floor || !nt_keep_member(r.k, x, i)) return -INFINITY;
+  return r.k.kind == NT_KEEP_POS_INF ? INFINITY : nt_scaled_score(x, r.k.temperature);
 }
 
 __device__ __forceinline__ float logprob_value(float v, u32 n_pos_inf, float v_max, double log_z) {
@@ -119,10 +139,8 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(S
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const RowCfg c = load_row_cfg(a, row);
   const long long token = sampled_token(a, row);
-  const bool processed = l.processed != 0;
-  const nt_keep_set k = drawn_keep_set(a, c, row, token);
-  const float token_base =
-      token >= 0 ? logprob_base(widen<DT>(rowp[token]), u32(token), processed, k, token) : -INFINITY;
+  const LogprobRow lr = logprob_row(a, c, row, token, l.processed != 0);
+  const float token_base = token >= 0 ? logprob_base(widen<DT>(rowp[token]), u32(token), lr) : -INFINITY;
   const u32 token_key = nt_order_key(token_base);
   const int n = l.n;
 
@@ -134,7 +152,7 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(S
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const u32 t = t0 + u32(j);
-      const float v = logprob_base(x[j], t, processed, k, token);
+      const float v = logprob_base(x[j], t, lr);
       if (v == INFINITY) {
         ++n_inf;
       } else if (v > ms.m) {
@@ -186,8 +204,7 @@ __global__ void __launch_bounds__(32) sample_logprobs_finish_kernel(SampleArgs a
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const RowCfg c = load_row_cfg(a, row);
   const long long token = sampled_token(a, row);
-  const bool processed = l.processed != 0;
-  const nt_keep_set k = drawn_keep_set(a, c, row, token);
+  const LogprobRow lr = logprob_row(a, c, row, token, l.processed != 0);
   const LogprobChunk* rec = l.chunks + size_t(row) * l.splits;
   const int n = l.n;
 
@@ -223,15 +240,14 @@ __global__ void __launch_bounds__(32) sample_logprobs_finish_kernel(SampleArgs a
     ids[1 + lane] = cv != 0ull ? int32_t(id) : -1;
     values[1 + lane] =
         cv != 0ull && token >= 0
-            ? logprob_value(logprob_base(widen<DT>(rowp[id]), id, processed, k, token), n_inf, m, log_z)
+            ? logprob_value(logprob_base(widen<DT>(rowp[id]), id, lr), n_inf, m, log_z)
             : -INFINITY;
   }
   if (lane == 0) {
     ids[0] = token >= 0 ? int32_t(token) : -1;
-    values[0] = token >= 0 ? logprob_value(logprob_base(widen<DT>(rowp[token]), u32(token), processed,
-                                                        k, token),
-                                           n_inf, m, log_z)
-                           : -INFINITY;
+    values[0] = token >= 0
+                    ? logprob_value(logprob_base(widen<DT>(rowp[token]), u32(token), lr), n_inf, m, log_z)
+                    : -INFINITY;
     l.ranks[row] = token >= 0 ? int32_t(rank) : 0;
   }
 }
