@@ -231,8 +231,9 @@ __device__ __forceinline__ void visit_tokens(const typename LogitTraits<DT>::Sto
 // The composite (key of its Gumbel value, index) a +inf score of token t
 // competes with among the row's other +inf scores. Out of line: it is rare,
 // and Philox inlined at every unrolled token position of a scan loop takes
-// the registers that loop's loads in flight need.
-__device__ __noinline__ u64 pos_inf_composite(uint64_t seed, uint64_t offset, u32 tag, u32 t) {
+// the registers that loop's loads in flight need. Static: every translation
+// unit that includes this header (sample.cu, sample_logprobs.cu) has its own.
+static __device__ __noinline__ u64 pos_inf_composite(uint64_t seed, uint64_t offset, u32 tag, u32 t) {
   return composite(nt_order_key(nt_token_gumbel(seed, offset, tag, t)), t);
 }
 

@@ -27,6 +27,7 @@
 namespace nt::cuda {
 
 constexpr int kLogprobThreads = 256;
+constexpr int kLogprobLoads = 4;  // load groups a scan thread has in flight
 
 // One chunk's result (scan -> finish).
 struct LogprobChunk {
@@ -148,7 +149,7 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(S
   u32 n_inf = 0, rank = 0;
   u64 list[1] = {0ull};  // this warp's first 32 composites, element i in lane i
   u64 floor = 0ull;      // the list's element n - 1: only larger composites enter
-  visit_tokens<DT, VEC, kLogprobThreads>(rowp, begin, end, [&](u32 t0, const float (&x)[4]) {
+  auto on_group = [&](u32 t0, const float (&x)[4]) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const u32 t = t0 + u32(j);
@@ -176,7 +177,28 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(S
         }
       }
     }
-  });
+  };
+  // kLogprobLoads groups a thread in flight (one pass over the row: streaming
+  // loads), every thread the same number of times (tokens past `end` read as
+  // -inf), so the warp collectives above may run inside.
+  constexpr int G = group_tokens<DT, VEC>();
+  constexpr int64_t kStep = int64_t(kLogprobThreads) * G;
+  const int64_t iters = (end - begin + kStep - 1) / kStep;
+  for (int64_t it = 0; it < iters; it += kLogprobLoads) {
+    float x[kLogprobLoads][G];
+#pragma unroll
+    for (int u = 0; u < kLogprobLoads; ++u)
+      load_group<DT, VEC, true>(rowp, begin + (it + u) * kStep + int64_t(threadIdx.x) * G, end, x[u]);
+#pragma unroll
+    for (int u = 0; u < kLogprobLoads; ++u) {
+      const int64_t t = begin + (it + u) * kStep + int64_t(threadIdx.x) * G;
+#pragma unroll
+      for (int q = 0; q < G / 4; ++q) {
+        const float x4[4] = {x[u][4 * q], x[u][4 * q + 1], x[u][4 * q + 2], x[u][4 * q + 3]};
+        on_group(u32(t + 4 * q), x4);
+      }
+    }
+  }
 
   const MaxSum total = ReduceMax(tmp.max_sum).Reduce(ms, MaxSumLog2Merge());
   __syncthreads();
