@@ -3,11 +3,11 @@
 //
 //  scan    grid (B, splits): one CTA reads one chunk of one row once: the
 //          largest finite value and the sum of exp(v - max) of its values (an
-//          online softmax), the +inf count, the rank count against the
-//          sampled token's value, and the chunk's first n tokens of the
-//          logits' order (per-warp sorted lists of 32 in registers, merged
-//          only when a lane's token beats the list's n-th; then a tree of warp
-//          merges over the CTA).
+//          online softmax: terms in fp32, sums in fp64), the +inf count, the
+//          rank count against the sampled token's value, and the chunk's
+//          first n tokens of the logits' order (per-warp sorted lists of 32
+//          in registers, merged only when a lane's token beats the list's
+//          n-th; then a tree of warp merges over the CTA).
 //  finish  grid B, one warp: merges the chunks' records (max, normalizer in
 //          fp64, counts, the first n by warp merges) and writes the row's
 //          outputs.
@@ -31,8 +31,8 @@ constexpr int kLogprobLoads = 4;  // load groups a scan thread has in flight
 
 // One chunk's result (scan -> finish).
 struct LogprobChunk {
+  double z;       // sum of exp(v - m) over its finite values
   float m;        // largest finite value of the chunk, -inf if none
-  float z;        // sum of exp(v - m) over its finite values
   u32 n_pos_inf;  // values that are +inf
   u32 rank;       // values at least the sampled token's (nt_logprob_at_least)
   u64 top[NT_MAX_LOGPROBS];  // the chunk's first n composites (logit key, index), descending; 0: none
@@ -111,12 +111,20 @@ __device__ __forceinline__ float logprob_value(float v, u32 n_pos_inf, float v_m
   return float((double(v) - double(v_max)) - log_z);
 }
 
-struct MaxSumLog2Merge {
-  __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
+// Running (max, sum of exp(v - max)) of a thread's values: the terms in fp32
+// (exp2f), their sum in fp64, so that hundreds of terms a thread add no
+// rounding worth the tolerance.
+struct MaxSumD {
+  float m;
+  double z;
+};
+struct MaxSumDMerge {
+  __device__ __forceinline__ MaxSumD operator()(MaxSumD a, MaxSumD b) const {
     if (a.m == -INFINITY) return b;
     if (b.m == -INFINITY) return a;
     const float m = fmaxf(a.m, b.m);
-    return {m, a.z * exp2f((a.m - m) * 1.44269504f) + b.z * exp2f((b.m - m) * 1.44269504f)};
+    return {m, a.z * exp2(double(a.m - m) * 1.4426950408889634) +
+                   b.z * exp2(double(b.m - m) * 1.4426950408889634)};
   }
 };
 
@@ -124,7 +132,7 @@ template <nt_dtype DT, bool VEC>
 __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(SampleArgs a,
                                                                                LogprobArgs l) {
   using S = typename LogitTraits<DT>::Storage;
-  using ReduceMax = cub::BlockReduce<MaxSum, kLogprobThreads>;
+  using ReduceMax = cub::BlockReduce<MaxSumD, kLogprobThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kLogprobThreads>;
   constexpr int kWarps = kLogprobThreads / 32;
   constexpr float kLog2e = 1.44269504f;
@@ -145,7 +153,7 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(S
   const u32 token_key = nt_order_key(token_base);
   const int n = l.n;
 
-  MaxSum ms{-INFINITY, 0.0f};
+  MaxSumD ms{-INFINITY, 0.0};
   u32 n_inf = 0, rank = 0;
   u64 list[1] = {0ull};  // this warp's first 32 composites, element i in lane i
   u64 floor = 0ull;      // the list's element n - 1: only larger composites enter
@@ -157,10 +165,10 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(S
       if (v == INFINITY) {
         ++n_inf;
       } else if (v > ms.m) {
-        ms.z = ms.z * exp2f((ms.m - v) * kLog2e) + 1.0f;
+        ms.z = ms.z * double(exp2f((ms.m - v) * kLog2e)) + 1.0;
         ms.m = v;
       } else if (v != -INFINITY) {
-        ms.z += exp2f((v - ms.m) * kLog2e);
+        ms.z += double(exp2f((v - ms.m) * kLog2e));
       }
       rank += (v != -INFINITY && nt_logprob_at_least(nt_order_key(v), token_key)) ? 1u : 0u;
     }
@@ -200,7 +208,7 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(S
     }
   }
 
-  const MaxSum total = ReduceMax(tmp.max_sum).Reduce(ms, MaxSumLog2Merge());
+  const MaxSumD total = ReduceMax(tmp.max_sum).Reduce(ms, MaxSumDMerge());
   __syncthreads();
   const u32 total_inf = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
   __syncthreads();
@@ -243,7 +251,7 @@ __global__ void __launch_bounds__(32) sample_logprobs_finish_kernel(SampleArgs a
   double z = 0.0;
   if (m != -INFINITY)
     for (int i = int(lane); i < l.splits; i += 32)
-      if (rec[i].m != -INFINITY) z += double(rec[i].z) * exp(double(rec[i].m) - double(m));
+      if (rec[i].m != -INFINITY) z += rec[i].z * exp(double(rec[i].m) - double(m));
   z = warp_sum(z);
   const double log_z = z > 0.0 ? log(z) : 0.0;
 
