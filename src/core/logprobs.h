@@ -1,8 +1,9 @@
-/* Logprobs with sample (docs/SEMANTICS.md, "Logprobs"): what every backend's
- * logprobs pass shares. A row's sampler hands the pass the keep-set it drew
- * the token from, as an nt_keep_set; the pass then needs, per token, only
- * these predicates: membership, the listing order of columns 1..n, and the
- * rank comparison. Written in the core's portable subset (core/portable.h). */
+/* Logprobs with sample (docs/SEMANTICS.md, "Logprobs with sample"): what
+ * every backend's logprobs pass shares. A row's sampler hands the pass the
+ * keep-set it drew the token from, as an nt_keep_set; the pass then needs, per
+ * token, only these predicates: membership and the rank comparison (columns
+ * 1..n follow the order of core/ordering.h). Written in the core's portable
+ * subset (core/portable.h). */
 #ifndef NEXTTOK_CORE_LOGPROBS_H
 #define NEXTTOK_CORE_LOGPROBS_H
 
@@ -43,12 +44,11 @@ NT_FN int nt_keep_member(nt_keep_set k, float x, nt_u32 i) {
   return key > k.key || (key == k.key && i <= k.index);
 }
 
-/* Columns 1..n list the first n tokens of the logits' order: ordering key of
- * the logit descending (NaN as -inf, -0 as +0), index ascending. The same ids
- * in both modes: x / T (T > 0) preserves the order of the logits. */
-NT_FN int nt_logprob_lists_before(float xa, nt_i32 a, float xb, nt_i32 b) {
-  return nt_ranks_before(nt_order_key(xa), a, nt_order_key(xb), b);
-}
+/* Columns 1..n list the first n tokens of the logits' order: nt_ranks_before
+ * over (nt_order_key(x), index), i.e. logit descending (NaN as -inf, -0 as
+ * +0), index ascending; on the GPU backends the composite (key << 32 | ~index)
+ * descending, the same order. The same ids in both modes: x / T (T > 0)
+ * preserves the order of the logits. */
 
 /* Rank: the tokens whose log-probability is >= the sampled token's, compared
  * exactly through the values they are computed from (log-probabilities are

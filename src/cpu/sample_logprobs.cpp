@@ -18,7 +18,7 @@ using sampling::RowJob;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The first n tokens of the logits' order (nt_logprob_lists_before), by
+// The first n tokens of the logits' order (nt_ranks_before of the logits' keys), by
 // insertion into a sorted list of at most NT_MAX_LOGPROBS entries.
 struct TopList {
   int32_t n = 0, cap = 0;
@@ -26,11 +26,9 @@ struct TopList {
   uint32_t key[NT_MAX_LOGPROBS];
 
   void offer(uint32_t k, int32_t i) {
-    // Tokens arrive in index order: a later token ranks before an entry only
-    // with a strictly larger key.
-    if (n == cap && (cap == 0 || k <= key[n - 1])) return;
+    if (n == cap && (cap == 0 || !nt_ranks_before(k, i, key[n - 1], index[n - 1]))) return;
     int32_t at = n < cap ? n++ : n - 1;
-    while (at > 0 && k > key[at - 1]) {
+    while (at > 0 && nt_ranks_before(k, i, key[at - 1], index[at - 1])) {
       key[at] = key[at - 1];
       index[at] = index[at - 1];
       --at;

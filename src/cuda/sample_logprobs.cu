@@ -71,6 +71,7 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   l.processed = call.processed ? 1 : 0;
   l.splits = plan.splits;
   l.chunk = plan.chunk;
+  l.rows_last_first = s.rows <= 65535 ? 1 : 0;  // a grid's y extent is at most 65535
   l.ids = static_cast<int32_t*>(a.logprob_ids.data);
   l.ids_stride = a.logprob_ids.row_stride;
   l.values = static_cast<float*>(a.logprobs.data);
@@ -80,8 +81,8 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   const u32 rows = u32(s.rows);
   with_logit_layout(s.args.logits.dtype, rows_16b_aligned(s.args.logits), [&](auto layout) {
     constexpr nt_dtype DT = decltype(layout)::kDtype;
-    sample_logprobs_scan_kernel<DT, decltype(layout)::kVec>
-        <<<dim3(rows, u32(plan.splits), 1), kLogprobThreads, 0, st>>>(args, l);
+    const dim3 grid = l.rows_last_first ? dim3(u32(plan.splits), rows, 1) : dim3(rows, u32(plan.splits), 1);
+    sample_logprobs_scan_kernel<DT, decltype(layout)::kVec><<<grid, kLogprobThreads, 0, st>>>(args, l);
     check_launch(kOp);
     sample_logprobs_finish_kernel<DT><<<rows, 32, 0, st>>>(args, l);
     check_launch(kOp);

@@ -1,5 +1,5 @@
-// Device side of nt_sample_logprobs (docs/SEMANTICS.md, "Logprobs"): two
-// kernels after nt_sample's on the same stream.
+// Device side of nt_sample_logprobs (docs/SEMANTICS.md, "Logprobs with sample"):
+// two kernels after nt_sample's on the same stream.
 //
 //  scan    grid (B, splits): one CTA reads one chunk of one row once: the
 //          largest finite value and the sum of exp(v - max) of its values (an
@@ -42,6 +42,7 @@ struct LogprobArgs {
   int n;          // num_logprobs
   int processed;  // NT_LOGPROBS_PROCESSED
   int splits, chunk;
+  int rows_last_first;  // scan grid (splits, B), rows from the last (else (B, splits))
   int32_t* ids;
   int64_t ids_stride;
   float* values;
@@ -141,8 +142,10 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(S
     typename ReduceU32::TempStorage r32;
   } tmp;
   __shared__ u64 stage[kWarps * 32];
-  const u32 row = blockIdx.x;
-  const int chunk = int(blockIdx.y);
+  // Rows from the last, a row's chunks side by side: the sampler's scan read
+  // the rows in order, so the last ones are the likeliest to be still in L2.
+  const u32 row = l.rows_last_first ? a.rows - 1u - blockIdx.y : blockIdx.x;
+  const int chunk = int(l.rows_last_first ? blockIdx.x : blockIdx.y);
   const int64_t begin = int64_t(chunk) * l.chunk;
   const int64_t end = min(begin + int64_t(l.chunk), int64_t(a.vocab));
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
