@@ -15,9 +15,9 @@ namespace nt::cuda {
 namespace {
 
 constexpr const char* kOp = "sample_logprobs";
-// Scan CTAs per multiprocessor the chunking aims at, the least tokens a chunk
-// takes (a CTA's 256 threads, eight tokens each), and the most chunks a row.
-constexpr int64_t kLogprobCtasPerSm = 4;
+// The least tokens a chunk takes (a CTA's 256 threads, eight tokens each) and
+// the most chunks a row; the chunking aims at kLogprobCtasPerSm scan CTAs per
+// multiprocessor (cuda/sample_logprobs.cuh).
 constexpr int64_t kLogprobMinChunk = 2048;
 constexpr int64_t kLogprobMaxSplits = 128;
 
@@ -31,7 +31,7 @@ struct LogprobPlan {
 LogprobPlan make_logprob_plan(const SampleCall& call, int device) {
   const DeviceLimits limits = device_limits(device, kOp);
   const int64_t rows = call.rows, vocab = call.vocab;
-  const int64_t target = int64_t(limits.sm_count) * kLogprobCtasPerSm;
+  const int64_t target = int64_t(limits.sm_count) * int64_t(kLogprobCtasPerSm);
   const int64_t cap = std::clamp<int64_t>(vocab / kLogprobMinChunk, 1, kLogprobMaxSplits);
   const int64_t wanted = std::clamp<int64_t>(target / std::max<int64_t>(rows, 1), 1, cap);
   const int64_t chunk = ((vocab + wanted - 1) / wanted + 7) / 8 * 8;

@@ -27,6 +27,7 @@
 namespace nt::cuda {
 
 constexpr int kLogprobThreads = 256;
+constexpr int kLogprobCtasPerSm = 3;  // resident scan CTAs an SM is planned for (__launch_bounds__)
 constexpr int kLogprobLoads = 4;  // load groups a scan thread has in flight
 
 // One chunk's result (scan -> finish).
@@ -130,7 +131,7 @@ struct MaxSumDMerge {
 };
 
 template <nt_dtype DT, bool VEC>
-__global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(SampleArgs a,
+__global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm) sample_logprobs_scan_kernel(SampleArgs a,
                                                                                LogprobArgs l) {
   using S = typename LogitTraits<DT>::Storage;
   using ReduceMax = cub::BlockReduce<MaxSumD, kLogprobThreads>;
@@ -176,15 +177,24 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_scan_kernel(S
       rank += (v != -INFINITY && nt_logprob_at_least(nt_order_key(v), token_key)) ? 1u : 0u;
     }
     if (n > 0) {
+      // One vote a group in the common case (nothing beats the list's n-th),
+      // then one merge per position that has a candidate.
+      u64 cv[4], group_best = 0ull;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const u32 t = t0 + u32(j);
-        const u64 cv = int64_t(t) < end ? composite(nt_order_key(x[j]), t) : 0ull;
-        u64 b[1] = {cv > floor ? cv : 0ull};
-        if (__any_sync(kFullMask, b[0] != 0ull)) {
-          warp_sort_desc<1>(b);
-          warp_merge_desc<1>(list, b);
-          floor = __shfl_sync(kFullMask, list[0], n - 1);
+        cv[j] = int64_t(t) < end ? composite(nt_order_key(x[j]), t) : 0ull;
+        group_best = cv[j] > group_best ? cv[j] : group_best;
+      }
+      if (__any_sync(kFullMask, group_best > floor)) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          u64 b[1] = {cv[j] > floor ? cv[j] : 0ull};
+          if (__any_sync(kFullMask, b[0] != 0ull)) {
+            warp_sort_desc<1>(b);
+            warp_merge_desc<1>(list, b);
+            floor = __shfl_sync(kFullMask, list[0], n - 1);
+          }
         }
       }
     }
