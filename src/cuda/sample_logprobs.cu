@@ -81,8 +81,10 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   const u32 rows = u32(s.rows);
   with_logit_layout(s.args.logits.dtype, rows_16b_aligned(s.args.logits), [&](auto layout) {
     constexpr nt_dtype DT = decltype(layout)::kDtype;
-    const dim3 grid = l.rows_last_first ? dim3(u32(plan.splits), rows, 1) : dim3(rows, u32(plan.splits), 1);
-    sample_logprobs_scan_kernel<DT, decltype(layout)::kVec><<<grid, kLogprobThreads, 0, st>>>(args, l);
+    const dim3 grid =
+        l.rows_last_first ? dim3(u32(plan.splits), rows, 1) : dim3(rows, u32(plan.splits), 1);
+    sample_logprobs_scan_kernel<DT, decltype(layout)::kVec>
+        <<<grid, kLogprobThreads, 0, st>>>(args, l);
     check_launch(kOp);
     sample_logprobs_finish_kernel<DT><<<rows, 32, 0, st>>>(args, l);
     check_launch(kOp);

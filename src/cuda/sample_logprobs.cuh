@@ -131,8 +131,8 @@ struct MaxSumDMerge {
 };
 
 template <nt_dtype DT, bool VEC>
-__global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm) sample_logprobs_scan_kernel(SampleArgs a,
-                                                                               LogprobArgs l) {
+__global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
+    sample_logprobs_scan_kernel(SampleArgs a, LogprobArgs l) {
   using S = typename LogitTraits<DT>::Storage;
   using ReduceMax = cub::BlockReduce<MaxSumD, kLogprobThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kLogprobThreads>;

@@ -71,7 +71,8 @@ TEST(CudaGraph, SampleLogprobsReplaysWithNewSeeds) {
   p.seed.per_row = d_seed;
   p.offset.per_row = d_offset;
   const nt_sample_args plain =
-      nexttok::sample_args(nexttok::matrix(d_logits, rows, vocab, -1, dev), nexttok::vector(d_plain, rows, dev), p);
+      nexttok::sample_args(nexttok::matrix(d_logits, rows, vocab, -1, dev),
+                           nexttok::vector(d_plain, rows, dev), p);
   nt_sample_args with = plain;
   with.tokens = nexttok::vector(d_tokens, rows, dev);
   const nt_sample_logprobs_args a = nexttok::sample_logprobs_args(

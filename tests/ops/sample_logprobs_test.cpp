@@ -235,7 +235,10 @@ TEST_P(SampleLogprobs, KeepSetsOfEverySize) {
       const std::vector<float> p = {0.95f, 0.9f, 1.0f, 0.8f, 0.9f, 1.0f};
       const std::vector<float> m = {0.0f, 0.0f, 0.001f, 0.0f, 0.05f, 0.0f};
       const size_t first = rows == 1 ? size_t(rng.integer(0, 5)) : 0;
-      auto take = [&](const auto& v) { return std::vector<typename std::decay_t<decltype(v)>::value_type>(v.begin() + first, v.begin() + first + size_t(rows)); };
+      auto take = [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        return std::vector<T>(v.begin() + first, v.begin() + first + size_t(rows));
+      };
       c.temperature = per_row(take(t));
       c.top_k = per_row(take(k));
       c.top_p = per_row(take(p));
