@@ -281,6 +281,16 @@ TEST_P(SampleLogprobs, SmallRowsListEveryToken) {
   }
 }
 
+TEST_P(SampleLogprobs, EmptyBatchIsANoOp) {
+  SampleCase c;
+  c.rows = 0;
+  c.vocab = 100;
+  for (uint32_t mode : kModes) {
+    const LogprobsResult got = run_sample_logprobs(dev(), c, 5, mode);
+    EXPECT_TRUE(got.tokens.empty() && got.ids.empty() && got.values.empty() && got.ranks.empty());
+  }
+}
+
 NTT_INSTANTIATE_ON_DEVICES(SampleLogprobs);
 
 }  // namespace
