@@ -165,7 +165,9 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const u32 t = t0 + u32(j);
-      const float v = logprob_base(x[j], t, lr);
+      // Positions past the chunk read as -inf but are another chunk's tokens
+      // (a greedy row's token among them): they count here for nothing.
+      const float v = int64_t(t) < end ? logprob_base(x[j], t, lr) : -INFINITY;
       if (v == INFINITY) {
         ++n_inf;
       } else if (v > ms.m) {
