@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""W3 (logits -> token) and W4 (grammar bitmask) on a CUDA GPU: nexttok (the
-Python package, on torch tensors) against the PyTorch baselines of BENCH.md,
-timed in the same process on the same inputs (method: bench/_common.py).
+"""W3 (logits -> token), W3r's logprobs rows and W4 (grammar bitmask) on a CUDA
+GPU: nexttok (the Python package, on torch tensors) against the PyTorch
+baselines of BENCH.md, timed in the same process on the same inputs (method:
+bench/_common.py). The logprobs rows (n = 20, raw and processed) take as
+baseline nexttok's own sample row of the same shape and per-row parameters
+without logprobs.
 
   PYTHONPATH=build/python python3 bench/cuda_sampling_bench.py [--check] [--json out.json]
 
 --check first verifies, on a few batches, that greedy tokens equal torch.argmax,
 that sampled tokens lie in the keep-set of a sort-based reference, that tokens
 equal the CPU backend's bit for bit, that repeated calls are bitwise equal, and
-that the mask ops equal torch's.
+that the mask ops equal torch's, and that sample with logprobs returns the
+tokens of the call without them and the CPU backend's ids and ranks (values
+within 1e-5 + 1e-6 |v|).
 """
 import sys
 
@@ -24,6 +29,9 @@ CONFIGS = [("greedy", 0.0, 0, 1.0, 0.0), ("plain T=0.7", 0.7, 0, 1.0, 0.0),
 MIXED_ROWS = [(0.0, 0, 1.0, 0.0), (0.7, 0, 1.0, 0.0), (0.7, 50, 1.0, 0.0), (0.7, 0, 0.9, 0.0),
               (0.7, 50, 0.9, 0.05), (1.0, 0, 1.0, 0.1)]
 SHAPES = [(1, 128256), (64, 128256), (256, 128256), (256, 248320), (1024, 32000)]
+# W3r's logprobs rows: k50+p0.9 with every parameter a per-row tensor.
+LOGPROB_CONFIG = ("k50+p0.9", 0.7, 50, 0.9, 0.0)
+LOGPROB_SHAPES = [(256, 128256), (1, 128256)]
 
 
 class RowParams:
@@ -50,11 +58,11 @@ class RowParams:
             setattr(other, name, getattr(self, name).to(device))
         return other
 
-    def sample(self, logits, uniform=None, joint=False):
-        """nexttok.sample of these parameters on `logits`."""
+    def sample(self, logits, uniform=None, joint=False, **logprobs):
+        """nexttok.sample of these parameters on `logits` (logprobs=, logprobs_mode=)."""
         t, k, p, m = (self.t, self.k, self.p, self.m) if self.per_row else self.scalar
         return nexttok.sample(logits, t, k, p, m, seed=self.seed, offset=self.offset,
-                              uniform=uniform, joint=joint)
+                              uniform=uniform, joint=joint, **logprobs)
 
 
 # ---- baselines -------------------------------------------------------------------
@@ -185,6 +193,23 @@ def check_sampling(chk, x, cfg, kind, gen, joint, uniform):
                f"cpu {cpu[~same][:6].tolist()}")
 
 
+def check_logprobs(chk, x, cfg, kind, mode, n=20):
+    rows, vocab = x.shape
+    tag = f"{cfg[0]} {kind} {str(x.dtype)[6:]} B={rows} V={vocab} {mode}"
+    prm = RowParams(cfg, rows, "cuda")
+    tokens, ids, values, ranks = prm.sample(x, logprobs=n, logprobs_mode=mode)
+    chk.report("logprobs tokens == sample " + tag, torch.equal(tokens, prm.sample(x)))
+    c_tokens, c_ids, c_values, c_ranks = prm.to("cpu").sample(x.cpu(), logprobs=n, logprobs_mode=mode)
+    chk.report("logprobs tokens == cpu " + tag, torch.equal(tokens.cpu(), c_tokens))
+    chk.report("logprobs ids == cpu " + tag, torch.equal(ids.cpu(), c_ids))
+    chk.report("logprobs ranks == cpu " + tag, torch.equal(ranks.cpu(), c_ranks))
+    v, w = values.cpu().double(), c_values.double()
+    inf = torch.isinf(w)
+    close = torch.where(inf, v == w, (v - w).abs() <= 1e-5 + 1e-6 * w.abs())
+    chk.report("logprobs values ~ cpu " + tag, bool(close.all()),
+               "" if close.all() else f"max diff {float((v - w)[~inf].abs().max())}")
+
+
 def check_masks(chk, dtype, rows, vocab, gen):
     tag = f"{str(dtype)[6:]} {rows}x{vocab}"
     x = make_logits(rows, vocab, "flat", dtype, gen)
@@ -216,6 +241,13 @@ def run_checks(chk, gen):
                 for joint, uniform in variants:
                     chk.run(f"{cfg[0]} {kind} {dtype}",
                             lambda: check_sampling(chk, x, cfg, kind, gen, joint, uniform))
+    for kind in ("peaked", "flat"):
+        for rows, vocab in ((16, 128256), (1, 128256), (64, 5003)):
+            x = make_logits(rows, vocab, kind, torch.float32, gen)
+            for cfg in (LOGPROB_CONFIG, CONFIGS[0], CONFIGS[1], CONFIGS[-1]):
+                for mode in ("raw", "processed"):
+                    chk.run(f"logprobs {cfg[0]} {kind} {rows}x{vocab} {mode}",
+                            lambda: check_logprobs(chk, x, cfg, kind, mode))
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         for rows, vocab in ((8, 128256), (5, 1001)):
             chk.run(f"mask {dtype} {rows}x{vocab}", lambda: check_masks(chk, dtype, rows, vocab, gen))
@@ -242,6 +274,33 @@ def bench_w3(rows_out, gen, l2):
                 rows_out.time(name, lambda i: prm.sample(copies[i]), baseline, len(copies),
                               rows * vocab * 4 + rows * 8, baseline_name)
             copies = None  # freed before the next shape
+            torch.cuda.empty_cache()
+
+
+def bench_w3r_logprobs(rows_out, gen, l2):
+    """W3r logprobs n = 20, raw and processed, each against the same sample row
+    without logprobs (per-row tensors, same inputs, same process)."""
+    for rows, vocab in LOGPROB_SHAPES:
+        for kind in ("peaked", "flat"):
+            base = f"W3r {LOGPROB_CONFIG[0]} per-row B={rows} V={vocab} {kind}"
+            names = [base] + [f"W3r logprobs n=20 {mode} B={rows} V={vocab} {kind}"
+                              for mode in ("raw", "processed")]
+            if not any(rows_out.wanted(n) for n in names):
+                continue
+            copies = make_copies(rows, vocab, kind, torch.float32, gen, l2)
+            prm = RowParams(LOGPROB_CONFIG, rows, "cuda")
+            prm.per_row = True  # every parameter a per-row tensor (W3r)
+            plain = lambda i: prm.sample(copies[i])
+            moved = rows * vocab * 4 + rows * 8
+            if rows_out.wanted(base):
+                rows_out.time(base, plain, lambda i: torch_sample(copies[i], prm), len(copies),
+                              moved, "sort chain")
+            for mode, name in zip(("raw", "processed"), names[1:]):
+                if rows_out.wanted(name):
+                    rows_out.time(name, lambda i: prm.sample(copies[i], logprobs=20, logprobs_mode=mode),
+                                  plain, len(copies), moved + rows * 21 * 8 + rows * 4,
+                                  "the same row without logprobs", baseline_moved=moved)
+            copies = None
             torch.cuda.empty_cache()
 
 
@@ -289,6 +348,7 @@ def main():
         run_checks(chk, gen)
     rows = Rows(args)
     bench_w3(rows, gen, info["l2"])
+    bench_w3r_logprobs(rows, gen, info["l2"])
     bench_w4(rows, gen, info["l2"])
     if args.json:
         rows.write_json(args.json, info, chk)

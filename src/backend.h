@@ -32,6 +32,13 @@ class Backend {
   virtual void sample(const SampleCall&, void* workspace, size_t workspace_bytes, void* stream) {
     (void)workspace; (void)workspace_bytes; (void)stream; unsupported("sample");
   }
+  // sample plus logprobs: the sampler's own passes, then a logprobs pass that
+  // reads the keep-set each row was drawn from.
+  virtual size_t sample_logprobs_workspace_size(const SampleLogprobsCall&) { return 0; }
+  virtual void sample_logprobs(const SampleLogprobsCall&, void* workspace, size_t workspace_bytes,
+                               void* stream) {
+    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("sample_logprobs");
+  }
   virtual size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args&) { return 0; }
   virtual void lm_head_topk_dense(const nt_lm_head_dense_args&, void* workspace,
                                   size_t workspace_bytes, void* stream) {

@@ -82,6 +82,23 @@ nt_status nt_sample(const nt_sample_args* args, void* workspace, size_t workspac
   });
 }
 
+nt_status nt_sample_logprobs_workspace_size(const nt_sample_logprobs_args* args, size_t* bytes) {
+  return nt::entry("sample_logprobs", args, [&](const nt_sample_logprobs_args& a) {
+    nt::require_bytes_out("sample_logprobs_workspace_size", bytes);
+    const nt::SampleLogprobsCall call = nt::check_sample_logprobs(a);
+    *bytes = nt::backend_for(a.sample.logits.device)->sample_logprobs_workspace_size(call);
+  });
+}
+
+nt_status nt_sample_logprobs(const nt_sample_logprobs_args* args, void* workspace,
+                             size_t workspace_bytes, void* stream) {
+  return nt::entry("sample_logprobs", args, [&](const nt_sample_logprobs_args& a) {
+    const nt::SampleLogprobsCall call = nt::check_sample_logprobs(a);
+    nt::backend_for(a.sample.logits.device)->sample_logprobs(call, workspace, workspace_bytes,
+                                                             stream);
+  });
+}
+
 nt_status nt_lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args* args, size_t* bytes) {
   return nt::entry("lm_head_topk_dense", args, [&](const nt_lm_head_dense_args& a) {
     nt::require_bytes_out("lm_head_topk_dense_workspace_size", bytes);

@@ -130,6 +130,38 @@ NT_API nt_status nt_sample_workspace_size(const nt_sample_args* args, size_t* by
 NT_API nt_status nt_sample(const nt_sample_args* args, void* workspace,
                            size_t workspace_bytes, void* stream);
 
+/* ---- logprobs with sample ------------------------------------------------ */
+#define NT_MAX_LOGPROBS 20
+
+enum {
+  NT_LOGPROBS_RAW = 0,      /* log_softmax of the logits as given (before temperature) */
+  NT_LOGPROBS_PROCESSED = 1 /* log of the distribution the token was drawn from */
+};
+
+/* nt_sample plus the log-probabilities of the sampled token and of the row's
+ * num_logprobs most likely tokens (docs/SEMANTICS.md, "Logprobs"). The tokens
+ * are nt_sample's for the same `sample` arguments, bit for bit. Column 0 of
+ * logprob_ids / logprobs is the sampled token; columns 1..n the first n tokens
+ * of the logits' order (value desc, index asc; NaN as -inf), the same ids in
+ * both modes (columns past V: id -1, -inf). ranks[b]: the tokens whose
+ * log-probability is >= the sampled token's. A row whose token is -1: ids -1
+ * in column 0, every value -inf, rank 0. */
+typedef struct nt_sample_logprobs_args {
+  nt_sample_args sample;
+  int32_t num_logprobs;  /* n, 0..NT_MAX_LOGPROBS */
+  uint32_t mode;         /* NT_LOGPROBS_RAW | NT_LOGPROBS_PROCESSED */
+  nt_tensor logprob_ids; /* i32 [B, n+1], written */
+  nt_tensor logprobs;    /* f32 [B, n+1], written */
+  nt_tensor ranks;       /* i32 [B], written */
+} nt_sample_logprobs_args;
+
+/* Bytes of workspace nt_sample_logprobs needs (nt_sample's for the same
+ * sample arguments, plus what the logprobs pass keeps per row). */
+NT_API nt_status nt_sample_logprobs_workspace_size(const nt_sample_logprobs_args* args,
+                                                   size_t* bytes);
+NT_API nt_status nt_sample_logprobs(const nt_sample_logprobs_args* args, void* workspace,
+                                    size_t workspace_bytes, void* stream);
+
 /* ---- LM head with exact top-k ------------------------------------------- */
 typedef struct nt_lm_head_dense_args {
   nt_tensor hidden;   /* f32 | f16 | bf16 [M, H] */

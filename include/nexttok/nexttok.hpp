@@ -159,6 +159,38 @@ inline void sample(const nt_tensor& logits, const nt_tensor& tokens, const Sampl
                                   nt_sample_workspace_size, nt_sample);
 }
 
+// sample() plus logprobs (mode NT_LOGPROBS_RAW or NT_LOGPROBS_PROCESSED).
+inline nt_sample_logprobs_args sample_logprobs_args(const nt_sample_args& sample,
+                                                    int32_t num_logprobs, uint32_t mode,
+                                                    const nt_tensor& logprob_ids,
+                                                    const nt_tensor& logprobs,
+                                                    const nt_tensor& ranks) {
+  nt_sample_logprobs_args a{};
+  a.sample = sample;
+  a.num_logprobs = num_logprobs;
+  a.mode = mode;
+  a.logprob_ids = logprob_ids;
+  a.logprobs = logprobs;
+  a.ranks = ranks;
+  return a;
+}
+
+inline size_t sample_logprobs_workspace_size(const nt_sample_logprobs_args& a) {
+  size_t bytes = 0;
+  check(nt_sample_logprobs_workspace_size(&a, &bytes));
+  return bytes;
+}
+
+inline void sample_logprobs(const nt_sample_logprobs_args& a, void* workspace,
+                            size_t workspace_bytes, void* stream = nullptr) {
+  check(nt_sample_logprobs(&a, workspace, workspace_bytes, stream));
+}
+
+inline void sample_logprobs(const nt_sample_logprobs_args& a) {
+  detail::run_with_host_workspace(a, a.sample.logits.device, "sample_logprobs",
+                                  nt_sample_logprobs_workspace_size, nt_sample_logprobs);
+}
+
 inline void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
                                size_t workspace_bytes, void* stream = nullptr) {
   check(nt_lm_head_topk_dense(&a, workspace, workspace_bytes, stream));

@@ -2,7 +2,7 @@
 numpy, cupy and jax arrays are handled here, outputs allocated by their own
 framework and work queued on its current stream."""
 from . import _nexttok as _ext
-from ._arrays import csr, framework, index, shape2
+from ._arrays import csr, framework, index, logprobs_request, shape2
 
 _torch = None  # nexttok.torch once loaded (nexttok/__init__.py)
 
@@ -76,17 +76,31 @@ def bitmask_from_allowed(allowed):
 
 
 def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
-           uniform=None, joint=False):
+           uniform=None, joint=False, logprobs=None, logprobs_mode="raw"):
     """One token per row of logits [B, V] (int64 [B]; -1 for a fully masked row).
-    Each parameter is a scalar or a length-B array on the logits' device."""
+    Each parameter is a scalar or a length-B array on the logits' device.
+
+    With logprobs=n (0..20) returns (tokens, logprob_ids int32 [B, n+1],
+    logprobs float32 [B, n+1], ranks int32 [B]): column 0 is the sampled token,
+    columns 1..n the row's n most likely tokens (logits order); logprobs_mode
+    "raw" is the log_softmax of the logits as given, "processed" that of the
+    distribution the token was drawn from (temperature and filters, -inf outside
+    the keep-set). The tokens are those of the call without logprobs."""
     if _is_torch(logits) or _load_torch(logits):
         return _torch.sample(logits, temperature, top_k, top_p, min_p, seed, offset, uniform,
-                             joint)
+                             joint, logprobs, logprobs_mode)
     c = _Call("sample", "logits", logits)
-    return c.run((logits, temperature, top_k, top_p, min_p, seed, offset, uniform),
-                 [((c.rows,), "int64")], lambda f, tokens: _ext.sample(
-                     logits, tokens, temperature, top_k, top_p, min_p, seed, offset, uniform,
-                     bool(joint), f.stream, f.alloc))
+    inputs = (logits, temperature, top_k, top_p, min_p, seed, offset, uniform)
+    if logprobs is None:
+        return c.run(inputs, [((c.rows,), "int64")], lambda f, tokens: _ext.sample(
+            logits, tokens, temperature, top_k, top_p, min_p, seed, offset, uniform,
+            bool(joint), f.stream, f.alloc))
+    n, processed = logprobs_request(c.op, logprobs, logprobs_mode)
+    outputs = [((c.rows,), "int64"), ((c.rows, n + 1), "int32"), ((c.rows, n + 1), "float32"),
+               ((c.rows,), "int32")]
+    return c.run(inputs, outputs, lambda f, tokens, ids, values, ranks: _ext.sample_logprobs(
+        logits, tokens, temperature, top_k, top_p, min_p, seed, offset, uniform, bool(joint), n,
+        processed, ids, values, ranks, f.stream, f.alloc))
 
 
 def lm_head_topk_dense(hidden, weight, k=50, bias=None):

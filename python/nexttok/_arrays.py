@@ -146,6 +146,20 @@ def index(v, op, arg):
 
 
 MAX_TOP_K = 2048  # kMaxTopK of the C library (src/core/check.h)
+MAX_LOGPROBS = 20  # NT_MAX_LOGPROBS of the C library (nexttok.h)
+LOGPROBS_MODES = ("raw", "processed")
+
+
+def logprobs_request(op, logprobs, logprobs_mode):
+    """(n, processed) of sample's logprobs arguments, or the error naming them
+    (checked here: n decides the outputs' shape [B, n + 1])."""
+    n = index(logprobs, op, "logprobs")
+    if not 0 <= n <= MAX_LOGPROBS:
+        raise ValueError(f"{op}: argument 'logprobs' must be in [0, {MAX_LOGPROBS}], got {n}")
+    if not isinstance(logprobs_mode, str) or logprobs_mode not in LOGPROBS_MODES:
+        raise ValueError(f"{op}: argument 'logprobs_mode' must be 'raw' or 'processed', "
+                         f"got {logprobs_mode!r}")
+    return n, logprobs_mode == "processed"
 
 
 def check_topk(op, k, vocab, vocab_arg):

@@ -15,7 +15,7 @@ Eager calls on plain tensors skip the dispatcher hop to the Python kernel
 import torch
 
 from . import _nexttok as _ext
-from ._arrays import check_topk, csr
+from ._arrays import check_topk, csr, logprobs_request
 
 NAMESPACE = (__package__ or "nexttok").replace(".", "_")
 _lib = torch.library.Library(NAMESPACE, "DEF")
@@ -27,6 +27,11 @@ _SCHEMAS = {
               "int top_k, Tensor? top_p_t, float top_p, Tensor? min_p_t, float min_p, "
               "Tensor? seed_t, int seed, Tensor? offset_t, int offset, Tensor? uniform, "
               "bool joint) -> Tensor",
+    "sample_logprobs": "(Tensor logits, Tensor? temperature_t, float temperature, Tensor? top_k_t, "
+                       "int top_k, Tensor? top_p_t, float top_p, Tensor? min_p_t, float min_p, "
+                       "Tensor? seed_t, int seed, Tensor? offset_t, int offset, Tensor? uniform, "
+                       "bool joint, int num_logprobs, bool processed) "
+                       "-> (Tensor, Tensor, Tensor, Tensor)",
     "lm_head_topk_dense": "(Tensor hidden, Tensor weight, Tensor? bias, int k) -> (Tensor, Tensor)",
     "lm_head_topk_binary": "(Tensor act_q, Tensor act_scale, Tensor wq, Tensor wscale, "
                            "Tensor? bias, int group_size, int k) -> (Tensor, Tensor)",
@@ -120,6 +125,22 @@ def _sample(logits, temperature_t, temperature, top_k_t, top_k, top_p_t, top_p, 
     return tokens
 
 
+def _sample_logprobs(logits, temperature_t, temperature, top_k_t, top_k, top_p_t, top_p, min_p_t,
+                     min_p, seed_t, seed, offset_t, offset, uniform, joint, num_logprobs,
+                     processed):
+    outs = _logprobs_out(logits, num_logprobs)
+    _ext.sample_logprobs(logits, outs[0],
+                         temperature if temperature_t is None else temperature_t,
+                         top_k if top_k_t is None else top_k_t,
+                         top_p if top_p_t is None else top_p_t,
+                         min_p if min_p_t is None else min_p_t,
+                         seed & _U64 if seed_t is None else seed_t,
+                         offset & _U64 if offset_t is None else offset_t,
+                         uniform, joint, num_logprobs, processed, outs[1], outs[2], outs[3],
+                         _stream(logits), _alloc(logits))
+    return outs
+
+
 def _lm_head_topk_dense(hidden, weight, bias, k):
     values, indices = _topk_out("lm_head_topk_dense", hidden, "hidden", weight, "weight", k)
     _ext.lm_head_topk_dense(hidden, weight, bias, k, values, indices, _stream(weight),
@@ -169,6 +190,16 @@ def _tokens_out(logits):
     return logits.new_empty((rows,), dtype=torch.int64)
 
 
+def _logprobs_out(logits, n):
+    """tokens int64 [B], logprob_ids int32 [B, n+1], logprobs f32 [B, n+1], ranks int32 [B]."""
+    rows, _ = _check_2d("sample", "logits", logits)
+    columns = max(n, 0) + 1  # n outside 0..20 is left to the extension, whose check names it
+    return (logits.new_empty((rows,), dtype=torch.int64),
+            logits.new_empty((rows, columns), dtype=torch.int32),
+            logits.new_empty((rows, columns), dtype=torch.float32),
+            logits.new_empty((rows,), dtype=torch.int32))
+
+
 def _topk_out(op, x, x_arg, w, w_arg, k):
     """values f32 [M, k] and indices int64 [M, k] for rows x [M, H], weights w [V, ...]."""
     rows, _ = _check_2d(op, x_arg, x)
@@ -205,6 +236,7 @@ _FAKES = {
     "apply_token_bitmask": lambda logits, bitmask, indices: None,
     "bitmask_from_allowed": _mask_out,
     "sample": lambda logits, *rest: _tokens_out(logits),
+    "sample_logprobs": lambda logits, *rest: _logprobs_out(logits, rest[-2]),
     "lm_head_topk_dense": lambda h, w, b, k: _topk_out("lm_head_topk_dense", h, "hidden", w,
                                                        "weight", k),
     "lm_head_topk_binary": lambda q, s, wq, ws, b, g, k: _topk_out("lm_head_topk_binary", q,
@@ -265,22 +297,32 @@ def bitmask_from_allowed(allowed):
 
 
 def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
-           uniform=None, joint=False):
+           uniform=None, joint=False, logprobs=None, logprobs_mode="raw"):
+    op = "sample"
+    request = None if logprobs is None else logprobs_request(op, logprobs, logprobs_mode)
     if _eager(logits, temperature, top_k, top_p, min_p, seed, offset, uniform):
         # the extension takes scalars and tensors as they are
         if logits.dim() != 2:
-            _check_2d("sample", "logits", logits)
+            _check_2d(op, "logits", logits)
+        if request is not None:
+            outs = _logprobs_out(logits, request[0])
+            _ext.sample_logprobs(logits, outs[0], temperature, top_k, top_p, min_p, seed, offset,
+                                 uniform, bool(joint), request[0], request[1], outs[1], outs[2],
+                                 outs[3], _stream(logits), _alloc(logits))
+            return outs
         tokens = logits.new_empty(logits.shape[0], dtype=torch.int64)
         _ext.sample(logits, tokens, temperature, top_k, top_p, min_p, seed, offset, uniform,
                     bool(joint), _stream(logits), _alloc(logits))
         return tokens
-    op = "sample"
     tt, tv = _split(op, "temperature", temperature, float)
     kt, kv = _split(op, "top_k", top_k, _index)
     pt, pv = _split(op, "top_p", top_p, float)
     mt, mv = _split(op, "min_p", min_p, float)
     st, sv = _split(op, "seed", seed, _i64)
     ot, ov = _split(op, "offset", offset, _i64)
+    if request is not None:
+        return _op["sample_logprobs"](logits, tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov,
+                                      uniform, bool(joint), request[0], request[1])
     return _op["sample"](logits, tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov, uniform,
                          bool(joint))
 

@@ -101,6 +101,37 @@ void sample(nb::handle logits, nb::handle tokens, nb::handle temperature, nb::ha
   run_with_workspace(op, a, l.t, alloc, stream, nt_sample_workspace_size, nt_sample);
 }
 
+void sample_logprobs(nb::handle logits, nb::handle tokens, nb::handle temperature,
+                     nb::handle top_k, nb::handle top_p, nb::handle min_p, nb::handle seed,
+                     nb::handle offset, nb::handle uniform, bool joint, int32_t num_logprobs,
+                     bool processed, nb::handle logprob_ids, nb::handle logprobs,
+                     nb::handle ranks, uintptr_t stream, nb::handle alloc) {
+  const char* op = "sample_logprobs";
+  View l = view(op, "logits", logits), t = view(op, "tokens", tokens, true),
+       u = optional_view(op, "uniform", uniform), ids = view(op, "logprob_ids", logprob_ids, true),
+       values = view(op, "logprobs", logprobs, true), r = view(op, "ranks", ranks, true);
+  View keep[6];
+  nt_sample_logprobs_args a{};
+  nt_sample_args& s = a.sample;
+  s.logits = l.t;
+  s.temperature = param_f32(op, "temperature", temperature, l.t, keep[0]);
+  s.top_k = param_i32(op, "top_k", top_k, l.t, keep[1]);
+  s.top_p = param_f32(op, "top_p", top_p, l.t, keep[2]);
+  s.min_p = param_f32(op, "min_p", min_p, l.t, keep[3]);
+  s.seed = param_u64(op, "seed", seed, l.t, keep[4]);
+  s.offset = param_u64(op, "offset", offset, l.t, keep[5]);
+  s.uniform = u.t;
+  s.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
+  s.tokens = t.t;
+  a.num_logprobs = num_logprobs;
+  a.mode = processed ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+  a.logprob_ids = ids.t;
+  a.logprobs = values.t;
+  a.ranks = r.t;
+  run_with_workspace(op, a, l.t, alloc, stream, nt_sample_logprobs_workspace_size,
+                     nt_sample_logprobs);
+}
+
 void lm_head_topk_dense(nb::handle hidden, nb::handle weight, nb::handle bias, int32_t k,
                         nb::handle values, nb::handle indices, uintptr_t stream,
                         nb::handle alloc) {
@@ -196,6 +227,10 @@ NB_MODULE(_nexttok, m) {
   m.def("sample", &sample, a("logits"), a("tokens"), a("temperature"), a("top_k"), a("top_p"),
         a("min_p"), a("seed"), a("offset"), a("uniform").none(), a("joint"), a("stream"),
         a("alloc").none());
+  m.def("sample_logprobs", &sample_logprobs, a("logits"), a("tokens"), a("temperature"),
+        a("top_k"), a("top_p"), a("min_p"), a("seed"), a("offset"), a("uniform").none(),
+        a("joint"), a("num_logprobs"), a("processed"), a("logprob_ids"), a("logprobs"),
+        a("ranks"), a("stream"), a("alloc").none());
   m.def("lm_head_topk_dense", &lm_head_topk_dense, a("hidden"), a("weight"), a("bias").none(),
         a("k"), a("values"), a("indices"), a("stream"), a("alloc").none());
   m.def("lm_head_topk_binary", &lm_head_topk_binary, a("act_q"), a("act_scale"), a("wq"),

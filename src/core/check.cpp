@@ -206,6 +206,28 @@ SampleCall check_sample(const nt_sample_args& a) {
                     a.tokens.dtype == NT_I32, std::clamp(62 - vocab_bits, 24, 40)};
 }
 
+SampleLogprobsCall check_sample_logprobs(const nt_sample_logprobs_args& a) {
+  const char* op = "sample_logprobs";
+  const SampleCall sample = check_sample(a.sample);
+  if (a.num_logprobs < 0 || a.num_logprobs > NT_MAX_LOGPROBS)
+    fail_argument(op, "num_logprobs", "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) +
+                                          "], got " + std::to_string(a.num_logprobs));
+  if (a.mode != NT_LOGPROBS_RAW && a.mode != NT_LOGPROBS_PROCESSED)
+    fail_argument(op, "mode", "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
+                                  std::to_string(a.mode));
+  const int64_t rows = sample.rows, columns = int64_t(a.num_logprobs) + 1;
+  const nt_tensor& logits = a.sample.logits;
+  TensorCheck(op, "logprob_ids", a.logprob_ids).required().rank(2).dtype({NT_I32})
+      .same_device(logits, "sample.logits").dim(0, rows, "B, the rows of logits")
+      .dim(1, columns, "num_logprobs + 1");
+  TensorCheck(op, "logprobs", a.logprobs).required().rank(2).dtype({NT_F32})
+      .same_device(logits, "sample.logits").dim(0, rows, "B, the rows of logits")
+      .dim(1, columns, "num_logprobs + 1");
+  TensorCheck(op, "ranks", a.ranks).required().rank(1).dtype({NT_I32})
+      .same_device(logits, "sample.logits").dim(0, rows, "B, the rows of logits");
+  return SampleLogprobsCall{sample, a, a.num_logprobs, a.mode == NT_LOGPROBS_PROCESSED};
+}
+
 void check_lm_head_dense(const nt_lm_head_dense_args& a) {
   const char* op = "lm_head_topk_dense";
   TensorCheck(op, "weight", a.weight).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});

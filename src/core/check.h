@@ -38,6 +38,16 @@ struct SampleCall {
   int mass_bits;         // fixed-point masses p * 2^bits: V of them sum below 2^62
 };
 SampleCall check_sample(const nt_sample_args& a);
+
+// A sample_logprobs call: the sample call (checked by check_sample, so its
+// errors name the sample's arguments) and the logprobs request.
+struct SampleLogprobsCall {
+  SampleCall sample;
+  const nt_sample_logprobs_args& args;
+  int32_t n;       // num_logprobs: columns 1..n after the sampled token's column 0
+  bool processed;  // NT_LOGPROBS_PROCESSED
+};
+SampleLogprobsCall check_sample_logprobs(const nt_sample_logprobs_args& a);
 void check_lm_head_dense(const nt_lm_head_dense_args& a);
 void check_lm_head_binary(const nt_lm_head_binary_args& a);
 void check_pack_weights(const nt_pack_weights_args& a);

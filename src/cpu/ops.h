@@ -19,6 +19,9 @@ class CpuBackend final : public Backend {
   size_t sample_workspace_size(const SampleCall& call) override;
   void sample(const SampleCall& call, void* workspace, size_t workspace_bytes,
               void* stream) override;
+  size_t sample_logprobs_workspace_size(const SampleLogprobsCall& call) override;
+  void sample_logprobs(const SampleLogprobsCall& call, void* workspace, size_t workspace_bytes,
+                       void* stream) override;
   size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) override;
   void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
                           void* stream) override;

@@ -12,9 +12,8 @@
 #include "cpu/thread_pool.h"
 
 namespace nt::cpu {
+namespace sampling {
 namespace {
-
-using namespace sampling;
 
 // ---- workspace ---------------------------------------------------------------
 // Per slot (a row in flight, at most one per thread): the RowJob, per-chunk
@@ -128,28 +127,33 @@ void run_split(RowJob** jobs, int64_t rows) {
 
 }  // namespace
 
-size_t CpuBackend::sample_workspace_size(const SampleCall& call) {
+size_t sample_workspace_bytes(const SampleCall& call) {
   return call.rows == 0 ? 0 : Layout(call).bytes;
 }
 
-void CpuBackend::sample(const SampleCall& call, void* workspace, size_t workspace_bytes, void*) {
+void sample_rows(const char* op, const SampleCall& call, void* workspace, size_t workspace_bytes,
+                 RowDone done) {
   const int64_t rows = call.rows;
   if (rows == 0) return;
   const Layout layout(call);
-  check_workspace("sample", layout.bytes, workspace, workspace_bytes);
+  check_workspace(op, layout.bytes, workspace, workspace_bytes);
   char* base = align_workspace(workspace);
   auto slot = [&](int64_t s) { return bind_slot(base + size_t(s) * layout.slot_bytes, layout); };
 
   if (rows < num_threads() && layout.n_chunks > 1) {
     RowJob* jobs[256];
-    for (int64_t done = 0; done < rows; done += 256) {
-      const int64_t n = std::min<int64_t>(256, rows - done);
+    for (int64_t done_rows = 0; done_rows < rows; done_rows += 256) {
+      const int64_t n = std::min<int64_t>(256, rows - done_rows);
       for (int64_t r = 0; r < n; ++r) {
         jobs[r] = slot(r);
-        init_job(*jobs[r], call, done + r);
+        init_job(*jobs[r], call, done_rows + r);
       }
       run_split(jobs, n);
-      for (int64_t r = 0; r < n; ++r) write_token(call, done + r, jobs[r]->token);
+      for (int64_t r = 0; r < n; ++r) write_token(call, done_rows + r, jobs[r]->token);
+      if (done.fn != nullptr)
+        parallel_for(n, 1, [&](int64_t begin, int64_t end, int) {
+          for (int64_t r = begin; r < end; ++r) done.fn(*jobs[r], done_rows + r, done.context);
+        });
     }
     return;
   }
@@ -162,9 +166,20 @@ void CpuBackend::sample(const SampleCall& call, void* workspace, size_t workspac
         init_job(j, call, r);
         run_row(j);
         write_token(call, r, j.token);
+        if (done.fn != nullptr) done.fn(j, r, done.context);
       }
     }
   });
+}
+
+}  // namespace sampling
+
+size_t CpuBackend::sample_workspace_size(const SampleCall& call) {
+  return sampling::sample_workspace_bytes(call);
+}
+
+void CpuBackend::sample(const SampleCall& call, void* workspace, size_t workspace_bytes, void*) {
+  sampling::sample_rows("sample", call, workspace, workspace_bytes, sampling::RowDone{nullptr, nullptr});
 }
 
 }  // namespace nt::cpu

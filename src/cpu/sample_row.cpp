@@ -258,6 +258,21 @@ void stage_constraints_done(RowJob& j) {
 
 // ---- stages ----------------------------------------------------------------------
 
+nt_keep_set drawn_keep_set(const RowJob& j) {
+  nt_keep_set k{NT_KEEP_EMPTY, j.p.temperature, 0u, 0};
+  if (j.token < 0) return k;
+  if (j.p.greedy) {
+    k.kind = NT_KEEP_ONE;
+  } else if (j.s_max_key == NT_KEY_POS_INF) {
+    k.kind = NT_KEEP_POS_INF;
+  } else {
+    k.kind = NT_KEEP_PREFIX;
+    k.key = j.keep.key;
+    k.index = uint32_t(j.keep.index);
+  }
+  return k;
+}
+
 void stage_start(RowJob& j) {
   j.hi = std::isinf(j.p.temperature) ? NT_KEY_POS_INF - 1 : NT_KEY_POS_INF;
   j.compact_lo = UINT32_MAX;

@@ -21,6 +21,8 @@
 
 #include <cstdint>
 
+#include "core/check.h"
+#include "core/logprobs.h"
 #include "core/sampling.h"
 #include "cpu/sample_kernels.h"
 #include "cpu/sample_select.h"
@@ -89,5 +91,19 @@ void chunk_compact(RowJob& j, int64_t c);
 void stage_after_compact(RowJob& j);
 void chunk_draw(RowJob& j, int64_t c);
 void stage_after_draw(RowJob& j);
+
+// The keep-set a finished row drew its token from: what the stages resolved
+// (the prefix end `keep`, the +inf rule, greedy), for the logprobs pass.
+nt_keep_set drawn_keep_set(const RowJob& j);
+
+// nt_sample's rows (cpu/sample.cpp). After a row's token is written, `done`
+// (when not null) is called with the finished row, possibly on a pool thread.
+struct RowDone {
+  void (*fn)(const RowJob& j, int64_t row, const void* context);
+  const void* context;
+};
+size_t sample_workspace_bytes(const SampleCall& call);
+void sample_rows(const char* op, const SampleCall& call, void* workspace, size_t workspace_bytes,
+                 RowDone done);
 
 }  // namespace nt::cpu::sampling

@@ -13,6 +13,7 @@
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_fallback.cuh"
 #include "cuda/sample_large_keep.cuh"
+#include "cuda/sample_launch.cuh"
 #include "cuda/sample_scan.cuh"
 
 namespace nt::cuda {
@@ -256,6 +257,31 @@ void launch_all(const Launch& l) {
 
 }  // namespace
 
+size_t sample_layout_bytes(const SampleCall& call, int device) {
+  return make_plan(call, device).bytes - kWorkspaceSlack;
+}
+
+void check_sample_limits(const char* op, const SampleCall& call) {
+  if (call.rows > INT32_MAX)
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": the CUDA backend takes at most 2^31-1 rows, got " +
+                                   std::to_string(call.rows));
+  const int smem_optin = device_limits(call.args.logits.device_id, op).max_smem_optin;
+  if (smem_optin < std::max(kScanSmemBytes, kMergeSmemBytes) + 16 * 1024)
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) +
+                                   ": the CUDA device has too little shared memory per block (" +
+                                   std::to_string(smem_optin) + " bytes)");
+}
+
+SampleArgs launch_sample(const SampleCall& call, char* ws, cudaStream_t stream) {
+  const int device = call.args.logits.device_id;
+  const Plan plan = make_plan(call, device);
+  const Launch launch{plan, kernel_args(call, plan, ws), device, stream};
+  with_logit_layout(call.args.logits.dtype, rows_16b_aligned(call.args.logits), [&](auto layout) {
+    launch_all<decltype(layout)::kDtype, decltype(layout)::kVec>(launch);
+  });
+  return launch.args;
+}
+
 size_t CudaBackend::sample_workspace_size(const SampleCall& call) {
   if (call.rows == 0) return 0;
   DeviceScope scope(call.args.logits.device_id, kOp);
@@ -265,22 +291,11 @@ size_t CudaBackend::sample_workspace_size(const SampleCall& call) {
 void CudaBackend::sample(const SampleCall& call, void* workspace, size_t workspace_bytes,
                          void* stream) {
   if (call.rows == 0) return;
-  if (call.rows > INT32_MAX)
-    fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA backend takes at most 2^31-1 rows, got " +
-                                   std::to_string(call.rows));
   const int device = call.args.logits.device_id;
   DeviceScope scope(device, kOp);
-  const int smem_optin = device_limits(device, kOp).max_smem_optin;
-  if (smem_optin < std::max(kScanSmemBytes, kMergeSmemBytes) + 16 * 1024)
-    fail(NT_ERROR_UNSUPPORTED, "sample: the CUDA device has too little shared memory per block (" +
-                                   std::to_string(smem_optin) + " bytes)");
-  const Plan plan = make_plan(call, device);
-  check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
-  const Launch launch{plan, kernel_args(call, plan, aligned_workspace(workspace)), device,
-                      static_cast<cudaStream_t>(stream)};
-  with_logit_layout(call.args.logits.dtype, rows_16b_aligned(call.args.logits), [&](auto layout) {
-    launch_all<decltype(layout)::kDtype, decltype(layout)::kVec>(launch);
-  });
+  check_sample_limits(kOp, call);
+  check_workspace(kOp, make_plan(call, device).bytes, workspace, workspace_bytes);
+  launch_sample(call, aligned_workspace(workspace), static_cast<cudaStream_t>(stream));
 }
 
 }  // namespace nt::cuda

@@ -79,12 +79,16 @@ struct ChunkRecord {
   u32 pad;
 };
 
-// A filtered row's hand-over from merge to fallback.
+// A filtered row's hand-over from merge to fallback, and, once its token is
+// written, the keep-set it was drawn from (read by nt_sample_logprobs,
+// cuda/sample_logprobs.cuh): every score whose composite is >= keep_cut
+// (0: every score; with +inf scores those alone, core/logprobs.h).
 struct RowState {
   u32 fallback;
   u32 n_pos_inf;
   float s_max;
   u32 pad;
+  u64 keep_cut;
 };
 
 // A flagged row's state across the large keep-set kernels
@@ -227,8 +231,9 @@ __device__ __forceinline__ void visit_tokens(const typename LogitTraits<DT>::Sto
 // The composite (key of its Gumbel value, index) a +inf score of token t
 // competes with among the row's other +inf scores. Out of line: it is rare,
 // and Philox inlined at every unrolled token position of a scan loop takes
-// the registers that loop's loads in flight need.
-__device__ __noinline__ u64 pos_inf_composite(uint64_t seed, uint64_t offset, u32 tag, u32 t) {
+// the registers that loop's loads in flight need. Static: every translation
+// unit that includes this header (sample.cu, sample_logprobs.cu) has its own.
+static __device__ __noinline__ u64 pos_inf_composite(uint64_t seed, uint64_t offset, u32 tag, u32 t) {
   return composite(nt_order_key(nt_token_gumbel(seed, offset, tag, t)), t);
 }
 

@@ -144,6 +144,8 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
     if (t.count < set_count || t.mass <= set_mass) cut = descend(t.count, t.mass);
   }
   auto kept = [&](u64 cv) { return cut.depth == 0 || (cv >> (64 - cut.depth)) >= cut.prefix; };
+  // The same set as one composite threshold, for nt_sample_logprobs.
+  if (tid == 0) a.row_states[row].keep_cut = cut.depth == 0 ? 0ull : cut.prefix << (64 - cut.depth);
 
   if (!c.has_u) {
     build_word_floors<kFallbackThreads>(floors);

@@ -238,6 +238,7 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_finish_kernel(Samp
   } tmp;
   const int tid = int(threadIdx.x);
   u64 best = 0;
+  u64 keep_cut = 0;  // kNoCut: every score is kept
   if (lk.cut_bin != kNoCut) {
     const int n = int(lk.n_cand);
     int n_sort = 1;
@@ -270,6 +271,9 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_finish_kernel(Samp
     if (tid == 0) length = min(short_of + 1, u32(n));
     __syncthreads();
     const u32 len = length;
+    // The bins above the cut are kept whole: the keep-set ends at the cut
+    // bin's element len - 1.
+    keep_cut = len > 0 ? list[len - 1] : 0ull;
     for (int i = tid; i < int(len); i += kLargeThreads) {
       const u64 cv = candidate_draw(c, list[i], false);
       best = cv > best ? cv : best;
@@ -280,6 +284,7 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_finish_kernel(Samp
   if (tid == 0) {
     best = best > lk.best ? best : lk.best;
     write_token(a, row, best ? (long long)composite_index(best) : -1);
+    a.row_states[row].keep_cut = keep_cut;
     a.row_states[row].fallback = 0;
   }
 }

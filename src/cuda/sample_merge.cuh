@@ -164,6 +164,8 @@ __device__ void merge_tail_sorted(const SampleArgs& a, const RowCfg& c, u32 row,
     }
   }
   best = warp_max(best);
+  // The keep-set's last member, element length - 1.
+  state.keep_cut = __shfl_sync(kFullMask, ((length - 1) & 1u) ? v[1] : v[0], int((length - 1) / 2));
   if (lane == 0) {
     write_token(a, row, (long long)composite_index(best));
     a.row_states[row] = state;
@@ -437,6 +439,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     return;
   }
 
+  state.keep_cut = top[length - 1];  // the keep-set's last member (top is sorted)
   if (!c.has_u) {
     u64 best = 0;
 #pragma unroll

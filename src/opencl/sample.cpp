@@ -10,6 +10,7 @@
 #include "core/sampling.h"
 #include "opencl/ops.h"
 #include "opencl/runtime.h"
+#include "opencl/sample.h"
 
 namespace nt::opencl {
 namespace {
@@ -18,7 +19,7 @@ constexpr const char* kOp = "sample";
 constexpr size_t kListCap = 1024;        // the local list's entries
 constexpr size_t kStateBytes = 2048;     // a row's state (sample_state.cl checks it fits)
 constexpr size_t kRowBytes = kStateBytes + 8 * kListCap;
-constexpr size_t kRowWorkGroup = 64;     // the histogram scratch is sized for it
+constexpr size_t kRowWorkGroup = kSampleRowWorkGroup;  // the histogram scratch is sized for it
 // Level launches per search; rows needing more refine serially in the list kernel.
 constexpr int kLevelLaunches = 2;
 
@@ -49,28 +50,32 @@ std::vector<const char*> pipeline(const SampleCall& call) {
 
 }  // namespace
 
-size_t OpenclBackend::sample_workspace_size(const SampleCall& call) {
-  return size_t(call.rows) * kRowBytes;
+std::string sample_program_defines(nt_dtype logits_dtype) {
+  return "-DNT_ELEM=" + std::to_string(int(logits_dtype)) + " -DNT_LIST_CAP=" +
+         std::to_string(kListCap) + " -DNT_STATE_BYTES=" + std::to_string(kStateBytes) +
+         " -DNT_ROW_WG=" + std::to_string(kRowWorkGroup);
 }
 
-void OpenclBackend::sample(const SampleCall& call, void* workspace, size_t workspace_bytes,
-                           void* stream) {
+size_t sample_workspace_bytes(const SampleCall& call) { return size_t(call.rows) * kRowBytes; }
+
+void enqueue_sample(const char* op, const SampleCall& call, void* workspace,
+                    size_t workspace_bytes, const Queue& q, const std::function<void()>& checks) {
   const nt_sample_args& a = call.args;
-  const Queue q = queue_of(kOp, stream);
   const size_t rows = size_t(call.rows);
-  guarded(kOp, [&] {
-    const View logits = view(kOp, "logits", q, a.logits);
-    const View tokens = view(kOp, "tokens", q, a.tokens);
-    const View uniform = call.explicit_draw ? view(kOp, "uniform", q, a.uniform) : View{};
-    const cl::Buffer t = per_row(kOp, "temperature", q, a.temperature.per_row, rows * 4);
-    const cl::Buffer k = per_row(kOp, "top_k", q, a.top_k.per_row, rows * 4);
-    const cl::Buffer p = per_row(kOp, "top_p", q, a.top_p.per_row, rows * 4);
-    const cl::Buffer min_p = per_row(kOp, "min_p", q, a.min_p.per_row, rows * 4);
-    const cl::Buffer seed = per_row(kOp, "seed", q, a.seed.per_row, rows * 8);
-    const cl::Buffer offset = per_row(kOp, "offset", q, a.offset.per_row, rows * 8);
+  guarded(op, [&] {
+    const View logits = view(op, "logits", q, a.logits);
+    const View tokens = view(op, "tokens", q, a.tokens);
+    const View uniform = call.explicit_draw ? view(op, "uniform", q, a.uniform) : View{};
+    const cl::Buffer t = per_row(op, "temperature", q, a.temperature.per_row, rows * 4);
+    const cl::Buffer k = per_row(op, "top_k", q, a.top_k.per_row, rows * 4);
+    const cl::Buffer p = per_row(op, "top_p", q, a.top_p.per_row, rows * 4);
+    const cl::Buffer min_p = per_row(op, "min_p", q, a.min_p.per_row, rows * 4);
+    const cl::Buffer seed = per_row(op, "seed", q, a.seed.per_row, rows * 8);
+    const cl::Buffer offset = per_row(op, "offset", q, a.offset.per_row, rows * 8);
+    if (checks) checks();
     if (rows == 0) return;
-    check_workspace(kOp, rows * kRowBytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, rows * kRowBytes);
+    check_workspace(op, rows * kRowBytes, workspace, workspace_bytes);
+    const cl::Buffer ws = opencl::workspace(op, q, workspace, rows * kRowBytes);
     cl_uint flags = 0;
     if (a.temperature.per_row) flags |= kPerRowT;
     if (a.top_k.per_row) flags |= kPerRowK;
@@ -82,12 +87,9 @@ void OpenclBackend::sample(const SampleCall& call, void* workspace, size_t works
     if (call.joint) flags |= kJoint;
     if (call.tokens_i32) flags |= kTokensI32;
     const ProgramSpec spec{{"sample_state.cl", "sample_passes.cl", "sample_select.cl", "sample.cl"},
-                           "-DNT_ELEM=" + std::to_string(int(a.logits.dtype)) +
-                               " -DNT_LIST_CAP=" + std::to_string(kListCap) +
-                               " -DNT_STATE_BYTES=" + std::to_string(kStateBytes) +
-                               " -DNT_ROW_WG=" + std::to_string(kRowWorkGroup)};
+                           sample_program_defines(a.logits.dtype)};
     for (const char* name : pipeline(call)) {
-      cl::Kernel kern = kernel(kOp, q, spec, name);
+      cl::Kernel kern = kernel(op, q, spec, name);
       set_args(kern, logits.buffer, logits.offset, cl_ulong(a.logits.row_stride),
                cl_uint(call.vocab), t, a.temperature.scalar, k, cl_int(a.top_k.scalar), p,
                a.top_p.scalar, min_p, a.min_p.scalar, seed, cl_ulong(a.seed.scalar), offset,
@@ -97,6 +99,15 @@ void OpenclBackend::sample(const SampleCall& call, void* workspace, size_t works
       enqueue(kern, q, rows * wg, wg);
     }
   });
+}
+
+size_t OpenclBackend::sample_workspace_size(const SampleCall& call) {
+  return sample_workspace_bytes(call);
+}
+
+void OpenclBackend::sample(const SampleCall& call, void* workspace, size_t workspace_bytes,
+                           void* stream) {
+  enqueue_sample(kOp, call, workspace, workspace_bytes, queue_of(kOp, stream), nullptr);
 }
 
 }  // namespace nt::opencl

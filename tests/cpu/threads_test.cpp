@@ -2,6 +2,7 @@
 // differently across 1, 2, 3 and 8 workers, and every answer must stay the same.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 
 #include "harness/ops.h"
@@ -69,6 +70,44 @@ TEST_F(CpuThreads, SampleIndependentOfThreadCount) {
     const SampleReference ref = reference_sample(one, 0);
     if (!ref.degenerate) {
       EXPECT_EQ(run_sample(cpu_device(), one)[0], ref.token) << n << " threads";
+    }
+  }
+}
+
+// Logprobs are each row's own serial passes: bit for bit the same whether rows
+// run one per thread or a row's sampling is split over the pool (B < threads).
+TEST_F(CpuThreads, SampleLogprobsIndependentOfThreadCount) {
+  const uint64_t seed = 13050;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  for (int64_t rows : {1, 2, 9}) {
+    SampleCase c;
+    c.rows = rows;
+    c.vocab = 30011;
+    std::vector<float> t, p;
+    std::vector<int32_t> k;
+    for (int64_t r = 0; r < rows; ++r) {
+      t.push_back(float(rng.uniform(0.5, 1.2)));
+      k.push_back(r % 3 ? 0 : 50);
+      p.push_back(r % 2 ? 0.9f : 1.0f);
+    }
+    c.temperature = per_row(t);
+    c.top_k = per_row(k);
+    c.top_p = per_row(p);
+    c.seed = scalar<uint64_t>(rng.bits());
+    fill_logits(c, rng, false);
+    for (uint32_t mode : {uint32_t(NT_LOGPROBS_RAW), uint32_t(NT_LOGPROBS_PROCESSED)}) {
+      LogprobsResult first;
+      for (int n : kThreadCounts) {
+        ASSERT_EQ(nt_cpu_set_num_threads(n), NT_OK);
+        const LogprobsResult got = run_sample_logprobs(cpu_device(), c, 20, mode);
+        if (first.tokens.empty()) first = got;
+        EXPECT_EQ(got.tokens, first.tokens) << n << " threads, B=" << rows;
+        EXPECT_EQ(got.ids, first.ids) << n << " threads, B=" << rows;
+        EXPECT_EQ(got.ranks, first.ranks) << n << " threads, B=" << rows;
+        EXPECT_EQ(0, std::memcmp(got.values.data(), first.values.data(), got.values.size() * 4))
+            << n << " threads, B=" << rows;
+      }
     }
   }
 }

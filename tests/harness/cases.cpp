@@ -222,6 +222,41 @@ std::string check_gumbel_draw(TestDevice& dev, Rng& rng) {
   return "";
 }
 
+// Logprobs with sample: a random drawing case (special logits included), a
+// random n and mode; tokens equal to nt_sample's, ids and ranks equal to the
+// reference's, values within its tolerance (reference.h).
+std::string check_sample_logprobs(TestDevice& dev, Rng& rng) {
+  SampleCase c = random_sample_case(rng, rng.coin(0.2));
+  fill_special_logits(c, rng);
+  const int n = int(rng.integer(0, 20));
+  const uint32_t mode = rng.coin() ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+  const LogprobsResult got = run_sample_logprobs(dev, c, n, mode, rng.coin(0.3) ? 2 : 0);
+  const std::vector<int64_t> tokens = run_sample(dev, c);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    std::ostringstream where;
+    where << "row " << r << " of " << c.rows << " (V=" << c.vocab << " " << dtype_label(c.dtype)
+          << ", n=" << n << (mode == NT_LOGPROBS_RAW ? " raw, " : " processed, ")
+          << describe(c.row_params(r)) << "): ";
+    const LogprobsReference ref = reference_logprobs(c, r, n, mode == NT_LOGPROBS_PROCESSED);
+    if (got.tokens[size_t(r)] != tokens[size_t(r)] || got.tokens[size_t(r)] != ref.ids[0])
+      return where.str() + "token " + std::to_string(got.tokens[size_t(r)]) + ", nt_sample " +
+             std::to_string(tokens[size_t(r)]) + ", reference " + std::to_string(ref.ids[0]);
+    if (got.ranks[size_t(r)] != ref.rank)
+      return where.str() + "rank " + std::to_string(got.ranks[size_t(r)]) + ", expected " +
+             std::to_string(ref.rank);
+    for (int col = 0; col <= n; ++col) {
+      const size_t at = size_t(r * got.columns + col);
+      if (got.ids[at] != ref.ids[size_t(col)] || !logprob_close(got.values[at], ref.values[size_t(col)])) {
+        std::ostringstream o;
+        o << where.str() << "column " << col << ": id " << got.ids[at] << " value " << got.values[at]
+          << ", expected " << ref.ids[size_t(col)] << " " << ref.values[size_t(col)];
+        return o.str();
+      }
+    }
+  }
+  return "";
+}
+
 // The keep-set member by member: one row repeated, each copy with an explicit
 // draw u at the middle of one member's interval of the inverse CDF (so each of
 // those members must come back), plus the edges (u = 0, NaN or < 0 give the
@@ -402,6 +437,8 @@ const std::vector<CaseCheck>& case_checks() {
       {"sample: Gumbel draw", "Philox + portable log over the sorted keep-set; batch position",
        check_gumbel_draw},
       {"sample: explicit draw", "the inverse CDF at every keep-set member", check_explicit_draw},
+      {"sample_logprobs", "ids and ranks exact, fp64 log-softmax within 1e-5 + 1e-6 |v|",
+       check_sample_logprobs},
       {"lm_head_topk_dense", "fp64 logits (exact on grid inputs, else 1e-5)", check_dense},
       {"lm_head_topk_binary", "exact integer dots (exact on grid inputs, else 1e-4)", check_binary},
       {"pack_weights", "the bit rule", check_pack},

@@ -47,6 +47,24 @@ struct SampleReference {
 
 SampleReference reference_sample_row(const float* logits, int64_t vocab, const RowSampleParams& p);
 
+// ---- logprobs with sample (harness/reference_logprobs.cpp) ---------------------
+// What nt_sample_logprobs must return for one row whose sampled token is
+// `sample.token` (reference_sample_row's): ids of columns 0..n, the values in
+// fp64 (log_softmax of the logits, or of the scores over the keep-set), rank.
+struct LogprobsReference {
+  std::vector<int64_t> ids;
+  std::vector<double> values;
+  int64_t rank = 0;
+};
+LogprobsReference reference_logprobs_row(const float* logits, int64_t vocab,
+                                         const RowSampleParams& p, const SampleReference& sample,
+                                         int n, bool processed);
+// The tolerance of a returned value against the fp64 reference: equal when the
+// reference is infinite, else within kLogprobAbsTol + kLogprobRelTol * |ref|.
+constexpr double kLogprobAbsTol = 1e-5;
+constexpr double kLogprobRelTol = 1e-6;
+bool logprob_close(float got, double ref);
+
 // Positions of the k largest values, by (value desc, index asc); NaN ranks as -inf.
 std::vector<int64_t> reference_topk(const double* values, int64_t n, int64_t k);
 

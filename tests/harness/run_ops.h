@@ -56,6 +56,22 @@ struct SampleCase {
 std::vector<int64_t> run_sample(TestDevice& dev, const SampleCase& c);
 SampleReference reference_sample(const SampleCase& c, int64_t row);
 
+// ---- logprobs with sample (harness/ops_logprobs.cpp) ------------------------------
+struct LogprobsResult {
+  int64_t columns = 1;          // n + 1
+  std::vector<int64_t> tokens;  // rows
+  std::vector<int32_t> ids;     // rows x columns
+  std::vector<float> values;    // rows x columns
+  std::vector<int32_t> ranks;   // rows
+};
+// nt_sample_logprobs on case c (the workspace exactly the queried size), its
+// outputs poisoned first and given row strides of columns + out_gap (the gaps
+// must stay poisoned); throws if it modified its logits or wrote a gap.
+LogprobsResult run_sample_logprobs(TestDevice& dev, const SampleCase& c, int n, uint32_t mode,
+                                   int64_t out_gap = 0);
+// The reference of row `row` (its token: reference_sample's).
+LogprobsReference reference_logprobs(const SampleCase& c, int64_t row, int n, bool processed);
+
 struct TopK {
   int64_t rows = 0, k = 0;
   std::vector<float> values;    // rows x k

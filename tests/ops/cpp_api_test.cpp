@@ -2,6 +2,7 @@
 // failures as nexttok::Error carrying the status and the message.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -30,6 +31,40 @@ TEST(CppApi, SampleGreedyAndError) {
   } catch (const nexttok::Error& e) {
     EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(e.what()).find("'top_p'"), std::string::npos) << e.what();
+  }
+}
+
+// sample_logprobs through the C++ layer: a greedy row with known values (two
+// logits, so the log-softmax is exact to check), the error as nexttok::Error.
+TEST(CppApi, SampleLogprobsGreedyRow) {
+  std::vector<float> logits = {0.0f, std::log(3.0f), -std::numeric_limits<float>::infinity()};
+  std::vector<int64_t> tokens(1, -7);
+  std::vector<int32_t> ids(3, -7), ranks(1, -7);
+  std::vector<float> values(3, 1.0f);
+  nexttok::SampleParams p;
+  p.temperature.scalar = 0.0f;
+  const nt_sample_args s =
+      nexttok::sample_args(nexttok::matrix(logits.data(), 1, 3), nexttok::vector(tokens.data(), 1), p);
+  nt_sample_logprobs_args a = nexttok::sample_logprobs_args(
+      s, 2, NT_LOGPROBS_RAW, nexttok::matrix(ids.data(), 1, 3), nexttok::matrix(values.data(), 1, 3),
+      nexttok::vector(ranks.data(), 1));
+  nexttok::sample_logprobs(a);
+  EXPECT_EQ(tokens[0], 1);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 1, 0}));
+  EXPECT_NEAR(values[0], std::log(0.75), 1e-6);  // p = 3/4
+  EXPECT_NEAR(values[2], std::log(0.25), 1e-6);
+  EXPECT_EQ(ranks[0], 1);
+  a.mode = NT_LOGPROBS_PROCESSED;
+  nexttok::sample_logprobs(a);
+  EXPECT_EQ(values, (std::vector<float>{0.0f, 0.0f, -std::numeric_limits<float>::infinity()}));
+
+  a.num_logprobs = 21;
+  try {
+    nexttok::sample_logprobs(a);
+    FAIL() << "no exception";
+  } catch (const nexttok::Error& e) {
+    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("'num_logprobs'"), std::string::npos) << e.what();
   }
 }
 

@@ -188,6 +188,73 @@ TEST_P(Errors, Sample) {
   }
 }
 
+TEST_P(Errors, SampleLogprobs) {
+  const int64_t rows = 4, vocab = 100;
+  const int32_t n = 5;
+  auto logits = buffer(size_t(rows * vocab * 4));
+  auto tokens = buffer(size_t(rows * 8));
+  auto ids = buffer(size_t(rows * (n + 1) * 4));
+  auto values = buffer(size_t(rows * (n + 1) * 4));
+  auto ranks = buffer(size_t(rows * 4));
+  nt_sample_logprobs_args valid{};
+  valid.sample.logits = logits->matrix(NT_F32, rows, vocab);
+  valid.sample.tokens = tokens->vector(NT_I64, rows);
+  valid.sample.temperature = {nullptr, 0.7f};
+  valid.sample.top_k = {nullptr, 50};
+  valid.sample.top_p = {nullptr, 0.9f};
+  valid.num_logprobs = n;
+  valid.mode = NT_LOGPROBS_PROCESSED;
+  valid.logprob_ids = ids->matrix(NT_I32, rows, n + 1);
+  valid.logprobs = values->matrix(NT_F32, rows, n + 1);
+  valid.ranks = ranks->vector(NT_I32, rows);
+  size_t ws_bytes = 0;
+  ASSERT_EQ(nt_sample_logprobs_workspace_size(&valid, &ws_bytes), NT_OK) << nt_last_error();
+  auto ws = buffer(ws_bytes);
+
+  using A = nt_sample_logprobs_args;
+  std::vector<Case<A>> cases;
+  const bool offsets = dev().views_use_byte_offset();
+  for (int32_t bad : {-1, 21, 1000})
+    cases.push_back({"num_logprobs " + std::to_string(bad), [bad](A& a) { a.num_logprobs = bad; }, "num_logprobs"});
+  cases.push_back({"mode 2", [](A& a) { a.mode = 2; }, "mode"});
+  cases.push_back({"mode ~0", [](A& a) { a.mode = 0xffffffffu; }, "mode"});
+  add_tensor_cases<A>(cases, "logprob_ids", [](A& a) -> nt_tensor& { return a.logprob_ids; }, NT_I64, 2, offsets);
+  add_device_cases<A>(cases, "logprob_ids", [](A& a) -> nt_tensor& { return a.logprob_ids; }, other());
+  cases.push_back({"logprob_ids columns", [](A& a) { a.logprob_ids.shape[1] = 5; a.logprob_ids.row_stride = 5; }, "logprob_ids"});
+  cases.push_back({"logprob_ids rows", [](A& a) { a.logprob_ids.shape[0] = 3; }, "logprob_ids"});
+  add_tensor_cases<A>(cases, "logprobs", [](A& a) -> nt_tensor& { return a.logprobs; }, NT_F16, 2, offsets);
+  add_device_cases<A>(cases, "logprobs", [](A& a) -> nt_tensor& { return a.logprobs; }, other());
+  cases.push_back({"logprobs columns", [](A& a) { a.logprobs.shape[1] = 7; }, "logprobs"});
+  cases.push_back({"logprobs rows", [](A& a) { a.logprobs.shape[0] = 5; }, "logprobs"});
+  add_tensor_cases<A>(cases, "ranks", [](A& a) -> nt_tensor& { return a.ranks; }, NT_I64, 1, offsets);
+  add_device_cases<A>(cases, "ranks", [](A& a) -> nt_tensor& { return a.ranks; }, other());
+  cases.push_back({"ranks length", [](A& a) { a.ranks.shape[0] = 3; }, "ranks"});
+  // The sample's own arguments are checked as nt_sample checks them.
+  cases.push_back({"sample.tokens length", [](A& a) { a.sample.tokens.shape[0] = 3; }, "tokens"});
+  cases.push_back({"sample.top_p", [](A& a) { a.sample.top_p.scalar = 1.5f; }, "top_p"});
+
+  TestDevice& d = dev();
+  void* ws_ptr = ws->handle();
+  expect_rejected<A>(valid, cases, [&](const A* a) {
+    size_t bytes = 0;
+    const nt_status sized = nt_sample_logprobs_workspace_size(a, &bytes);
+    const std::string message = nt_last_error();
+    const nt_status ran = nt_sample_logprobs(a, ws_ptr, ws_bytes, d.stream());
+    EXPECT_EQ(sized, ran) << "nt_sample_logprobs_workspace_size and nt_sample_logprobs disagree";
+    EXPECT_EQ(message, nt_last_error()) << "the size query and the op disagree";
+    d.sync();
+    return ran;
+  }, {tokens.get(), ids.get(), values.get(), ranks.get()});
+  if (ws_bytes > 0) {
+    EXPECT_EQ(nt_sample_logprobs(&valid, ws_ptr, ws_bytes - 1, d.stream()), NT_ERROR_WORKSPACE);
+    EXPECT_NE(std::string(nt_last_error()).find("'workspace_bytes'"), std::string::npos) << nt_last_error();
+  }
+  EXPECT_EQ(nt_sample_logprobs(nullptr, ws_ptr, ws_bytes, d.stream()), NT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(nt_last_error()).find("'args'"), std::string::npos) << nt_last_error();
+  EXPECT_EQ(nt_sample_logprobs_workspace_size(&valid, nullptr), NT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(nt_last_error()).find("'bytes'"), std::string::npos) << nt_last_error();
+}
+
 TEST_P(Errors, ApplyTokenBitmask) {
   const int64_t rows = 3, vocab = 70, words = 3;
   auto logits = buffer(size_t(rows * vocab * 4));

@@ -111,3 +111,35 @@ def softmax_on(row, temperature, kept):
     s = (row.astype(np.float32) / np.float32(temperature)).astype(np.float64)[kept]
     p = np.exp(s - s.max())
     return p / p.sum()
+
+
+def logprobs(row, temperature, top_k, top_p, min_p, token, n, processed, joint=False):
+    """(ids [n+1], values [n+1] float64, rank) of sample with logprobs for one row
+    whose sampled token is `token` (docs/SEMANTICS.md, "Logprobs with sample")."""
+    x = np.where(np.isnan(row), -np.inf, row.astype(np.float32)).astype(np.float64)
+    ids = np.full(n + 1, -1, dtype=np.int64)
+    listed = order(x)[:n]
+    ids[1:1 + listed.size] = listed
+    values = np.full(n + 1, -np.inf)
+    if token < 0:
+        return ids, values, 0
+    ids[0] = token
+    v = np.full(x.shape[0], -np.inf)
+    if not processed:
+        v[:] = x
+    elif temperature <= 0 or top_k == 1 or x.shape[0] == 1:
+        v[token] = 0.0
+    else:
+        kept, _ = keep_set(row, temperature, top_k, top_p, min_p, joint)
+        v[kept] = (row.astype(np.float32)[kept] / np.float32(temperature)).astype(np.float64)
+    lp = np.full(x.shape[0], -np.inf)
+    if np.any(np.isposinf(v)):
+        lp[np.isposinf(v)] = -np.log(np.count_nonzero(np.isposinf(v)))
+    else:
+        finite = np.isfinite(v)
+        m = v[finite].max()
+        lp[finite] = (v[finite] - m) - np.log(np.exp(v[finite] - m).sum())
+    present = ids >= 0
+    values[present] = lp[ids[present]]
+    rank = int(np.count_nonzero((v != -np.inf) & (v >= v[token])))
+    return ids, values, rank

@@ -1,0 +1,297 @@
+// nt_sample_logprobs on every device: tokens equal to nt_sample's for the same
+// arguments (and to the reference's), listed ids and ranks equal to the
+// sort-based reference, values within the documented tolerance of its fp64
+// log-softmax, in both modes; non-finite and fully masked rows, V = 1, n > V,
+// greedy and explicit-draw rows, strided outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "ops/sample_support.h"
+
+namespace ntt {
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+const nt_dtype kFloatTypes[] = {NT_F32, NT_F16, NT_BF16};
+const uint32_t kModes[] = {NT_LOGPROBS_RAW, NT_LOGPROBS_PROCESSED};
+
+class SampleLogprobs : public DeviceTest {};
+
+const char* mode_label(uint32_t mode) { return mode == NT_LOGPROBS_RAW ? "raw" : "processed"; }
+
+// The device's result for c against nt_sample on the same device (tokens bit
+// for bit) and the reference of every row.
+void expect_logprobs_match(TestDevice& dev, const SampleCase& c, int n, uint32_t mode,
+                           int64_t out_gap = 0, bool check_reference_token = true) {
+  const LogprobsResult got = run_sample_logprobs(dev, c, n, mode, out_gap);
+  const std::vector<int64_t> sampled = run_sample(dev, c);
+  const bool processed = mode == NT_LOGPROBS_PROCESSED;
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const std::string where = "row " + std::to_string(r) + " of " + std::to_string(c.rows) +
+                              ", V=" + std::to_string(c.vocab) + " " + dtype_label(c.dtype) +
+                              ", n=" + std::to_string(n) + " " + mode_label(mode) + ", " +
+                              describe(c.row_params(r));
+    EXPECT_EQ(got.tokens[size_t(r)], sampled[size_t(r)]) << where << ": differs from nt_sample";
+    const LogprobsReference ref = reference_logprobs(c, r, n, processed);
+    if (check_reference_token) {
+      const SampleReference sref = reference_sample(c, r);
+      ASSERT_FALSE(sref.degenerate) << where << ": test input is degenerate";
+      EXPECT_EQ(got.tokens[size_t(r)], ref.ids[0]) << where << ": token differs from the reference";
+    }
+    if (got.tokens[size_t(r)] != ref.ids[0]) continue;  // the rest is judged for the same token
+    EXPECT_EQ(got.ranks[size_t(r)], ref.rank) << where << ": rank";
+    for (int64_t col = 0; col <= n; ++col) {
+      const size_t at = size_t(r * got.columns + col);
+      EXPECT_EQ(got.ids[at], ref.ids[size_t(col)]) << where << ": id of column " << col;
+      EXPECT_TRUE(logprob_close(got.values[at], ref.values[size_t(col)]))
+          << where << ": value of column " << col << " (id " << got.ids[at] << ") is "
+          << got.values[at] << ", reference " << ref.values[size_t(col)];
+    }
+  }
+}
+
+void set_random_params(SampleCase& c, Rng& rng, bool per_row_params) {
+  std::vector<float> t, p, m;
+  std::vector<int32_t> k;
+  for (int64_t r = 0; r < (per_row_params ? c.rows : 1); ++r) {
+    const RowConfig rc = random_config(rng, c.vocab, per_row_params);
+    t.push_back(rc.temperature);
+    k.push_back(rc.top_k);
+    p.push_back(rc.top_p);
+    m.push_back(rc.min_p);
+  }
+  c.temperature = {per_row_params, t};
+  c.top_k = {per_row_params, k};
+  c.top_p = {per_row_params, p};
+  c.min_p = {per_row_params, m};
+  std::vector<uint64_t> s, o;
+  for (int64_t r = 0; r < (per_row_params ? c.rows : 1); ++r) {
+    s.push_back(rng.bits());
+    o.push_back(uint64_t(rng.integer(0, 1000)));
+  }
+  c.seed = {per_row_params, s};
+  c.offset = {per_row_params, o};
+}
+
+// Random rows of every kind of parameter set, every dtype, n in {0, 1, 5, 20},
+// both modes; V not a multiple of 32; strided inputs and outputs.
+TEST_P(SampleLogprobs, MatchesReference) {
+  uint64_t seed = 7000;
+  for (nt_dtype dtype : kFloatTypes)
+    for (int64_t vocab : {33, 1000, 4099})
+      for (int n : {0, 1, 5, 20}) {
+        Rng rng(++seed);
+        SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " V=" + std::to_string(vocab) +
+                     " n=" + std::to_string(n));
+        SampleCase c;
+        c.rows = 6;
+        c.vocab = vocab;
+        c.dtype = dtype;
+        c.row_stride = n == 5 ? vocab + 13 : 0;
+        c.token_dtype = n == 1 ? NT_I32 : NT_I64;
+        set_random_params(c, rng, n != 0);
+        const bool peaked = rng.coin();
+        fill_logits(c, rng, peaked);
+        redraw_degenerate_rows(c, rng, peaked);
+        for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, n, mode, n == 5 ? 3 : 0);
+      }
+}
+
+// BENCH.md's W3r shape of row (128k vocabulary), the mixed batch, n = 20.
+TEST_P(SampleLogprobs, LargeVocabularyMixedBatch) {
+  const uint64_t seed = 7100;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase c;
+  c.rows = 4;
+  c.vocab = 128256 - 3;
+  c.temperature = per_row<float>({0.0f, 0.8f, 1.0f, 0.7f});
+  c.top_k = per_row<int32_t>({50, 0, 50, 2048});
+  c.top_p = per_row<float>({0.9f, 0.95f, 0.9f, 1.0f});
+  c.min_p = per_row<float>({0.0f, 0.0f, 0.05f, 0.0f});
+  c.seed = per_row<uint64_t>({rng.bits(), rng.bits(), rng.bits(), rng.bits()});
+  c.offset = per_row<uint64_t>({1, 2, 3, 4});
+  fill_logits(c, rng, true);
+  redraw_degenerate_rows(c, rng, true);
+  for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 20, mode);
+}
+
+// NaN, +-inf, several +inf (they share the mass), fully masked rows (token
+// -1: ids -1 in column 0, every value -inf, rank 0; columns 1..n still the
+// order's first ids), one-token vocabularies and n > V.
+TEST_P(SampleLogprobs, NonFiniteAndMaskedRows) {
+  uint64_t seed = 7200;
+  for (nt_dtype dtype : kFloatTypes)
+    for (int64_t vocab : {1, 3, 37, 300})
+      for (bool greedy : {false, true}) {
+        Rng rng(++seed);
+        SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " V=" + std::to_string(vocab) +
+                     (greedy ? " greedy" : ""));
+        SampleCase c;
+        c.rows = 7;
+        c.vocab = vocab;
+        c.dtype = dtype;
+        auto plant = [&](int64_t r, float* row) {
+          auto any = [&] { return rng.integer(0, vocab - 1); };
+          switch (r) {
+            case 0: row[any()] = kNaN; row[any()] = -kInf; break;
+            case 1: row[any()] = kInf; break;
+            case 2: row[any()] = kInf; row[any()] = kInf; row[any()] = kNaN; break;
+            case 3: for (int64_t i = 0; i < vocab; ++i) row[i] = -kInf; break;
+            case 4: for (int64_t i = 0; i < vocab; ++i) row[i] = i % 2 ? kNaN : -kInf; break;
+            case 5: row[any()] = -kInf; break;
+            default: break;
+          }
+        };
+        fill_logits(c, rng, false);
+        for (int64_t r = 0; r < c.rows; ++r) plant(r, &c.logits[size_t(r * vocab)]);
+        redraw_degenerate_rows(c, [&](float* row) {
+          fill_row(rng, false, dtype, row, vocab);
+          plant((row - c.logits.data()) / vocab, row);
+        });
+        for (uint32_t mode : kModes)
+          for (int n : {0, 5, 20}) expect_logprobs_match(dev(), c, n, mode);
+        // Fully masked rows, whatever the mode.
+        const LogprobsResult got = run_sample_logprobs(dev(), c, 5, NT_LOGPROBS_PROCESSED);
+        for (int64_t r : {3, 4}) {
+          EXPECT_EQ(got.tokens[size_t(r)], -1);
+          EXPECT_EQ(got.ids[size_t(r * 6)], -1);
+          EXPECT_EQ(got.ranks[size_t(r)], 0);
+          for (int64_t col = 0; col < 6; ++col) EXPECT_EQ(got.values[size_t(r * 6 + col)], -kInf);
+          for (int64_t col = 1; col < 6; ++col)
+            EXPECT_EQ(got.ids[size_t(r * 6 + col)], col - 1 < vocab ? col - 1 : -1) << "column " << col;
+        }
+      }
+}
+
+// Greedy rows (T = 0, top_k = 1, NaN temperature): processed is one-hot (0 for
+// the token, rank 1); raw is the log-softmax of the logits, whose rank counts
+// the token's ties.
+TEST_P(SampleLogprobs, GreedyRows) {
+  uint64_t seed = 7300;
+  for (int64_t vocab : {2, 65, 2000}) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " V=" + std::to_string(vocab));
+    SampleCase c;
+    c.rows = 4;
+    c.vocab = vocab;
+    fill_logits(c, rng, true);
+    // Row 1 holds its maximum twice: the first is the token, rank 2 in raw mode.
+    float* row = &c.logits[size_t(vocab)];
+    row[0] = row[vocab - 1] = 30.0f;
+    c.temperature = per_row<float>({0.0f, 0.0f, kNaN, 0.7f});
+    c.top_k = per_row<int32_t>({0, 0, 0, 1});
+    for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 5, mode);
+    const LogprobsResult processed = run_sample_logprobs(dev(), c, 5, NT_LOGPROBS_PROCESSED);
+    const LogprobsResult raw = run_sample_logprobs(dev(), c, 5, NT_LOGPROBS_RAW);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      EXPECT_EQ(processed.values[size_t(r * 6)], 0.0f) << "row " << r;
+      EXPECT_EQ(processed.ranks[size_t(r)], 1) << "row " << r;
+    }
+    EXPECT_EQ(raw.tokens[1], 0);
+    EXPECT_EQ(raw.ranks[1], 2);
+  }
+}
+
+// The explicit draw (uniform[B]): processed values are the keep-set's
+// renormalized distribution, which the draw walks.
+TEST_P(SampleLogprobs, ExplicitDraw) {
+  uint64_t seed = 7400;
+  for (int64_t vocab : {100, 5000}) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " V=" + std::to_string(vocab));
+    SampleCase c;
+    c.rows = 5;
+    c.vocab = vocab;
+    set_random_params(c, rng, true);
+    for (int64_t r = 0; r < c.rows; ++r) c.uniform.push_back(float(rng.uniform(0.0, 1.0)));
+    fill_logits(c, rng, true);
+    redraw_degenerate_rows(c, rng, true);
+    for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 20, mode);
+  }
+}
+
+// Keep-sets of every size on long rows, which GPUs resolve on different paths
+// (candidate lists merged per row, keep-sets past the candidates over a
+// histogram of the row, the exact fallback over the whole row: flat top-p,
+// a top-k past the merge's capacity renormalizing top-p, small min-p, the
+// explicit draw, plain rows), for a batch and for one row split over the chip.
+TEST_P(SampleLogprobs, KeepSetsOfEverySize) {
+  uint64_t seed = 7600;
+  for (int64_t rows : {6, 1})
+    for (bool peaked : {false, true}) {
+      Rng rng(++seed);
+      SCOPED_TRACE(seed_trace(seed) + " B=" + std::to_string(rows) + (peaked ? " peaked" : " flat"));
+      SampleCase c;
+      c.rows = rows;
+      c.vocab = 20011;
+      const std::vector<float> t = {1.0f, 0.8f, 1.2f, 1.0f, 0.9f, 1.1f};
+      const std::vector<int32_t> k = {0, 3000, 0, 0, 40, 0};
+      const std::vector<float> p = {0.95f, 0.9f, 1.0f, 0.8f, 0.9f, 1.0f};
+      const std::vector<float> m = {0.0f, 0.0f, 0.001f, 0.0f, 0.05f, 0.0f};
+      const size_t first = rows == 1 ? size_t(rng.integer(0, 5)) : 0;
+      auto take = [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        return std::vector<T>(v.begin() + first, v.begin() + first + size_t(rows));
+      };
+      c.temperature = per_row(take(t));
+      c.top_k = per_row(take(k));
+      c.top_p = per_row(take(p));
+      c.min_p = per_row(take(m));
+      std::vector<uint64_t> seeds;
+      for (int64_t r = 0; r < rows; ++r) seeds.push_back(rng.bits());
+      c.seed = per_row(seeds);
+      c.offset = scalar<uint64_t>(uint64_t(rng.integer(0, 1000)));
+      fill_logits(c, rng, peaked);
+      redraw_degenerate_rows(c, rng, peaked);
+      for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 20, mode);
+      // The same rows with an explicit draw.
+      for (int64_t r = 0; r < rows; ++r) c.uniform.push_back(float(rng.uniform(0.0, 1.0)));
+      redraw_degenerate_rows(c, rng, peaked);
+      expect_logprobs_match(dev(), c, 5, NT_LOGPROBS_PROCESSED);
+    }
+}
+
+// A processed row sums to 1 over its keep-set: with n >= V every token is
+// listed, so the listed probabilities of a row account for all of its mass.
+TEST_P(SampleLogprobs, SmallRowsListEveryToken) {
+  const uint64_t seed = 7500;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase c;
+  c.rows = 8;
+  c.vocab = 19;
+  set_random_params(c, rng, true);
+  fill_logits(c, rng, false);
+  redraw_degenerate_rows(c, rng, false);
+  for (uint32_t mode : kModes) {
+    expect_logprobs_match(dev(), c, 20, mode);
+    const LogprobsResult got = run_sample_logprobs(dev(), c, 20, mode);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      double total = 0.0;
+      for (int64_t col = 1; col <= c.vocab; ++col) total += std::exp(double(got.values[size_t(r * 21 + col)]));
+      EXPECT_NEAR(total, 1.0, 1e-5) << "row " << r << " " << mode_label(mode);
+      EXPECT_EQ(got.ids[size_t(r * 21 + 20)], -1);  // past V
+    }
+  }
+}
+
+TEST_P(SampleLogprobs, EmptyBatchIsANoOp) {
+  SampleCase c;
+  c.rows = 0;
+  c.vocab = 100;
+  for (uint32_t mode : kModes) {
+    const LogprobsResult got = run_sample_logprobs(dev(), c, 5, mode);
+    EXPECT_TRUE(got.tokens.empty() && got.ids.empty() && got.values.empty() && got.ranks.empty());
+  }
+}
+
+NTT_INSTANTIATE_ON_DEVICES(SampleLogprobs);
+
+}  // namespace
+}  // namespace ntt
