@@ -7,13 +7,15 @@
 //        sampled rows the cut (the keep-set is every finite token whose
 //        (score key, index) composite is >= cut), its fixed-point mass z, and,
 //        when it fits, the list of its members.
-//        Keep-sets under a top-k of at most kListCap: the k-th largest score
-//        key by a three-digit radix select over the row, the candidates at or
-//        above it collected and ranked in shared memory, then the top-p and
-//        min-p cuts over that sorted prefix. Other cut rows bisect the cut
-//        over composites, one counting pass a step (exact, slow: meant for
-//        top-p without top-k and very large k). Rows without cuts take their
-//        mass in one pass.
+//        Keep-sets under a top-k of at most kListCap: a pivot score key from
+//        a sorted sample of the row (every 64th token), the tokens at or above
+//        it collected in the same pass that finds the row's maximum, ranked in
+//        shared memory, then the top-p and min-p cuts over that sorted prefix;
+//        when the pivot leaves fewer than k or more than kListCap candidates,
+//        a three-digit radix select over the row finds the k-th key instead.
+//        Other cut rows bisect the cut over composites, one counting pass a
+//        step (exact, slow: meant for top-p without top-k and very large k).
+//        Rows without cuts take their mass in one pass.
 //  walk  one CTA per request, walking its positions with the RowInfos:
 //        acceptance tests are a few integer operations (core/verify.h); a
 //        rejection or the bonus draws by Gumbel-max over the keep-set's list,
@@ -40,6 +42,7 @@ constexpr int kWalkThreads = 256;
 constexpr int kListCap = 1024;     // keep-sets listed for the walk; top-k fast path bound
 constexpr int kRadixBits = 11;
 constexpr int kRadixBins = 1 << kRadixBits;
+constexpr int kSamples = kRadixBins;  // pivot samples of a row, sorted in the radix bins
 
 enum : int32_t { kFinite = 0, kEmpty = 1, kInfRow = 2, kGreedy = 3 };
 
@@ -147,13 +150,33 @@ struct RowView {
   __device__ float score(u32 i) const { return nt_scaled_score(widen<DT>(x[i]), temperature); }
 };
 
+// Sorts n <= kSamples keys of s[] (padded with zeros to kSamples) largest first.
+__device__ void bitonic_sort_desc(u32* s, int tid) {
+  for (int k = 2; k <= kSamples; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = tid; i < kSamples; i += kRowThreads) {
+        const int partner = i ^ j;
+        if (partner > i) {
+          const u32 x = s[i], y = s[partner];
+          const bool descending = (i & k) == 0;
+          if (descending ? x < y : x > y) {
+            s[i] = y;
+            s[partner] = x;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
 template <nt_dtype DT>
 __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) {
   using Reduce = cub::BlockReduce<u64, kRowThreads>;
   using S = typename LogitTraits<DT>::Storage;
   __shared__ typename Reduce::TempStorage tmp;
   __shared__ u64 slot;
-  __shared__ u32 hist[kRadixBins];
+  __shared__ u32 hist[kRadixBins];  // radix digits; the pivot's samples first
   __shared__ u64 cand[kListCap];
   __shared__ u64 sorted[kListCap];
   __shared__ u64 mass[kListCap];
@@ -193,16 +216,46 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
     return;
   }
 
-  // Pass A: the top and lowest finite composites, +inf and finite counts.
+  // Top-k lists: a pivot score key with, in expectation, a few times k tokens
+  // at or above it, from the keys of every stride-th token (every finite
+  // token is a candidate when the row is short). Only the speed depends on it:
+  // the candidates are checked to hold at least k tokens.
+  const bool k_listable = p.top_k > 1 && p.top_k <= kListCap;
+  u32 pivot = NT_KEY_FIRST_FINITE;
+  if (k_listable) {
+    const u32 stride = V / kSamples >= 64 ? (V + kSamples - 1) / kSamples : 64;
+    const u32 n_samples = V / stride;
+    const float e = float(p.top_k) / float(stride);
+    const u32 rank = u32(ceilf(e + 3.0f * sqrtf(e) + 3.0f));
+    if (n_samples >= 16 && rank < n_samples) {
+      for (u32 t = tid; t < u32(kSamples); t += kRowThreads)
+        hist[t] = t < n_samples ? nt_order_key(r.score(t * stride + stride - 1)) : 0u;
+      __syncthreads();
+      bitonic_sort_desc(hist, tid);
+      const u32 k = hist[rank - 1];
+      pivot = k > NT_KEY_FIRST_FINITE ? k : NT_KEY_FIRST_FINITE;
+      __syncthreads();
+    }
+  }
+
+  // Pass A: the top and lowest finite composites, +inf and finite counts, and
+  // the candidates at or above the pivot.
+  if (tid == 0) n_cand = 0;
+  __syncthreads();
   u64 top = 0, low_inv = 0, n_inf = 0, n_fin = 0;
   for (u32 i = tid; i < V; i += kRowThreads) {
     const float s = r.score(i);
     if (s == -INFINITY) continue;
-    const u64 c = composite(nt_order_key(s), i);
+    const u32 key = nt_order_key(s);
+    const u64 c = composite(key, i);
     top = top > c ? top : c;
     low_inv = low_inv > ~c ? low_inv : ~c;
     n_inf += s == INFINITY;
     ++n_fin;
+    if (k_listable && key >= pivot) {
+      const u32 at = atomicAdd(&n_cand, 1u);
+      if (at < u32(kListCap)) cand[at] = c;
+    }
   }
   top = fold_max(top);
   const u64 lowest = ~fold_max(low_inv);
@@ -252,9 +305,10 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
   const bool m_on = p.min_p > 0.0f;
   u64 cut = lowest;
   bool listed = false;
+  u32 n = n_cand;  // read after the folds' barriers
 
-  if (k_on && p.top_k <= kListCap) {
-    // Radix select of the k-th largest score key, 11 + 11 + 10 bits.
+  if (k_on && k_listable && (n < u32(p.top_k) || n > u32(kListCap))) {
+    // The pivot missed: radix select of the k-th largest score key, 11 + 11 + 10 bits.
     u32 key_prefix = 0, remaining = u32(p.top_k);
     int shift = 32;
     for (int round = 0; round < 3; ++round) {
@@ -295,61 +349,62 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
       if (at < u32(kListCap)) cand[at] = composite(k, i);
     }
     __syncthreads();
-    const u32 n = n_cand;
-    if (n <= u32(kListCap)) {
-      // Rank sort, largest first (composites are distinct).
-      for (u32 e = tid; e < n; e += kRowThreads) {
-        const u64 c = cand[e];
-        u32 rank = 0;
-        for (u32 f = 0; f < n; ++f) rank += cand[f] > c;
-        sorted[rank] = c;
-      }
-      __syncthreads();
-      const u32 nk = u32(p.top_k);
-      for (u32 e = tid; e < nk; e += kRowThreads)
-        mass[e] = nt_verify_mass_of(nt_key_to_float(composite_key(sorted[e])), r.s_max, r.bits);
-      __syncthreads();
-      const u64 z_all = (p_on && a.joint) ? prefix(lowest, nullptr) : 0;
-      if (tid == 0) {
-        u64 zk = 0;
-        for (u32 e = 0; e < nk; ++e) zk += mass[e];
-        u32 len = nk;
-        if (p_on) {
-          if (p.top_p == 0.0f) {
-            len = 1;
-          } else {
-            const u64 target = nt_verify_scale(a.joint ? z_all : zk, p.top_p, 1);
-            u64 acc = 0;
-            for (u32 e = 0; e < nk; ++e) {
-              acc += mass[e];
-              if (acc >= target) {
-                len = e + 1 < len ? e + 1 : len;
-                break;
-              }
+    n = n_cand;
+  }
+
+  if (k_on && k_listable && n >= u32(p.top_k) && n <= u32(kListCap)) {
+    // Rank sort, largest first (composites are distinct); the first k are the top-k.
+    for (u32 e = tid; e < n; e += kRowThreads) {
+      const u64 c = cand[e];
+      u32 rank = 0;
+      for (u32 f = 0; f < n; ++f) rank += cand[f] > c;
+      if (rank < u32(kListCap)) sorted[rank] = c;
+    }
+    __syncthreads();
+    const u32 nk = u32(p.top_k);
+    for (u32 e = tid; e < nk; e += kRowThreads)
+      mass[e] = nt_verify_mass_of(nt_key_to_float(composite_key(sorted[e])), r.s_max, r.bits);
+    __syncthreads();
+    const u64 z_all = (p_on && a.joint) ? prefix(lowest, nullptr) : 0;
+    if (tid == 0) {
+      u64 zk = 0;
+      for (u32 e = 0; e < nk; ++e) zk += mass[e];
+      u32 len = nk;
+      if (p_on) {
+        if (p.top_p == 0.0f) {
+          len = 1;
+        } else {
+          const u64 target = nt_verify_scale(a.joint ? z_all : zk, p.top_p, 1);
+          u64 acc = 0;
+          for (u32 e = 0; e < nk; ++e) {
+            acc += mass[e];
+            if (acc >= target) {
+              len = e + 1 < len ? e + 1 : len;
+              break;
             }
           }
         }
-        if (m_on) {
-          u32 nm = 1;
-          for (u32 e = 1; e < nk; ++e)
-            if (nt_portable_exp(nt_key_to_float(composite_key(sorted[e])) - r.s_max) >= p.min_p)
-              nm = e + 1;
-          len = nm < len ? nm : len;
-        }
-        u64 z = 0;
-        for (u32 e = 0; e < len; ++e) z += mass[e];
-        slot = sorted[len - 1];
-        radix_shared[0] = len;
-        info.z = z;  // thread 0 writes the RowInfo
       }
-      __syncthreads();
-      cut = slot;
-      const u32 len = radix_shared[0];
-      int32_t* list = a.lists + row * kListCap;
-      for (u32 e = tid; e < len; e += kRowThreads) list[e] = int32_t(composite_index(sorted[e]));
-      info.n_list = int32_t(len);
-      listed = true;
+      if (m_on) {
+        u32 nm = 1;
+        for (u32 e = 1; e < nk; ++e)
+          if (nt_portable_exp(nt_key_to_float(composite_key(sorted[e])) - r.s_max) >= p.min_p)
+            nm = e + 1;
+        len = nm < len ? nm : len;
+      }
+      u64 z = 0;
+      for (u32 e = 0; e < len; ++e) z += mass[e];
+      slot = sorted[len - 1];
+      radix_shared[0] = len;
+      info.z = z;  // thread 0 writes the RowInfo
     }
+    __syncthreads();
+    cut = slot;
+    const u32 len = radix_shared[0];
+    int32_t* list = a.lists + row * kListCap;
+    for (u32 e = tid; e < len; e += kRowThreads) list[e] = int32_t(composite_index(sorted[e]));
+    info.n_list = int32_t(len);
+    listed = true;
     __syncthreads();
   }
 
@@ -453,9 +508,14 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
   auto draw = [&](const WalkRow<DT>& w, u32 tag, const float* q, const int64_t* ex, u32 n_ex,
                   int64_t single) -> int64_t {
     u64 best = 0;
+    float best_v = -INFINITY;  // this thread's best perturbed score so far
+    const bool bounded = q == nullptr && w.info.state != kInfRow;
     auto visit = [&](u32 i) {
       const float s = w.score(i);
       if (!w.member(i, s)) return;
+      // Below the best so far even with the largest Gumbel value: cannot win,
+      // and its Philox block and logs are skipped.
+      if (bounded && s + NT_GUMBEL_MAX < best_v) return;
       if (int64_t(i) == single) return;
       for (u32 e = 0; e < n_ex; ++e)
         if (ex[e] == int64_t(i)) return;
@@ -469,7 +529,10 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
                                nt_token_gumbel(seed, offset, tag, i), w.info.state == kInfRow);
       }
       const u64 c = composite(nt_order_key(v), i);
-      best = best > c ? best : c;
+      if (c > best) {
+        best = c;
+        best_v = v;
+      }
     };
     if (w.info.n_list >= 0) {
       for (int e = tid; e < w.info.n_list; e += kWalkThreads) visit(u32(w.list[e]));

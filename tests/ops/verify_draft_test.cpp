@@ -357,6 +357,36 @@ TEST_P(VerifyDraft, EdgeCases) {
   EXPECT_EQ(tokens(4), std::vector<int32_t>{c.draft_ids[6]}) << "greedy, then an empty row";
 }
 
+// Rows of 5,003 tokens whose keep-sets take each of the ways a backend may
+// resolve them: a top-k found from a sample of the row, a top-k whose sampled
+// estimate holds too many tied tokens (a few 5s among 2,000 4s), ties past any
+// list (a third of the row at the top value), top-p alone, and no cut.
+TEST_P(VerifyDraft, LargeRowsEveryKeepSetPath) {
+  Rng rng(651);
+  const int64_t V = 5003;
+  VerifyCase c = random_chain(rng, 10, V, 2, false, NT_F32);
+  for (int64_t r = 0; r < c.target_rows(); ++r) {
+    float* x = &c.logits[size_t(r * V)];
+    const int kind = int(r % 3);
+    if (kind == 1) {  // 30 fives, 2,000 fours, the rest below
+      for (int64_t i = 0; i < V; ++i) x[i] = float(rng.integer(0, 3)) - float(rng.uniform(0, 0.5));
+      for (int n = 0; n < 2000; ++n) x[rng.integer(0, V - 1)] = 4.0f;
+      for (int n = 0; n < 30; ++n) x[rng.integer(0, V - 1)] = 5.0f;
+    } else if (kind == 2) {  // values 0, 1, 2 only
+      for (int64_t i = 0; i < V; ++i) x[i] = float(rng.integer(0, 2));
+    }
+  }
+  const std::vector<int32_t> ks = {20, 5, 0, 0, 64};
+  const std::vector<float> ps = {0.93f, 1.0f, 0.73f, 1.0f, 0.95f};
+  for (size_t v = 0; v < ks.size(); ++v) {
+    SCOPED_TRACE("top_k=" + std::to_string(ks[v]) + " top_p=" + std::to_string(ps[v]));
+    c.top_k = scalar(ks[v]);
+    c.top_p = scalar(ps[v]);
+    c.seed = scalar<uint64_t>(rng.bits());
+    expect_matches(dev(), c);
+  }
+}
+
 TEST_P(VerifyDraft, OneTokenVocabularyAndMalformedOffsets) {
   Rng rng(701);
   VerifyCase one;
