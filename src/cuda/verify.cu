@@ -30,6 +30,7 @@
 #include "core/verify.h"
 #include "cuda/load.cuh"
 #include "cuda/ops.cuh"
+#include "cuda/token_table.cuh"  // check_per_row, stream_capturing
 
 namespace nt::cuda {
 namespace {
@@ -670,6 +671,15 @@ void CudaBackend::verify(const VerifyCall& c, void* workspace, size_t workspace_
   if (c.requests == 0) return;
   const cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   DeviceScope scope(c.target.device_id, c.op);
+  // Per-request arrays in host memory would fault in the kernels: refused
+  // (outside graph capture, where the driver may be asked).
+  const bool capturing = table::stream_capturing(stream, c.op);
+  table::check_per_row(c.op, "temperature", c.temperature.per_row, c.target.device_id, capturing);
+  table::check_per_row(c.op, "top_k", c.top_k.per_row, c.target.device_id, capturing);
+  table::check_per_row(c.op, "top_p", c.top_p.per_row, c.target.device_id, capturing);
+  table::check_per_row(c.op, "min_p", c.min_p.per_row, c.target.device_id, capturing);
+  table::check_per_row(c.op, "seed", c.seed.per_row, c.target.device_id, capturing);
+  table::check_per_row(c.op, "offset", c.offset.per_row, c.target.device_id, capturing);
   VerifyArgs a{};
   a.target = c.target.data;
   a.stride = c.target.row_stride;
