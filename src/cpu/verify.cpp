@@ -133,11 +133,12 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
   }
   int64_t n_m = n_fin;
   if (p.min_p > 0.0f) {
-    // Through the last token whose probability reaches min_p (a prefix, as
-    // the exp is monotone; the other backends take the same last token).
-    n_m = 1;
-    for (int64_t j = 1; j < n_fin; ++j)
-      if (nt_portable_exp(nt_key_to_float(uint32_t(list[j] >> 32)) - t.s_max) >= p.min_p) n_m = j + 1;
+    // The leading tokens whose probability reaches min_p, up to the first
+    // that does not (the portable exp is monotone only to within an ulp).
+    n_m = 1;  // the top token's exp(0) = 1 >= min_p
+    while (n_m < n_fin &&
+           nt_portable_exp(nt_key_to_float(uint32_t(list[n_m] >> 32)) - t.s_max) >= p.min_p)
+      ++n_m;
   }
   t.n = std::max<int64_t>(1, std::min({n_k, n_p, n_m}));
   t.end_key = uint32_t(list[t.n - 1] >> 32);

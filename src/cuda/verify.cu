@@ -386,11 +386,11 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
           }
         }
       }
-      if (m_on) {
+      if (m_on) {  // up to the first token whose probability falls below min_p
         u32 nm = 1;
-        for (u32 e = 1; e < nk; ++e)
-          if (nt_portable_exp(nt_key_to_float(composite_key(sorted[e])) - r.s_max) >= p.min_p)
-            nm = e + 1;
+        while (nm < nk &&
+               nt_portable_exp(nt_key_to_float(composite_key(sorted[nm])) - r.s_max) >= p.min_p)
+          ++nm;
         len = nm < len ? nm : len;
       }
       u64 z = 0;
@@ -424,17 +424,17 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
                             : find_cut(lowest, top, true, nt_verify_scale(a.joint ? z_all : z_k, p.top_p, 1));
       cut = cut_p > cut ? cut_p : cut;
     }
-    if (m_on) {
-      u64 low_m = 0;  // ~ of the lowest composite reaching min_p
+    if (m_on) {  // the prefix ends before the first token below min_p
+      u64 fail = 0;
       for (u32 i = tid; i < V; i += kRowThreads) {
         const float s = r.score(i);
-        if (s != -INFINITY && nt_portable_exp(s - r.s_max) >= p.min_p) {
-          const u64 c = ~composite(nt_order_key(s), i);
-          low_m = low_m > c ? low_m : c;
+        if (s != -INFINITY && !(nt_portable_exp(s - r.s_max) >= p.min_p)) {
+          const u64 c = composite(nt_order_key(s), i);
+          fail = fail > c ? fail : c;
         }
       }
-      const u64 cut_m = ~fold_max(low_m);
-      cut = cut_m > cut ? cut_m : cut;
+      fail = fold_max(fail);
+      if (fail != 0 && fail + 1 > cut) cut = fail + 1;
     }
     info.z = (cut == lowest) ? z_all : prefix(cut, nullptr);
   }

@@ -115,13 +115,15 @@ static nt_vrow nt_vrow_resolve(__global const nt_elem* x, uint vocab, nt_row_par
     cut = max(cut, p.top_p == 0.0f ? top : nt_vrow_find_cut(&r, lowest, top, 1, target));
   }
   if (p.min_p > 0.0f) {
-    ulong cut_m = top;
+    /* the prefix ends before the first token (the largest composite) whose
+     * probability falls below min_p */
+    ulong fail = 0;
     for (uint i = 0; i < vocab; ++i) {
       const float s = nt_vrow_score(&r, i);
-      if (s != -INFINITY && nt_portable_exp(s - r.s_max) >= p.min_p)
-        cut_m = min(cut_m, nt_composite(nt_order_key(s), i));
+      if (s != -INFINITY && !(nt_portable_exp(s - r.s_max) >= p.min_p))
+        fail = max(fail, nt_composite(nt_order_key(s), i));
     }
-    cut = max(cut, cut_m);
+    if (fail != 0) cut = max(cut, fail + 1ul);
   }
   r.cut = cut;
   ulong c;

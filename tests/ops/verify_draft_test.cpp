@@ -18,6 +18,7 @@
 #include <numeric>
 #include <utility>
 
+#include "core/portable_exp.h"
 #include "harness/ops.h"
 
 namespace ntt {
@@ -384,6 +385,37 @@ TEST_P(VerifyDraft, LargeRowsEveryKeepSetPath) {
     c.top_p = scalar(ps[v]);
     c.seed = scalar<uint64_t>(rng.bits());
     expect_matches(dev(), c);
+  }
+}
+
+// The portable exp is monotone only to within an ulp: at d = -0x1.fd029cp-7 it
+// returns one ulp more than at the next float towards 0. With min_p equal to
+// the larger value, the min-p prefix ends at the first token below min_p (the
+// higher score), so the token after it is out although its probability
+// reaches min_p: only the top token is kept, on every backend.
+TEST_P(VerifyDraft, MinPCutEndsAtTheFirstTokenBelow) {
+  const float d = -0x1.fd029cp-7f;
+  const float d_above = std::nextafter(d, 0.0f);
+  const float e_low = nt_portable_exp(d), e_high = nt_portable_exp(d_above);
+  ASSERT_GT(e_low, e_high) << "the exp's non-monotone step moved";
+  VerifyCase c;
+  c.vocab = 6;
+  c.requests = 8;
+  c.width = 2;
+  c.cu = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  c.draft_ids.assign(8, 2);  // the token whose probability reaches min_p
+  for (int r = 0; r < 16; ++r) {
+    const std::vector<float> row = {0.0f, d_above, d, -3.0f, -4.0f, -5.0f};
+    c.logits.insert(c.logits.end(), row.begin(), row.end());
+  }
+  c.min_p = scalar(e_low);
+  std::vector<uint64_t> seeds;
+  for (uint64_t s = 0; s < 8; ++s) seeds.push_back(1000 + s);
+  c.seed = per_row(seeds);
+  const VerifyResult r = run_verify(dev(), c);
+  for (int64_t b = 0; b < c.requests; ++b) {
+    ASSERT_GE(r.num_emitted[size_t(b)], 1);
+    EXPECT_EQ(r.out_ids[size_t(b * 2)], 0) << "request " << b;
   }
 }
 
