@@ -2,6 +2,7 @@
 // large values after each (a backend that ignores the stride picks them up),
 // outputs poisoned, a workspace of exactly the queried size; the target logits
 // must come back unchanged.
+#include <cmath>
 #include <stdexcept>
 
 #include "harness/run_util.h"
@@ -19,6 +20,84 @@ RowSampleParams VerifyCase::request_params(int64_t b) const {
   p.offset = offset.at(b);
   p.joint = (flags & NT_SAMPLE_TOP_P_JOINT) != 0;
   return p;
+}
+
+std::vector<float> normal_logits(Rng& rng, int64_t n, double scale) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = float(scale * rng.normal());
+  return v;
+}
+
+// A random distribution over V tokens (exp of N(0, 1.5), normalized in fp32).
+std::vector<float> random_distribution(Rng& rng, int64_t vocab) {
+  std::vector<float> q(static_cast<size_t>(vocab));
+  float z = 0;
+  for (float& x : q) z += x = float(std::exp(1.5 * rng.normal()));
+  for (float& x : q) x /= z;
+  return q;
+}
+
+int64_t first_argmax(const float* x, int64_t n) {
+  int64_t best = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isnan(x[i]) && x[i] != -INFINITY && (best < 0 || x[i] > x[best])) best = i;
+  return best;
+}
+
+// Drafts: the row's argmax (likely accepted) or any token, counts 0..max_draft.
+VerifyCase random_verify_chain(Rng& rng, int64_t requests, int64_t vocab, int64_t max_draft,
+                        bool with_probs, nt_dtype dtype) {
+  VerifyCase c;
+  c.requests = requests;
+  c.vocab = vocab;
+  c.width = max_draft + 1;
+  c.dtype = dtype;
+  c.cu.push_back(0);
+  for (int64_t b = 0; b < requests; ++b) c.cu.push_back(c.cu.back() + int32_t(rng.integer(0, max_draft)));
+  const int64_t td = c.cu.back();
+  c.logits = normal_logits(rng, (td + requests) * vocab, 2.5);
+  for (float& x : c.logits) x = round_to(dtype, x);
+  for (int64_t b = 0; b < requests; ++b)
+    for (int64_t j = c.cu[size_t(b)]; j < c.cu[size_t(b) + 1]; ++j) {
+      const int64_t row = j + b;
+      c.draft_ids.push_back(rng.coin(0.6) ? int32_t(first_argmax(&c.logits[size_t(row * vocab)], vocab))
+                                          : int32_t(rng.integer(0, vocab - 1)));
+    }
+  if (with_probs)
+    for (int64_t j = 0; j < td; ++j) {
+      const auto q = random_distribution(rng, vocab);
+      c.draft_probs.insert(c.draft_probs.end(), q.begin(), q.end());
+    }
+  return c;
+}
+
+// A random tree per request: node d > 0 hangs under a random earlier node;
+// children are chained in node order. Tokens: a row's argmax or any token.
+VerifyCase random_verify_tree(Rng& rng, int64_t requests, int64_t vocab, int64_t nodes, int64_t width) {
+  VerifyCase c;
+  c.tree = true;
+  c.requests = requests;
+  c.vocab = vocab;
+  c.nodes = nodes;
+  c.width = width;
+  c.with_nodes = true;
+  c.logits = normal_logits(rng, requests * nodes * vocab, 2.5);
+  c.candidates.assign(size_t(requests * nodes), 0);
+  c.next_token.assign(size_t(requests * nodes), -1);
+  c.next_sibling.assign(size_t(requests * nodes), -1);
+  for (int64_t b = 0; b < requests; ++b) {
+    std::vector<int64_t> last_child(size_t(nodes), -1);
+    c.candidates[size_t(b * nodes)] = rng.integer(0, vocab - 1);
+    for (int64_t d = 1; d < nodes; ++d) {
+      const int64_t parent = rng.integer(0, d - 1);
+      const float* prow = &c.logits[size_t((b * nodes + parent) * vocab)];
+      c.candidates[size_t(b * nodes + d)] = rng.coin(0.4) ? first_argmax(prow, vocab) : rng.integer(0, vocab - 1);
+      if (last_child[size_t(parent)] < 0) c.next_token[size_t(b * nodes + parent)] = d;
+      else c.next_sibling[size_t(b * nodes + last_child[size_t(parent)])] = d;
+      last_child[size_t(parent)] = d;
+    }
+  }
+  return c;
 }
 
 VerifyResult run_verify(TestDevice& dev, const VerifyCase& c) {

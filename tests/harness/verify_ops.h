@@ -1,5 +1,5 @@
-// Speculative verification in the harness: a case (chain or tree layout), its
-// runner on a TestDevice (poisoned outputs, exactly the queried workspace,
+// Speculative verification in the harness: a case (chain or tree layout), random
+// cases, its runner on a TestDevice (poisoned outputs, exactly the queried workspace,
 // strided target rows) and the brute-force reference of one request, written
 // from docs/SEMANTICS.md ("Speculative verification") in fp64 on the sort-based
 // keep-set of reference_sample_row.
@@ -39,6 +39,21 @@ struct VerifyCase {
   int64_t target_rows() const { return tree ? requests * nodes : int64_t(draft_ids.size()) + requests; }
   RowSampleParams request_params(int64_t b) const;  // seed/offset/row_tag left for the walk
 };
+
+// Random inputs: N(0, scale) logits; a distribution over V tokens (exp of
+// N(0, 1.5), normalized); the first index of the largest value (NaN and -inf
+// never count; -1 if none).
+std::vector<float> normal_logits(Rng& rng, int64_t n, double scale);
+std::vector<float> random_distribution(Rng& rng, int64_t vocab);
+int64_t first_argmax(const float* x, int64_t n);
+// A chain case: 0..max_draft drafts a request, each its row's argmax (likely
+// accepted) or any token; N(0, 2.5) target logits; draft probs when asked.
+VerifyCase random_verify_chain(Rng& rng, int64_t requests, int64_t vocab, int64_t max_draft,
+                               bool with_probs, nt_dtype dtype);
+// A tree case: node d > 0 under a random earlier node, children chained in node
+// order, tokens their parent row's argmax or any token; out_nodes asked for.
+VerifyCase random_verify_tree(Rng& rng, int64_t requests, int64_t vocab, int64_t nodes,
+                              int64_t width);
 
 struct VerifyResult {
   std::vector<int32_t> out_ids;      // [B, S]

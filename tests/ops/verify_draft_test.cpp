@@ -31,84 +31,6 @@ class VerifyErrors : public DeviceTest {};
 constexpr float kInf = INFINITY;
 const float kNaN = std::nanf("");
 
-std::vector<float> normal_logits(Rng& rng, int64_t n, double scale) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = float(scale * rng.normal());
-  return v;
-}
-
-// A random distribution over V tokens (exp of N(0, 1.5), normalized in fp32).
-std::vector<float> random_distribution(Rng& rng, int64_t vocab) {
-  std::vector<float> q(static_cast<size_t>(vocab));
-  float z = 0;
-  for (float& x : q) z += x = float(std::exp(1.5 * rng.normal()));
-  for (float& x : q) x /= z;
-  return q;
-}
-
-int64_t argmax(const float* x, int64_t n) {
-  int64_t best = -1;
-  for (int64_t i = 0; i < n; ++i)
-    if (!std::isnan(x[i]) && x[i] != -kInf && (best < 0 || x[i] > x[best])) best = i;
-  return best;
-}
-
-// Drafts: the row's argmax (likely accepted) or any token, counts 0..max_draft.
-VerifyCase random_chain(Rng& rng, int64_t requests, int64_t vocab, int64_t max_draft,
-                        bool with_probs, nt_dtype dtype) {
-  VerifyCase c;
-  c.requests = requests;
-  c.vocab = vocab;
-  c.width = max_draft + 1;
-  c.dtype = dtype;
-  c.cu.push_back(0);
-  for (int64_t b = 0; b < requests; ++b) c.cu.push_back(c.cu.back() + int32_t(rng.integer(0, max_draft)));
-  const int64_t td = c.cu.back();
-  c.logits = normal_logits(rng, (td + requests) * vocab, 2.5);
-  for (float& x : c.logits) x = round_to(dtype, x);
-  for (int64_t b = 0; b < requests; ++b)
-    for (int64_t j = c.cu[size_t(b)]; j < c.cu[size_t(b) + 1]; ++j) {
-      const int64_t row = j + b;
-      c.draft_ids.push_back(rng.coin(0.6) ? int32_t(argmax(&c.logits[size_t(row * vocab)], vocab))
-                                          : int32_t(rng.integer(0, vocab - 1)));
-    }
-  if (with_probs)
-    for (int64_t j = 0; j < td; ++j) {
-      const auto q = random_distribution(rng, vocab);
-      c.draft_probs.insert(c.draft_probs.end(), q.begin(), q.end());
-    }
-  return c;
-}
-
-// A random tree per request: node d > 0 hangs under a random earlier node;
-// children are chained in node order. Tokens: a row's argmax or any token.
-VerifyCase random_tree(Rng& rng, int64_t requests, int64_t vocab, int64_t nodes, int64_t width) {
-  VerifyCase c;
-  c.tree = true;
-  c.requests = requests;
-  c.vocab = vocab;
-  c.nodes = nodes;
-  c.width = width;
-  c.with_nodes = true;
-  c.logits = normal_logits(rng, requests * nodes * vocab, 2.5);
-  c.candidates.assign(size_t(requests * nodes), 0);
-  c.next_token.assign(size_t(requests * nodes), -1);
-  c.next_sibling.assign(size_t(requests * nodes), -1);
-  for (int64_t b = 0; b < requests; ++b) {
-    std::vector<int64_t> last_child(size_t(nodes), -1);
-    c.candidates[size_t(b * nodes)] = rng.integer(0, vocab - 1);
-    for (int64_t d = 1; d < nodes; ++d) {
-      const int64_t parent = rng.integer(0, d - 1);
-      const float* prow = &c.logits[size_t((b * nodes + parent) * vocab)];
-      c.candidates[size_t(b * nodes + d)] = rng.coin(0.4) ? argmax(prow, vocab) : rng.integer(0, vocab - 1);
-      if (last_child[size_t(parent)] < 0) c.next_token[size_t(b * nodes + parent)] = d;
-      else c.next_sibling[size_t(b * nodes + last_child[size_t(parent)])] = d;
-      last_child[size_t(parent)] = d;
-    }
-  }
-  return c;
-}
-
 std::string where(const VerifyCase& c, int64_t b) {
   return std::string(c.tree ? "tree" : "chain") + " request " + std::to_string(b) + " of " +
          std::to_string(c.requests) + ", V=" + std::to_string(c.vocab) + " " +
@@ -187,7 +109,7 @@ TEST_P(VerifyDraft, GreedyEqualsAnArgmaxLoop) {
   for (uint64_t seed : {101u, 102u}) {
     Rng rng(seed);
     SCOPED_TRACE(seed_trace(seed));
-    VerifyCase c = random_chain(rng, 9, 77, 4, seed == 102, NT_F32);
+    VerifyCase c = random_verify_chain(rng, 9, 77, 4, seed == 102, NT_F32);
     c.temperature = scalar(0.0f);
     const VerifyResult got = run_verify(dev(), c);
     expect_well_formed(c, got);
@@ -195,7 +117,7 @@ TEST_P(VerifyDraft, GreedyEqualsAnArgmaxLoop) {
       std::vector<int32_t> want;
       const int32_t lo = c.cu[size_t(b)], n = c.cu[size_t(b) + 1] - lo;
       for (int32_t j = 0; j <= n; ++j) {
-        const int64_t a = argmax(&c.logits[size_t((lo + b + j) * c.vocab)], c.vocab);
+        const int64_t a = first_argmax(&c.logits[size_t((lo + b + j) * c.vocab)], c.vocab);
         want.push_back(int32_t(a));
         if (j == n || c.draft_ids[size_t(lo + j)] != a) break;
       }
@@ -211,7 +133,7 @@ TEST_P(VerifyDraft, NgramDraftsMatchTheReference) {
   for (uint64_t seed : {201u, 202u, 203u}) {
     Rng rng(seed);
     SCOPED_TRACE(seed_trace(seed));
-    VerifyCase c = random_chain(rng, 24, seed == 203 ? 1000 : 45, 5, false,
+    VerifyCase c = random_verify_chain(rng, 24, seed == 203 ? 1000 : 45, 5, false,
                                 seed == 202 ? NT_BF16 : NT_F32);
     c.row_gap = seed == 201 ? 3 : 0;
     random_params(rng, c);
@@ -223,7 +145,7 @@ TEST_P(VerifyDraft, DraftProbsMatchTheReference) {
   for (uint64_t seed : {301u, 302u}) {
     Rng rng(seed);
     SCOPED_TRACE(seed_trace(seed));
-    VerifyCase c = random_chain(rng, 24, seed == 302 ? 300 : 33, 4, true,
+    VerifyCase c = random_verify_chain(rng, 24, seed == 302 ? 300 : 33, 4, true,
                                 seed == 302 ? NT_F16 : NT_F32);
     random_params(rng, c);
     if (seed == 302) c.flags = NT_SAMPLE_TOP_P_JOINT;
@@ -233,7 +155,7 @@ TEST_P(VerifyDraft, DraftProbsMatchTheReference) {
 
 TEST_P(VerifyDraft, ScalarParametersAndSeed) {
   Rng rng(351);
-  VerifyCase c = random_chain(rng, 16, 64, 3, true, NT_F32);
+  VerifyCase c = random_verify_chain(rng, 16, 64, 3, true, NT_F32);
   c.temperature = scalar(0.8f);
   c.top_k = scalar<int32_t>(20);
   c.top_p = scalar(0.9f);
@@ -246,7 +168,7 @@ TEST_P(VerifyDraft, TreeMatchesTheReference) {
   for (uint64_t seed : {401u, 402u, 403u}) {
     Rng rng(seed);
     SCOPED_TRACE(seed_trace(seed));
-    VerifyCase c = random_tree(rng, 12, seed == 403 ? 200 : 21, 8, seed == 402 ? 3 : 8);
+    VerifyCase c = random_verify_tree(rng, 12, seed == 403 ? 200 : 21, 8, seed == 402 ? 3 : 8);
     random_params(rng, c);
     expect_matches(dev(), c);
   }
@@ -256,7 +178,7 @@ TEST_P(VerifyDraft, TreeMatchesTheReference) {
 // tokens do not depend on its batch position.
 TEST_P(VerifyDraft, ResultsIndependentOfBatchPosition) {
   Rng rng(501);
-  VerifyCase c = random_chain(rng, 10, 40, 3, true, NT_F32);
+  VerifyCase c = random_verify_chain(rng, 10, 40, 3, true, NT_F32);
   random_params(rng, c);
   VerifyCase r = c;
   const int64_t B = c.requests, V = c.vocab;
@@ -323,12 +245,12 @@ TEST_P(VerifyDraft, EdgeCases) {
   row(8)[30] = kInf;
   c.draft_ids[5] = 30;
   // Request 4 (rows 10..12): position 1's row all NaN after an accepted draft.
-  c.draft_ids[6] = int32_t(argmax(row(10), V));
+  c.draft_ids[6] = int32_t(first_argmax(row(10), V));
   std::fill(row(11), row(11) + V, kNaN);
   // Request 5 (rows 13..15) and 6 (rows 16..18): random drafts.
   c.draft_ids[8] = 7;
   c.draft_ids[9] = 8;
-  c.draft_ids[10] = int32_t(argmax(row(16), V));
+  c.draft_ids[10] = int32_t(first_argmax(row(16), V));
   c.draft_ids[11] = 1;
   c.top_k = per_row(std::vector<int32_t>{0, 3, 0, 0, 0, 0, 0});
   c.temperature = per_row(std::vector<float>{1, 1, 1, 1, 0, 1, 0.7f});
@@ -365,7 +287,7 @@ TEST_P(VerifyDraft, EdgeCases) {
 TEST_P(VerifyDraft, LargeRowsEveryKeepSetPath) {
   Rng rng(651);
   const int64_t V = 5003;
-  VerifyCase c = random_chain(rng, 10, V, 2, false, NT_F32);
+  VerifyCase c = random_verify_chain(rng, 10, V, 2, false, NT_F32);
   for (int64_t r = 0; r < c.target_rows(); ++r) {
     float* x = &c.logits[size_t(r * V)];
     const int kind = int(r % 3);
@@ -433,7 +355,7 @@ TEST_P(VerifyDraft, OneTokenVocabularyAndMalformedOffsets) {
   EXPECT_EQ(r.out_ids, (std::vector<int32_t>{0, 0, 0, 0, -1, -1, 0, 0, -1}));
 
   // Offsets that are not a CSR, and more drafts than out_ids holds: clamped.
-  VerifyCase c = random_chain(rng, 4, 50, 4, true, NT_F32);
+  VerifyCase c = random_verify_chain(rng, 4, 50, 4, true, NT_F32);
   c.width = 3;  // max_draft 2
   random_params(rng, c);
   const int32_t td = int32_t(c.draft_ids.size());
