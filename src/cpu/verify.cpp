@@ -1,10 +1,11 @@
 // Speculative verification on the CPU, the oracle (docs/SEMANTICS.md,
 // "Speculative verification"): requests are split over the pool, and each
 // walks its positions, resolving the keep-set of a target row only when the
-// walk reaches it. A row's finite scores are sorted by (score desc, index asc)
-// as 64-bit composite keys in the worker's slot of the workspace; the keep-set
-// is a prefix of that list and its masses are the fixed-point integers of
-// core/verify.h, so every decision equals the other backends'.
+// walk reaches it. A row's finite scores are listed as 64-bit composite keys
+// (score desc, index asc) in the worker's slot of the workspace and sorted only
+// as far as its cuts look (selection, then a sort of the selected part); the
+// keep-set is a prefix of that order and its masses are the fixed-point
+// integers of core/verify.h, so every decision equals the other backends'.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -96,34 +97,59 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
     t.end_index = V - 1;
     return t;
   }
+  uint64_t top = 0, lowest = ~uint64_t(0);
   for (int64_t i = 0; i < V; ++i) {
     const float s = t.score(i);
-    if (s != -INFINITY) list[n_fin++] = composite(nt_order_key(s), i);
+    if (s == -INFINITY) continue;
+    const uint64_t c = composite(nt_order_key(s), i);
+    list[n_fin++] = c;
+    top = std::max(top, c);
+    lowest = std::min(lowest, c);
   }
   if (n_fin == 0) {
     t.empty = true;
     return t;
   }
-  std::sort(list, list + n_fin, std::greater<uint64_t>());
-  t.s_max = nt_key_to_float(uint32_t(list[0] >> 32));
-  auto mass_at = [&](int64_t j) {
-    return nt_verify_mass_of(nt_key_to_float(uint32_t(list[j] >> 32)), t.s_max, t.bits);
+  t.s_max = nt_key_to_float(uint32_t(top >> 32));
+  auto mass_of = [&](uint64_t c) {
+    return nt_verify_mass_of(nt_key_to_float(uint32_t(c >> 32)), t.s_max, t.bits);
   };
   const nt_row_params& p = rp.p;
+  if (p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f) {  // no cut: every finite token
+    t.n = n_fin;
+    for (int64_t j = 0; j < n_fin; ++j) t.z += mass_of(list[j]);
+    t.end_key = uint32_t(lowest >> 32);
+    t.end_index = composite_index(lowest);
+    return t;
+  }
+  // The list is sorted (largest first) only as far as the cuts look:
+  // list[0, n_sorted) holds the largest n_sorted composites in order.
+  int64_t n_sorted = 0;
+  auto at = [&](int64_t j) {
+    if (j >= n_sorted) {
+      const int64_t m = std::min(n_fin, std::max({j + 1, 2 * n_sorted, int64_t(64)}));
+      std::nth_element(list + n_sorted, list + (m - 1), list + n_fin, std::greater<uint64_t>());
+      std::sort(list + n_sorted, list + m, std::greater<uint64_t>());
+      n_sorted = m;
+    }
+    return list[j];
+  };
   const int64_t n_k = p.top_k > 0 ? std::min<int64_t>(p.top_k, n_fin) : n_fin;
   int64_t n_p = n_fin;
   if (p.top_p < 1.0f) {
     if (p.top_p == 0.0f) {
       n_p = 1;
     } else {
+      // Z over the top-k prefix, or over every finite token (an unordered sum).
+      const bool whole = c.joint || n_k == n_fin;
       const int64_t z_count = c.joint ? n_fin : n_k;
       uint64_t zk = 0;
-      for (int64_t j = 0; j < z_count; ++j) zk += mass_at(j);
+      for (int64_t j = 0; j < (whole ? n_fin : n_k); ++j) zk += mass_of(whole ? list[j] : at(j));
       const uint64_t target = nt_verify_scale(zk, p.top_p, 1);
       uint64_t acc = 0;
       n_p = z_count;
       for (int64_t j = 0; j < z_count; ++j) {
-        acc += mass_at(j);
+        acc += mass_of(at(j));
         if (acc >= target) {
           n_p = j + 1;
           break;
@@ -137,13 +163,14 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
     // that does not (the portable exp is monotone only to within an ulp).
     n_m = 1;  // the top token's exp(0) = 1 >= min_p
     while (n_m < n_fin &&
-           nt_portable_exp(nt_key_to_float(uint32_t(list[n_m] >> 32)) - t.s_max) >= p.min_p)
+           nt_portable_exp(nt_key_to_float(uint32_t(at(n_m) >> 32)) - t.s_max) >= p.min_p)
       ++n_m;
   }
   t.n = std::max<int64_t>(1, std::min({n_k, n_p, n_m}));
-  t.end_key = uint32_t(list[t.n - 1] >> 32);
-  t.end_index = composite_index(list[t.n - 1]);
-  for (int64_t j = 0; j < t.n; ++j) t.z += mass_at(j);
+  const uint64_t end = at(t.n - 1);
+  t.end_key = uint32_t(end >> 32);
+  t.end_index = composite_index(end);
+  for (int64_t j = 0; j < t.n; ++j) t.z += mass_of(list[j]);
   return t;
 }
 
