@@ -2,11 +2,13 @@
 // "Speculative verification"): requests are split over the pool, and each
 // walks its positions, resolving the keep-set of a target row only when the
 // walk reaches it. A row's finite scores are listed as 64-bit composite keys
-// (score desc, index asc) in the worker's slot of the workspace and sorted only
-// as far as its cuts look (selection, then a sort of the selected part); the
+// (score desc, index asc) in the worker's slot of the workspace (under a top-k
+// only those at or above a sampled pivot) and sorted only as far as its cuts
+// look (selection, then a sort of the selected part); the
 // keep-set is a prefix of that order and its masses are the fixed-point
 // integers of core/verify.h, so every decision equals the other backends'.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 
@@ -84,12 +86,42 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
     t.empty = t.argmax < 0;
     return t;
   }
-  int64_t n_fin = 0, n_inf = 0;
-  for (int64_t i = 0; i < V; ++i) {
-    const float s = t.score(i);
-    if (s == INFINITY) list[n_inf++] = composite(NT_KEY_POS_INF, i);
+  const nt_row_params& p = rp.p;
+  // Under a top-k, only the tokens at or above a pivot are listed: a score key
+  // with, in expectation, a few times k tokens at or above it, estimated from
+  // every 64th token (all are listed when that leaves fewer than k).
+  uint32_t pivot = 0;
+  if (p.top_k > 0) {
+    const int64_t m = V / 64;
+    const double e = double(p.top_k) / 64.0;
+    const int64_t rank = int64_t(std::ceil(e + 3.0 * std::sqrt(e) + 3.0));
+    if (m >= 16 && rank < m) {
+      for (int64_t j = 0; j < m; ++j) list[j] = nt_order_key(t.score(j * 64 + 63));
+      std::nth_element(list, list + (rank - 1), list + m, std::greater<uint64_t>());
+      pivot = uint32_t(list[rank - 1]);
+    }
   }
+  int64_t n_fin = 0, n_inf = 0, n_list = 0;
+  uint64_t top = 0, lowest = ~uint64_t(0);
+  auto list_row = [&](uint32_t at_least) {
+    n_fin = n_inf = n_list = 0;
+    for (int64_t i = 0; i < V; ++i) {
+      const float s = t.score(i);
+      if (s == -INFINITY) continue;
+      const uint32_t key = nt_order_key(s);
+      const uint64_t c = composite(key, i);
+      ++n_fin;
+      n_inf += s == INFINITY;
+      top = std::max(top, c);
+      lowest = std::min(lowest, c);
+      if (key >= at_least) list[n_list++] = c;
+    }
+  };
+  list_row(pivot);
   if (n_inf > 0) {  // +inf rows keep those tokens, one unit of mass each
+    n_list = 0;
+    for (int64_t i = 0; i < V; ++i)
+      if (t.score(i) == INFINITY) list[n_list++] = composite(NT_KEY_POS_INF, i);
     t.inf_row = true;
     t.n = n_inf;
     t.z = uint64_t(n_inf);
@@ -97,24 +129,16 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
     t.end_index = V - 1;
     return t;
   }
-  uint64_t top = 0, lowest = ~uint64_t(0);
-  for (int64_t i = 0; i < V; ++i) {
-    const float s = t.score(i);
-    if (s == -INFINITY) continue;
-    const uint64_t c = composite(nt_order_key(s), i);
-    list[n_fin++] = c;
-    top = std::max(top, c);
-    lowest = std::min(lowest, c);
-  }
   if (n_fin == 0) {
     t.empty = true;
     return t;
   }
+  const int64_t n_k = p.top_k > 0 ? std::min<int64_t>(p.top_k, n_fin) : n_fin;
+  if (n_list < n_k) list_row(0);  // the pivot was above the k-th token
   t.s_max = nt_key_to_float(uint32_t(top >> 32));
   auto mass_of = [&](uint64_t c) {
     return nt_verify_mass_of(nt_key_to_float(uint32_t(c >> 32)), t.s_max, t.bits);
   };
-  const nt_row_params& p = rp.p;
   if (p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f) {  // no cut: every finite token
     t.n = n_fin;
     for (int64_t j = 0; j < n_fin; ++j) t.z += mass_of(list[j]);
@@ -123,31 +147,42 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
     return t;
   }
   // The list is sorted (largest first) only as far as the cuts look:
-  // list[0, n_sorted) holds the largest n_sorted composites in order.
+  // list[0, n_sorted) holds its largest n_sorted composites in order. Under a
+  // top-k every cut ends within the first n_k <= n_list, so a cut that runs
+  // past the list is longer than the top-k's and loses to it.
   int64_t n_sorted = 0;
   auto at = [&](int64_t j) {
     if (j >= n_sorted) {
-      const int64_t m = std::min(n_fin, std::max({j + 1, 2 * n_sorted, int64_t(64)}));
-      std::nth_element(list + n_sorted, list + (m - 1), list + n_fin, std::greater<uint64_t>());
+      const int64_t m = std::min(n_list, std::max({j + 1, 2 * n_sorted, int64_t(64)}));
+      std::nth_element(list + n_sorted, list + (m - 1), list + n_list, std::greater<uint64_t>());
       std::sort(list + n_sorted, list + m, std::greater<uint64_t>());
       n_sorted = m;
     }
     return list[j];
   };
-  const int64_t n_k = p.top_k > 0 ? std::min<int64_t>(p.top_k, n_fin) : n_fin;
   int64_t n_p = n_fin;
   if (p.top_p < 1.0f) {
     if (p.top_p == 0.0f) {
       n_p = 1;
     } else {
       // Z over the top-k prefix, or over every finite token (an unordered sum).
-      const bool whole = c.joint || n_k == n_fin;
-      const int64_t z_count = c.joint ? n_fin : n_k;
       uint64_t zk = 0;
-      for (int64_t j = 0; j < (whole ? n_fin : n_k); ++j) zk += mass_of(whole ? list[j] : at(j));
+      if (c.joint || n_k == n_fin) {
+        if (n_list == n_fin) {
+          for (int64_t j = 0; j < n_fin; ++j) zk += mass_of(list[j]);
+        } else {
+          for (int64_t i = 0; i < V; ++i) {
+            const float s = t.score(i);
+            if (s != -INFINITY) zk += nt_verify_mass_of(s, t.s_max, t.bits);
+          }
+        }
+      } else {
+        for (int64_t j = 0; j < n_k; ++j) zk += mass_of(at(j));
+      }
       const uint64_t target = nt_verify_scale(zk, p.top_p, 1);
+      const int64_t z_count = std::min(c.joint ? n_fin : n_k, n_list);
       uint64_t acc = 0;
-      n_p = z_count;
+      n_p = c.joint ? n_fin : n_k;
       for (int64_t j = 0; j < z_count; ++j) {
         acc += mass_of(at(j));
         if (acc >= target) {
@@ -162,7 +197,7 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
     // The leading tokens whose probability reaches min_p, up to the first
     // that does not (the portable exp is monotone only to within an ulp).
     n_m = 1;  // the top token's exp(0) = 1 >= min_p
-    while (n_m < n_fin &&
+    while (n_m < n_list &&
            nt_portable_exp(nt_key_to_float(uint32_t(at(n_m) >> 32)) - t.s_max) >= p.min_p)
       ++n_m;
   }

@@ -282,16 +282,19 @@ TEST_P(VerifyDraft, EdgeCases) {
 
 // Rows of 5,003 tokens whose keep-sets take each of the ways a backend may
 // resolve them: a top-k found from a sample of the row, a top-k whose sampled
-// estimate holds too many tied tokens (a few 5s among 2,000 4s), ties past any
-// list (a third of the row at the top value), top-p alone, and no cut.
+// estimate holds too many tied tokens (a few 5s among 2,000 4s) or too few
+// (ten high tokens, all sampled, under a top-40), ties past any list (a third
+// of the row at the top value), top-p alone, and no cut.
 TEST_P(VerifyDraft, LargeRowsEveryKeepSetPath) {
   Rng rng(651);
   const int64_t V = 5003;
   VerifyCase c = random_verify_chain(rng, 10, V, 2, false, NT_F32);
   for (int64_t r = 0; r < c.target_rows(); ++r) {
     float* x = &c.logits[size_t(r * V)];
-    const int kind = int(r % 3);
-    if (kind == 1) {  // 30 fives, 2,000 fours, the rest below
+    const int kind = int(r % 4);
+    if (kind == 3) {  // ten high tokens, all where a 64-token sample looks
+      for (int j = 0; j < 10; ++j) x[j * 64 + 63] = 10.0f + float(j);
+    } else if (kind == 1) {  // 30 fives, 2,000 fours, the rest below
       for (int64_t i = 0; i < V; ++i) x[i] = float(rng.integer(0, 3)) - float(rng.uniform(0, 0.5));
       for (int n = 0; n < 2000; ++n) x[rng.integer(0, V - 1)] = 4.0f;
       for (int n = 0; n < 30; ++n) x[rng.integer(0, V - 1)] = 5.0f;
@@ -299,8 +302,8 @@ TEST_P(VerifyDraft, LargeRowsEveryKeepSetPath) {
       for (int64_t i = 0; i < V; ++i) x[i] = float(rng.integer(0, 2));
     }
   }
-  const std::vector<int32_t> ks = {20, 5, 0, 0, 64};
-  const std::vector<float> ps = {0.93f, 1.0f, 0.73f, 1.0f, 0.95f};
+  const std::vector<int32_t> ks = {20, 5, 0, 0, 64, 40};
+  const std::vector<float> ps = {0.93f, 1.0f, 0.73f, 1.0f, 0.95f, 0.91f};
   for (size_t v = 0; v < ks.size(); ++v) {
     SCOPED_TRACE("top_k=" + std::to_string(ks[v]) + " top_p=" + std::to_string(ps[v]));
     c.top_k = scalar(ks[v]);
