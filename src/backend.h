@@ -66,6 +66,12 @@ class Backend {
                                 size_t workspace_bytes, void* stream) {
     (void)workspace; (void)workspace_bytes; (void)stream; unsupported("apply_logit_bias");
   }
+  // Speculative verification, chain and tree layouts (VerifyCall says which).
+  virtual size_t verify_workspace_size(const VerifyCall&) { return 0; }
+  virtual void verify(const VerifyCall& call, void* workspace, size_t workspace_bytes,
+                      void* stream) {
+    (void)workspace; (void)workspace_bytes; (void)stream; unsupported(call.op);
+  }
 
  protected:
   [[noreturn]] void unsupported(const char* op) const {

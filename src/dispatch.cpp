@@ -178,6 +178,38 @@ nt_status nt_apply_logit_bias(const nt_apply_logit_bias_args* args, void* worksp
   });
 }
 
+nt_status nt_verify_draft_workspace_size(const nt_verify_draft_args* args, size_t* bytes) {
+  return nt::entry("verify_draft", args, [&](const nt_verify_draft_args& a) {
+    nt::require_bytes_out("verify_draft_workspace_size", bytes);
+    const nt::VerifyCall call = nt::check_verify_draft(a);
+    *bytes = nt::backend_for(a.target_logits.device)->verify_workspace_size(call);
+  });
+}
+
+nt_status nt_verify_draft(const nt_verify_draft_args* args, void* workspace,
+                          size_t workspace_bytes, void* stream) {
+  return nt::entry("verify_draft", args, [&](const nt_verify_draft_args& a) {
+    const nt::VerifyCall call = nt::check_verify_draft(a);
+    nt::backend_for(a.target_logits.device)->verify(call, workspace, workspace_bytes, stream);
+  });
+}
+
+nt_status nt_verify_tree_workspace_size(const nt_verify_tree_args* args, size_t* bytes) {
+  return nt::entry("verify_tree", args, [&](const nt_verify_tree_args& a) {
+    nt::require_bytes_out("verify_tree_workspace_size", bytes);
+    const nt::VerifyCall call = nt::check_verify_tree(a);
+    *bytes = nt::backend_for(a.target_logits.device)->verify_workspace_size(call);
+  });
+}
+
+nt_status nt_verify_tree(const nt_verify_tree_args* args, void* workspace, size_t workspace_bytes,
+                         void* stream) {
+  return nt::entry("verify_tree", args, [&](const nt_verify_tree_args& a) {
+    const nt::VerifyCall call = nt::check_verify_tree(a);
+    nt::backend_for(a.target_logits.device)->verify(call, workspace, workspace_bytes, stream);
+  });
+}
+
 const char* nt_last_error(void) { return nt::last_error_message(); }
 
 const char* nt_status_string(nt_status status) {

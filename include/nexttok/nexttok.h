@@ -251,6 +251,62 @@ NT_API nt_status nt_apply_logit_bias_workspace_size(const nt_apply_logit_bias_ar
 NT_API nt_status nt_apply_logit_bias(const nt_apply_logit_bias_args* args, void* workspace,
                                      size_t workspace_bytes, void* stream);
 
+/* ---- speculative verification -------------------------------------------------
+ * Which draft tokens the target model accepts, and the token after them, so
+ * that every emitted token follows the target's sampling distribution
+ * (temperature, top-k, top-p, min-p) at its position. Parameters are per
+ * request (a scalar or a [B] array on the target's device). Semantics, Philox
+ * streams and the safe meaning of malformed offsets and trees:
+ * docs/SEMANTICS.md, "Speculative verification". */
+
+/* Chains of drafts, vLLM's layout: request b owns draft rows cu[b] .. cu[b+1]-1
+ * and target rows cu[b]+b .. cu[b+1]+b (its draft positions and a bonus row). */
+typedef struct nt_verify_draft_args {
+  nt_tensor target_logits;   /* f32 | f16 | bf16 [Td + B, V] */
+  nt_tensor draft_ids;       /* i32 [Td] */
+  nt_tensor cu_num_draft;    /* i32 [B+1]: request b's drafts are cu[b] .. cu[b+1]-1 */
+  nt_tensor draft_probs;     /* optional f32 [Td, V]; absent: q one-hot (n-gram drafts) */
+  nt_param_f32 temperature;  /* <= 0 or NaN: greedy (accept while draft == argmax) */
+  nt_param_i32 top_k;
+  nt_param_f32 top_p;
+  nt_param_f32 min_p;
+  nt_param_u64 seed;         /* per-request seeds make results batch-position free */
+  nt_param_u64 offset;
+  uint32_t flags;            /* NT_SAMPLE_TOP_P_JOINT */
+  nt_tensor out_ids;         /* i32 [B, max_draft + 1], written: emitted tokens, then -1 */
+  nt_tensor num_emitted;     /* i32 [B], written */
+} nt_verify_draft_args;
+
+/* Bytes of workspace (from the shapes; on the target's device). */
+NT_API nt_status nt_verify_draft_workspace_size(const nt_verify_draft_args* args, size_t* bytes);
+NT_API nt_status nt_verify_draft(const nt_verify_draft_args* args, void* workspace,
+                                 size_t workspace_bytes, void* stream);
+
+/* Token trees, EAGLE / SGLang's layout: node d of request b holds token
+ * candidates[b, d] (node 0 is the root, already emitted); target row b*D + d is
+ * the distribution of the token after node d. The walk accepts, level by level,
+ * the first child that verifies. */
+typedef struct nt_verify_tree_args {
+  nt_tensor target_logits;          /* f32 | f16 | bf16 [B*D, V] */
+  nt_tensor candidates;             /* i64 [B, D] */
+  nt_tensor retrieve_next_token;    /* i64 [B, D]: first child of node d, -1 none */
+  nt_tensor retrieve_next_sibling;  /* i64 [B, D]: next sibling of node d, -1 none */
+  nt_param_f32 temperature;
+  nt_param_i32 top_k;
+  nt_param_f32 top_p;
+  nt_param_f32 min_p;
+  nt_param_u64 seed;
+  nt_param_u64 offset;
+  uint32_t flags;                   /* NT_SAMPLE_TOP_P_JOINT */
+  nt_tensor out_ids;                /* i32 [B, S], written: emitted tokens, then -1 */
+  nt_tensor out_nodes;              /* optional i32 [B, S]: node of each accepted token, else -1 */
+  nt_tensor num_emitted;            /* i32 [B], written */
+} nt_verify_tree_args;
+
+NT_API nt_status nt_verify_tree_workspace_size(const nt_verify_tree_args* args, size_t* bytes);
+NT_API nt_status nt_verify_tree(const nt_verify_tree_args* args, void* workspace,
+                                size_t workspace_bytes, void* stream);
+
 /* ---- library ------------------------------------------------------------- */
 /* The message of the last failed call on this thread ("" after a success). */
 NT_API const char* nt_last_error(void);

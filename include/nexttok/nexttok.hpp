@@ -293,4 +293,88 @@ inline void apply_logit_bias(const nt_apply_logit_bias_args& a) {
                                   nt_apply_logit_bias_workspace_size, nt_apply_logit_bias);
 }
 
+// ---- speculative verification -----------------------------------------------------
+// Sampling parameters per request (SampleParams: uniform is not used).
+inline nt_verify_draft_args verify_draft_args(const nt_tensor& target_logits,
+                                              const nt_tensor& draft_ids,
+                                              const nt_tensor& cu_num_draft,
+                                              const nt_tensor& draft_probs,
+                                              const nt_tensor& out_ids,
+                                              const nt_tensor& num_emitted,
+                                              const SampleParams& p) {
+  nt_verify_draft_args a{};
+  a.target_logits = target_logits;
+  a.draft_ids = draft_ids;
+  a.cu_num_draft = cu_num_draft;
+  a.draft_probs = draft_probs;
+  a.temperature = p.temperature;
+  a.top_k = p.top_k;
+  a.top_p = p.top_p;
+  a.min_p = p.min_p;
+  a.seed = p.seed;
+  a.offset = p.offset;
+  a.flags = p.flags;
+  a.out_ids = out_ids;
+  a.num_emitted = num_emitted;
+  return a;
+}
+
+inline size_t verify_draft_workspace_size(const nt_verify_draft_args& a) {
+  size_t bytes = 0;
+  check(nt_verify_draft_workspace_size(&a, &bytes));
+  return bytes;
+}
+
+inline void verify_draft(const nt_verify_draft_args& a, void* workspace, size_t workspace_bytes,
+                         void* stream = nullptr) {
+  check(nt_verify_draft(&a, workspace, workspace_bytes, stream));
+}
+
+// CPU tensors only (the workspace is host memory).
+inline void verify_draft(const nt_verify_draft_args& a) {
+  detail::run_with_host_workspace(a, a.target_logits.device, "verify_draft",
+                                  nt_verify_draft_workspace_size, nt_verify_draft);
+}
+
+inline nt_verify_tree_args verify_tree_args(const nt_tensor& target_logits,
+                                            const nt_tensor& candidates,
+                                            const nt_tensor& retrieve_next_token,
+                                            const nt_tensor& retrieve_next_sibling,
+                                            const nt_tensor& out_ids, const nt_tensor& out_nodes,
+                                            const nt_tensor& num_emitted, const SampleParams& p) {
+  nt_verify_tree_args a{};
+  a.target_logits = target_logits;
+  a.candidates = candidates;
+  a.retrieve_next_token = retrieve_next_token;
+  a.retrieve_next_sibling = retrieve_next_sibling;
+  a.temperature = p.temperature;
+  a.top_k = p.top_k;
+  a.top_p = p.top_p;
+  a.min_p = p.min_p;
+  a.seed = p.seed;
+  a.offset = p.offset;
+  a.flags = p.flags;
+  a.out_ids = out_ids;
+  a.out_nodes = out_nodes;
+  a.num_emitted = num_emitted;
+  return a;
+}
+
+inline size_t verify_tree_workspace_size(const nt_verify_tree_args& a) {
+  size_t bytes = 0;
+  check(nt_verify_tree_workspace_size(&a, &bytes));
+  return bytes;
+}
+
+inline void verify_tree(const nt_verify_tree_args& a, void* workspace, size_t workspace_bytes,
+                        void* stream = nullptr) {
+  check(nt_verify_tree(&a, workspace, workspace_bytes, stream));
+}
+
+// CPU tensors only (the workspace is host memory).
+inline void verify_tree(const nt_verify_tree_args& a) {
+  detail::run_with_host_workspace(a, a.target_logits.device, "verify_tree",
+                                  nt_verify_tree_workspace_size, nt_verify_tree);
+}
+
 }  // namespace nexttok

@@ -20,6 +20,8 @@ from ._api import (
     pack_weights,
     quantize_activations,
     sample,
+    verify_draft,
+    verify_tree,
 )
 
 __version__ = _ext.version()
@@ -47,5 +49,6 @@ if _os.environ.get("NEXTTOK_TORCH", "1") != "0" and _util.find_spec("torch") is 
 __all__ = [
     "apply_allowed_mask", "apply_token_bitmask", "bitmask_from_allowed", "lm_head_topk_binary",
     "lm_head_topk_dense", "pack_weights", "quantize_activations", "sample", "backend_available",
-    "set_cpu_threads", "cuda_compiled", "apply_penalties", "apply_logit_bias",
+    "set_cpu_threads", "cuda_compiled", "apply_penalties", "apply_logit_bias", "verify_draft",
+    "verify_tree",
 ]

@@ -178,3 +178,71 @@ def apply_logit_bias(logits, tokens, values):
                  lambda f, out: _ext.apply_logit_bias(out, offsets, ids, values, f.stream,
                                                       f.alloc),
                  in_place=logits)
+
+
+def _width(op, arg, v):
+    """A positive column count given by the caller (max_draft + 1, num_steps)."""
+    v = index(v, op, arg)
+    if v < 0:
+        raise ValueError(f"{op}: argument '{arg}' must be >= 0, got {v}")
+    return v
+
+
+def _length(op, arg, x):
+    shape = getattr(x, "shape", None)
+    if shape is None or len(shape) != 1:
+        raise ValueError(f"{op}: argument '{arg}' must be a 1-D array, got "
+                         f"{None if shape is None else tuple(shape)}")
+    return int(shape[0])
+
+
+def verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs=None, max_draft=None,
+                 temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False):
+    """Speculative verification of chains of drafts (vLLM's layout): request b
+    owns drafts cu_num_draft[b] .. cu_num_draft[b+1]-1 (int32 draft_ids [Td]) and
+    target rows cu[b]+b .. cu[b+1]+b of target_logits [Td + B, V]; draft_probs
+    f32 [Td, V] or None (one-hot drafts). Returns (out_ids int32 [B, max_draft+1],
+    emitted tokens then -1; num_emitted int32 [B]). max_draft defaults to Td.
+    Parameters are per request: a scalar or a length-B array."""
+    if _is_torch(target_logits) or _load_torch(target_logits):
+        return _torch.verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs, max_draft,
+                                   temperature, top_k, top_p, min_p, seed, offset, joint)
+    op = "verify_draft"
+    c = _Call(op, "target_logits", target_logits)
+    requests = max(_length(op, "cu_num_draft", cu_num_draft) - 1, 0)
+    width = _width(op, "max_draft", _length(op, "draft_ids", draft_ids)
+                   if max_draft is None else max_draft) + 1
+    return c.run((target_logits, draft_ids, cu_num_draft, draft_probs, temperature, top_k, top_p,
+                  min_p, seed, offset),
+                 [((requests, width), "int32"), ((requests,), "int32")],
+                 lambda f, out_ids, num: _ext.verify_draft(
+                     target_logits, draft_ids, cu_num_draft, draft_probs, out_ids, num,
+                     temperature, top_k, top_p, min_p, seed, offset, bool(joint), f.stream,
+                     f.alloc))
+
+
+def verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
+                num_steps=None, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
+                joint=False):
+    """Speculative verification of token trees (EAGLE / SGLang's layout):
+    candidates, retrieve_next_token, retrieve_next_sibling int64 [B, D] (node 0
+    the root), target_logits [B*D, V] (row b*D + d: the distribution after node
+    d). Walks each tree accepting, level by level, the first child that verifies.
+    Returns (out_ids int32 [B, S], out_nodes int32 [B, S]: the node of each
+    accepted token, else -1; num_emitted int32 [B]); S = num_steps, default D."""
+    if _is_torch(target_logits) or _load_torch(target_logits):
+        return _torch.verify_tree(target_logits, candidates, retrieve_next_token,
+                                  retrieve_next_sibling, num_steps, temperature, top_k, top_p,
+                                  min_p, seed, offset, joint)
+    op = "verify_tree"
+    c = _Call(op, "target_logits", target_logits)
+    requests, nodes = shape2(candidates, op, "candidates")
+    width = _width(op, "num_steps", nodes if num_steps is None else num_steps)
+    return c.run((target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
+                  temperature, top_k, top_p, min_p, seed, offset),
+                 [((requests, width), "int32"), ((requests, width), "int32"),
+                  ((requests,), "int32")],
+                 lambda f, out_ids, out_nodes, num: _ext.verify_tree(
+                     target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
+                     out_ids, out_nodes, num, temperature, top_k, top_p, min_p, seed, offset,
+                     bool(joint), f.stream, f.alloc))

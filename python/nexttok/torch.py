@@ -42,6 +42,16 @@ _SCHEMAS = {
                        "float repetition, Tensor? presence_t, float presence, "
                        "Tensor? frequency_t, float frequency) -> ()",
     "apply_logit_bias": "(Tensor(a!) logits, Tensor offsets, Tensor ids, Tensor values) -> ()",
+    "verify_draft": "(Tensor target_logits, Tensor draft_ids, Tensor cu_num_draft, "
+                    "Tensor? draft_probs, int width, Tensor? temperature_t, float temperature, "
+                    "Tensor? top_k_t, int top_k, Tensor? top_p_t, float top_p, Tensor? min_p_t, "
+                    "float min_p, Tensor? seed_t, int seed, Tensor? offset_t, int offset, "
+                    "bool joint) -> (Tensor, Tensor)",
+    "verify_tree": "(Tensor target_logits, Tensor candidates, Tensor retrieve_next_token, "
+                   "Tensor retrieve_next_sibling, int width, Tensor? temperature_t, "
+                   "float temperature, Tensor? top_k_t, int top_k, Tensor? top_p_t, float top_p, "
+                   "Tensor? min_p_t, float min_p, Tensor? seed_t, int seed, Tensor? offset_t, "
+                   "int offset, bool joint) -> (Tensor, Tensor, Tensor)",
 }
 _U64 = (1 << 64) - 1
 
@@ -180,6 +190,71 @@ def _apply_logit_bias(logits, offsets, ids, values):
     _ext.apply_logit_bias(logits, offsets, ids, values, _stream(logits), _alloc(logits))
 
 
+def _verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs, width, temperature_t,
+                  temperature, top_k_t, top_k, top_p_t, top_p, min_p_t, min_p, seed_t, seed,
+                  offset_t, offset, joint):
+    out_ids, num = _verify_draft_out(target_logits, draft_ids, cu_num_draft, width)
+    _ext.verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs, out_ids, num,
+                      temperature if temperature_t is None else temperature_t,
+                      top_k if top_k_t is None else top_k_t,
+                      top_p if top_p_t is None else top_p_t,
+                      min_p if min_p_t is None else min_p_t,
+                      seed & _U64 if seed_t is None else seed_t,
+                      offset & _U64 if offset_t is None else offset_t,
+                      joint, _stream(target_logits), _alloc(target_logits))
+    return out_ids, num
+
+
+def _verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_sibling, width,
+                 temperature_t, temperature, top_k_t, top_k, top_p_t, top_p, min_p_t, min_p,
+                 seed_t, seed, offset_t, offset, joint):
+    out_ids, out_nodes, num = _verify_tree_out(target_logits, candidates, width)
+    _ext.verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
+                     out_ids, out_nodes, num,
+                     temperature if temperature_t is None else temperature_t,
+                     top_k if top_k_t is None else top_k_t,
+                     top_p if top_p_t is None else top_p_t,
+                     min_p if min_p_t is None else min_p_t,
+                     seed & _U64 if seed_t is None else seed_t,
+                     offset & _U64 if offset_t is None else offset_t,
+                     joint, _stream(target_logits), _alloc(target_logits))
+    return out_ids, out_nodes, num
+
+
+def _check_1d(op, arg, t):
+    shape = getattr(t, "shape", None)
+    if shape is None or len(shape) != 1:
+        raise ValueError(f"{op}: argument '{arg}' must be 1-D, got "
+                         f"{None if shape is None else tuple(shape)}")
+    return shape[0]
+
+
+def _check_width(op, arg, width):
+    if width < 1:
+        raise ValueError(f"{op}: argument '{arg}' must give at least one output column, "
+                         f"got {width} columns")
+
+
+def _verify_draft_out(target_logits, draft_ids, cu_num_draft, width):
+    op = "verify_draft"
+    _check_2d(op, "target_logits", target_logits)
+    _check_1d(op, "draft_ids", draft_ids)
+    requests = max(_check_1d(op, "cu_num_draft", cu_num_draft) - 1, 0)
+    _check_width(op, "max_draft", width)
+    return (target_logits.new_empty((requests, width), dtype=torch.int32),
+            target_logits.new_empty((requests,), dtype=torch.int32))
+
+
+def _verify_tree_out(target_logits, candidates, width):
+    op = "verify_tree"
+    _check_2d(op, "target_logits", target_logits)
+    requests, _ = _check_2d(op, "candidates", candidates)
+    _check_width(op, "num_steps", width)
+    return (target_logits.new_empty((requests, width), dtype=torch.int32),
+            target_logits.new_empty((requests, width), dtype=torch.int32),
+            target_logits.new_empty((requests,), dtype=torch.int32))
+
+
 def _mask_out(allowed):
     rows, cols = _check_2d("bitmask_from_allowed", "allowed", allowed)
     return allowed.new_empty((rows, (cols + 31) // 32), dtype=torch.int32)
@@ -245,6 +320,10 @@ _FAKES = {
     "quantize_activations": _quantized_out,
     "apply_penalties": lambda logits, *rest: None,
     "apply_logit_bias": lambda logits, offsets, ids, values: None,
+    "verify_draft": lambda target, drafts, cu, probs, width, *rest: _verify_draft_out(
+        target, drafts, cu, width),
+    "verify_tree": lambda target, cand, nxt, sib, width, *rest: _verify_tree_out(
+        target, cand, width),
 }
 
 for _name, _schema in _SCHEMAS.items():
@@ -367,3 +446,47 @@ def apply_logit_bias(logits, tokens, values):
     eager = _eager(logits, offsets, ids, values)
     (_apply_logit_bias if eager else _op["apply_logit_bias"])(logits, offsets, ids, values)
     return logits
+
+
+def _request_params(op, temperature, top_k, top_p, min_p, seed, offset):
+    """The schema's (tensor, scalar) pairs of the per-request parameters."""
+    return (*_split(op, "temperature", temperature, float), *_split(op, "top_k", top_k, _index),
+            *_split(op, "top_p", top_p, float), *_split(op, "min_p", min_p, float),
+            *_split(op, "seed", seed, _i64), *_split(op, "offset", offset, _i64))
+
+
+def verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs=None, max_draft=None,
+                 temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False):
+    op = "verify_draft"
+    if max_draft is None:
+        max_draft = _check_1d(op, "draft_ids", draft_ids)
+    width = _index(max_draft) + 1
+    if _eager(target_logits, draft_ids, cu_num_draft, draft_probs, temperature, top_k, top_p,
+              min_p, seed, offset):
+        out_ids, num = _verify_draft_out(target_logits, draft_ids, cu_num_draft, width)
+        _ext.verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs, out_ids, num,
+                          temperature, top_k, top_p, min_p, seed, offset, bool(joint),
+                          _stream(target_logits), _alloc(target_logits))
+        return out_ids, num
+    return _op[op](target_logits, draft_ids, cu_num_draft, draft_probs, width,
+                   *_request_params(op, temperature, top_k, top_p, min_p, seed, offset),
+                   bool(joint))
+
+
+def verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
+                num_steps=None, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
+                joint=False):
+    op = "verify_tree"
+    if num_steps is None:
+        num_steps = _check_2d(op, "candidates", candidates)[1]
+    width = _index(num_steps)
+    if _eager(target_logits, candidates, retrieve_next_token, retrieve_next_sibling, temperature,
+              top_k, top_p, min_p, seed, offset):
+        out_ids, out_nodes, num = _verify_tree_out(target_logits, candidates, width)
+        _ext.verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
+                         out_ids, out_nodes, num, temperature, top_k, top_p, min_p, seed, offset,
+                         bool(joint), _stream(target_logits), _alloc(target_logits))
+        return out_ids, out_nodes, num
+    return _op[op](target_logits, candidates, retrieve_next_token, retrieve_next_sibling, width,
+                   *_request_params(op, temperature, top_k, top_p, min_p, seed, offset),
+                   bool(joint))

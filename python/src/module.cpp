@@ -215,6 +215,82 @@ void apply_logit_bias(nb::handle logits, nb::handle offsets, nb::handle ids, nb:
                      nt_apply_logit_bias);
 }
 
+// Per-request sampling parameters of the verification ops; per-request arrays
+// are checked against `requests` (num_emitted: B entries on the target's device).
+struct RequestParams {
+  View keep[6];
+  nt_param_f32 temperature, top_p, min_p;
+  nt_param_i32 top_k;
+  nt_param_u64 seed, offset;
+  RequestParams(const char* op, const nt_tensor& requests, nb::handle t, nb::handle k,
+                nb::handle p, nb::handle mp, nb::handle sd, nb::handle of) {
+    temperature = param_f32(op, "temperature", t, requests, keep[0]);
+    top_k = param_i32(op, "top_k", k, requests, keep[1]);
+    top_p = param_f32(op, "top_p", p, requests, keep[2]);
+    min_p = param_f32(op, "min_p", mp, requests, keep[3]);
+    seed = param_u64(op, "seed", sd, requests, keep[4]);
+    offset = param_u64(op, "offset", of, requests, keep[5]);
+  }
+};
+
+void verify_draft(nb::handle target_logits, nb::handle draft_ids, nb::handle cu_num_draft,
+                  nb::handle draft_probs, nb::handle out_ids, nb::handle num_emitted,
+                  nb::handle temperature, nb::handle top_k, nb::handle top_p, nb::handle min_p,
+                  nb::handle seed, nb::handle offset, bool joint, uintptr_t stream,
+                  nb::handle alloc) {
+  const char* op = "verify_draft";
+  View l = view(op, "target_logits", target_logits), d = view(op, "draft_ids", draft_ids),
+       cu = view(op, "cu_num_draft", cu_num_draft),
+       q = optional_view(op, "draft_probs", draft_probs),
+       o = view(op, "out_ids", out_ids, true), n = view(op, "num_emitted", num_emitted, true);
+  RequestParams rp(op, n.t, temperature, top_k, top_p, min_p, seed, offset);
+  nt_verify_draft_args a{};
+  a.target_logits = l.t;
+  a.draft_ids = d.t;
+  a.cu_num_draft = cu.t;
+  a.draft_probs = q.t;
+  a.temperature = rp.temperature;
+  a.top_k = rp.top_k;
+  a.top_p = rp.top_p;
+  a.min_p = rp.min_p;
+  a.seed = rp.seed;
+  a.offset = rp.offset;
+  a.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
+  a.out_ids = o.t;
+  a.num_emitted = n.t;
+  run_with_workspace(op, a, l.t, alloc, stream, nt_verify_draft_workspace_size, nt_verify_draft);
+}
+
+void verify_tree(nb::handle target_logits, nb::handle candidates, nb::handle next_token,
+                 nb::handle next_sibling, nb::handle out_ids, nb::handle out_nodes,
+                 nb::handle num_emitted, nb::handle temperature, nb::handle top_k,
+                 nb::handle top_p, nb::handle min_p, nb::handle seed, nb::handle offset,
+                 bool joint, uintptr_t stream, nb::handle alloc) {
+  const char* op = "verify_tree";
+  View l = view(op, "target_logits", target_logits), c = view(op, "candidates", candidates),
+       nx = view(op, "retrieve_next_token", next_token),
+       sb = view(op, "retrieve_next_sibling", next_sibling),
+       o = view(op, "out_ids", out_ids, true), on = optional_view(op, "out_nodes", out_nodes, true),
+       n = view(op, "num_emitted", num_emitted, true);
+  RequestParams rp(op, n.t, temperature, top_k, top_p, min_p, seed, offset);
+  nt_verify_tree_args a{};
+  a.target_logits = l.t;
+  a.candidates = c.t;
+  a.retrieve_next_token = nx.t;
+  a.retrieve_next_sibling = sb.t;
+  a.temperature = rp.temperature;
+  a.top_k = rp.top_k;
+  a.top_p = rp.top_p;
+  a.min_p = rp.min_p;
+  a.seed = rp.seed;
+  a.offset = rp.offset;
+  a.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
+  a.out_ids = o.t;
+  a.out_nodes = on.t;
+  a.num_emitted = n.t;
+  run_with_workspace(op, a, l.t, alloc, stream, nt_verify_tree_workspace_size, nt_verify_tree);
+}
+
 }  // namespace
 
 NB_MODULE(_nexttok, m) {
@@ -243,6 +319,14 @@ NB_MODULE(_nexttok, m) {
         a("repetition"), a("presence"), a("frequency"), a("stream"), a("alloc").none());
   m.def("apply_logit_bias", &apply_logit_bias, a("logits"), a("offsets").none(), a("ids").none(),
         a("values"), a("stream"), a("alloc").none());
+  m.def("verify_draft", &verify_draft, a("target_logits"), a("draft_ids"), a("cu_num_draft"),
+        a("draft_probs").none(), a("out_ids"), a("num_emitted"), a("temperature"), a("top_k"),
+        a("top_p"), a("min_p"), a("seed"), a("offset"), a("joint"), a("stream"),
+        a("alloc").none());
+  m.def("verify_tree", &verify_tree, a("target_logits"), a("candidates"),
+        a("retrieve_next_token"), a("retrieve_next_sibling"), a("out_ids"),
+        a("out_nodes").none(), a("num_emitted"), a("temperature"), a("top_k"), a("top_p"),
+        a("min_p"), a("seed"), a("offset"), a("joint"), a("stream"), a("alloc").none());
   m.def("version", [] { return nt_version_string(); });
   m.def("backend_available", [](int device) { return nt_backend_available(nt_device_type(device)) != 0; });
   m.def("cpu_num_threads", [] { return nt_cpu_num_threads(); });

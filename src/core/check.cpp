@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/verify.h"
 
 namespace nt {
 
@@ -345,6 +346,120 @@ void check_apply_logit_bias(const nt_apply_logit_bias_args& a) {
   check_token_lists(op, "tokens.offsets", "tokens.ids", a.tokens, a.logits, true);
   TensorCheck(op, "values", a.values).required().rank(1).dtype({NT_F32})
       .same_device(a.logits, "logits").dim(0, a.tokens.ids.shape[0], "N, the length of 'tokens.ids'");
+}
+
+// ---- speculative verification ------------------------------------------------
+
+namespace {
+
+// What both layouts share: the target logits, scalar parameters, outputs.
+void check_verify_common(VerifyCall& c, const nt_tensor& target, const nt_param_f32& temperature,
+                         const nt_param_i32& top_k, const nt_param_f32& top_p,
+                         const nt_param_f32& min_p, uint32_t flags, const nt_tensor& out_ids,
+                         const nt_tensor& num_emitted) {
+  const char* op = c.op;
+  TensorCheck(op, "target_logits", target).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
+  c.vocab = target.shape[1];
+  if (c.vocab < 1) fail_argument(op, "target_logits", "must have at least one column (V >= 1)");
+  if (c.vocab > INT32_MAX) fail_argument(op, "target_logits", "has more than 2^31-1 columns");
+  TensorCheck(op, "out_ids", out_ids).required().rank(2).dtype({NT_I32})
+      .same_device(target, "target_logits");
+  c.requests = out_ids.shape[0];
+  c.width = out_ids.shape[1];
+  if (c.requests >= NT_VERIFY_MAX_REQUESTS)
+    fail_argument(op, "out_ids", "has " + std::to_string(c.requests) +
+                                     " rows (requests); at most 2^19 - 1 are supported");
+  if (c.width < 1 || c.width > NT_VERIFY_MAX_POSITIONS)
+    fail_argument(op, "out_ids", "must have between 1 and 4096 columns, got " +
+                                     std::to_string(c.width));
+  TensorCheck(op, "num_emitted", num_emitted).required().rank(1).dtype({NT_I32})
+      .same_device(target, "target_logits").dim(0, c.requests, "B, the rows of out_ids");
+  if (temperature.per_row == nullptr &&
+      (std::isnan(temperature.scalar) || temperature.scalar < 0.0f || std::isinf(temperature.scalar)))
+    fail_argument(op, "temperature", "must be finite and >= 0 (0 = greedy), got " +
+                                         std::to_string(temperature.scalar));
+  if (top_k.per_row == nullptr && top_k.scalar < -1)
+    fail_argument(op, "top_k", "must be >= -1 (0 or -1 = off, >= V = off), got " +
+                                   std::to_string(top_k.scalar));
+  check_scalar_f32(op, "top_p", top_p, 0.0f, true, 1.0f, "in (0, 1] (1 = off)");
+  check_scalar_f32(op, "min_p", min_p, 0.0f, false, 1.0f, "in [0, 1] (0 = off)");
+  if ((flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
+    fail_argument(op, "flags", "has unknown bits set: " + std::to_string(flags));
+  c.target = target;
+  c.temperature = temperature;
+  c.top_k = top_k;
+  c.top_p = top_p;
+  c.min_p = min_p;
+  c.joint = (flags & NT_SAMPLE_TOP_P_JOINT) != 0;
+  c.mass_bits = nt_verify_mass_bits(int32_t(c.vocab));
+  c.out_ids = out_ids;
+  c.num_emitted = num_emitted;
+}
+
+}  // namespace
+
+VerifyCall check_verify_draft(const nt_verify_draft_args& a) {
+  VerifyCall c{};
+  c.op = "verify_draft";
+  c.tree = false;
+  check_verify_common(c, a.target_logits, a.temperature, a.top_k, a.top_p, a.min_p, a.flags,
+                      a.out_ids, a.num_emitted);
+  const char* op = c.op;
+  TensorCheck(op, "draft_ids", a.draft_ids).rank(1).dtype({NT_I32})
+      .same_device(a.target_logits, "target_logits");
+  c.drafts = a.draft_ids.shape[0];
+  if (c.drafts > 0 && a.draft_ids.data == nullptr)
+    fail_argument(op, "draft_ids", "has " + std::to_string(c.drafts) + " entries but a null data pointer");
+  TensorCheck(op, "cu_num_draft", a.cu_num_draft).required().rank(1).dtype({NT_I32})
+      .same_device(a.target_logits, "target_logits").dim(0, c.requests + 1, "B+1, the rows of out_ids plus one");
+  TensorCheck(op, "target_logits", a.target_logits)
+      .dim(0, c.drafts + c.requests, "Td + B: every draft position plus one bonus row per request");
+  if (present(a.draft_probs)) {
+    TensorCheck(op, "draft_probs", a.draft_probs).rank(2).dtype({NT_F32})
+        .same_device(a.target_logits, "target_logits").dim(0, c.drafts, "Td, the length of draft_ids")
+        .dim(1, c.vocab, "V, the columns of target_logits");
+  }
+  c.draft_ids = a.draft_ids;
+  c.cu_num_draft = a.cu_num_draft;
+  c.draft_probs = a.draft_probs;
+  c.seed = a.seed;
+  c.offset = a.offset;
+  return c;
+}
+
+VerifyCall check_verify_tree(const nt_verify_tree_args& a) {
+  VerifyCall c{};
+  c.op = "verify_tree";
+  c.tree = true;
+  check_verify_common(c, a.target_logits, a.temperature, a.top_k, a.top_p, a.min_p, a.flags,
+                      a.out_ids, a.num_emitted);
+  const char* op = c.op;
+  TensorCheck(op, "candidates", a.candidates).required().rank(2).dtype({NT_I64})
+      .same_device(a.target_logits, "target_logits").dim(0, c.requests, "B, the rows of out_ids");
+  c.nodes = a.candidates.shape[1];
+  if (c.nodes < 1 || c.nodes > NT_VERIFY_MAX_POSITIONS)
+    fail_argument(op, "candidates", "must have between 1 and 4096 nodes per request, got " +
+                                        std::to_string(c.nodes));
+  TensorCheck(op, "retrieve_next_token", a.retrieve_next_token).required().rank(2).dtype({NT_I64})
+      .same_device(a.target_logits, "target_logits").dim(0, c.requests, "B, the rows of out_ids")
+      .dim(1, c.nodes, "D, the columns of candidates");
+  TensorCheck(op, "retrieve_next_sibling", a.retrieve_next_sibling).required().rank(2)
+      .dtype({NT_I64}).same_device(a.target_logits, "target_logits")
+      .dim(0, c.requests, "B, the rows of out_ids").dim(1, c.nodes, "D, the columns of candidates");
+  TensorCheck(op, "target_logits", a.target_logits)
+      .dim(0, c.requests * c.nodes, "B*D: one row per tree node");
+  if (present(a.out_nodes)) {
+    TensorCheck(op, "out_nodes", a.out_nodes).rank(2).dtype({NT_I32})
+        .same_device(a.target_logits, "target_logits").dim(0, c.requests, "B, the rows of out_ids")
+        .dim(1, c.width, "S, the columns of out_ids");
+  }
+  c.candidates = a.candidates;
+  c.next_token = a.retrieve_next_token;
+  c.next_sibling = a.retrieve_next_sibling;
+  c.out_nodes = a.out_nodes;
+  c.seed = a.seed;
+  c.offset = a.offset;
+  return c;
 }
 
 }  // namespace nt

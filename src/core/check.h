@@ -66,4 +66,27 @@ inline int64_t list_ids(const nt_token_lists& l) { return present(l.offsets) ? l
 void check_apply_penalties(const nt_apply_penalties_args& a);
 void check_apply_logit_bias(const nt_apply_logit_bias_args& a);
 
+// Speculative verification, both layouts described once for the backend.
+// Chain (verify_draft): position j of request b verifies draft_ids[lo+j]
+// against target row lo+b+j. Tree (verify_tree): node d of request b has
+// target row b*nodes + d. Per-request parameters as in nt_verify_*_args.
+struct VerifyCall {
+  const char* op;
+  bool tree;
+  nt_tensor target;                  // [rows, vocab]
+  int64_t requests, vocab, width;    // B, V, S = out_ids columns
+  int64_t drafts;                    // chain: Td
+  int64_t nodes;                     // tree: D
+  nt_tensor draft_ids, cu_num_draft, draft_probs;          // chain
+  nt_tensor candidates, next_token, next_sibling, out_nodes;  // tree
+  nt_param_f32 temperature, top_p, min_p;
+  nt_param_i32 top_k;
+  nt_param_u64 seed, offset;
+  bool joint;
+  int mass_bits;                     // nt_verify_mass_bits(V)
+  nt_tensor out_ids, num_emitted;
+};
+VerifyCall check_verify_draft(const nt_verify_draft_args& a);
+VerifyCall check_verify_tree(const nt_verify_tree_args& a);
+
 }  // namespace nt

@@ -35,6 +35,9 @@ class CpuBackend final : public Backend {
                        void* stream) override;
   void apply_logit_bias(const nt_apply_logit_bias_args& a, void* workspace, size_t workspace_bytes,
                         void* stream) override;
+  size_t verify_workspace_size(const VerifyCall& call) override;
+  void verify(const VerifyCall& call, void* workspace, size_t workspace_bytes,
+              void* stream) override;
 };
 
 }  // namespace nt::cpu

@@ -40,6 +40,9 @@ class OpenclBackend final : public Backend {
   size_t apply_logit_bias_workspace_size(const nt_apply_logit_bias_args& a) override;
   void apply_logit_bias(const nt_apply_logit_bias_args& a, void* workspace, size_t workspace_bytes,
                         void* stream) override;
+  size_t verify_workspace_size(const VerifyCall& call) override;
+  void verify(const VerifyCall& call, void* workspace, size_t workspace_bytes,
+              void* stream) override;
 
  private:
   mutable std::atomic<bool> found_{false};

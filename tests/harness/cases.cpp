@@ -8,6 +8,7 @@
 
 #include "harness/run_ops.h"
 #include "harness/sample_inputs.h"
+#include "harness/verify_ops.h"
 
 namespace ntt {
 namespace {
@@ -427,6 +428,53 @@ std::string check_quantize(TestDevice& dev, Rng& rng) {
   return e.empty() ? first_difference(got.q, want.q, "act_q") : e;
 }
 
+// Speculative verification: random requests of mixed parameters against the
+// fp64 reference walk (requests it finds degenerate are skipped).
+std::string check_verify(TestDevice& dev, Rng& rng, bool tree) {
+  const int64_t vocab = rng.coin() ? rng.integer(1, 100) : rng.integer(100, 3000);
+  const int64_t requests = rng.integer(1, 8);
+  VerifyCase c = tree ? random_verify_tree(rng, requests, vocab, rng.integer(1, 9), rng.integer(1, 6))
+                      : random_verify_chain(rng, requests, vocab, rng.integer(0, 4), rng.coin(),
+                                            any_float(rng));
+  std::vector<float> t, p, mp;
+  std::vector<int32_t> k;
+  std::vector<uint64_t> seed;
+  for (int64_t b = 0; b < requests; ++b) {
+    t.push_back(rng.coin(0.2) ? 0.0f : float(rng.uniform(0.5, 1.5)));
+    k.push_back(rng.coin(0.4) ? int32_t(rng.integer(2, 20)) : 0);
+    p.push_back(rng.coin(0.4) ? float(rng.uniform(0.5, 0.95)) : 1.0f);
+    mp.push_back(rng.coin(0.2) ? float(rng.uniform(0.01, 0.2)) : 0.0f);
+    seed.push_back(rng.bits());
+  }
+  c.temperature = per_row(t);
+  c.top_k = per_row(k);
+  c.top_p = per_row(p);
+  c.min_p = per_row(mp);
+  c.seed = rng.coin() ? per_row(seed) : scalar(seed[0]);
+  c.offset = scalar<uint64_t>(rng.bits());
+  const VerifyResult got = run_verify(dev, c);
+  for (int64_t b = 0; b < requests; ++b) {
+    const VerifyReference ref = reference_verify(c, b);
+    if (ref.degenerate) continue;
+    const int32_t n = got.num_emitted[size_t(b)];
+    const std::vector<int32_t> tokens(got.out_ids.begin() + b * c.width,
+                                      got.out_ids.begin() + b * c.width + std::max(n, 0));
+    if (tokens != ref.tokens)
+      return "request " + std::to_string(b) + " (V=" + std::to_string(vocab) + ", " +
+             describe(c.request_params(b)) + "): " + std::to_string(tokens.size()) +
+             " tokens, the reference emits " + std::to_string(ref.tokens.size()) +
+             (tokens.empty() || ref.tokens.empty() ? "" : ", first " + std::to_string(tokens[0]) +
+                                                          " vs " + std::to_string(ref.tokens[0]));
+    for (int64_t j = n; j < c.width; ++j)
+      if (got.out_ids[size_t(b * c.width + j)] != -1)
+        return "request " + std::to_string(b) + ": position " + std::to_string(j) + " is not -1";
+  }
+  return "";
+}
+
+std::string check_verify_chain(TestDevice& dev, Rng& rng) { return check_verify(dev, rng, false); }
+std::string check_verify_tree(TestDevice& dev, Rng& rng) { return check_verify(dev, rng, true); }
+
 }  // namespace
 
 const std::vector<CaseCheck>& case_checks() {
@@ -443,6 +491,8 @@ const std::vector<CaseCheck>& case_checks() {
       {"lm_head_topk_binary", "exact integer dots (exact on grid inputs, else 1e-4)", check_binary},
       {"pack_weights", "the bit rule", check_pack},
       {"quantize_activations", "max|x|/127 and round-half-even, bit for bit", check_quantize},
+      {"verify_draft", "the fp64 reference walk over sorted keep-sets", check_verify_chain},
+      {"verify_tree", "the fp64 reference walk over sorted keep-sets", check_verify_tree},
   };
   return checks;
 }

@@ -4,3 +4,4 @@
 
 #include "harness/device.h"
 #include "harness/run_ops.h"
+#include "harness/verify_ops.h"

@@ -1,0 +1,733 @@
+// verify_draft / verify_tree on CUDA (docs/SEMANTICS.md, "Speculative
+// verification"), two kernels on the call's stream:
+//
+//  rows  one CTA per target row a walk may reach (chain: a request's draft
+//        positions and bonus row; tree: every node), which resolves the row's
+//        keep-set into a RowInfo in the workspace: greedy rows their argmax;
+//        sampled rows the cut (the keep-set is every finite token whose
+//        (score key, index) composite is >= cut), its fixed-point mass z, and,
+//        when it fits, the list of its members.
+//        Keep-sets under a top-k of at most kListCap: a pivot score key from
+//        a sorted sample of the row (every 64th token), the tokens at or above
+//        it collected in the same pass that finds the row's maximum, ranked in
+//        shared memory, then the top-p and min-p cuts over that sorted prefix;
+//        when the pivot leaves fewer than k or more than kListCap candidates,
+//        a three-digit radix select over the row finds the k-th key instead.
+//        Other cut rows bisect the cut over composites, one counting pass a
+//        step (exact, slow: meant for top-p without top-k and very large k).
+//        Rows without cuts take their mass in one pass.
+//  walk  one CTA per request, walking its positions with the RowInfos:
+//        acceptance tests are a few integer operations (core/verify.h); a
+//        rejection or the bonus draws by Gumbel-max over the keep-set's list,
+//        or over the row when it has none, reduced over the CTA.
+//
+// Every mass and comparison is the integer arithmetic of core/verify.h, so the
+// tokens equal the CPU backend's bit for bit.
+#include <cub/block/block_reduce.cuh>
+
+#include <cstdint>
+
+#include "core/verify.h"
+#include "cuda/load.cuh"
+#include "cuda/ops.cuh"
+#include "cuda/token_table.cuh"  // check_per_row, stream_capturing
+
+namespace nt::cuda {
+namespace {
+
+using u64 = unsigned long long;
+using u32 = uint32_t;
+
+constexpr int kRowThreads = 512;
+constexpr int kWalkThreads = 256;
+constexpr int kListCap = 1024;     // keep-sets listed for the walk; top-k fast path bound
+constexpr int kRadixBits = 11;
+constexpr int kRadixBins = 1 << kRadixBits;
+constexpr int kSamples = kRadixBins;  // pivot samples of a row, sorted in the radix bins
+
+enum : int32_t { kFinite = 0, kEmpty = 1, kInfRow = 2, kGreedy = 3 };
+
+struct RowInfo {
+  u64 cut, z;
+  float s_max;
+  int32_t argmax;  // greedy rows
+  int32_t state;   // kFinite, kEmpty, kInfRow, kGreedy
+  int32_t n_list;  // members listed (in no particular order), -1: none
+};
+
+struct VerifyArgs {
+  const void* target;
+  int64_t stride;
+  u32 vocab;
+  u32 requests, width;
+  bool tree;
+  u32 nodes;
+  int64_t drafts;
+  const int32_t* draft_ids;
+  const int32_t* cu;
+  const float* probs;
+  int64_t probs_stride;
+  const int64_t* cand;
+  int64_t cand_stride;
+  const int64_t* next;
+  int64_t next_stride;
+  const int64_t* sib;
+  int64_t sib_stride;
+  const float* temperature;
+  float temperature_scalar;
+  const int32_t* top_k;
+  int32_t top_k_scalar;
+  const float* top_p;
+  float top_p_scalar;
+  const float* min_p;
+  float min_p_scalar;
+  const uint64_t* seed;
+  uint64_t seed_scalar;
+  const uint64_t* offset;
+  uint64_t offset_scalar;
+  bool joint;
+  int bits;
+  int32_t* out_ids;
+  int64_t out_stride;
+  int32_t* out_nodes;
+  int64_t nodes_stride;
+  int32_t* num_emitted;
+  RowInfo* info;
+  int32_t* lists;
+  int64_t* tried;
+};
+
+struct MaxU64 {
+  __device__ u64 operator()(u64 a, u64 b) const { return a > b ? a : b; }
+};
+struct SumU64 {
+  __device__ u64 operator()(u64 a, u64 b) const { return a + b; }
+};
+
+__device__ __forceinline__ u64 composite(u32 key, u32 index) { return (u64(key) << 32) | u64(~index); }
+__device__ __forceinline__ u32 composite_key(u64 c) { return u32(c >> 32); }
+__device__ __forceinline__ u32 composite_index(u64 c) { return ~u32(c); }
+
+__device__ nt_row_params request_params(const VerifyArgs& a, u32 b) {
+  return nt_resolve_row_params(a.temperature ? a.temperature[b] : a.temperature_scalar,
+                               a.top_k ? a.top_k[b] : a.top_k_scalar,
+                               a.top_p ? a.top_p[b] : a.top_p_scalar,
+                               a.min_p ? a.min_p[b] : a.min_p_scalar, int32_t(a.vocab));
+}
+
+// Request b's first draft lo and draft count n, clamped as SEMANTICS.md says.
+__device__ void chain_range(const VerifyArgs& a, u32 b, int64_t* lo, int64_t* n) {
+  const int64_t td = a.drafts;
+  int64_t l = a.cu[b];
+  l = l < 0 ? 0 : (l > td ? td : l);
+  int64_t m = int64_t(a.cu[b + 1]) - l;
+  const int64_t cap = (td - l) < int64_t(a.width) - 1 ? (td - l) : int64_t(a.width) - 1;
+  m = m < 0 ? 0 : (m > cap ? cap : m);
+  *lo = l;
+  *n = m;
+}
+
+// The value of v over the block, in every thread (BlockReduce plus a broadcast).
+template <int T, class Op>
+__device__ u64 block_fold(typename cub::BlockReduce<u64, T>::TempStorage& tmp, u64* slot, u64 v,
+                          Op op) {
+  const u64 r = cub::BlockReduce<u64, T>(tmp).Reduce(v, op);
+  if (threadIdx.x == 0) *slot = r;
+  __syncthreads();
+  const u64 out = *slot;
+  __syncthreads();
+  return out;
+}
+
+// ---- rows ------------------------------------------------------------------------
+
+template <nt_dtype DT>
+struct RowView {
+  using S = typename LogitTraits<DT>::Storage;
+  const S* x;
+  u32 vocab;
+  float temperature, s_max;
+  int bits;
+  __device__ float score(u32 i) const { return nt_scaled_score(widen<DT>(x[i]), temperature); }
+};
+
+// Sorts n <= kSamples keys of s[] (padded with zeros to kSamples) largest first.
+__device__ void bitonic_sort_desc(u32* s, int tid) {
+  for (int k = 2; k <= kSamples; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = tid; i < kSamples; i += kRowThreads) {
+        const int partner = i ^ j;
+        if (partner > i) {
+          const u32 x = s[i], y = s[partner];
+          const bool descending = (i & k) == 0;
+          if (descending ? x < y : x > y) {
+            s[i] = y;
+            s[partner] = x;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+template <nt_dtype DT>
+__global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) {
+  using Reduce = cub::BlockReduce<u64, kRowThreads>;
+  using S = typename LogitTraits<DT>::Storage;
+  __shared__ typename Reduce::TempStorage tmp;
+  __shared__ u64 slot;
+  __shared__ u32 hist[kRadixBins];  // radix digits; the pivot's samples first
+  __shared__ u64 cand[kListCap];
+  __shared__ u64 sorted[kListCap];
+  __shared__ u64 mass[kListCap];
+  __shared__ u32 n_cand;
+  __shared__ u32 radix_shared[2];
+
+  const u32 b = blockIdx.x, j = blockIdx.y;
+  const int tid = int(threadIdx.x);
+  int64_t row;
+  if (a.tree) {
+    row = int64_t(b) * a.nodes + j;
+  } else {
+    int64_t lo, n;
+    chain_range(a, b, &lo, &n);
+    if (int64_t(j) > n) return;
+    row = lo + b + j;
+  }
+  const nt_row_params p = request_params(a, b);
+  RowView<DT> r{static_cast<const S*>(a.target) + row * a.stride, a.vocab, p.temperature, 0.0f,
+                a.bits};
+  RowInfo info{};
+  info.n_list = -1;
+  const u32 V = a.vocab;
+  auto fold_max = [&](u64 v) { return block_fold<kRowThreads>(tmp, &slot, v, MaxU64()); };
+  auto fold_sum = [&](u64 v) { return block_fold<kRowThreads>(tmp, &slot, v, SumU64()); };
+
+  if (p.greedy) {
+    u64 best = 0;
+    for (u32 i = tid; i < V; i += kRowThreads) {
+      const u32 k = nt_order_key(widen<DT>(r.x[i]));
+      if (k > NT_KEY_NEG_INF) best = best > composite(k, i) ? best : composite(k, i);
+    }
+    best = fold_max(best);
+    info.state = best == 0 ? kEmpty : kGreedy;
+    info.argmax = best == 0 ? -1 : int32_t(composite_index(best));
+    if (tid == 0) a.info[row] = info;
+    return;
+  }
+
+  // Top-k lists: a pivot score key with, in expectation, a few times k tokens
+  // at or above it, from the keys of every stride-th token (every finite
+  // token is a candidate when the row is short). Only the speed depends on it:
+  // the candidates are checked to hold at least k tokens.
+  const bool k_listable = p.top_k > 1 && p.top_k <= kListCap;
+  u32 pivot = NT_KEY_FIRST_FINITE;
+  if (k_listable) {
+    const u32 stride = V / kSamples >= 64 ? (V + kSamples - 1) / kSamples : 64;
+    const u32 n_samples = V / stride;
+    const float e = float(p.top_k) / float(stride);
+    const u32 rank = u32(ceilf(e + 3.0f * sqrtf(e) + 3.0f));
+    if (n_samples >= 16 && rank < n_samples) {
+      for (u32 t = tid; t < u32(kSamples); t += kRowThreads)
+        hist[t] = t < n_samples ? nt_order_key(r.score(t * stride + stride - 1)) : 0u;
+      __syncthreads();
+      bitonic_sort_desc(hist, tid);
+      const u32 k = hist[rank - 1];
+      pivot = k > NT_KEY_FIRST_FINITE ? k : NT_KEY_FIRST_FINITE;
+      __syncthreads();
+    }
+  }
+
+  // Pass A: the top and lowest finite composites, +inf and finite counts, and
+  // the candidates at or above the pivot.
+  if (tid == 0) n_cand = 0;
+  __syncthreads();
+  u64 top = 0, low_inv = 0, n_inf = 0, n_fin = 0;
+  for (u32 i = tid; i < V; i += kRowThreads) {
+    const float s = r.score(i);
+    if (s == -INFINITY) continue;
+    const u32 key = nt_order_key(s);
+    const u64 c = composite(key, i);
+    top = top > c ? top : c;
+    low_inv = low_inv > ~c ? low_inv : ~c;
+    n_inf += s == INFINITY;
+    ++n_fin;
+    if (k_listable && key >= pivot) {
+      const u32 at = atomicAdd(&n_cand, 1u);
+      if (at < u32(kListCap)) cand[at] = c;
+    }
+  }
+  top = fold_max(top);
+  const u64 lowest = ~fold_max(low_inv);
+  n_inf = fold_sum(n_inf);
+  n_fin = fold_sum(n_fin);
+  if (n_fin == 0) {
+    info.state = kEmpty;
+    if (tid == 0) a.info[row] = info;
+    return;
+  }
+  if (n_inf > 0) {
+    info.state = kInfRow;
+    info.cut = composite(NT_KEY_POS_INF, V - 1);
+    info.z = n_inf;
+    if (tid == 0) a.info[row] = info;
+    return;
+  }
+  r.s_max = nt_key_to_float(composite_key(top));
+  info.state = kFinite;
+  info.s_max = r.s_max;
+
+  // Tokens at or before `cut` and their mass.
+  auto prefix = [&](u64 cut, u64* count) {
+    u64 c = 0, m = 0;
+    for (u32 i = tid; i < V; i += kRowThreads) {
+      const float s = r.score(i);
+      if (s == -INFINITY || composite(nt_order_key(s), i) < cut) continue;
+      ++c;
+      m += nt_verify_mass_of(s, r.s_max, r.bits);
+    }
+    if (count) *count = fold_sum(c);
+    return fold_sum(m);
+  };
+  // The largest cut in [lo, hi] whose prefix has `need` tokens (or mass).
+  auto find_cut = [&](u64 lo, u64 hi, bool by_mass, u64 need) {
+    while (lo < hi) {
+      const u64 mid = lo + (hi - lo) / 2 + 1;
+      u64 c;
+      const u64 m = prefix(mid, &c);
+      if ((by_mass ? m : c) >= need) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+  };
+
+  const bool k_on = p.top_k > 0 && u64(p.top_k) < n_fin;
+  const bool p_on = p.top_p < 1.0f;
+  const bool m_on = p.min_p > 0.0f;
+  u64 cut = lowest;
+  bool listed = false;
+  u32 n = n_cand;  // read after the folds' barriers
+
+  if (k_on && k_listable && (n < u32(p.top_k) || n > u32(kListCap))) {
+    // The pivot missed: radix select of the k-th largest score key, 11 + 11 + 10 bits.
+    u32 key_prefix = 0, remaining = u32(p.top_k);
+    int shift = 32;
+    for (int round = 0; round < 3; ++round) {
+      const int bits = round < 2 ? kRadixBits : 32 - 2 * kRadixBits;
+      shift -= bits;
+      for (int i = tid; i < kRadixBins; i += kRowThreads) hist[i] = 0;
+      __syncthreads();
+      const u32 high_mask = shift + bits >= 32 ? 0u : ~0u << (shift + bits);
+      for (u32 i = tid; i < V; i += kRowThreads) {
+        const float s = r.score(i);
+        if (s == -INFINITY) continue;
+        const u32 k = nt_order_key(s);
+        if ((k & high_mask) != (key_prefix & high_mask)) continue;
+        atomicAdd(&hist[(k >> shift) & ((1u << bits) - 1u)], 1u);
+      }
+      __syncthreads();
+      if (tid == 0) {
+        u32 above = 0;
+        int d = (1 << bits) - 1;
+        for (; d > 0 && above + hist[d] < remaining; --d) above += hist[d];
+        radix_shared[0] = u32(d);
+        radix_shared[1] = remaining - above;
+      }
+      __syncthreads();
+      key_prefix |= radix_shared[0] << shift;
+      remaining = radix_shared[1];
+      __syncthreads();
+    }
+    // Candidates: every finite token with key >= the k-th key.
+    if (tid == 0) n_cand = 0;
+    __syncthreads();
+    for (u32 i = tid; i < V; i += kRowThreads) {
+      const float s = r.score(i);
+      if (s == -INFINITY) continue;
+      const u32 k = nt_order_key(s);
+      if (k < key_prefix) continue;
+      const u32 at = atomicAdd(&n_cand, 1u);
+      if (at < u32(kListCap)) cand[at] = composite(k, i);
+    }
+    __syncthreads();
+    n = n_cand;
+  }
+
+  if (k_on && k_listable && n >= u32(p.top_k) && n <= u32(kListCap)) {
+    // Rank sort, largest first (composites are distinct); the first k are the top-k.
+    for (u32 e = tid; e < n; e += kRowThreads) {
+      const u64 c = cand[e];
+      u32 rank = 0;
+      for (u32 f = 0; f < n; ++f) rank += cand[f] > c;
+      if (rank < u32(kListCap)) sorted[rank] = c;
+    }
+    __syncthreads();
+    const u32 nk = u32(p.top_k);
+    for (u32 e = tid; e < nk; e += kRowThreads)
+      mass[e] = nt_verify_mass_of(nt_key_to_float(composite_key(sorted[e])), r.s_max, r.bits);
+    __syncthreads();
+    const u64 z_all = (p_on && a.joint) ? prefix(lowest, nullptr) : 0;
+    if (tid == 0) {
+      u64 zk = 0;
+      for (u32 e = 0; e < nk; ++e) zk += mass[e];
+      u32 len = nk;
+      if (p_on) {
+        if (p.top_p == 0.0f) {
+          len = 1;
+        } else {
+          const u64 target = nt_verify_scale(a.joint ? z_all : zk, p.top_p, 1);
+          u64 acc = 0;
+          for (u32 e = 0; e < nk; ++e) {
+            acc += mass[e];
+            if (acc >= target) {
+              len = e + 1 < len ? e + 1 : len;
+              break;
+            }
+          }
+        }
+      }
+      if (m_on) {  // up to the first token whose probability falls below min_p
+        u32 nm = 1;
+        while (nm < nk &&
+               nt_portable_exp(nt_key_to_float(composite_key(sorted[nm])) - r.s_max) >= p.min_p)
+          ++nm;
+        len = nm < len ? nm : len;
+      }
+      u64 z = 0;
+      for (u32 e = 0; e < len; ++e) z += mass[e];
+      slot = sorted[len - 1];
+      radix_shared[0] = len;
+      info.z = z;  // thread 0 writes the RowInfo
+    }
+    __syncthreads();
+    cut = slot;
+    const u32 len = radix_shared[0];
+    int32_t* list = a.lists + row * kListCap;
+    for (u32 e = tid; e < len; e += kRowThreads) list[e] = int32_t(composite_index(sorted[e]));
+    info.n_list = int32_t(len);
+    listed = true;
+    __syncthreads();
+  }
+
+  if (!listed) {
+    u64 z_k = 0;
+    const u64 z_all = prefix(lowest, nullptr);
+    z_k = z_all;
+    if (k_on) {
+      const u64 cut_k = find_cut(lowest, top, false, u64(p.top_k));
+      cut = cut_k > cut ? cut_k : cut;
+      z_k = prefix(cut_k, nullptr);
+    }
+    if (p_on) {
+      const u64 cut_p = p.top_p == 0.0f
+                            ? top
+                            : find_cut(lowest, top, true, nt_verify_scale(a.joint ? z_all : z_k, p.top_p, 1));
+      cut = cut_p > cut ? cut_p : cut;
+    }
+    if (m_on) {  // the prefix ends before the first token below min_p
+      u64 fail = 0;
+      for (u32 i = tid; i < V; i += kRowThreads) {
+        const float s = r.score(i);
+        if (s != -INFINITY && !(nt_portable_exp(s - r.s_max) >= p.min_p)) {
+          const u64 c = composite(nt_order_key(s), i);
+          fail = fail > c ? fail : c;
+        }
+      }
+      fail = fold_max(fail);
+      if (fail != 0 && fail + 1 > cut) cut = fail + 1;
+    }
+    info.z = (cut == lowest) ? z_all : prefix(cut, nullptr);
+  }
+  info.cut = cut;
+  if (tid == 0) a.info[row] = info;
+}
+
+// ---- walk ------------------------------------------------------------------------
+
+template <nt_dtype DT>
+struct WalkRow {
+  using S = typename LogitTraits<DT>::Storage;
+  const S* x;
+  RowInfo info;
+  float temperature;
+  int bits;
+  u32 vocab;
+  const int32_t* list;
+
+  __device__ float score(u32 i) const { return nt_scaled_score(widen<DT>(x[i]), temperature); }
+  __device__ bool member(u32 i, float s) const {
+    if (info.state == kInfRow) return s == INFINITY;
+    return s != -INFINITY && composite(nt_order_key(s), i) >= info.cut;
+  }
+  __device__ u64 mass_of_member(float s) const {
+    return info.state == kInfRow ? 1ull : nt_verify_mass_of(s, info.s_max, bits);
+  }
+  // m_x: 0 outside the keep-set or [0, V).
+  __device__ u64 mass(int64_t x) const {
+    if (x < 0 || x >= int64_t(vocab)) return 0;
+    const float s = score(u32(x));
+    return member(u32(x), s) ? mass_of_member(s) : 0;
+  }
+};
+
+template <nt_dtype DT>
+__global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a) {
+  using Reduce = cub::BlockReduce<u64, kWalkThreads>;
+  using S = typename LogitTraits<DT>::Storage;
+  __shared__ typename Reduce::TempStorage tmp;
+  __shared__ u64 slot;
+  const u32 b = blockIdx.x;
+  const int tid = int(threadIdx.x);
+  const nt_row_params p = request_params(a, b);
+  const uint64_t seed = a.seed ? a.seed[b] : a.seed_scalar;
+  const uint64_t offset = a.offset ? a.offset[b] : a.offset_scalar;
+  const int per_request = a.seed != nullptr;
+  int32_t* out = a.out_ids + int64_t(b) * a.out_stride;
+  int32_t* out_nodes = a.out_nodes ? a.out_nodes + int64_t(b) * a.nodes_stride : nullptr;
+  int64_t* tried = a.tree ? a.tried + int64_t(b) * a.nodes : nullptr;
+  u32 count = 0;
+
+  auto row_at = [&](int64_t row) {
+    WalkRow<DT> w;
+    w.x = static_cast<const S*>(a.target) + row * a.stride;
+    w.info = a.info[row];
+    w.temperature = p.temperature;
+    w.bits = a.bits;
+    w.vocab = a.vocab;
+    w.list = a.lists + row * kListCap;
+    return w;
+  };
+  auto emit = [&](int64_t token, int64_t node) {
+    if (tid == 0) {
+      out[count] = int32_t(token);
+      if (out_nodes) out_nodes[count] = int32_t(node);
+    }
+    ++count;
+  };
+  // Gumbel-max over the keep-set: from p without `n_ex` tried tokens (and
+  // `single`), or over the residual masses when q is given; -1 if none.
+  auto draw = [&](const WalkRow<DT>& w, u32 tag, const float* q, const int64_t* ex, u32 n_ex,
+                  int64_t single) -> int64_t {
+    u64 best = 0;
+    float best_v = -INFINITY;  // this thread's best perturbed score so far
+    const bool bounded = q == nullptr && w.info.state != kInfRow;
+    auto visit = [&](u32 i) {
+      const float s = w.score(i);
+      if (!w.member(i, s)) return;
+      // Below the best so far even with the largest Gumbel value: cannot win,
+      // and its Philox block and logs are skipped.
+      if (bounded && s + NT_GUMBEL_MAX < best_v) return;
+      if (int64_t(i) == single) return;
+      for (u32 e = 0; e < n_ex; ++e)
+        if (ex[e] == int64_t(i)) return;
+      float v;
+      if (q) {
+        const u64 res = nt_verify_residual(w.mass_of_member(s), q[i], w.info.z);
+        if (res == 0) return;
+        v = nt_verify_residual_key(res, nt_token_gumbel(seed, offset, tag, i));
+      } else {
+        v = nt_perturbed_score(w.info.state == kInfRow ? 0.0f : s,
+                               nt_token_gumbel(seed, offset, tag, i), w.info.state == kInfRow);
+      }
+      const u64 c = composite(nt_order_key(v), i);
+      if (c > best) {
+        best = c;
+        best_v = v;
+      }
+    };
+    if (w.info.n_list >= 0) {
+      for (int e = tid; e < w.info.n_list; e += kWalkThreads) visit(u32(w.list[e]));
+    } else {
+      for (u32 i = tid; i < w.vocab; i += kWalkThreads) visit(i);
+    }
+    best = block_fold<kWalkThreads>(tmp, &slot, best, MaxU64());
+    return best == 0 ? int64_t(-1) : int64_t(composite_index(best));
+  };
+
+  if (!a.tree) {
+    int64_t lo, n;
+    chain_range(a, b, &lo, &n);
+    for (int64_t j = 0; j <= n; ++j) {
+      const u32 tag = nt_verify_tag(per_request, b, u32(j));
+      const WalkRow<DT> w = row_at(lo + b + j);
+      if (w.info.state == kEmpty) break;
+      const bool greedy = w.info.state == kGreedy;
+      if (j == n) {
+        emit(greedy ? w.info.argmax : draw(w, tag, nullptr, nullptr, 0, -1), -1);
+        break;
+      }
+      const int64_t x = a.draft_ids[lo + j];
+      if (greedy) {
+        emit(w.info.argmax, -1);
+        if (x == w.info.argmax) continue;
+        break;
+      }
+      const float* q = a.probs ? a.probs + (lo + j) * a.probs_stride : nullptr;
+      const float qx = q ? (x >= 0 && x < int64_t(a.vocab) ? q[x] : 0.0f) : 1.0f;
+      const float u = nt_verify_accept_uniform(seed, offset, tag, 0);
+      if (nt_verify_accepts(u, qx, w.mass(x), w.info.z)) {
+        emit(x, -1);
+        continue;
+      }
+      int64_t t = q ? draw(w, tag, q, nullptr, 0, -1) : draw(w, tag, nullptr, nullptr, 0, x);
+      if (t < 0) t = draw(w, tag, nullptr, nullptr, 0, -1);
+      emit(t, -1);
+      break;
+    }
+  } else {
+    const int64_t D = a.nodes;
+    const int64_t* cand = a.cand + int64_t(b) * a.cand_stride;
+    const int64_t* next = a.next + int64_t(b) * a.next_stride;
+    const int64_t* sib = a.sib + int64_t(b) * a.sib_stride;
+    auto valid = [&](int64_t v) { return v >= 1 && v < D ? v : int64_t(-1); };
+    int64_t node = 0;
+    for (;;) {
+      const u32 tag = nt_verify_tag(per_request, b, u32(node));
+      const WalkRow<DT> w = row_at(int64_t(b) * D + node);
+      if (w.info.state == kEmpty) break;
+      const bool greedy = w.info.state == kGreedy;
+      if (count == a.width - 1) {
+        emit(greedy ? w.info.argmax : draw(w, tag, nullptr, nullptr, 0, -1), -1);
+        break;
+      }
+      int64_t accepted = -1;
+      u32 n_tried = 0;
+      u64 remaining = w.info.z;
+      int64_t child = valid(next[node]);
+      for (int64_t k = 0; child >= 0 && k < D; ++k, child = valid(sib[child])) {
+        const int64_t x = cand[child];
+        if (greedy) {
+          if (x == w.info.argmax) {
+            accepted = child;
+            break;
+          }
+          continue;
+        }
+        bool repeated = false;
+        for (u32 e = 0; e < n_tried; ++e) repeated |= tried[e] == x;
+        const u64 m = repeated ? 0 : w.mass(x);
+        const float u = nt_verify_accept_uniform(seed, offset, tag, u32(k));
+        if (nt_verify_accepts(u, 1.0f, m, remaining)) {
+          accepted = child;
+          break;
+        }
+        if (!repeated) {
+          __syncthreads();  // every thread has read tried[] before it grows
+          if (tid == 0) tried[n_tried] = x;
+          ++n_tried;
+          remaining -= m;
+          __syncthreads();
+        }
+      }
+      if (accepted >= 0) {
+        emit(cand[accepted], accepted);
+        node = accepted;
+        continue;
+      }
+      int64_t t = greedy ? int64_t(w.info.argmax) : draw(w, tag, nullptr, tried, n_tried, -1);
+      if (t < 0) t = draw(w, tag, nullptr, nullptr, 0, -1);
+      emit(t, -1);
+      break;
+    }
+  }
+  for (u32 k = count + tid; k < a.width; k += kWalkThreads) {
+    out[k] = -1;
+    if (out_nodes) out_nodes[k] = -1;
+  }
+  if (tid == 0) a.num_emitted[b] = int32_t(count);
+}
+
+// Workspace: a RowInfo and a list of kListCap ids per target row, then the
+// tried children of tree walks.
+struct Layout {
+  int64_t rows;
+  size_t info_bytes, list_bytes, tried_bytes;
+  explicit Layout(const VerifyCall& c)
+      : rows(c.target.shape[0]),
+        info_bytes(align_up(size_t(rows) * sizeof(RowInfo), 256)),
+        list_bytes(align_up(size_t(rows) * kListCap * sizeof(int32_t), 256)),
+        tried_bytes(c.tree ? align_up(size_t(c.requests * c.nodes) * sizeof(int64_t), 256) : 0) {}
+  size_t bytes() const {
+    return rows == 0 ? 0 : kWorkspaceSlack + info_bytes + list_bytes + tried_bytes;
+  }
+};
+
+template <nt_dtype DT>
+void launch(const VerifyArgs& a, dim3 rows_grid, cudaStream_t stream, const char* op) {
+  verify_rows_kernel<DT><<<rows_grid, kRowThreads, 0, stream>>>(a);
+  check_launch(op);
+  verify_walk_kernel<DT><<<a.requests, kWalkThreads, 0, stream>>>(a);
+  check_launch(op);
+}
+
+}  // namespace
+
+size_t CudaBackend::verify_workspace_size(const VerifyCall& c) { return Layout(c).bytes(); }
+
+void CudaBackend::verify(const VerifyCall& c, void* workspace, size_t workspace_bytes,
+                         void* stream_handle) {
+  const Layout L(c);
+  check_workspace(c.op, L.bytes(), workspace, workspace_bytes);
+  if (c.requests == 0) return;
+  const cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
+  DeviceScope scope(c.target.device_id, c.op);
+  // Per-request arrays in host memory would fault in the kernels: refused
+  // (outside graph capture, where the driver may be asked).
+  const bool capturing = table::stream_capturing(stream, c.op);
+  table::check_per_row(c.op, "temperature", c.temperature.per_row, c.target.device_id, capturing);
+  table::check_per_row(c.op, "top_k", c.top_k.per_row, c.target.device_id, capturing);
+  table::check_per_row(c.op, "top_p", c.top_p.per_row, c.target.device_id, capturing);
+  table::check_per_row(c.op, "min_p", c.min_p.per_row, c.target.device_id, capturing);
+  table::check_per_row(c.op, "seed", c.seed.per_row, c.target.device_id, capturing);
+  table::check_per_row(c.op, "offset", c.offset.per_row, c.target.device_id, capturing);
+  VerifyArgs a{};
+  a.target = c.target.data;
+  a.stride = c.target.row_stride;
+  a.vocab = u32(c.vocab);
+  a.requests = u32(c.requests);
+  a.width = u32(c.width);
+  a.tree = c.tree;
+  a.nodes = u32(c.nodes);
+  a.drafts = c.drafts;
+  a.draft_ids = static_cast<const int32_t*>(c.draft_ids.data);
+  a.cu = static_cast<const int32_t*>(c.cu_num_draft.data);
+  a.probs = static_cast<const float*>(c.draft_probs.data);
+  a.probs_stride = c.draft_probs.row_stride;
+  a.cand = static_cast<const int64_t*>(c.candidates.data);
+  a.cand_stride = c.candidates.row_stride;
+  a.next = static_cast<const int64_t*>(c.next_token.data);
+  a.next_stride = c.next_token.row_stride;
+  a.sib = static_cast<const int64_t*>(c.next_sibling.data);
+  a.sib_stride = c.next_sibling.row_stride;
+  a.temperature = static_cast<const float*>(c.temperature.per_row);
+  a.temperature_scalar = c.temperature.scalar;
+  a.top_k = static_cast<const int32_t*>(c.top_k.per_row);
+  a.top_k_scalar = c.top_k.scalar;
+  a.top_p = static_cast<const float*>(c.top_p.per_row);
+  a.top_p_scalar = c.top_p.scalar;
+  a.min_p = static_cast<const float*>(c.min_p.per_row);
+  a.min_p_scalar = c.min_p.scalar;
+  a.seed = static_cast<const uint64_t*>(c.seed.per_row);
+  a.seed_scalar = c.seed.scalar;
+  a.offset = static_cast<const uint64_t*>(c.offset.per_row);
+  a.offset_scalar = c.offset.scalar;
+  a.joint = c.joint;
+  a.bits = c.mass_bits;
+  a.out_ids = static_cast<int32_t*>(c.out_ids.data);
+  a.out_stride = c.out_ids.row_stride;
+  a.out_nodes = static_cast<int32_t*>(c.out_nodes.data);
+  a.nodes_stride = c.out_nodes.row_stride;
+  a.num_emitted = static_cast<int32_t*>(c.num_emitted.data);
+  char* base = aligned_workspace(workspace);
+  a.info = reinterpret_cast<RowInfo*>(base);
+  a.lists = reinterpret_cast<int32_t*>(base + L.info_bytes);
+  a.tried = c.tree ? reinterpret_cast<int64_t*>(base + L.info_bytes + L.list_bytes) : nullptr;
+  const dim3 rows_grid(u32(c.requests), u32(c.tree ? c.nodes : c.width));
+  switch (c.target.dtype) {
+    case NT_F16: launch<NT_F16>(a, rows_grid, stream, c.op); break;
+    case NT_BF16: launch<NT_BF16>(a, rows_grid, stream, c.op); break;
+    default: launch<NT_F32>(a, rows_grid, stream, c.op); break;
+  }
+}
+
+}  // namespace nt::cuda

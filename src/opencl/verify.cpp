@@ -1,0 +1,79 @@
+// verify_draft / verify_tree on OpenCL: one work-item per request
+// (verify.cl); the workspace holds the tried children of tree walks.
+#include <string>
+
+#include "core/check.h"
+#include "opencl/ops.h"
+#include "opencl/runtime.h"
+
+namespace nt::opencl {
+namespace {
+
+constexpr cl_uint kPerT = 1, kPerK = 2, kPerP = 4, kPerMinP = 8, kPerSeed = 16, kPerOffset = 32,
+                  kJoint = 64, kTree = 128, kProbs = 256, kNodes = 512;
+
+}  // namespace
+
+size_t OpenclBackend::verify_workspace_size(const VerifyCall& c) {
+  return c.tree ? size_t(c.requests * c.nodes) * sizeof(cl_long) : 0;
+}
+
+void OpenclBackend::verify(const VerifyCall& c, void* workspace_handle, size_t workspace_bytes,
+                           void* stream) {
+  const char* op = c.op;
+  const size_t bytes = verify_workspace_size(c);
+  check_workspace(op, bytes, workspace_handle, workspace_bytes);
+  const Queue q = queue_of(op, stream);
+  const size_t B = size_t(c.requests);
+  guarded(op, [&] {
+    const View target = view(op, "target_logits", q, c.target);
+    const View out_ids = view(op, "out_ids", q, c.out_ids);
+    const View num = view(op, "num_emitted", q, c.num_emitted);
+    const View out_nodes = c.out_nodes.data ? view(op, "out_nodes", q, c.out_nodes) : View{};
+    View drafts, cu, probs, cand, next, sib;
+    if (c.tree) {
+      cand = view(op, "candidates", q, c.candidates);
+      next = view(op, "retrieve_next_token", q, c.next_token);
+      sib = view(op, "retrieve_next_sibling", q, c.next_sibling);
+    } else {
+      if (c.drafts > 0) drafts = view(op, "draft_ids", q, c.draft_ids);
+      cu = view(op, "cu_num_draft", q, c.cu_num_draft);
+      if (c.draft_probs.data) probs = view(op, "draft_probs", q, c.draft_probs);
+    }
+    const cl::Buffer t = per_row(op, "temperature", q, c.temperature.per_row, B * 4);
+    const cl::Buffer k = per_row(op, "top_k", q, c.top_k.per_row, B * 4);
+    const cl::Buffer p = per_row(op, "top_p", q, c.top_p.per_row, B * 4);
+    const cl::Buffer mp = per_row(op, "min_p", q, c.min_p.per_row, B * 4);
+    const cl::Buffer seed = per_row(op, "seed", q, c.seed.per_row, B * 8);
+    const cl::Buffer offset = per_row(op, "offset", q, c.offset.per_row, B * 8);
+    if (B == 0) return;
+    const cl::Buffer tried = bytes ? opencl::workspace(op, q, workspace_handle, bytes) : cl::Buffer();
+    cl_uint flags = 0;
+    if (c.temperature.per_row) flags |= kPerT;
+    if (c.top_k.per_row) flags |= kPerK;
+    if (c.top_p.per_row) flags |= kPerP;
+    if (c.min_p.per_row) flags |= kPerMinP;
+    if (c.seed.per_row) flags |= kPerSeed;
+    if (c.offset.per_row) flags |= kPerOffset;
+    if (c.joint) flags |= kJoint;
+    if (c.tree) flags |= kTree;
+    if (c.draft_probs.data) flags |= kProbs;
+    if (c.out_nodes.data) flags |= kNodes;
+    cl::Kernel kern = kernel(op, q, {{"verify.cl"}, "-DNT_ELEM=" + std::to_string(int(c.target.dtype))},
+                             "nt_verify");
+    set_args(kern, target.buffer, target.offset, cl_ulong(c.target.row_stride), cl_uint(c.vocab),
+             cl_uint(B), cl_uint(c.width), flags, cl_int(c.mass_bits), t, c.temperature.scalar, k,
+             cl_int(c.top_k.scalar), p, c.top_p.scalar, mp, c.min_p.scalar, seed,
+             cl_ulong(c.seed.scalar), offset, cl_ulong(c.offset.scalar), drafts.buffer,
+             drafts.offset, cl_uint(c.drafts), cu.buffer, cu.offset, probs.buffer, probs.offset,
+             cl_ulong(c.draft_probs.row_stride), cand.buffer, cand.offset,
+             cl_ulong(c.candidates.row_stride), next.buffer, next.offset,
+             cl_ulong(c.next_token.row_stride), sib.buffer, sib.offset,
+             cl_ulong(c.next_sibling.row_stride), cl_uint(c.nodes), out_ids.buffer, out_ids.offset,
+             cl_ulong(c.out_ids.row_stride), out_nodes.buffer, out_nodes.offset,
+             cl_ulong(c.out_nodes.row_stride), num.buffer, num.offset, tried);
+    enqueue(kern, q, B, 1);
+  });
+}
+
+}  // namespace nt::opencl
