@@ -186,6 +186,10 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
 
   const u32 b = blockIdx.x, j = blockIdx.y;
   const int tid = int(threadIdx.x);
+  // The workspace holds one RowInfo and list per (request, position) slot, not
+  // per target row: malformed offsets may hand one row to two requests with
+  // different parameters.
+  const int64_t slot_index = int64_t(b) * gridDim.y + j;
   int64_t row;
   if (a.tree) {
     row = int64_t(b) * a.nodes + j;
@@ -213,7 +217,7 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
     best = fold_max(best);
     info.state = best == 0 ? kEmpty : kGreedy;
     info.argmax = best == 0 ? -1 : int32_t(composite_index(best));
-    if (tid == 0) a.info[row] = info;
+    if (tid == 0) a.info[slot_index] = info;
     return;
   }
 
@@ -264,14 +268,14 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
   n_fin = fold_sum(n_fin);
   if (n_fin == 0) {
     info.state = kEmpty;
-    if (tid == 0) a.info[row] = info;
+    if (tid == 0) a.info[slot_index] = info;
     return;
   }
   if (n_inf > 0) {
     info.state = kInfRow;
     info.cut = composite(NT_KEY_POS_INF, V - 1);
     info.z = n_inf;
-    if (tid == 0) a.info[row] = info;
+    if (tid == 0) a.info[slot_index] = info;
     return;
   }
   r.s_max = nt_key_to_float(composite_key(top));
@@ -402,7 +406,7 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
     __syncthreads();
     cut = slot;
     const u32 len = radix_shared[0];
-    int32_t* list = a.lists + row * kListCap;
+    int32_t* list = a.lists + slot_index * kListCap;
     for (u32 e = tid; e < len; e += kRowThreads) list[e] = int32_t(composite_index(sorted[e]));
     info.n_list = int32_t(len);
     listed = true;
@@ -439,7 +443,7 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
     info.z = (cut == lowest) ? z_all : prefix(cut, nullptr);
   }
   info.cut = cut;
-  if (tid == 0) a.info[row] = info;
+  if (tid == 0) a.info[slot_index] = info;
 }
 
 // ---- walk ------------------------------------------------------------------------
@@ -487,14 +491,16 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
   int64_t* tried = a.tree ? a.tried + int64_t(b) * a.nodes : nullptr;
   u32 count = 0;
 
-  auto row_at = [&](int64_t row) {
+  // Target row `row` as position (chain) or node (tree) `j` of this request.
+  auto row_at = [&](int64_t row, int64_t j) {
+    const int64_t slot_index = int64_t(b) * (a.tree ? a.nodes : a.width) + j;
     WalkRow<DT> w;
     w.x = static_cast<const S*>(a.target) + row * a.stride;
-    w.info = a.info[row];
+    w.info = a.info[slot_index];
     w.temperature = p.temperature;
     w.bits = a.bits;
     w.vocab = a.vocab;
-    w.list = a.lists + row * kListCap;
+    w.list = a.lists + slot_index * kListCap;
     return w;
   };
   auto emit = [&](int64_t token, int64_t node) {
@@ -549,7 +555,7 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
     chain_range(a, b, &lo, &n);
     for (int64_t j = 0; j <= n; ++j) {
       const u32 tag = nt_verify_tag(per_request, b, u32(j));
-      const WalkRow<DT> w = row_at(lo + b + j);
+      const WalkRow<DT> w = row_at(lo + b + j, j);
       if (w.info.state == kEmpty) break;
       const bool greedy = w.info.state == kGreedy;
       if (j == n) {
@@ -583,7 +589,7 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
     int64_t node = 0;
     for (;;) {
       const u32 tag = nt_verify_tag(per_request, b, u32(node));
-      const WalkRow<DT> w = row_at(int64_t(b) * D + node);
+      const WalkRow<DT> w = row_at(int64_t(b) * D + node, node);
       if (w.info.state == kEmpty) break;
       const bool greedy = w.info.state == kGreedy;
       if (count == a.width - 1) {
@@ -637,13 +643,13 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
   if (tid == 0) a.num_emitted[b] = int32_t(count);
 }
 
-// Workspace: a RowInfo and a list of kListCap ids per target row, then the
-// tried children of tree walks.
+// Workspace: a RowInfo and a list of kListCap ids per (request, position)
+// slot (chain: width positions; tree: nodes), then the tried children of tree walks.
 struct Layout {
   int64_t rows;
   size_t info_bytes, list_bytes, tried_bytes;
   explicit Layout(const VerifyCall& c)
-      : rows(c.target.shape[0]),
+      : rows(c.target.shape[0] == 0 ? 0 : c.requests * (c.tree ? c.nodes : c.width)),
         info_bytes(align_up(size_t(rows) * sizeof(RowInfo), 256)),
         list_bytes(align_up(size_t(rows) * kListCap * sizeof(int32_t), 256)),
         tried_bytes(c.tree ? align_up(size_t(c.requests * c.nodes) * sizeof(int64_t), 256) : 0) {}
