@@ -37,6 +37,17 @@ _SCHEMAS = {
                        "float repetition, Tensor? presence_t, float presence, "
                        "Tensor? frequency_t, float frequency) -> ()",
     "apply_logit_bias": "(Tensor(a!) logits, Tensor offsets, Tensor ids, Tensor values) -> ()",
+    "lm_head_sample_dense": "(Tensor hidden, Tensor weight, Tensor? bias, Tensor? bitmask, "
+                            "Tensor? temperature_t, float temperature, Tensor? top_k_t, int top_k, "
+                            "Tensor? top_p_t, float top_p, Tensor? min_p_t, float min_p, "
+                            "Tensor? seed_t, int seed, Tensor? offset_t, int offset, "
+                            "bool joint) -> Tensor",
+    "lm_head_sample_binary": "(Tensor act_q, Tensor act_scale, Tensor wq, Tensor wscale, "
+                             "Tensor? bias, int group_size, Tensor? bitmask, "
+                             "Tensor? temperature_t, float temperature, Tensor? top_k_t, "
+                             "int top_k, Tensor? top_p_t, float top_p, Tensor? min_p_t, "
+                             "float min_p, Tensor? seed_t, int seed, Tensor? offset_t, "
+                             "int offset, bool joint) -> Tensor",
 }
 _U64 = (1 << 64) - 1
 
@@ -159,6 +170,37 @@ def _apply_logit_bias(logits, offsets, ids, values):
     _ext.apply_logit_bias(logits, offsets, ids, values, _stream(logits), _alloc(logits))
 
 
+def _params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov):
+    """The six sampling parameters, each its tensor or its scalar."""
+    return (tv if tt is None else tt, kv if kt is None else kt, pv if pt is None else pt,
+            mv if mt is None else mt, sv & _U64 if st is None else st,
+            ov & _U64 if ot is None else ot)
+
+
+def _lm_head_sample_dense(hidden, weight, bias, bitmask, tt, tv, kt, kv, pt, pv, mt, mv, st, sv,
+                          ot, ov, joint):
+    tokens = _fused_tokens_out("lm_head_sample_dense", hidden, "hidden")
+    _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, tokens, None, 0, 1, 0,
+                              *_params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov), joint,
+                              _stream(weight), _alloc(weight))
+    return tokens
+
+
+def _lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask, tt, tv, kt,
+                           kv, pt, pv, mt, mv, st, sv, ot, ov, joint):
+    tokens = _fused_tokens_out("lm_head_sample_binary", act_q, "act_q")
+    _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask, tokens,
+                               None, 0, 1, 0,
+                               *_params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov), joint,
+                               _stream(wq), _alloc(wq))
+    return tokens
+
+
+def _fused_tokens_out(op, x, arg):
+    rows, _ = _check_2d(op, arg, x)
+    return x.new_empty((rows,), dtype=torch.int64)
+
+
 def _mask_out(allowed):
     rows, cols = _check_2d("bitmask_from_allowed", "allowed", allowed)
     return allowed.new_empty((rows, (cols + 31) // 32), dtype=torch.int32)
@@ -213,6 +255,10 @@ _FAKES = {
     "quantize_activations": _quantized_out,
     "apply_penalties": lambda logits, *rest: None,
     "apply_logit_bias": lambda logits, offsets, ids, values: None,
+    "lm_head_sample_dense": lambda hidden, *rest: _fused_tokens_out("lm_head_sample_dense",
+                                                                    hidden, "hidden"),
+    "lm_head_sample_binary": lambda act_q, *rest: _fused_tokens_out("lm_head_sample_binary",
+                                                                    act_q, "act_q"),
 }
 
 for _name, _schema in _SCHEMAS.items():
@@ -325,3 +371,38 @@ def apply_logit_bias(logits, tokens, values):
     eager = _eager(logits, offsets, ids, values)
     (_apply_logit_bias if eager else _op["apply_logit_bias"])(logits, offsets, ids, values)
     return logits
+
+
+def _split_params(op, temperature, top_k, top_p, min_p, seed, offset):
+    """The schema's (tensor, scalar) pairs of the six sampling parameters, in order."""
+    return (*_split(op, "temperature", temperature, float), *_split(op, "top_k", top_k, _index),
+            *_split(op, "top_p", top_p, float), *_split(op, "min_p", min_p, float),
+            *_split(op, "seed", seed, _i64), *_split(op, "offset", offset, _i64))
+
+
+def lm_head_sample_dense(hidden, weight, bias=None, bitmask=None, temperature=1.0, top_k=0,
+                         top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False):
+    if _eager(hidden, weight, bias, bitmask, temperature, top_k, top_p, min_p, seed, offset):
+        tokens = _fused_tokens_out("lm_head_sample_dense", hidden, "hidden")
+        _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, tokens, None, 0, 1, 0,
+                                  temperature, top_k, top_p, min_p, seed, offset, bool(joint),
+                                  _stream(weight), _alloc(weight))
+        return tokens
+    params = _split_params("lm_head_sample_dense", temperature, top_k, top_p, min_p, seed, offset)
+    return _op["lm_head_sample_dense"](hidden, weight, bias, bitmask, *params, bool(joint))
+
+
+def lm_head_sample_binary(act_q, act_scale, wq, wscale, bias=None, group_size=128, bitmask=None,
+                          temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
+                          joint=False):
+    if _eager(act_q, act_scale, wq, wscale, bias, bitmask, temperature, top_k, top_p, min_p,
+              seed, offset):
+        tokens = _fused_tokens_out("lm_head_sample_binary", act_q, "act_q")
+        _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask,
+                                   tokens, None, 0, 1, 0, temperature, top_k, top_p, min_p, seed,
+                                   offset, bool(joint), _stream(wq), _alloc(wq))
+        return tokens
+    params = _split_params("lm_head_sample_binary", temperature, top_k, top_p, min_p, seed,
+                           offset)
+    return _op["lm_head_sample_binary"](act_q, act_scale, wq, wscale, bias, group_size, bitmask,
+                                        *params, bool(joint))
