@@ -202,7 +202,9 @@ def _gloo_worker(rank, world, port, seed, result_dir):
         cuts = [min(padded, r * (per + 1)) for r in range(world)] + [padded]
         p = params_for(rng, m, vocab, 7, True)
         p["top_k"][:3] = 0  # top-p / min-p alone on some rows
-        tp = {n: (torch.from_numpy(v) if isinstance(v, np.ndarray) else v) for n, v in p.items()}
+        # torch takes the u64 seeds and offsets as int64 of the same bits
+        tp = {n: (torch.from_numpy(v.view(np.int64) if v.dtype == np.uint64 else v)
+                  if isinstance(v, np.ndarray) else v) for n, v in p.items()}
         lo, hi = cuts[rank], cuts[rank + 1]
         tokens = ntd.lm_head_sample(
             torch.from_numpy(hidden), torch.from_numpy(weight[lo:hi].copy()),
@@ -230,3 +232,27 @@ def test_gloo_every_rank_gets_the_single_call_token(world, tmp_path):
     results = [np.load(tmp_path / f"rank{r}.npy") for r in range(world)]
     for r in results:
         np.testing.assert_array_equal(r[0], results[0][1])  # every rank: the single call's tokens
+
+
+# ---- torch ops ------------------------------------------------------------------------
+
+def test_torch_op_eager_and_compiled(torch):
+    rng = np.random.default_rng(600)
+    m, v, h = 4, 300, 24
+    hidden, weight, bias = dense_case(rng, m, v, h, True)
+    mask = random_mask(rng, m, v)
+    p = params_for(rng, m, v, 7, False)
+    expected = nexttok.lm_head_sample_dense(hidden, weight, bias, mask, **p)
+    th, tw, tb, tm = map(torch.from_numpy, (hidden, weight, bias, mask))
+    tokens = nexttok.lm_head_sample_dense(th, tw, tb, tm, **p)
+    assert tokens.dtype == torch.int64
+    np.testing.assert_array_equal(tokens.numpy(), expected)
+
+    def step(h_, w_, b_, m_, t_):  # per-row temperatures in a tensor: the op's schema path
+        return nexttok.lm_head_sample_dense(h_, w_, b_, m_, temperature=t_, top_k=p["top_k"],
+                                            top_p=p["top_p"], min_p=p["min_p"], seed=p["seed"],
+                                            offset=p["offset"])
+
+    temps = torch.full((m,), p["temperature"], dtype=torch.float32)
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    np.testing.assert_array_equal(compiled(th, tw, tb, tm, temps).numpy(), expected)
