@@ -502,7 +502,9 @@ void check_sharded_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab,
   }
   ShardPlan plan;
   plan.cuts.push_back(0);
-  for (int r = 1; r < shards; ++r) plan.cuts.push_back(rng.integer(plan.cuts.back(), padded_vocab));
+  // Non-empty shards (a weight has at least one row), each cut anywhere in its range.
+  for (int r = 1; r < shards; ++r)
+    plan.cuts.push_back(rng.integer(plan.cuts.back() + 1, padded_vocab - (shards - r)));
   plan.cuts.push_back(padded_vocab);
   int64_t words = 0;
   const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
