@@ -159,6 +159,8 @@ int64_t combine_row(const int64_t* const* rows, int shards, nt_row_params p, boo
   }
   if (len == kBeyond) return NT_TOKEN_NEEDS_ALL_CANDIDATES;
 
+  // The first entry scores s_max: it draws first, and scores that cannot beat
+  // it even with the largest noise skip theirs.
   Best b{-INFINITY, kNoId};
   for (int64_t i = 0; i < len; ++i) {
     const Entry& e = merged[size_t(i)];

@@ -127,9 +127,15 @@ void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
   if (finite == 0 || s_max_key == NT_KEY_POS_INF) return;
 
   if (row_class == NT_ROW_PLAIN) {
-    // Gumbel-max over the finite scores; a score that cannot beat the best so
-    // far even with the largest noise skips its noise.
+    // Gumbel-max over the finite scores. A token scoring s_max draws first, so
+    // that every score that cannot beat it even with the largest noise skips
+    // its noise (the maximum does not depend on the order of the offers).
     Best b{-INFINITY, kNoId};
+    for (int64_t f = 0; f < finite && b.id == kNoId; ++f)
+      if (word_key(list[f]) == s_max_key) {
+        const int32_t g = int32_t(start + word_local(list[f]));
+        b.offer(nt_key_to_float(s_max_key) + nt_token_gumbel(seed, offset, tag, uint32_t(g)), g);
+      }
     for (int64_t f = 0; f < finite; ++f) {
       const float s = nt_key_to_float(word_key(list[f]));
       if (b.id != kNoId && s + NT_GUMBEL_MAX < b.value) continue;

@@ -539,6 +539,15 @@ TEST(LmHeadSampleSharded, EqualsSingleCallEveryFilter) {
                          shards, combo, combo == 5, combo == 6 ? 1 : 64, &fallbacks);
 }
 
+// Tiny vocabularies: V = 1, V not a multiple of 32, most shards all padding.
+TEST(LmHeadSampleSharded, TinyVocabularies) {
+  int fallbacks = 0;
+  for (int64_t vocab : {1, 2, 33, 63})
+    for (int combo : {0, 2, 3, 5})
+      check_sharded_case(9650 + vocab * 8 + combo, vocab == 33, 5, vocab, vocab == 1 ? 2 : 4, combo,
+                         combo == 5, 2, &fallbacks);
+}
+
 TEST(LmHeadSampleSharded, FallbackOnFlatRows) {
   int fallbacks = 0;
   for (int c = 0; c < 4; ++c)

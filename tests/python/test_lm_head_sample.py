@@ -212,8 +212,18 @@ def _gloo_worker(rank, world, port, seed, result_dir):
             vocab_start=lo, vocab_size=vocab, candidates=8)
         single = nexttok.lm_head_sample_dense(hidden, weight[:vocab].copy(), bias[:vocab].copy(),
                                               mask, **p)
+        # The binary head, sharded the same way.
+        act_q, act_scale = nexttok.quantize_activations(rng.standard_normal((m, 256)).astype(np.float32))
+        wq = nexttok.pack_weights(np.where(rng.random((padded, 256)) < 0.5, 1, -1).astype(np.int8))
+        wscale = rng.uniform(0.5, 1.5, (padded, 2)).astype(np.float16)
+        btokens = ntd.lm_head_sample_binary(
+            torch.from_numpy(act_q), torch.from_numpy(act_scale), torch.from_numpy(wq[lo:hi].copy()),
+            torch.from_numpy(wscale[lo:hi].copy()), None, 128, torch.from_numpy(mask), **tp,
+            vocab_start=lo, vocab_size=vocab, candidates=8)
+        bsingle = nexttok.lm_head_sample_binary(act_q, act_scale, wq[:vocab].copy(),
+                                                wscale[:vocab].copy(), None, 128, mask, **p)
         np.save(os.path.join(result_dir, f"rank{rank}.npy"),
-                np.stack([tokens.numpy(), single]))
+                np.stack([tokens.numpy(), single, btokens.numpy(), bsingle]))
     finally:
         dist.destroy_process_group()
 
@@ -230,8 +240,9 @@ def test_gloo_every_rank_gets_the_single_call_token(world, tmp_path):
         port = s.getsockname()[1]
     mp.spawn(_gloo_worker, args=(world, port, 500 + world, str(tmp_path)), nprocs=world, join=True)
     results = [np.load(tmp_path / f"rank{r}.npy") for r in range(world)]
-    for r in results:
-        np.testing.assert_array_equal(r[0], results[0][1])  # every rank: the single call's tokens
+    for r in results:  # every rank: the single call's tokens
+        np.testing.assert_array_equal(r[0], results[0][1])
+        np.testing.assert_array_equal(r[2], results[0][3])
 
 
 # ---- torch ops ------------------------------------------------------------------------
