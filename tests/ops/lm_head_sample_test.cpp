@@ -539,6 +539,43 @@ TEST(LmHeadSampleSharded, EqualsSingleCallEveryFilter) {
                          shards, combo, combo == 5, combo == 6 ? 1 : 64, &fallbacks);
 }
 
+// The largest vocabulary of the issue, in 4 ragged shards.
+TEST(LmHeadSampleSharded, LargeVocabulary) {
+  int fallbacks = 0;
+  check_sharded_case(9640, false, 2, 248320 - 17, 4, 7, true, 64, &fallbacks);
+  check_sharded_case(9641, false, 2, 248320, 3, 2, false, 256, &fallbacks);
+}
+
+// Odd per-row parameters (T = +inf, NaN, 0; top_p <= 0; min_p > 1; top_k < 0)
+// and special scores (+-inf, NaN, an overflow at a small T): sharded = single.
+TEST(LmHeadSampleSharded, SpecialValues) {
+  for (int c = 0; c < 3; ++c) {
+    Rng rng(9660 + c);
+    SCOPED_TRACE(seed_trace(rng.seed()));
+    const int64_t rows = 8, vocab = 700, hidden = 16;
+    Head h = dense_head(rng, NT_F32, rows, vocab, hidden, false);
+    h.x[0] = INFINITY;                     // row 0: scores +-inf (and NaN where a weight is 0)
+    h.x[size_t(hidden + 2)] = NAN;         // row 1: every score NaN
+    h.x[size_t(2 * hidden)] = 1e30f;       // row 2: huge scores, +inf at a small T
+    h.x_bytes = encode(h.dtype, h.x);
+    Params p = draw_params(rng, rows, vocab, 7, true, false);
+    p.temperature = {1.0f, 0.8f, 1e-3f, INFINITY, NAN, 0.7f, 1.2f, 0.9f};
+    p.top_p[5] = -0.5f;   // keep the top token
+    p.min_p[6] = 3.0f;    // acts as 1
+    p.top_k[7] = -3;      // off
+    p.top_k[3] = 0;
+    p.top_p[3] = 1.0f;
+    p.min_p[3] = 0.0f;    // T = +inf, plain: every finite score counts 0
+    const std::vector<int64_t> single = run_fused(h, {}, 0, p);
+    EXPECT_EQ(single, run_two_step(head_scores(h), rows, vocab, {}, 0, p));
+    EXPECT_EQ(single[1], -1);
+    int fallbacks = 0;
+    for (int64_t K : {1, 16})
+      EXPECT_EQ(sharded_tokens(h, ShardPlan{{0, 123, 400, vocab}}, vocab, {}, 0, p, K, &fallbacks), single)
+          << "K=" << K;
+  }
+}
+
 // Tiny vocabularies: V = 1, V not a multiple of 32, most shards all padding.
 TEST(LmHeadSampleSharded, TinyVocabularies) {
   int fallbacks = 0;
@@ -627,6 +664,38 @@ TEST(LmHeadSample, ErrorsNameTheArgument) {
   c.tokens = host(tokens.data(), NT_I64, 2);
   EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(nt_last_error()).find("'summaries'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ntt
+
+namespace ntt {
+namespace {
+
+// M = 0: every entry point is a valid no-op with a zero workspace.
+TEST(LmHeadSample, EmptyBatchIsANoOp) {
+  Rng rng(9950);
+  Head h = dense_head(rng, NT_F32, 1, 50, 8, false);
+  const Params p = draw_params(rng, 1, 50, 3, false, false);
+  HeadArgs a = head_args(h, 0, 50, 0, 0, {}, 0, p, {});
+  int64_t token = kPoisonI64;
+  a.dense.tokens = host(&token, NT_I64, 0);
+  size_t bytes = 1;
+  ASSERT_EQ(nt_lm_head_sample_dense_workspace_size(&a.dense, &bytes), NT_OK) << nt_last_error();
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(nt_lm_head_sample_dense(&a.dense, nullptr, 0, nullptr), NT_OK) << nt_last_error();
+  int64_t word = kPoisonI64;
+  nt_lm_head_shard sh{0, 50, 0, host(&word, NT_I64, 0, NT_LM_HEAD_SUMMARY_WORDS + 4)};
+  EXPECT_EQ(nt_lm_head_shard_dense(&a.dense, &sh, nullptr, 0, nullptr), NT_OK) << nt_last_error();
+  nt_lm_head_sample_combine_args c{};
+  c.summaries = sh.summary;
+  c.shards = 2;
+  c.vocab_size = 50;
+  c.sampling = a.dense.sampling;
+  c.tokens = host(&token, NT_I64, 0);
+  EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_OK) << nt_last_error();
+  EXPECT_EQ(token, kPoisonI64);
+  EXPECT_EQ(word, kPoisonI64);
 }
 
 }  // namespace
