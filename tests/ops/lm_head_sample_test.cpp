@@ -296,14 +296,33 @@ std::vector<int64_t> run_two_step(std::vector<float> scores, int64_t rows, int64
   return tokens;
 }
 
-// A random bitmask ([rows, words]) with some rows fully masked, or none.
+// A random bitmask ([rows, words]) with some rows fully masked, or none; at
+// times one word short of the vocabulary (its last tokens disallowed).
 std::vector<int32_t> draw_mask(Rng& rng, int64_t rows, int64_t vocab, int64_t* words) {
-  *words = (vocab + 31) / 32;
+  const int64_t full = (vocab + 31) / 32;
+  *words = full;
   if (rng.coin(0.3)) return {};
   std::vector<int32_t> mask = bench_bitmask(rng, rows, vocab, rng.coin() ? MaskKind::Random50 : MaskKind::Blocky);
   for (int64_t m = 0; m < rows; ++m)
-    if (rng.coin(0.15)) std::fill(mask.begin() + m * *words, mask.begin() + (m + 1) * *words, 0);
+    if (rng.coin(0.15)) std::fill(mask.begin() + m * full, mask.begin() + (m + 1) * full, 0);
+  if (full > 2 && rng.coin(0.3)) {
+    *words = full - 1;
+    std::vector<int32_t> cut(size_t(rows * *words));
+    for (int64_t m = 0; m < rows; ++m)
+      std::copy(mask.begin() + m * full, mask.begin() + m * full + *words, cut.begin() + m * *words);
+    return cut;
+  }
   return mask;
+}
+
+// Row m of the scores with the bitmask applied (SEMANTICS: tokens >= 32 W' disallowed).
+std::vector<float> masked_row(const std::vector<float>& scores, int64_t m, int64_t vocab,
+                              const std::vector<int32_t>& mask, int64_t words) {
+  std::vector<float> row(scores.begin() + m * vocab, scores.begin() + (m + 1) * vocab);
+  for (int64_t v = 0; v < vocab && !mask.empty(); ++v)
+    if (v / 32 >= words || !((uint32_t(mask[size_t(m * words + v / 32)]) >> (v % 32)) & 1u))
+      row[size_t(v)] = -INFINITY;
+  return row;
 }
 
 // ---- tests -------------------------------------------------------------------------
@@ -366,9 +385,7 @@ void check_fused_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab, i
   const std::vector<int64_t> two_step = run_two_step(scores, rows, vocab, mask, words, p);
   for (int64_t m = 0; m < rows; ++m) {
     ASSERT_EQ(fused[size_t(m)], two_step[size_t(m)]) << "row " << m << ": " << describe(row_params(p, m));
-    std::vector<float> row(scores.begin() + m * vocab, scores.begin() + (m + 1) * vocab);
-    for (int64_t v = 0; v < vocab && !mask.empty(); ++v)
-      if (!((uint32_t(mask[size_t(m * words + v / 32)]) >> (v % 32)) & 1u)) row[size_t(v)] = -INFINITY;
+    const std::vector<float> row = masked_row(scores, m, vocab, mask, words);
     const SampleReference ref = reference_sample_row(row.data(), vocab, row_params(p, m));
     if (!ref.degenerate) {
       EXPECT_EQ(fused[size_t(m)], ref.token) << "row " << m << " vs the reference";
@@ -522,9 +539,7 @@ void check_sharded_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab,
     // Top-p's mass over every token is summed per shard (docs/SEMANTICS.md):
     // equal away from degenerate boundaries.
     if (q.top_p < 1.0f && q.top_k == 0 && sharded[size_t(m)] != single[size_t(m)]) {
-      std::vector<float> row(scores.begin() + m * vocab, scores.begin() + (m + 1) * vocab);
-      for (int64_t v = 0; v < vocab && !mask.empty(); ++v)
-        if (!((uint32_t(mask[size_t(m * words + v / 32)]) >> (v % 32)) & 1u)) row[size_t(v)] = -INFINITY;
+      const std::vector<float> row = masked_row(scores, m, vocab, mask, words);
       if (reference_sample_row(row.data(), vocab, q).degenerate) continue;
     }
     EXPECT_EQ(sharded[size_t(m)], single[size_t(m)]) << "row " << m << ": " << describe(q);
