@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "core/ordering.h"
+#include "nexttok/nexttok.h"
 
 namespace nt::cpu::summary {
 
