@@ -13,9 +13,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "harness/data.h"
+#include "harness/device.h"
 #include "harness/reference.h"
 #include "nexttok/nexttok.h"
 
@@ -712,6 +714,101 @@ TEST(LmHeadSample, EmptyBatchIsANoOp) {
   EXPECT_EQ(token, kPoisonI64);
   EXPECT_EQ(word, kPoisonI64);
 }
+
+}  // namespace
+}  // namespace ntt
+
+namespace ntt {
+namespace {
+
+// Every device against the CPU's token (itself the two-step path's, above):
+// inputs, per-row parameters, bitmask, tokens and workspace on the device.
+class LmHeadSampleOnDevice : public DeviceTest {};
+
+TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
+  for (int c = 0; c < 6; ++c) {
+    Rng rng(9990 + c);
+    SCOPED_TRACE(seed_trace(rng.seed()));
+    const bool binary = c >= 4;
+    const int64_t rows = rng.integer(1, 6), vocab = rng.integer(1, 3000);
+    const nt_dtype dtypes[] = {NT_F32, NT_BF16, NT_F16};
+    Head h = binary ? binary_head(rng, rows, vocab, 256, c == 4 ? 128 : 64, rng.coin())
+                    : dense_head(rng, dtypes[c % 3], rows, vocab, rng.integer(1, 70), rng.coin());
+    int64_t words = 0;
+    const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+    const Params p = draw_params(rng, rows, vocab, int(rng.integer(0, 7)), c % 2 == 1, c == 3);
+    const std::vector<int64_t> expected = run_fused(h, mask, words, p);
+
+    TestDevice& d = dev();
+    HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
+    std::vector<std::unique_ptr<Buffer>> keep;
+    auto put = [&](const nt_tensor& t) -> nt_tensor {
+      if (t.data == nullptr) return t;
+      const size_t elt = dtype_bytes(t.dtype);
+      const int64_t n = t.ndim == 1 ? t.shape[0] : t.shape[0] * t.row_stride;
+      keep.push_back(std::make_unique<Buffer>(d, size_t(n) * elt));
+      keep.back()->upload(t.data, size_t(n) * elt);
+      return t.ndim == 1 ? keep.back()->vector(t.dtype, t.shape[0])
+                         : keep.back()->matrix(t.dtype, t.shape[0], t.shape[1], t.row_stride);
+    };
+    auto put_param = [&](const void* per_row, size_t elt) -> const void* {
+      if (per_row == nullptr) return nullptr;
+      keep.push_back(std::make_unique<Buffer>(d, size_t(rows) * elt));
+      keep.back()->upload(per_row, size_t(rows) * elt);
+      return keep.back()->handle();
+    };
+    nt_lm_head_sampling s = binary ? host_args.binary.sampling : host_args.dense.sampling;
+    s.temperature.per_row = put_param(s.temperature.per_row, 4);
+    s.top_k.per_row = put_param(s.top_k.per_row, 4);
+    s.top_p.per_row = put_param(s.top_p.per_row, 4);
+    s.min_p.per_row = put_param(s.min_p.per_row, 4);
+    s.seed.per_row = put_param(s.seed.per_row, 8);
+    s.offset.per_row = put_param(s.offset.per_row, 8);
+    std::vector<int64_t> poison(size_t(rows), kPoisonI64);
+    Buffer tokens(d, size_t(rows) * 8);
+    tokens.upload(poison.data(), size_t(rows) * 8);
+    size_t bytes = 0;
+    nt_status st;
+    std::unique_ptr<Buffer> ws;
+    if (!binary) {
+      nt_lm_head_sample_dense_args a = host_args.dense;
+      a.hidden = put(a.hidden);
+      a.weight = put(a.weight);
+      a.bias = put(a.bias);
+      a.bitmask = put(a.bitmask);
+      a.sampling = s;
+      a.tokens = tokens.vector(NT_I64, rows);
+      st = nt_lm_head_sample_dense_workspace_size(&a, &bytes);
+      if (st == NT_OK) {
+        if (bytes) ws = std::make_unique<Buffer>(d, bytes);
+        st = nt_lm_head_sample_dense(&a, ws ? ws->handle() : nullptr, bytes, d.stream());
+      }
+    } else {
+      nt_lm_head_sample_binary_args a = host_args.binary;
+      a.act_q = put(a.act_q);
+      a.act_scale = put(a.act_scale);
+      a.wq = put(a.wq);
+      a.wscale = put(a.wscale);
+      a.bias = put(a.bias);
+      a.bitmask = put(a.bitmask);
+      a.sampling = s;
+      a.tokens = tokens.vector(NT_I64, rows);
+      st = nt_lm_head_sample_binary_workspace_size(&a, &bytes);
+      if (st == NT_OK) {
+        if (bytes) ws = std::make_unique<Buffer>(d, bytes);
+        st = nt_lm_head_sample_binary(&a, ws ? ws->handle() : nullptr, bytes, d.stream());
+      }
+    }
+    if (st == NT_ERROR_UNSUPPORTED && d.type() == NT_DEVICE_CUDA)
+      GTEST_SKIP() << "not implemented on CUDA yet: " << nt_last_error();
+    ASSERT_EQ(st, NT_OK) << nt_last_error();
+    d.sync();
+    EXPECT_EQ(from_device<int64_t>(tokens, size_t(rows)), expected)
+        << (binary ? "binary" : "dense") << " M=" << rows << " V=" << vocab;
+  }
+}
+
+NTT_INSTANTIATE_ON_DEVICES(LmHeadSampleOnDevice);
 
 }  // namespace
 }  // namespace ntt
