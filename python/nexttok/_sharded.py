@@ -29,26 +29,29 @@ def row_params(params, m):
 def resolve(rows, vocab_size, k, params, host_params, joint, summarize, gather, new_tokens):
     """The tokens of `rows` rows.
 
-    summarize(row, k, params): this rank's summary of every row (row None) or of
-      row `row` alone, with k candidates a row; params are the (device) parameters
-      of those rows.
-    gather(summary) -> (summaries of every rank stacked by rank, host int64
-      [R * rows', S], R): one collective, the same result on every rank.
+    summarize(which, k): this rank's summaries, int64 [n, SUMMARY_WORDS + k], with k
+      candidates a row: of every row (which None, n = rows), or of the listed rows,
+      each summarized alone (its own first_row and per-row parameters).
+    gather(summary) -> (the summaries of every rank stacked by rank, host int64
+      [R * n, S], R): one collective, the same result on every rank.
     new_tokens(n): a host int64 array of n elements.
-    host_params: the parameters with per-row arrays in host memory.
+    host_params: the parameters (a scalar, or a length-rows array) in host memory.
     """
-    summaries, shards = gather(summarize(None, k, params))
+    summaries, shards = gather(summarize(None, k))
     tokens = new_tokens(rows)
     _ext.lm_head_sample_combine(summaries, shards, vocab_size, 0, tokens,
                                 *(host_params[n] for n in PARAMS), bool(joint))
-    for m in range(rows):
-        if int(tokens[m]) != NEEDS_ALL:
-            continue
-        # Every token of a shard a candidate: at most vocab_size of them.
-        summaries, shards = gather(summarize(m, vocab_size, row_params(params, m)))
+    again = [m for m in range(rows) if int(tokens[m]) == NEEDS_ALL]
+    if not again:
+        return tokens
+    # One more gather for all of them, every token of a shard a candidate (at
+    # most vocab_size of them); rank r's row i is row r * n + i.
+    summaries, shards = gather(summarize(again, vocab_size))
+    n = len(again)
+    for i, m in enumerate(again):
         one = new_tokens(1)
         host_row = row_params(host_params, m)
-        _ext.lm_head_sample_combine(summaries, shards, vocab_size, m, one,
-                                    *(host_row[n] for n in PARAMS), bool(joint))
+        _ext.lm_head_sample_combine(summaries[i::n], shards, vocab_size, m, one,
+                                    *(host_row[p] for p in PARAMS), bool(joint))
         tokens[m] = one[0]
     return tokens

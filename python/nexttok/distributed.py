@@ -9,8 +9,8 @@ summarizes its shard, one all_gather of O(M * K) words a rank (gloo on CPUs,
 NCCL on GPUs) brings every summary to every rank, and every rank resolves the
 same tokens: the single-rank call's (nexttok.lm_head_sample_dense) on the
 whole head. Rows whose keep-set can pass the K gathered candidates a shard
-(top-p alone on a flat row, top_k > K) take one more gather of their own, with
-every token of each shard a candidate."""
+(top-p alone on a flat row, top_k > K) take one more gather, all of them
+together, with every token of each shard a candidate."""
 import torch
 import torch.distributed as dist
 
@@ -28,12 +28,15 @@ def _run(x, device_tensor, vocab_size, candidates, params, joint, group, launch)
     k = _sharded.candidates(candidates, params["top_k"], vocab_size)
     shards = dist.get_world_size(group)
 
-    def summarize(row, k, row_params):
-        n = rows if row is None else 1
+    def summarize(which, k):
+        n = rows if which is None else len(which)
         summary = torch.empty((n, _sharded.SUMMARY_WORDS + k), dtype=torch.int64,
                               device=device_tensor.device)
-        launch(slice(None) if row is None else slice(row, row + 1),
-               0 if row is None else row, summary, row_params)
+        if which is None:
+            launch(slice(None), 0, summary, params)
+        else:
+            for i, m in enumerate(which):
+                launch(slice(m, m + 1), m, summary[i:i + 1], _sharded.row_params(params, m))
         return summary
 
     def gather(summary):

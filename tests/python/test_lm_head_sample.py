@@ -106,19 +106,27 @@ def shard_cuts(rng, padded, shards):
 
 
 def sharded_numpy(hidden, weight, bias, mask, vocab, cuts, p, k):
+    """Every rank of the cut head in this process: summarize returns each shard's
+    summaries, gather stacks them by rank."""
     shards = len(cuts) - 1
 
-    def summarize(row, k, rp):
-        rows = slice(None) if row is None else slice(row, row + 1)
+    def launch(r, m, first_row, out, rp):
+        ext.lm_head_sample_dense(
+            hidden[m], weight[cuts[r]:cuts[r + 1]],
+            None if bias is None else bias[cuts[r]:cuts[r + 1]],
+            None if mask is None else mask[m], None, out, cuts[r], vocab, first_row,
+            *(rp[n] for n in _sharded.PARAMS), False, 0, None)
+
+    def summarize(which, k):
         out = []
         for r in range(shards):
-            n = hidden[rows].shape[0]
+            n = hidden.shape[0] if which is None else len(which)
             summary = np.empty((n, _sharded.SUMMARY_WORDS + k), dtype=np.int64)
-            ext.lm_head_sample_dense(
-                hidden[rows], weight[cuts[r]:cuts[r + 1]],
-                None if bias is None else bias[cuts[r]:cuts[r + 1]],
-                None if mask is None else mask[rows], None, summary, cuts[r], vocab,
-                0 if row is None else row, *(rp[n_] for n_ in _sharded.PARAMS), False, 0, None)
+            if which is None:
+                launch(r, slice(None), 0, summary, p)
+            else:
+                for i, m in enumerate(which):
+                    launch(r, slice(m, m + 1), m, summary[i:i + 1], _sharded.row_params(p, m))
             out.append(summary)
         return out
 
