@@ -180,7 +180,8 @@ NT_API nt_status nt_quantize_activations(const nt_quantize_activations_args* arg
 /* ---- LM head and sampling in one op (hidden -> token) ----------------------
  * The token that nt_sample returns on the head's own scores (the same
  * accumulation as nt_lm_head_topk_*) after the bitmask, for the same sampling
- * parameters, seed and offset (docs/SEMANTICS.md, "Fused hidden -> token"). */
+ * parameters, seed and offset (docs/SEMANTICS.md, "Fused hidden -> token").
+ * CPU and OpenCL; CUDA answers NT_ERROR_UNSUPPORTED for now. */
 
 /* Sampling parameters of the fused op: as in nt_sample_args, per-row arrays of
  * length M on the head's device. */
@@ -232,7 +233,8 @@ NT_API nt_status nt_lm_head_sample_binary(const nt_lm_head_sample_binary_args* a
  * nt_lm_head_sample_combine resolves the token every shard agrees on.
  * The summary is opaque: i64 [M, NT_LM_HEAD_SUMMARY_WORDS + K], K >= 1 the
  * candidates a row keeps. Here `bitmask` is the full vocabulary's mask (word w
- * holds global ids 32w..32w+31) and per-row parameters have length M. */
+ * holds global ids 32w..32w+31) and per-row parameters have length M. The
+ * shard ops run on the CPU backend (others answer NT_ERROR_UNSUPPORTED). */
 #define NT_LM_HEAD_SUMMARY_WORDS 8
 
 typedef struct nt_lm_head_shard {
