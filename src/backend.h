@@ -73,11 +73,32 @@ class Backend {
     (void)workspace; (void)workspace_bytes; (void)stream; unsupported(call.op);
   }
 
+  // Hidden -> token: with shard == nullptr the sampled tokens, else the
+  // shard's summary (nt_lm_head_shard).
+  virtual size_t lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args&,
+                                                     const nt_lm_head_shard*) { return 0; }
+  virtual void lm_head_sample_dense(const nt_lm_head_sample_dense_args&, const nt_lm_head_shard* shard,
+                                    void* workspace, size_t workspace_bytes, void* stream) {
+    (void)workspace; (void)workspace_bytes; (void)stream;
+    unsupported(shard ? "lm_head_shard_dense" : "lm_head_sample_dense");
+  }
+  virtual size_t lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args&,
+                                                      const nt_lm_head_shard*) { return 0; }
+  virtual void lm_head_sample_binary(const nt_lm_head_sample_binary_args&, const nt_lm_head_shard* shard,
+                                     void* workspace, size_t workspace_bytes, void* stream) {
+    (void)workspace; (void)workspace_bytes; (void)stream;
+    unsupported(shard ? "lm_head_shard_binary" : "lm_head_sample_binary");
+  }
+
  protected:
   [[noreturn]] void unsupported(const char* op) const {
     fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": not implemented on the " + name() + " backend");
   }
 };
+
+// The combine of vocabulary-parallel summaries: host data, one implementation
+// (cpu/lm_head_combine.cpp).
+void lm_head_sample_combine(const nt_lm_head_sample_combine_args& a);
 
 // Each returns the backend's singleton, or nullptr when it is not compiled in.
 Backend* cpu_backend();

@@ -132,6 +132,87 @@ nt_status nt_lm_head_topk_binary(const nt_lm_head_binary_args* args, void* works
   });
 }
 
+nt_status nt_lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args* args,
+                                                 size_t* bytes) {
+  return nt::entry("lm_head_sample_dense", args, [&](const nt_lm_head_sample_dense_args& a) {
+    nt::require_bytes_out("lm_head_sample_dense_workspace_size", bytes);
+    nt::check_lm_head_sample_dense(a, nullptr);
+    *bytes = nt::backend_for(a.weight.device)->lm_head_sample_dense_workspace_size(a, nullptr);
+  });
+}
+
+nt_status nt_lm_head_sample_dense(const nt_lm_head_sample_dense_args* args, void* workspace,
+                                  size_t workspace_bytes, void* stream) {
+  return nt::entry("lm_head_sample_dense", args, [&](const nt_lm_head_sample_dense_args& a) {
+    nt::check_lm_head_sample_dense(a, nullptr);
+    nt::backend_for(a.weight.device)->lm_head_sample_dense(a, nullptr, workspace, workspace_bytes, stream);
+  });
+}
+
+nt_status nt_lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args* args,
+                                                  size_t* bytes) {
+  return nt::entry("lm_head_sample_binary", args, [&](const nt_lm_head_sample_binary_args& a) {
+    nt::require_bytes_out("lm_head_sample_binary_workspace_size", bytes);
+    nt::check_lm_head_sample_binary(a, nullptr);
+    *bytes = nt::backend_for(a.wq.device)->lm_head_sample_binary_workspace_size(a, nullptr);
+  });
+}
+
+nt_status nt_lm_head_sample_binary(const nt_lm_head_sample_binary_args* args, void* workspace,
+                                   size_t workspace_bytes, void* stream) {
+  return nt::entry("lm_head_sample_binary", args, [&](const nt_lm_head_sample_binary_args& a) {
+    nt::check_lm_head_sample_binary(a, nullptr);
+    nt::backend_for(a.wq.device)->lm_head_sample_binary(a, nullptr, workspace, workspace_bytes, stream);
+  });
+}
+
+nt_status nt_lm_head_shard_dense_workspace_size(const nt_lm_head_sample_dense_args* args,
+                                                const nt_lm_head_shard* shard, size_t* bytes) {
+  return nt::entry("lm_head_shard_dense", args, [&](const nt_lm_head_sample_dense_args& a) {
+    nt::require_bytes_out("lm_head_shard_dense_workspace_size", bytes);
+    if (shard == nullptr) nt::fail_argument("lm_head_shard_dense", "shard", "is a null pointer");
+    nt::check_lm_head_sample_dense(a, shard);
+    *bytes = nt::backend_for(a.weight.device)->lm_head_sample_dense_workspace_size(a, shard);
+  });
+}
+
+nt_status nt_lm_head_shard_dense(const nt_lm_head_sample_dense_args* args,
+                                 const nt_lm_head_shard* shard, void* workspace,
+                                 size_t workspace_bytes, void* stream) {
+  return nt::entry("lm_head_shard_dense", args, [&](const nt_lm_head_sample_dense_args& a) {
+    if (shard == nullptr) nt::fail_argument("lm_head_shard_dense", "shard", "is a null pointer");
+    nt::check_lm_head_sample_dense(a, shard);
+    nt::backend_for(a.weight.device)->lm_head_sample_dense(a, shard, workspace, workspace_bytes, stream);
+  });
+}
+
+nt_status nt_lm_head_shard_binary_workspace_size(const nt_lm_head_sample_binary_args* args,
+                                                 const nt_lm_head_shard* shard, size_t* bytes) {
+  return nt::entry("lm_head_shard_binary", args, [&](const nt_lm_head_sample_binary_args& a) {
+    nt::require_bytes_out("lm_head_shard_binary_workspace_size", bytes);
+    if (shard == nullptr) nt::fail_argument("lm_head_shard_binary", "shard", "is a null pointer");
+    nt::check_lm_head_sample_binary(a, shard);
+    *bytes = nt::backend_for(a.wq.device)->lm_head_sample_binary_workspace_size(a, shard);
+  });
+}
+
+nt_status nt_lm_head_shard_binary(const nt_lm_head_sample_binary_args* args,
+                                  const nt_lm_head_shard* shard, void* workspace,
+                                  size_t workspace_bytes, void* stream) {
+  return nt::entry("lm_head_shard_binary", args, [&](const nt_lm_head_sample_binary_args& a) {
+    if (shard == nullptr) nt::fail_argument("lm_head_shard_binary", "shard", "is a null pointer");
+    nt::check_lm_head_sample_binary(a, shard);
+    nt::backend_for(a.wq.device)->lm_head_sample_binary(a, shard, workspace, workspace_bytes, stream);
+  });
+}
+
+nt_status nt_lm_head_sample_combine(const nt_lm_head_sample_combine_args* args) {
+  return nt::entry("lm_head_sample_combine", args, [&](const nt_lm_head_sample_combine_args& a) {
+    nt::check_lm_head_sample_combine(a);
+    nt::lm_head_sample_combine(a);
+  });
+}
+
 nt_status nt_pack_weights(const nt_pack_weights_args* args, void* stream) {
   return nt::entry("pack_weights", args, [&](const nt_pack_weights_args& a) {
     nt::check_pack_weights(a);

@@ -209,6 +209,104 @@ typedef struct nt_quantize_activations_args {
 
 NT_API nt_status nt_quantize_activations(const nt_quantize_activations_args* args, void* stream);
 
+/* ---- LM head and sampling in one op (hidden -> token) ----------------------
+ * The token that nt_sample returns on the head's own scores (the same
+ * accumulation as nt_lm_head_topk_*) after the bitmask, for the same sampling
+ * parameters, seed and offset (docs/SEMANTICS.md, "Fused hidden -> token").
+ * CPU and OpenCL; CUDA answers NT_ERROR_UNSUPPORTED for now. */
+
+/* Sampling parameters of the fused op: as in nt_sample_args, per-row arrays of
+ * length M on the head's device. */
+typedef struct nt_lm_head_sampling {
+  nt_param_f32 temperature;  /* <= 0 or NaN: greedy */
+  nt_param_i32 top_k;        /* <= 0 or >= V: off; 1: greedy */
+  nt_param_f32 top_p;        /* >= 1 or NaN: off; <= 0: keep the top token */
+  nt_param_f32 min_p;        /* <= 0 or NaN: off */
+  nt_param_u64 seed;
+  nt_param_u64 offset;
+  uint32_t flags;            /* NT_SAMPLE_* */
+} nt_lm_head_sampling;
+
+typedef struct nt_lm_head_sample_dense_args {
+  nt_tensor hidden;             /* f32 | f16 | bf16 [M, H] */
+  nt_tensor weight;             /* same dtype as hidden, [V, H] */
+  nt_tensor bias;               /* optional f32 | f16 | bf16 [V] */
+  nt_tensor bitmask;            /* optional i32 [M, W'], 1 = allowed, tokens >= 32*W' disallowed */
+  nt_lm_head_sampling sampling;
+  nt_tensor tokens;             /* i64 | i32 [M], written; -1 when a row allows no token */
+} nt_lm_head_sample_dense_args;
+
+typedef struct nt_lm_head_sample_binary_args {
+  nt_tensor act_q;              /* i8 [M, H] */
+  nt_tensor act_scale;          /* f32 [M] */
+  nt_tensor wq;                 /* i32 [V, H/32] */
+  nt_tensor wscale;             /* f16 [V, H/G] */
+  nt_tensor bias;               /* optional f32 | f16 | bf16 [V] */
+  int32_t group_size;           /* G in {32, 64, 128, 256}, H % G == 0 */
+  nt_tensor bitmask;            /* optional i32 [M, W'] */
+  nt_lm_head_sampling sampling;
+  nt_tensor tokens;             /* i64 | i32 [M], written */
+} nt_lm_head_sample_binary_args;
+
+NT_API nt_status nt_lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args* args,
+                                                        size_t* bytes);
+NT_API nt_status nt_lm_head_sample_dense(const nt_lm_head_sample_dense_args* args, void* workspace,
+                                         size_t workspace_bytes, void* stream);
+NT_API nt_status nt_lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args* args,
+                                                         size_t* bytes);
+NT_API nt_status nt_lm_head_sample_binary(const nt_lm_head_sample_binary_args* args,
+                                          void* workspace, size_t workspace_bytes, void* stream);
+
+/* Vocabulary-parallel sampling. The head's rows are split over shards
+ * (ranks) in contiguous ranges; shard r holds global ids [vocab_start,
+ * vocab_start + V_r) and rows past vocab_size (padding) are never tokens. Each
+ * shard writes a summary of every row (its candidates, maxima, mass and Gumbel
+ * maximum: O(K) words), the summaries of all shards are gathered, and
+ * nt_lm_head_sample_combine resolves the token every shard agrees on.
+ * The summary is opaque: i64 [M, NT_LM_HEAD_SUMMARY_WORDS + K], K >= 1 the
+ * candidates a row keeps. Here `bitmask` is the full vocabulary's mask (word w
+ * holds global ids 32w..32w+31) and per-row parameters have length M. The
+ * shard ops run on the CPU backend (others answer NT_ERROR_UNSUPPORTED). */
+#define NT_LM_HEAD_SUMMARY_WORDS 8
+
+typedef struct nt_lm_head_shard {
+  int64_t vocab_start;  /* global id of the shard's row 0 */
+  int64_t vocab_size;   /* V of the whole (unpadded) vocabulary */
+  int64_t first_row;    /* batch index of the call's row 0: the Philox row tag of a
+                           scalar seed is first_row + m (0 for a whole batch) */
+  nt_tensor summary;    /* i64 [M, NT_LM_HEAD_SUMMARY_WORDS + K], written */
+} nt_lm_head_shard;
+
+/* The tokens argument of `args` is ignored (may be absent). */
+NT_API nt_status nt_lm_head_shard_dense_workspace_size(const nt_lm_head_sample_dense_args* args,
+                                                       const nt_lm_head_shard* shard,
+                                                       size_t* bytes);
+NT_API nt_status nt_lm_head_shard_dense(const nt_lm_head_sample_dense_args* args,
+                                        const nt_lm_head_shard* shard, void* workspace,
+                                        size_t workspace_bytes, void* stream);
+NT_API nt_status nt_lm_head_shard_binary_workspace_size(const nt_lm_head_sample_binary_args* args,
+                                                        const nt_lm_head_shard* shard,
+                                                        size_t* bytes);
+NT_API nt_status nt_lm_head_shard_binary(const nt_lm_head_sample_binary_args* args,
+                                         const nt_lm_head_shard* shard, void* workspace,
+                                         size_t workspace_bytes, void* stream);
+
+/* A token that the gathered candidates cannot settle: the row's keep-set may
+ * reach past a shard's K candidates (e.g. top-p alone on a flat row). Redo that
+ * row's shards with K = the shard's rows (every token a candidate) and combine again. */
+#define NT_TOKEN_NEEDS_ALL_CANDIDATES (-2)
+
+typedef struct nt_lm_head_sample_combine_args {
+  nt_tensor summaries;          /* i64 [R * M, S]: shard r's row m at r * M + m (host memory) */
+  int32_t shards;               /* R >= 1 */
+  int64_t vocab_size;           /* V of the whole vocabulary */
+  int64_t first_row;            /* as in nt_lm_head_shard */
+  nt_lm_head_sampling sampling; /* per-row arrays in host memory */
+  nt_tensor tokens;             /* i64 | i32 [M], written (host memory) */
+} nt_lm_head_sample_combine_args;
+
+NT_API nt_status nt_lm_head_sample_combine(const nt_lm_head_sample_combine_args* args);
+
 /* ---- penalties and logit bias (in place, before sampling) --------------------
  * Work is proportional to the ids, never to V. Order of a decode step: bitmask,
  * logit bias, penalties, sample. Semantics: docs/SEMANTICS.md. */

@@ -375,6 +375,57 @@ inline void verify_tree(const nt_verify_tree_args& a, void* workspace, size_t wo
 inline void verify_tree(const nt_verify_tree_args& a) {
   detail::run_with_host_workspace(a, a.target_logits.device, "verify_tree",
                                   nt_verify_tree_workspace_size, nt_verify_tree);
+// ---- hidden -> token (LM head and sampling in one op) ----------------------------
+// The sampling parameters of SampleParams (its uniform is not used: the fused ops
+// draw by Gumbel-max only).
+inline nt_lm_head_sampling lm_head_sampling(const SampleParams& p) {
+  nt_lm_head_sampling s{};
+  s.temperature = p.temperature;
+  s.top_k = p.top_k;
+  s.top_p = p.top_p;
+  s.min_p = p.min_p;
+  s.seed = p.seed;
+  s.offset = p.offset;
+  s.flags = p.flags;
+  return s;
+}
+
+inline size_t lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args& a) {
+  size_t bytes = 0;
+  check(nt_lm_head_sample_dense_workspace_size(&a, &bytes));
+  return bytes;
+}
+
+inline void lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, void* workspace,
+                                 size_t workspace_bytes, void* stream = nullptr) {
+  check(nt_lm_head_sample_dense(&a, workspace, workspace_bytes, stream));
+}
+
+// CPU tensors only (the workspace is host memory).
+inline void lm_head_sample_dense(const nt_lm_head_sample_dense_args& a) {
+  detail::run_with_host_workspace(a, a.weight.device, "lm_head_sample_dense",
+                                  nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense);
+}
+
+inline size_t lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a) {
+  size_t bytes = 0;
+  check(nt_lm_head_sample_binary_workspace_size(&a, &bytes));
+  return bytes;
+}
+
+inline void lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, void* workspace,
+                                  size_t workspace_bytes, void* stream = nullptr) {
+  check(nt_lm_head_sample_binary(&a, workspace, workspace_bytes, stream));
+}
+
+// CPU tensors only (the workspace is host memory).
+inline void lm_head_sample_binary(const nt_lm_head_sample_binary_args& a) {
+  detail::run_with_host_workspace(a, a.wq.device, "lm_head_sample_binary",
+                                  nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary);
+}
+
+inline void lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
+  check(nt_lm_head_sample_combine(&a));
 }
 
 }  // namespace nexttok

@@ -15,6 +15,8 @@ from ._api import (
     apply_penalties,
     apply_token_bitmask,
     bitmask_from_allowed,
+    lm_head_sample_binary,
+    lm_head_sample_dense,
     lm_head_topk_binary,
     lm_head_topk_dense,
     pack_weights,
@@ -51,4 +53,5 @@ __all__ = [
     "lm_head_topk_dense", "pack_weights", "quantize_activations", "sample", "backend_available",
     "set_cpu_threads", "cuda_compiled", "apply_penalties", "apply_logit_bias", "verify_draft",
     "verify_tree",
+    "lm_head_sample_dense", "lm_head_sample_binary",
 ]

@@ -246,3 +246,35 @@ def verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_si
                      target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
                      out_ids, out_nodes, num, temperature, top_k, top_p, min_p, seed, offset,
                      bool(joint), f.stream, f.alloc))
+def lm_head_sample_dense(hidden, weight, bias=None, bitmask=None, temperature=1.0, top_k=0,
+                         top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False):
+    """Hidden [M, H] -> one token per row (int64 [M]): the token sample() returns on the
+    head's own scores hidden @ weight^T (+ bias) after the bitmask (int32 [M, W], 1 =
+    allowed), for the same parameters, seed and offset; -1 for a row that allows no
+    token. Each parameter is a scalar or a length-M array on the weight's device."""
+    if _is_torch(hidden) or _load_torch(hidden):
+        return _torch.lm_head_sample_dense(hidden, weight, bias, bitmask, temperature, top_k,
+                                           top_p, min_p, seed, offset, joint)
+    c = _Call("lm_head_sample_dense", "hidden", hidden)
+    return c.run((hidden, weight, bias, bitmask, temperature, top_k, top_p, min_p, seed, offset),
+                 [((c.rows,), "int64")], lambda f, tokens: _ext.lm_head_sample_dense(
+                     hidden, weight, bias, bitmask, tokens, None, 0, 1, 0, temperature, top_k,
+                     top_p, min_p, seed, offset, bool(joint), f.stream, f.alloc))
+
+
+def lm_head_sample_binary(act_q, act_scale, wq, wscale, bias=None, group_size=128, bitmask=None,
+                          temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
+                          joint=False):
+    """lm_head_sample_dense for the 1-bit head of lm_head_topk_binary."""
+    if _is_torch(act_q) or _load_torch(act_q):
+        return _torch.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size,
+                                            bitmask, temperature, top_k, top_p, min_p, seed,
+                                            offset, joint)
+    c = _Call("lm_head_sample_binary", "act_q", act_q)
+    group_size = index(group_size, c.op, "group_size")
+    return c.run((act_q, act_scale, wq, wscale, bias, bitmask, temperature, top_k, top_p, min_p,
+                  seed, offset), [((c.rows,), "int64")], lambda f, tokens:
+                 _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size,
+                                            bitmask, tokens, None, 0, 1, 0, temperature, top_k,
+                                            top_p, min_p, seed, offset, bool(joint), f.stream,
+                                            f.alloc))

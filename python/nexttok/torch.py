@@ -52,6 +52,17 @@ _SCHEMAS = {
                    "float temperature, Tensor? top_k_t, int top_k, Tensor? top_p_t, float top_p, "
                    "Tensor? min_p_t, float min_p, Tensor? seed_t, int seed, Tensor? offset_t, "
                    "int offset, bool joint) -> (Tensor, Tensor, Tensor)",
+    "lm_head_sample_dense": "(Tensor hidden, Tensor weight, Tensor? bias, Tensor? bitmask, "
+                            "Tensor? temperature_t, float temperature, Tensor? top_k_t, int top_k, "
+                            "Tensor? top_p_t, float top_p, Tensor? min_p_t, float min_p, "
+                            "Tensor? seed_t, int seed, Tensor? offset_t, int offset, "
+                            "bool joint) -> Tensor",
+    "lm_head_sample_binary": "(Tensor act_q, Tensor act_scale, Tensor wq, Tensor wscale, "
+                             "Tensor? bias, int group_size, Tensor? bitmask, "
+                             "Tensor? temperature_t, float temperature, Tensor? top_k_t, "
+                             "int top_k, Tensor? top_p_t, float top_p, Tensor? min_p_t, "
+                             "float min_p, Tensor? seed_t, int seed, Tensor? offset_t, "
+                             "int offset, bool joint) -> Tensor",
 }
 _U64 = (1 << 64) - 1
 
@@ -253,6 +264,35 @@ def _verify_tree_out(target_logits, candidates, width):
     return (target_logits.new_empty((requests, width), dtype=torch.int32),
             target_logits.new_empty((requests, width), dtype=torch.int32),
             target_logits.new_empty((requests,), dtype=torch.int32))
+def _params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov):
+    """The six sampling parameters, each its tensor or its scalar."""
+    return (tv if tt is None else tt, kv if kt is None else kt, pv if pt is None else pt,
+            mv if mt is None else mt, sv & _U64 if st is None else st,
+            ov & _U64 if ot is None else ot)
+
+
+def _lm_head_sample_dense(hidden, weight, bias, bitmask, tt, tv, kt, kv, pt, pv, mt, mv, st, sv,
+                          ot, ov, joint):
+    tokens = _fused_tokens_out("lm_head_sample_dense", hidden, "hidden")
+    _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, tokens, None, 0, 1, 0,
+                              *_params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov), joint,
+                              _stream(weight), _alloc(weight))
+    return tokens
+
+
+def _lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask, tt, tv, kt,
+                           kv, pt, pv, mt, mv, st, sv, ot, ov, joint):
+    tokens = _fused_tokens_out("lm_head_sample_binary", act_q, "act_q")
+    _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask, tokens,
+                               None, 0, 1, 0,
+                               *_params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov), joint,
+                               _stream(wq), _alloc(wq))
+    return tokens
+
+
+def _fused_tokens_out(op, x, arg):
+    rows, _ = _check_2d(op, arg, x)
+    return x.new_empty((rows,), dtype=torch.int64)
 
 
 def _mask_out(allowed):
@@ -324,6 +364,10 @@ _FAKES = {
         target, drafts, cu, width),
     "verify_tree": lambda target, cand, nxt, sib, width, *rest: _verify_tree_out(
         target, cand, width),
+    "lm_head_sample_dense": lambda hidden, *rest: _fused_tokens_out("lm_head_sample_dense",
+                                                                    hidden, "hidden"),
+    "lm_head_sample_binary": lambda act_q, *rest: _fused_tokens_out("lm_head_sample_binary",
+                                                                    act_q, "act_q"),
 }
 
 for _name, _schema in _SCHEMAS.items():
@@ -448,45 +492,36 @@ def apply_logit_bias(logits, tokens, values):
     return logits
 
 
-def _request_params(op, temperature, top_k, top_p, min_p, seed, offset):
-    """The schema's (tensor, scalar) pairs of the per-request parameters."""
+def _split_params(op, temperature, top_k, top_p, min_p, seed, offset):
+    """The schema's (tensor, scalar) pairs of the six sampling parameters, in order."""
     return (*_split(op, "temperature", temperature, float), *_split(op, "top_k", top_k, _index),
             *_split(op, "top_p", top_p, float), *_split(op, "min_p", min_p, float),
             *_split(op, "seed", seed, _i64), *_split(op, "offset", offset, _i64))
 
 
-def verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs=None, max_draft=None,
-                 temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False):
-    op = "verify_draft"
-    if max_draft is None:
-        max_draft = _check_1d(op, "draft_ids", draft_ids)
-    width = _index(max_draft) + 1
-    if _eager(target_logits, draft_ids, cu_num_draft, draft_probs, temperature, top_k, top_p,
-              min_p, seed, offset):
-        out_ids, num = _verify_draft_out(target_logits, draft_ids, cu_num_draft, width)
-        _ext.verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs, out_ids, num,
-                          temperature, top_k, top_p, min_p, seed, offset, bool(joint),
-                          _stream(target_logits), _alloc(target_logits))
-        return out_ids, num
-    return _op[op](target_logits, draft_ids, cu_num_draft, draft_probs, width,
-                   *_request_params(op, temperature, top_k, top_p, min_p, seed, offset),
-                   bool(joint))
+def lm_head_sample_dense(hidden, weight, bias=None, bitmask=None, temperature=1.0, top_k=0,
+                         top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False):
+    if _eager(hidden, weight, bias, bitmask, temperature, top_k, top_p, min_p, seed, offset):
+        tokens = _fused_tokens_out("lm_head_sample_dense", hidden, "hidden")
+        _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, tokens, None, 0, 1, 0,
+                                  temperature, top_k, top_p, min_p, seed, offset, bool(joint),
+                                  _stream(weight), _alloc(weight))
+        return tokens
+    params = _split_params("lm_head_sample_dense", temperature, top_k, top_p, min_p, seed, offset)
+    return _op["lm_head_sample_dense"](hidden, weight, bias, bitmask, *params, bool(joint))
 
 
-def verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
-                num_steps=None, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
-                joint=False):
-    op = "verify_tree"
-    if num_steps is None:
-        num_steps = _check_2d(op, "candidates", candidates)[1]
-    width = _index(num_steps)
-    if _eager(target_logits, candidates, retrieve_next_token, retrieve_next_sibling, temperature,
-              top_k, top_p, min_p, seed, offset):
-        out_ids, out_nodes, num = _verify_tree_out(target_logits, candidates, width)
-        _ext.verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
-                         out_ids, out_nodes, num, temperature, top_k, top_p, min_p, seed, offset,
-                         bool(joint), _stream(target_logits), _alloc(target_logits))
-        return out_ids, out_nodes, num
-    return _op[op](target_logits, candidates, retrieve_next_token, retrieve_next_sibling, width,
-                   *_request_params(op, temperature, top_k, top_p, min_p, seed, offset),
-                   bool(joint))
+def lm_head_sample_binary(act_q, act_scale, wq, wscale, bias=None, group_size=128, bitmask=None,
+                          temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
+                          joint=False):
+    if _eager(act_q, act_scale, wq, wscale, bias, bitmask, temperature, top_k, top_p, min_p,
+              seed, offset):
+        tokens = _fused_tokens_out("lm_head_sample_binary", act_q, "act_q")
+        _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask,
+                                   tokens, None, 0, 1, 0, temperature, top_k, top_p, min_p, seed,
+                                   offset, bool(joint), _stream(wq), _alloc(wq))
+        return tokens
+    params = _split_params("lm_head_sample_binary", temperature, top_k, top_p, min_p, seed,
+                           offset)
+    return _op["lm_head_sample_binary"](act_q, act_scale, wq, wscale, bias, group_size, bitmask,
+                                        *params, bool(joint))

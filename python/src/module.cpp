@@ -172,6 +172,127 @@ void quantize_activations(nb::handle x, nb::handle act_q, nb::handle act_scale,
   run_plain(nt_quantize_activations_args{xv.t, q.t, s.t}, stream, nt_quantize_activations);
 }
 
+// The sampling parameters of the fused ops (per-row arrays of length M, on the
+// device of `rows`, whose rows they follow).
+nt_lm_head_sampling sampling(const char* op, const nt_tensor& rows, nb::handle temperature,
+                             nb::handle top_k, nb::handle top_p, nb::handle min_p,
+                             nb::handle seed, nb::handle offset, bool joint, View* keep) {
+  nt_lm_head_sampling s{};
+  s.temperature = param_f32(op, "temperature", temperature, rows, keep[0]);
+  s.top_k = param_i32(op, "top_k", top_k, rows, keep[1]);
+  s.top_p = param_f32(op, "top_p", top_p, rows, keep[2]);
+  s.min_p = param_f32(op, "min_p", min_p, rows, keep[3]);
+  s.seed = param_u64(op, "seed", seed, rows, keep[4]);
+  s.offset = param_u64(op, "offset", offset, rows, keep[5]);
+  s.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
+  return s;
+}
+
+// A shard call's extras, or nullptr for the single call (summary None).
+struct ShardView {
+  View summary;
+  nt_lm_head_shard shard{};
+  const nt_lm_head_shard* get() const { return summary.t.data ? &shard : nullptr; }
+};
+
+// lm_head_sample_dense (tokens given) or lm_head_shard_dense (summary given).
+void lm_head_sample_dense(nb::handle hidden, nb::handle weight, nb::handle bias,
+                          nb::handle bitmask, nb::handle tokens, nb::handle summary,
+                          int64_t vocab_start, int64_t vocab_size, int64_t first_row,
+                          nb::handle temperature, nb::handle top_k, nb::handle top_p,
+                          nb::handle min_p, nb::handle seed, nb::handle offset, bool joint,
+                          uintptr_t stream, nb::handle alloc) {
+  const bool sharded = !summary.is_none();
+  const char* op = sharded ? "lm_head_shard_dense" : "lm_head_sample_dense";
+  View h = view(op, "hidden", hidden), w = view(op, "weight", weight),
+       b = optional_view(op, "bias", bias), m = optional_view(op, "bitmask", bitmask),
+       t = optional_view(op, "tokens", tokens, true);
+  View keep[6];
+  ShardView sv;
+  sv.summary = optional_view(op, "summary", summary, true);
+  sv.shard = nt_lm_head_shard{vocab_start, vocab_size, first_row, sv.summary.t};
+  nt_lm_head_sample_dense_args a{};
+  a.hidden = h.t;
+  a.weight = w.t;
+  a.bias = b.t;
+  a.bitmask = m.t;
+  a.sampling = sampling(op, h.t, temperature, top_k, top_p, min_p, seed, offset, joint, keep);
+  a.tokens = t.t;
+  size_t bytes = 0;
+  if (sharded) check(nt_lm_head_shard_dense_workspace_size(&a, sv.get(), &bytes));
+  else check(nt_lm_head_sample_dense_workspace_size(&a, &bytes));
+  Workspace ws(op, bytes, w.t, alloc);
+  nt_status st;
+  {
+    nb::gil_scoped_release unlocked;
+    st = sharded ? nt_lm_head_shard_dense(&a, sv.get(), ws.ptr, bytes, as_stream(stream))
+                 : nt_lm_head_sample_dense(&a, ws.ptr, bytes, as_stream(stream));
+  }
+  check(st);
+}
+
+void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq,
+                           nb::handle wscale, nb::handle bias, int32_t group_size,
+                           nb::handle bitmask, nb::handle tokens, nb::handle summary,
+                           int64_t vocab_start, int64_t vocab_size, int64_t first_row,
+                           nb::handle temperature, nb::handle top_k, nb::handle top_p,
+                           nb::handle min_p, nb::handle seed, nb::handle offset, bool joint,
+                           uintptr_t stream, nb::handle alloc) {
+  const bool sharded = !summary.is_none();
+  const char* op = sharded ? "lm_head_shard_binary" : "lm_head_sample_binary";
+  View q = view(op, "act_q", act_q), s = view(op, "act_scale", act_scale),
+       w = view(op, "wq", wq), ws_ = view(op, "wscale", wscale),
+       b = optional_view(op, "bias", bias), m = optional_view(op, "bitmask", bitmask),
+       t = optional_view(op, "tokens", tokens, true);
+  View keep[6];
+  ShardView sv;
+  sv.summary = optional_view(op, "summary", summary, true);
+  sv.shard = nt_lm_head_shard{vocab_start, vocab_size, first_row, sv.summary.t};
+  nt_lm_head_sample_binary_args a{};
+  a.act_q = q.t;
+  a.act_scale = s.t;
+  a.wq = w.t;
+  a.wscale = ws_.t;
+  a.bias = b.t;
+  a.group_size = group_size;
+  a.bitmask = m.t;
+  a.sampling = sampling(op, q.t, temperature, top_k, top_p, min_p, seed, offset, joint, keep);
+  a.tokens = t.t;
+  size_t bytes = 0;
+  if (sharded) check(nt_lm_head_shard_binary_workspace_size(&a, sv.get(), &bytes));
+  else check(nt_lm_head_sample_binary_workspace_size(&a, &bytes));
+  Workspace ws(op, bytes, w.t, alloc);
+  nt_status st;
+  {
+    nb::gil_scoped_release unlocked;
+    st = sharded ? nt_lm_head_shard_binary(&a, sv.get(), ws.ptr, bytes, as_stream(stream))
+                 : nt_lm_head_sample_binary(&a, ws.ptr, bytes, as_stream(stream));
+  }
+  check(st);
+}
+
+void lm_head_sample_combine(nb::handle summaries, int32_t shards, int64_t vocab_size,
+                            int64_t first_row, nb::handle tokens, nb::handle temperature,
+                            nb::handle top_k, nb::handle top_p, nb::handle min_p,
+                            nb::handle seed, nb::handle offset, bool joint) {
+  const char* op = "lm_head_sample_combine";
+  View sm = view(op, "summaries", summaries), t = view(op, "tokens", tokens, true);
+  View keep[6];
+  nt_lm_head_sample_combine_args a{};
+  a.summaries = sm.t;
+  a.shards = shards;
+  a.vocab_size = vocab_size;
+  a.first_row = first_row;
+  a.sampling = sampling(op, t.t, temperature, top_k, top_p, min_p, seed, offset, joint, keep);
+  a.tokens = t.t;
+  nt_status st;
+  {
+    nb::gil_scoped_release unlocked;
+    st = nt_lm_head_sample_combine(&a);
+  }
+  check(st);
+}
+
 // A CSR list of ids per row: offsets and ids, both None when the list is absent.
 nt_token_lists token_lists(const char* op, const char* offsets_arg, const char* ids_arg,
                            nb::handle offsets, nb::handle ids, View& keep_offsets,
@@ -312,6 +433,20 @@ NB_MODULE(_nexttok, m) {
   m.def("lm_head_topk_binary", &lm_head_topk_binary, a("act_q"), a("act_scale"), a("wq"),
         a("wscale"), a("bias").none(), a("group_size"), a("k"), a("values"), a("indices"),
         a("stream"), a("alloc").none());
+  m.def("lm_head_sample_dense", &lm_head_sample_dense, a("hidden"), a("weight"), a("bias").none(),
+        a("bitmask").none(), a("tokens").none(), a("summary").none(), a("vocab_start"),
+        a("vocab_size"), a("first_row"), a("temperature"), a("top_k"), a("top_p"), a("min_p"),
+        a("seed"), a("offset"), a("joint"), a("stream"), a("alloc").none());
+  m.def("lm_head_sample_binary", &lm_head_sample_binary, a("act_q"), a("act_scale"), a("wq"),
+        a("wscale"), a("bias").none(), a("group_size"), a("bitmask").none(), a("tokens").none(),
+        a("summary").none(), a("vocab_start"), a("vocab_size"), a("first_row"), a("temperature"),
+        a("top_k"), a("top_p"), a("min_p"), a("seed"), a("offset"), a("joint"), a("stream"),
+        a("alloc").none());
+  m.def("lm_head_sample_combine", &lm_head_sample_combine, a("summaries"), a("shards"),
+        a("vocab_size"), a("first_row"), a("tokens"), a("temperature"), a("top_k"), a("top_p"),
+        a("min_p"), a("seed"), a("offset"), a("joint"));
+  m.attr("LM_HEAD_SUMMARY_WORDS") = NT_LM_HEAD_SUMMARY_WORDS;
+  m.attr("TOKEN_NEEDS_ALL_CANDIDATES") = NT_TOKEN_NEEDS_ALL_CANDIDATES;
   m.def("pack_weights", &pack_weights);
   m.def("quantize_activations", &quantize_activations);
   m.def("apply_penalties", &apply_penalties, a("logits"), a("prompt_offsets").none(),

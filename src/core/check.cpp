@@ -268,6 +268,120 @@ void check_lm_head_binary(const nt_lm_head_binary_args& a) {
   check_topk_outputs(op, a.values, a.indices, a.wq, rows, a.k);
 }
 
+namespace {
+
+// The scalar sampling parameters, as check_sample checks them.
+void check_sampling(const char* op, const nt_lm_head_sampling& s) {
+  if (s.temperature.per_row == nullptr &&
+      (std::isnan(s.temperature.scalar) || s.temperature.scalar < 0.0f ||
+       std::isinf(s.temperature.scalar)))
+    fail_argument(op, "temperature", "must be finite and >= 0 (0 = greedy), got " +
+                                         std::to_string(s.temperature.scalar));
+  if (s.top_k.per_row == nullptr && s.top_k.scalar < -1)
+    fail_argument(op, "top_k", "must be >= -1 (0 or -1 = off, >= V = off), got " +
+                                   std::to_string(s.top_k.scalar));
+  check_scalar_f32(op, "top_p", s.top_p, 0.0f, true, 1.0f, "in (0, 1] (1 = off)");
+  check_scalar_f32(op, "min_p", s.min_p, 0.0f, false, 1.0f, "in [0, 1] (0 = off)");
+  if ((s.flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
+    fail_argument(op, "flags", "has unknown bits set: " + std::to_string(s.flags));
+}
+
+// What the fused ops share past the head's inputs: the bitmask, the sampling
+// parameters, and either the tokens or the shard and its summary.
+void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
+                      int64_t vocab, const nt_tensor& bitmask, const nt_lm_head_sampling& sampling,
+                      const nt_tensor& tokens, const nt_lm_head_shard* shard) {
+  if (present(bitmask)) {
+    TensorCheck(op, "bitmask", bitmask).rank(2).dtype({NT_I32}).same_device(ref, ref_name)
+        .dim(0, rows, "M, the rows of the input");
+    if (bitmask.shape[1] < 1) fail_argument(op, "bitmask", "must have at least one word per row");
+  }
+  check_sampling(op, sampling);
+  if (shard == nullptr) {
+    TensorCheck(op, "tokens", tokens).required().rank(1).dtype({NT_I64, NT_I32})
+        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
+    return;
+  }
+  if (shard->vocab_size < 1 || shard->vocab_size > INT32_MAX)
+    fail_argument(op, "vocab_size", "must be in [1, 2^31-1], got " + std::to_string(shard->vocab_size));
+  if (shard->vocab_start < 0 || shard->vocab_start > INT32_MAX - vocab)
+    fail_argument(op, "vocab_start", "must be >= 0 with vocab_start + V_shard < 2^31, got " +
+                                         std::to_string(shard->vocab_start));
+  if (shard->first_row < 0 || shard->first_row + rows > int64_t(UINT32_MAX) + 1)
+    fail_argument(op, "first_row", "must be >= 0 with first_row + M <= 2^32, got " +
+                                       std::to_string(shard->first_row));
+  TensorCheck(op, "summary", shard->summary).required().rank(2).dtype({NT_I64})
+      .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
+  if (summary_candidates(shard->summary) < 1)
+    fail_argument(op, "summary", "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
+                                     std::to_string(shard->summary.shape[1]));
+}
+
+}  // namespace
+
+void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard) {
+  const char* op = shard ? "lm_head_shard_dense" : "lm_head_sample_dense";
+  TensorCheck(op, "weight", a.weight).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
+  const int64_t vocab = a.weight.shape[0], hidden = a.weight.shape[1];
+  if (vocab < 1) fail_argument(op, "weight", "must have at least one row (V >= 1)");
+  if (vocab > INT32_MAX) fail_argument(op, "weight", "has more than 2^31-1 rows");
+  if (hidden < 1) fail_argument(op, "weight", "must have at least one column (H >= 1)");
+  TensorCheck(op, "hidden", a.hidden).required().rank(2).dtype({a.weight.dtype})
+      .same_device(a.weight, "weight").dim(1, hidden, "H, the columns of weight");
+  if (a.hidden.shape[0] > UINT32_MAX) fail_argument(op, "hidden", "has more than 2^32-1 rows");
+  check_bias(op, a.bias, a.weight, vocab);
+  check_fused_rest(op, a.weight, "weight", a.hidden.shape[0], vocab, a.bitmask, a.sampling, a.tokens,
+                   shard);
+}
+
+void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard) {
+  const char* op = shard ? "lm_head_shard_binary" : "lm_head_sample_binary";
+  const int32_t g = a.group_size;
+  if (g != 32 && g != 64 && g != 128 && g != 256)
+    fail_argument(op, "group_size", "must be 32, 64, 128 or 256, got " + std::to_string(g));
+  TensorCheck(op, "act_q", a.act_q).required().rank(2).dtype({NT_I8});
+  const int64_t rows = a.act_q.shape[0], hidden = a.act_q.shape[1];
+  if (rows > UINT32_MAX) fail_argument(op, "act_q", "has more than 2^32-1 rows");
+  if (hidden < 1 || hidden % g != 0)
+    fail_argument(op, "act_q", "has H = " + std::to_string(hidden) +
+                                   " columns; H must be a positive multiple of group_size " +
+                                   std::to_string(g));
+  TensorCheck(op, "wq", a.wq).required().rank(2).dtype({NT_I32}).same_device(a.act_q, "act_q")
+      .dim(1, hidden / 32, "H/32 packed sign words");
+  const int64_t vocab = a.wq.shape[0];
+  if (vocab < 1) fail_argument(op, "wq", "must have at least one row (V >= 1)");
+  if (vocab > INT32_MAX) fail_argument(op, "wq", "has more than 2^31-1 rows");
+  TensorCheck(op, "act_scale", a.act_scale).required().rank(1).dtype({NT_F32})
+      .same_device(a.act_q, "act_q").dim(0, rows, "M, the rows of act_q");
+  TensorCheck(op, "wscale", a.wscale).required().rank(2).dtype({NT_F16}).same_device(a.act_q, "act_q")
+      .dim(0, vocab, "V, the rows of wq").dim(1, hidden / g, "H/group_size");
+  check_bias(op, a.bias, a.wq, vocab);
+  check_fused_rest(op, a.act_q, "act_q", rows, vocab, a.bitmask, a.sampling, a.tokens, shard);
+}
+
+void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
+  const char* op = "lm_head_sample_combine";
+  if (a.shards < 1) fail_argument(op, "shards", "must be >= 1, got " + std::to_string(a.shards));
+  if (a.vocab_size < 1 || a.vocab_size > INT32_MAX)
+    fail_argument(op, "vocab_size", "must be in [1, 2^31-1], got " + std::to_string(a.vocab_size));
+  TensorCheck(op, "summaries", a.summaries).required().rank(2).dtype({NT_I64});
+  if (a.summaries.device != NT_DEVICE_CPU)
+    fail_argument(op, "summaries", "must be in host memory (device cpu)");
+  if (a.summaries.shape[0] % a.shards != 0)
+    fail_argument(op, "summaries", "has " + std::to_string(a.summaries.shape[0]) +
+                                       " rows, not a multiple of shards = " + std::to_string(a.shards));
+  if (summary_candidates(a.summaries) < 1)
+    fail_argument(op, "summaries", "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
+                                       std::to_string(a.summaries.shape[1]));
+  check_sampling(op, a.sampling);
+  if (a.first_row < 0 || a.first_row + a.summaries.shape[0] / a.shards > int64_t(UINT32_MAX) + 1)
+    fail_argument(op, "first_row", "must be >= 0 with first_row + M <= 2^32, got " +
+                                       std::to_string(a.first_row));
+  TensorCheck(op, "tokens", a.tokens).required().rank(1).dtype({NT_I64, NT_I32})
+      .same_device(a.summaries, "summaries").dim(0, a.summaries.shape[0] / a.shards,
+                                                 "M, the rows of summaries / shards");
+}
+
 void check_pack_weights(const nt_pack_weights_args& a) {
   const char* op = "pack_weights";
   TensorCheck(op, "signs", a.signs).required().rank(2).dtype({NT_I8});

@@ -50,6 +50,16 @@ struct SampleLogprobsCall {
 SampleLogprobsCall check_sample_logprobs(const nt_sample_logprobs_args& a);
 void check_lm_head_dense(const nt_lm_head_dense_args& a);
 void check_lm_head_binary(const nt_lm_head_binary_args& a);
+// The fused head + sampling ops (checked before any work). The shard forms
+// take the tokens as optional and check `shard` too; the binary form checks
+// group_size first, as lm_head_topk_binary.
+void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard);
+void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard);
+void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a);
+// The candidates a summary row holds (its words past NT_LM_HEAD_SUMMARY_WORDS).
+inline int64_t summary_candidates(const nt_tensor& summary) {
+  return summary.shape[1] - NT_LM_HEAD_SUMMARY_WORDS;
+}
 void check_pack_weights(const nt_pack_weights_args& a);
 void check_quantize_activations(const nt_quantize_activations_args& a);
 

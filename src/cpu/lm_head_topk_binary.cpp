@@ -18,6 +18,7 @@
 
 #include "core/half.h"
 #include "core/portable.h"
+#include "cpu/lm_head_scores.h"
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/thread_pool.h"
@@ -75,47 +76,39 @@ void group_lanes_portable(const uint8_t* mask, const float* scale, int tile_rows
     }
 }
 
-struct Layout {
+// The per-group activation sums, then per part a tile's sign bytes and
+// widened scales and its [tile row][row][lane] sums.
+struct ScoreLayout {
   int64_t parts, rows, cols, groups, padded_groups;
-  size_t topk, sums, scratch, scratch_per_part, total;
+  size_t sums, scratch, scratch_per_part, total;  // offsets from the piece's start; total size
 };
 
-Layout layout(const nt_lm_head_binary_args& a) {
-  Layout L;
+ScoreLayout score_layout(const nt_tensor& act_q, int32_t group_size) {
+  ScoreLayout L;
   L.parts = num_threads();
-  L.rows = a.act_q.shape[0];
-  L.cols = a.act_q.shape[1];
-  L.groups = L.cols / a.group_size;
+  L.rows = act_q.shape[0];
+  L.cols = act_q.shape[1];
+  L.groups = L.cols / group_size;
   L.padded_groups = round8(L.groups);
-  L.topk = 0;
-  L.sums = align64(TopkSet::bytes(L.parts, L.rows, a.k));
+  L.sums = 0;
   L.scratch = L.sums + align64(size_t(L.rows) * size_t(L.padded_groups) * sizeof(int32_t));
-  // per part: a tile's sign bytes and widened scales, its [tile row][row][lane] sums
   L.scratch_per_part = align64(size_t(kTileRows) * size_t(L.cols)) +
                        align64(size_t(kTileRows) * size_t(L.padded_groups) * sizeof(float)) +
                        align64(size_t(kTileRows) * size_t(L.rows) * 8 * sizeof(float));
-  L.total = L.scratch + size_t(L.parts) * L.scratch_per_part + kWorkspaceSlack;
+  L.total = L.scratch + size_t(L.parts) * L.scratch_per_part;
   return L;
 }
 
-}  // namespace
-
-size_t CpuBackend::lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
-  if (a.act_q.shape[0] == 0) return 0;
-  return layout(a).total;
-}
-
-void CpuBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
-                                     size_t workspace_bytes, void*) {
-  const Layout L = layout(a);
-  if (L.rows == 0) return;
-  check_workspace("lm_head_topk_binary", L.total, workspace, workspace_bytes);
+// Every score of the head, in the arithmetic of the file comment: each part
+// of the vocabulary (one per pool thread) calls push(part, m, v, score) for
+// its rows v in increasing order, then done(part).
+template <class Push, class Done>
+void score_pass(const BinaryHead& a, char* piece, Push push, Done done) {
+  const ScoreLayout L = score_layout(a.act_q, a.group_size);
   const int64_t vocab = a.wq.shape[0];
   const int64_t words = L.cols / 32;
-  char* base = align_workspace(workspace);
-  TopkSet topk(base + L.topk, L.parts, L.rows, a.k);
 
-  int32_t* sums = reinterpret_cast<int32_t*>(base + L.sums);
+  int32_t* sums = reinterpret_cast<int32_t*>(piece + L.sums);
   for (int64_t m = 0; m < L.rows; ++m) {
     const int8_t* am = static_cast<const int8_t*>(a.act_q.data) + m * a.act_q.row_stride;
     for (int64_t g = 0; g < L.padded_groups; ++g) {
@@ -139,7 +132,7 @@ void CpuBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* work
 
   const float* act_scale = static_cast<const float*>(a.act_scale.data);
   parallel_for(vocab, kMinRowsPerPart, [&](int64_t begin, int64_t end, int part) {
-    char* scratch = base + L.scratch + size_t(part) * L.scratch_per_part;
+    char* scratch = piece + L.scratch + size_t(part) * L.scratch_per_part;
     uint8_t* mask = reinterpret_cast<uint8_t*>(scratch);
     float* scale = reinterpret_cast<float*>(scratch + align64(size_t(kTileRows) * size_t(L.cols)));
     float* lanes = reinterpret_cast<float*>(
@@ -159,19 +152,64 @@ void CpuBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* work
       }
       group_lanes(mask, scale, rows, static_cast<const int8_t*>(a.act_q.data), a.act_q.row_stride,
                   sums, L.rows, L.groups, a.group_size, lanes);
-      for (int64_t m = 0; m < L.rows; ++m) {
-        TopkSelector& sel = topk.at(part, m);
+      for (int64_t m = 0; m < L.rows; ++m)
         for (int t = 0; t < rows; ++t) {
           float score = act_scale[m] * lane_sum(lanes + (t * L.rows + m) * 8);
           if (a.bias.data != nullptr) score += widen_element(a.bias.data, a.bias.dtype, v0 + t);
-          sel.push(score, int32_t(v0 + t));
+          push(part, m, v0 + t, score);
         }
-      }
     }
-    for (int64_t m = 0; m < L.rows; ++m) topk.at(part, m).finish();
+    done(part);
   });
+}
 
-  parallel_for(L.rows, 1, [&](int64_t begin, int64_t end, int) {
+// The top-k selectors, then the scoring pass's piece.
+struct Layout {
+  size_t topk, scores, total;
+};
+
+Layout layout(const nt_lm_head_binary_args& a) {
+  Layout L;
+  L.topk = 0;
+  L.scores = align64(TopkSet::bytes(num_threads(), a.act_q.shape[0], a.k));
+  L.total = L.scores + score_layout(a.act_q, a.group_size).total + kWorkspaceSlack;
+  return L;
+}
+
+}  // namespace
+
+size_t binary_scores_bytes(const BinaryHead& a) { return score_layout(a.act_q, a.group_size).total; }
+
+void binary_scores(const BinaryHead& a, float* scores, int64_t stride, char* piece) {
+  score_pass(a, piece,
+             [&](int, int64_t m, int64_t v, float score) { scores[m * stride + v] = score; },
+             [](int) {});
+}
+
+size_t CpuBackend::lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
+  if (a.act_q.shape[0] == 0) return 0;
+  return layout(a).total;
+}
+
+void CpuBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
+                                     size_t workspace_bytes, void*) {
+  const int64_t rows = a.act_q.shape[0];
+  if (rows == 0) return;
+  const Layout L = layout(a);
+  check_workspace("lm_head_topk_binary", L.total, workspace, workspace_bytes);
+  char* base = align_workspace(workspace);
+  TopkSet topk(base + L.topk, num_threads(), rows, a.k);
+
+  const BinaryHead head{a.act_q, a.act_scale, a.wq, a.wscale, a.bias, a.group_size};
+  score_pass(head, base + L.scores,
+             [&](int part, int64_t m, int64_t v, float score) {
+               topk.at(part, m).push(score, int32_t(v));
+             },
+             [&](int part) {
+               for (int64_t m = 0; m < rows; ++m) topk.at(part, m).finish();
+             });
+
+  parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t m = begin; m < end; ++m)
       topk.write_row(m, static_cast<float*>(a.values.data) + m * a.values.row_stride,
                      static_cast<int64_t*>(a.indices.data) + m * a.indices.row_stride);

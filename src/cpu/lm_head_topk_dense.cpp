@@ -16,6 +16,7 @@
 
 #include "core/half.h"
 #include "core/portable.h"
+#include "cpu/lm_head_scores.h"
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/thread_pool.h"
@@ -56,49 +57,41 @@ void widen_portable(const uint16_t* src, nt_dtype dtype, int64_t n, float* dst) 
   for (int64_t i = 0; i < round8(n); ++i) dst[i] = i < n ? widen_element(src, dtype, i) : 0.0f;
 }
 
-struct Layout {
+// The hidden rows widened once (zero-padded to whole vectors), then per part
+// a widened weight chunk and the [tile row][hidden row][lane] sums.
+struct ScoreLayout {
   int64_t parts, rows, cols, padded_cols;
-  size_t topk, hidden, scratch, scratch_per_part, total;
+  size_t hidden, scratch, scratch_per_part, total;  // offsets from the piece's start; total size
 };
 
-Layout layout(const nt_lm_head_dense_args& a) {
-  Layout L;
+ScoreLayout score_layout(const nt_tensor& hidden, const nt_tensor& weight) {
+  ScoreLayout L;
   L.parts = num_threads();
-  L.rows = a.hidden.shape[0];
-  L.cols = a.weight.shape[1];
+  L.rows = hidden.shape[0];
+  L.cols = weight.shape[1];
   L.padded_cols = round8(L.cols);
-  L.topk = 0;
-  L.hidden = L.topk + align64(TopkSet::bytes(L.parts, L.rows, a.k));
+  L.hidden = 0;
   L.scratch = L.hidden + align64(size_t(L.rows) * size_t(L.padded_cols) * sizeof(float));
-  // per part: widened weight chunk, then the [tile row][hidden row][lane] sums
   L.scratch_per_part = align64(kTileRows * kChunk * sizeof(float)) +
                        align64(size_t(kTileRows) * size_t(L.rows) * 8 * sizeof(float));
-  L.total = L.scratch + size_t(L.parts) * L.scratch_per_part + kWorkspaceSlack;
+  L.total = L.scratch + size_t(L.parts) * L.scratch_per_part;
   return L;
 }
 
-}  // namespace
-
-size_t CpuBackend::lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
-  if (a.hidden.shape[0] == 0) return 0;
-  return layout(a).total;
-}
-
-void CpuBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
-                                    size_t workspace_bytes, void*) {
-  const Layout L = layout(a);
-  if (L.rows == 0) return;
-  check_workspace("lm_head_topk_dense", L.total, workspace, workspace_bytes);
-  const int64_t vocab = a.weight.shape[0];
-  const nt_dtype dtype = a.weight.dtype;
+// Every score of the head, in the summation order of the file comment: each
+// part of the vocabulary (one per pool thread) calls push(part, m, v, score)
+// for its rows v in increasing order, then done(part).
+template <class Push, class Done>
+void score_pass(const nt_tensor& hidden, const nt_tensor& weight, const nt_tensor& bias,
+                char* piece, Push push, Done done) {
+  const ScoreLayout L = score_layout(hidden, weight);
+  const int64_t vocab = weight.shape[0];
+  const nt_dtype dtype = weight.dtype;
   const size_t elt = dtype == NT_F32 ? 4 : 2;
-  char* base = align_workspace(workspace);
-  TopkSet topk(base + L.topk, L.parts, L.rows, a.k);
 
-  // Hidden rows widened once, zero-padded to whole vectors.
-  float* x = reinterpret_cast<float*>(base + L.hidden);
+  float* x = reinterpret_cast<float*>(piece + L.hidden);
   for (int64_t m = 0; m < L.rows; ++m) {
-    const char* src = row_address(a.hidden, m);
+    const char* src = row_address(hidden, m);
     float* dst = x + m * L.padded_cols;
     for (int64_t h = 0; h < L.cols; ++h) dst[h] = widen_element(src, dtype, h);
     std::fill(dst + L.cols, dst + L.padded_cols, 0.0f);
@@ -115,7 +108,7 @@ void CpuBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* worksp
 #endif
 
   parallel_for(vocab, kMinRowsPerPart, [&](int64_t begin, int64_t end, int part) {
-    char* scratch = base + L.scratch + size_t(part) * L.scratch_per_part;
+    char* scratch = piece + L.scratch + size_t(part) * L.scratch_per_part;
     float* wide = reinterpret_cast<float*>(scratch);
     float* acc = reinterpret_cast<float*>(scratch + align64(kTileRows * kChunk * sizeof(float)));
     for (int64_t v0 = begin; v0 < end; v0 += kTileRows) {
@@ -125,8 +118,8 @@ void CpuBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* worksp
         const int64_t n = std::min(kChunk, L.cols - h0);
         const void* w[kTileRows];
         for (int r = 0; r < rows; ++r) {
-          const char* row = static_cast<const char*>(a.weight.data) +
-                            (size_t(v0 + r) * size_t(a.weight.row_stride) + size_t(h0)) * elt;
+          const char* row = static_cast<const char*>(weight.data) +
+                            (size_t(v0 + r) * size_t(weight.row_stride) + size_t(h0)) * elt;
           w[r] = row;
           if (widen_first) {
             widen(reinterpret_cast<const uint16_t*>(row), dtype, n, wide + r * kChunk);
@@ -135,19 +128,66 @@ void CpuBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* worksp
         }
         accumulate(w, widen_first ? NT_F32 : dtype, rows, x + h0, L.padded_cols, L.rows, n, acc);
       }
-      for (int64_t m = 0; m < L.rows; ++m) {
-        TopkSelector& sel = topk.at(part, m);
+      for (int64_t m = 0; m < L.rows; ++m)
         for (int r = 0; r < rows; ++r) {
           float score = lane_sum(acc + (r * L.rows + m) * 8);
-          if (a.bias.data != nullptr) score += widen_element(a.bias.data, a.bias.dtype, v0 + r);
-          sel.push(score, int32_t(v0 + r));
+          if (bias.data != nullptr) score += widen_element(bias.data, bias.dtype, v0 + r);
+          push(part, m, v0 + r, score);
         }
-      }
     }
-    for (int64_t m = 0; m < L.rows; ++m) topk.at(part, m).finish();
+    done(part);
   });
+}
 
-  parallel_for(L.rows, 1, [&](int64_t begin, int64_t end, int) {
+// The top-k selectors, then the scoring pass's piece.
+struct Layout {
+  size_t topk, scores, total;
+};
+
+Layout layout(const nt_lm_head_dense_args& a) {
+  Layout L;
+  L.topk = 0;
+  L.scores = align64(TopkSet::bytes(num_threads(), a.hidden.shape[0], a.k));
+  L.total = L.scores + score_layout(a.hidden, a.weight).total + kWorkspaceSlack;
+  return L;
+}
+
+}  // namespace
+
+size_t dense_scores_bytes(const nt_tensor& hidden, const nt_tensor& weight) {
+  return score_layout(hidden, weight).total;
+}
+
+void dense_scores(const nt_tensor& hidden, const nt_tensor& weight, const nt_tensor& bias,
+                  float* scores, int64_t stride, char* piece) {
+  score_pass(hidden, weight, bias, piece,
+             [&](int, int64_t m, int64_t v, float score) { scores[m * stride + v] = score; },
+             [](int) {});
+}
+
+size_t CpuBackend::lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
+  if (a.hidden.shape[0] == 0) return 0;
+  return layout(a).total;
+}
+
+void CpuBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
+                                    size_t workspace_bytes, void*) {
+  const int64_t rows = a.hidden.shape[0];
+  if (rows == 0) return;
+  const Layout L = layout(a);
+  check_workspace("lm_head_topk_dense", L.total, workspace, workspace_bytes);
+  char* base = align_workspace(workspace);
+  TopkSet topk(base + L.topk, num_threads(), rows, a.k);
+
+  score_pass(a.hidden, a.weight, a.bias, base + L.scores,
+             [&](int part, int64_t m, int64_t v, float score) {
+               topk.at(part, m).push(score, int32_t(v));
+             },
+             [&](int part) {
+               for (int64_t m = 0; m < rows; ++m) topk.at(part, m).finish();
+             });
+
+  parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t m = begin; m < end; ++m)
       topk.write_row(m, static_cast<float*>(a.values.data) + m * a.values.row_stride,
                      static_cast<int64_t*>(a.indices.data) + m * a.indices.row_stride);

@@ -30,6 +30,14 @@ class CpuBackend final : public Backend {
                            size_t workspace_bytes, void* stream) override;
   void pack_weights(const nt_pack_weights_args& a, void* stream) override;
   void quantize_activations(const nt_quantize_activations_args& a, void* stream) override;
+  size_t lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args& a,
+                                             const nt_lm_head_shard* shard) override;
+  void lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard,
+                            void* workspace, size_t workspace_bytes, void* stream) override;
+  size_t lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
+                                              const nt_lm_head_shard* shard) override;
+  void lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard,
+                             void* workspace, size_t workspace_bytes, void* stream) override;
   // No workspace (the base class's size query answers 0).
   void apply_penalties(const nt_apply_penalties_args& a, void* workspace, size_t workspace_bytes,
                        void* stream) override;

@@ -187,3 +187,55 @@ TEST_F(CpuThreads, MaskIndependentOfThreadCount) {
 
 }  // namespace
 }  // namespace ntt
+
+namespace ntt {
+namespace {
+
+// lm_head_sample_dense and a shard summary (queried again at each thread count,
+// as the workspace depends on it): the same bits from 1, 2, 3 and 8 workers.
+TEST_F(CpuThreads, LmHeadSampleIndependentOfThreadCount) {
+  Rng rng(13100);
+  SCOPED_TRACE(seed_trace(rng.seed()));
+  const int64_t rows = 7, vocab = 5000, hidden = 40, K = 16;
+  std::vector<float> x(size_t(rows * hidden)), w(size_t(vocab * hidden)), t(static_cast<size_t>(rows));
+  for (auto& v : x) v = float(rng.normal());
+  for (auto& v : w) v = float(rng.normal() * 0.2);
+  for (auto& v : t) v = float(rng.uniform(0.5, 1.5));
+  auto mat = [](void* data, nt_dtype dtype, int64_t r, int64_t c) {
+    nt_tensor m{};
+    m.data = data; m.dtype = dtype; m.ndim = 2; m.shape[0] = r; m.shape[1] = c; m.row_stride = c;
+    m.device = NT_DEVICE_CPU;
+    return m;
+  };
+  nt_lm_head_sample_dense_args a{};
+  a.hidden = mat(x.data(), NT_F32, rows, hidden);
+  a.weight = mat(w.data(), NT_F32, vocab, hidden);
+  a.sampling.temperature = {t.data(), 0.0f};
+  a.sampling.top_p = {nullptr, 0.8f};
+  a.sampling.min_p = {nullptr, 0.02f};
+  a.sampling.seed = {nullptr, rng.bits()};
+  std::vector<int64_t> first_tokens, first_summary;
+  for (int n : kThreadCounts) {
+    ASSERT_EQ(nt_cpu_set_num_threads(n), NT_OK);
+    std::vector<int64_t> tokens(size_t(rows), kPoisonI64), summary(size_t(rows * (8 + K)), kPoisonI64);
+    a.tokens = mat(tokens.data(), NT_I64, rows, 1);
+    a.tokens.ndim = 1;
+    size_t bytes = 0;
+    ASSERT_EQ(nt_lm_head_sample_dense_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
+    std::vector<uint8_t> ws(bytes);
+    ASSERT_EQ(nt_lm_head_sample_dense(&a, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+    nt_lm_head_shard shard{1000, 9000, 0, mat(summary.data(), NT_I64, rows, 8 + K)};
+    ASSERT_EQ(nt_lm_head_shard_dense_workspace_size(&a, &shard, &bytes), NT_OK) << nt_last_error();
+    ws.assign(bytes, 0);
+    ASSERT_EQ(nt_lm_head_shard_dense(&a, &shard, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+    if (first_tokens.empty()) {
+      first_tokens = tokens;
+      first_summary = summary;
+    }
+    EXPECT_EQ(tokens, first_tokens) << n << " threads";
+    EXPECT_EQ(summary, first_summary) << n << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace ntt

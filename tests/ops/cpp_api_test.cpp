@@ -116,3 +116,40 @@ TEST(CppApi, MaskThenTopK) {
 }
 
 }  // namespace
+
+namespace {
+
+// Hidden -> token through the C++ layer: an identity head with a bitmask and
+// greedy sampling picks the largest allowed hidden value; a fully masked row
+// gets -1; a bad parameter throws naming it.
+TEST(CppApi, LmHeadSampleDenseGreedyWithMask) {
+  std::vector<float> weight(40 * 40, 0.0f), hidden(2 * 40);
+  for (int i = 0; i < 40; ++i) weight[size_t(i * 40 + i)] = 1.0f;
+  for (int i = 0; i < 80; ++i) hidden[size_t(i)] = float((i * 7) % 40);
+  std::vector<int32_t> mask = {int32_t(0x0000FFFF), 0x0, 0x0, 0x0};  // row 0: tokens 0..15; row 1: none
+  std::vector<int64_t> tokens(2, -7);
+  nexttok::SampleParams p;
+  p.temperature.scalar = 0.0f;
+  nt_lm_head_sample_dense_args a{};
+  a.hidden = nexttok::matrix(hidden.data(), 2, 40);
+  a.weight = nexttok::matrix(weight.data(), 40, 40);
+  a.bitmask = nexttok::matrix(mask.data(), 2, 2);
+  a.sampling = nexttok::lm_head_sampling(p);
+  a.tokens = nexttok::vector(tokens.data(), 2);
+  nexttok::lm_head_sample_dense(a);
+  int64_t best = 0;  // the largest of hidden[0, 0..15], first index on ties
+  for (int i = 1; i < 16; ++i)
+    if (hidden[size_t(i)] > hidden[size_t(best)]) best = i;
+  EXPECT_EQ(tokens, (std::vector<int64_t>{best, -1}));
+
+  a.sampling.top_k.scalar = -5;
+  try {
+    nexttok::lm_head_sample_dense(a);
+    FAIL() << "no exception";
+  } catch (const nexttok::Error& e) {
+    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("'top_k'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -1,0 +1,276 @@
+// Hidden -> token on the CPU (docs/SEMANTICS.md, "Fused hidden -> token").
+//
+// Single call: the head's scores of every row are written into the workspace
+// by the LM heads' own pass (cpu/lm_head_scores.h), masked in place by the
+// grammar-mask op and sampled by the sampling op, so the token is the one
+// nt_sample returns on those masked scores, by construction. The [M, V] scores
+// live only in the caller's workspace.
+//
+// Shard call (vocabulary-parallel): the same scores for the shard's rows, then
+// each row's summary (cpu/lm_head_summary.h) from one pass over them.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "core/check.h"
+#include "core/portable_exp.h"
+#include "core/sampling.h"
+#include "cpu/lm_head_scores.h"
+#include "cpu/lm_head_summary.h"
+#include "cpu/ops.h"
+#include "cpu/row_io.h"
+#include "cpu/thread_pool.h"
+
+namespace nt::cpu {
+namespace {
+
+using summary::Best;
+using summary::kNoId;
+
+// The scores of `rows` x `vocab`, then one region shared by the scoring pass
+// and what follows it (the sampler's workspace, or the summary's lists).
+struct Layout {
+  size_t scores, shared, total;
+};
+
+Layout make_layout(int64_t rows, int64_t vocab, size_t head_bytes, size_t after_bytes) {
+  Layout L;
+  L.scores = 0;
+  L.shared = align64(size_t(rows) * size_t(vocab) * sizeof(float));
+  L.total = L.shared + std::max(head_bytes, after_bytes) + kWorkspaceSlack;
+  return L;
+}
+
+nt_tensor host_matrix(void* data, nt_dtype dtype, int64_t rows, int64_t cols) {
+  nt_tensor t{};
+  t.data = data;
+  t.dtype = dtype;
+  t.ndim = 2;
+  t.shape[0] = rows;
+  t.shape[1] = cols;
+  t.row_stride = cols;
+  t.device = NT_DEVICE_CPU;
+  return t;
+}
+
+// nt_sample's arguments over the scores (data may be a placeholder for a size query).
+nt_sample_args sample_args(void* scores, int64_t rows, int64_t vocab, const nt_lm_head_sampling& s,
+                           const nt_tensor& tokens) {
+  nt_sample_args a{};
+  a.logits = host_matrix(scores, NT_F32, rows, vocab);
+  a.temperature = s.temperature;
+  a.top_k = s.top_k;
+  a.top_p = s.top_p;
+  a.min_p = s.min_p;
+  a.seed = s.seed;
+  a.offset = s.offset;
+  a.flags = s.flags;
+  a.tokens = tokens;
+  return a;
+}
+
+// Bytes of the summary pass: per thread, one word per token of a row.
+size_t summary_bytes(int64_t vocab) { return size_t(num_threads()) * align64(size_t(vocab) * 8); }
+
+// A finite token as one word that sorts ascending in the order (s desc, id asc).
+inline uint64_t order_word(uint32_t key, int64_t local) { return (uint64_t(~key) << 32) | uint64_t(local); }
+inline uint32_t word_key(uint64_t w) { return ~uint32_t(w >> 32); }
+inline int64_t word_local(uint64_t w) { return int64_t(uint32_t(w)); }
+
+// One row's summary (cpu/lm_head_summary.h) over x[0, n), the scores of
+// global ids start + i; `list` holds n words.
+void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
+                   const uint32_t* mask, int64_t mask_words, nt_row_params p, uint64_t seed,
+                   uint64_t offset, uint32_t tag, int64_t K, int64_t* out, uint64_t* list) {
+  const int row_class = nt_row_class(p, 0);
+  // Tokens of the shard: ids below vocab_size; a disallowed one scores -inf.
+  const int64_t n_tokens = std::max<int64_t>(0, std::min(n, vocab_size - start));
+  auto logit = [&](int64_t i) {
+    const int64_t g = start + i;
+    const bool allowed = mask == nullptr ||
+                         (g / 32 < mask_words && ((mask[g / 32] >> (g % 32)) & 1u) != 0);
+    return allowed ? x[i] : -INFINITY;
+  };
+  for (int w = 0; w < NT_LM_HEAD_SUMMARY_WORDS; ++w) out[w] = 0;
+  out[summary::kSMax] = NT_KEY_NEG_INF;
+  out[summary::kPlain] = summary::pack(0u, kNoId);
+  out[summary::kPosInf] = summary::pack(0u, kNoId);
+
+  // Greedy: the first id of the largest key of x.
+  uint32_t max_key = NT_KEY_NEG_INF;
+  int32_t max_id = kNoId;
+  for (int64_t i = 0; i < n_tokens; ++i) {
+    const uint32_t k = nt_order_key(logit(i));
+    if (max_id == kNoId || k > max_key) { max_key = k; max_id = int32_t(start + i); }
+  }
+  out[summary::kGreedy] = summary::pack(max_key, max_id);
+  if (row_class == NT_ROW_GREEDY) return;
+
+  const float t = p.temperature;
+  uint32_t s_max_key = NT_KEY_NEG_INF;
+  int64_t finite = 0;
+  Best pos_inf{0.0f, kNoId};
+  for (int64_t i = 0; i < n_tokens; ++i) {
+    const float s = nt_scaled_score(logit(i), t);
+    const uint32_t k = nt_order_key(s);
+    s_max_key = std::max(s_max_key, k);
+    if (k == NT_KEY_POS_INF) {
+      const int32_t g = int32_t(start + i);
+      pos_inf.offer(nt_perturbed_score(s, nt_token_gumbel(seed, offset, tag, uint32_t(g)), 1), g);
+    } else if (k != NT_KEY_NEG_INF) {
+      list[finite++] = order_word(k, i);
+    }
+  }
+  out[summary::kSMax] = s_max_key;
+  out[summary::kFinite] = finite;
+  out[summary::kPosInf] = summary::pack(summary::float_bits(pos_inf.value), pos_inf.id);
+  if (finite == 0 || s_max_key == NT_KEY_POS_INF) return;
+
+  if (row_class == NT_ROW_PLAIN) {
+    // Gumbel-max over the finite scores. A token scoring s_max draws first, so
+    // that every score that cannot beat it even with the largest noise skips
+    // its noise (the maximum does not depend on the order of the offers).
+    Best b{-INFINITY, kNoId};
+    for (int64_t f = 0; f < finite && b.id == kNoId; ++f)
+      if (word_key(list[f]) == s_max_key) {
+        const int32_t g = int32_t(start + word_local(list[f]));
+        b.offer(nt_key_to_float(s_max_key) + nt_token_gumbel(seed, offset, tag, uint32_t(g)), g);
+      }
+    for (int64_t f = 0; f < finite; ++f) {
+      const float s = nt_key_to_float(word_key(list[f]));
+      if (b.id != kNoId && s + NT_GUMBEL_MAX < b.value) continue;
+      const int32_t g = int32_t(start + word_local(list[f]));
+      b.offer(s + nt_token_gumbel(seed, offset, tag, uint32_t(g)), g);
+    }
+    out[summary::kPlain] = summary::pack(summary::float_bits(b.value), b.id);
+    return;
+  }
+
+  // Filtered: the mass for top-p (in id order: the list is still in it), then
+  // the first K finite tokens in order.
+  if (p.top_p < 1.0f) {
+    const float s_max = nt_key_to_float(s_max_key);
+    double z = 0.0;
+    for (int64_t f = 0; f < finite; ++f)
+      z += double(nt_portable_exp(nt_key_to_float(word_key(list[f])) - s_max));
+    out[summary::kMass] = summary::double_word(z);
+  }
+  const int64_t c = std::min(K, finite);
+  if (c < finite) std::nth_element(list, list + c, list + finite);
+  std::sort(list, list + c);
+  out[summary::kCandidates] = c;
+  for (int64_t f = 0; f < c; ++f) {
+    const int64_t i = word_local(list[f]);
+    out[NT_LM_HEAD_SUMMARY_WORDS + f] = summary::pack(summary::float_bits(logit(i)), int32_t(start + i));
+  }
+}
+
+// What the fused ops do once the head is known: `head_bytes` and
+// write_scores(scores, stride, piece) are the head's scoring pass.
+struct Fused {
+  const char* op;
+  int64_t rows, vocab;
+  size_t head_bytes;
+  const nt_tensor& bitmask;
+  const nt_lm_head_sampling& sampling;
+  const nt_tensor& tokens;
+  const nt_lm_head_shard* shard;
+};
+
+size_t fused_size(CpuBackend& cpu, const Fused& f) {
+  if (f.rows == 0) return 0;
+  size_t after;
+  if (f.shard == nullptr) {
+    static char placeholder;
+    after = cpu.sample_workspace_size(check_sample(sample_args(&placeholder, f.rows, f.vocab, f.sampling, f.tokens)));
+  } else {
+    after = summary_bytes(f.vocab);
+  }
+  return make_layout(f.rows, f.vocab, f.head_bytes, after).total;
+}
+
+template <class WriteScores>
+void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspace_bytes,
+               WriteScores write_scores) {
+  if (f.rows == 0) return;
+  const size_t needed = fused_size(cpu, f);
+  check_workspace(f.op, needed, workspace, workspace_bytes);
+  const Layout L = make_layout(f.rows, f.vocab, 0, 0);  // the offsets depend on the shape only
+  char* base = align_workspace(workspace);
+  float* scores = reinterpret_cast<float*>(base + L.scores);
+  char* shared = base + L.shared;
+  const size_t shared_bytes = needed - L.shared - kWorkspaceSlack;
+  write_scores(scores, f.vocab, shared);
+
+  if (f.shard == nullptr) {
+    nt_tensor view = host_matrix(scores, NT_F32, f.rows, f.vocab);
+    if (present(f.bitmask)) {
+      nt_apply_token_bitmask_args m{};
+      m.logits = view;
+      m.bitmask = f.bitmask;
+      cpu.apply_token_bitmask(m, nullptr);
+    }
+    const nt_sample_args sa = sample_args(scores, f.rows, f.vocab, f.sampling, f.tokens);
+    cpu.sample(check_sample(sa), shared, shared_bytes, nullptr);
+    return;
+  }
+
+  const nt_lm_head_shard& sh = *f.shard;
+  const nt_lm_head_sampling& s = f.sampling;
+  const int64_t K = summary_candidates(sh.summary);
+  const bool seeds_per_row = s.seed.per_row != nullptr;
+  parallel_for(f.rows, 1, [&](int64_t begin, int64_t end, int part) {
+    uint64_t* list = reinterpret_cast<uint64_t*>(shared + size_t(part) * align64(size_t(f.vocab) * 8));
+    for (int64_t m = begin; m < end; ++m) {
+      const nt_row_params p = nt_resolve_row_params(row_param(s.temperature, m), row_param(s.top_k, m),
+                                                    row_param(s.top_p, m), row_param(s.min_p, m),
+                                                    int32_t(sh.vocab_size));
+      const uint32_t* mask = present(f.bitmask)
+          ? reinterpret_cast<const uint32_t*>(row_address(f.bitmask, m)) : nullptr;
+      summarize_row(scores + m * f.vocab, f.vocab, sh.vocab_start, sh.vocab_size, mask,
+                    present(f.bitmask) ? f.bitmask.shape[1] : 0, p, row_param(s.seed, m),
+                    row_param(s.offset, m), nt_row_tag(seeds_per_row, uint32_t(sh.first_row + m)), K,
+                    reinterpret_cast<int64_t*>(row_address(sh.summary, m)), list);
+    }
+  });
+}
+
+}  // namespace
+
+size_t CpuBackend::lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args& a,
+                                                       const nt_lm_head_shard* shard) {
+  const Fused f{"lm_head_sample_dense", a.hidden.shape[0], a.weight.shape[0],
+                dense_scores_bytes(a.hidden, a.weight), a.bitmask, a.sampling, a.tokens, shard};
+  return fused_size(*this, f);
+}
+
+void CpuBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard,
+                                      void* workspace, size_t workspace_bytes, void*) {
+  const Fused f{shard ? "lm_head_shard_dense" : "lm_head_sample_dense", a.hidden.shape[0],
+                a.weight.shape[0], dense_scores_bytes(a.hidden, a.weight), a.bitmask, a.sampling,
+                a.tokens, shard};
+  fused_run(*this, f, workspace, workspace_bytes, [&](float* scores, int64_t stride, char* piece) {
+    dense_scores(a.hidden, a.weight, a.bias, scores, stride, piece);
+  });
+}
+
+size_t CpuBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
+                                                        const nt_lm_head_shard* shard) {
+  const BinaryHead head{a.act_q, a.act_scale, a.wq, a.wscale, a.bias, a.group_size};
+  const Fused f{"lm_head_sample_binary", a.act_q.shape[0], a.wq.shape[0], binary_scores_bytes(head),
+                a.bitmask, a.sampling, a.tokens, shard};
+  return fused_size(*this, f);
+}
+
+void CpuBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a,
+                                       const nt_lm_head_shard* shard, void* workspace,
+                                       size_t workspace_bytes, void*) {
+  const BinaryHead head{a.act_q, a.act_scale, a.wq, a.wscale, a.bias, a.group_size};
+  const Fused f{shard ? "lm_head_shard_binary" : "lm_head_sample_binary", a.act_q.shape[0],
+                a.wq.shape[0], binary_scores_bytes(head), a.bitmask, a.sampling, a.tokens, shard};
+  fused_run(*this, f, workspace, workspace_bytes, [&](float* scores, int64_t stride, char* piece) {
+    binary_scores(head, scores, stride, piece);
+  });
+}
+
+}  // namespace nt::cpu

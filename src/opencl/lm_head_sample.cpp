@@ -1,0 +1,168 @@
+// lm_head_sample_dense / _binary on OpenCL: the head's scores written into the
+// workspace by one work-item a score, with the arithmetic of the top-k heads
+// (lm_head_sample_*.cl), then masked in place by apply_token_bitmask and
+// sampled by sample, all on the call's in-order queue. The token is therefore
+// the one nt_sample returns on those masked scores, as on the CPU. Workspace
+// (one cl_mem): from offset 0 first the dense head's hidden rows widened to f32
+// (read by the scoring kernel only), later sample's workspace; then the
+// [M, V] scores. The shard form (vocabulary-parallel summaries) is not
+// implemented on OpenCL.
+#include <algorithm>
+#include <string>
+
+#include "core/check.h"
+#include "opencl/lm_head_plan.h"
+#include "opencl/ops.h"
+#include "opencl/runtime.h"
+
+namespace nt::opencl {
+namespace {
+
+struct FusedLayout {
+  size_t sample_bytes, scores_at, bytes;
+};
+
+// The sample call on the scores (logits data may be a placeholder for a size query).
+nt_sample_args sample_args(void* ws, size_t scores_at, const nt_tensor& like, int64_t rows,
+                           int64_t vocab, const nt_lm_head_sampling& s, const nt_tensor& tokens) {
+  nt_sample_args a{};
+  a.logits.data = ws;
+  a.logits.byte_offset = int64_t(scores_at);
+  a.logits.dtype = NT_F32;
+  a.logits.ndim = 2;
+  a.logits.shape[0] = rows;
+  a.logits.shape[1] = vocab;
+  a.logits.row_stride = vocab;
+  a.logits.device = NT_DEVICE_OPENCL;
+  a.logits.device_id = like.device_id;
+  a.temperature = s.temperature;
+  a.top_k = s.top_k;
+  a.top_p = s.top_p;
+  a.min_p = s.min_p;
+  a.seed = s.seed;
+  a.offset = s.offset;
+  a.flags = s.flags;
+  a.tokens = tokens;
+  return a;
+}
+
+FusedLayout fused_layout(OpenclBackend& b, const nt_tensor& like, int64_t rows, int64_t vocab,
+                         size_t widened_floats, const nt_lm_head_sampling& s, const nt_tensor& tokens) {
+  static char placeholder;
+  FusedLayout L;
+  L.sample_bytes = b.sample_workspace_size(check_sample(sample_args(&placeholder, 0, like, rows, vocab, s, tokens)));
+  L.scores_at = round_up(std::max(L.sample_bytes, widened_floats * 4), 256);
+  L.bytes = L.scores_at + size_t(rows) * size_t(vocab) * 4;
+  return L;
+}
+
+[[noreturn]] void no_shards(const char* op) {
+  fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": not implemented on the opencl backend "
+                             "(vocabulary-parallel summaries are CPU-only for now)");
+}
+
+// Masks the scores in place and samples them into the tokens.
+void mask_and_sample(OpenclBackend& b, const FusedLayout& L, void* workspace, const nt_tensor& like,
+                     int64_t rows, int64_t vocab, const nt_tensor& bitmask,
+                     const nt_lm_head_sampling& s, const nt_tensor& tokens, void* stream) {
+  const nt_sample_args sa = sample_args(workspace, L.scores_at, like, rows, vocab, s, tokens);
+  if (present(bitmask)) {
+    nt_apply_token_bitmask_args m{};
+    m.logits = sa.logits;
+    m.bitmask = bitmask;
+    b.apply_token_bitmask(m, stream);
+  }
+  b.sample(check_sample(sa), workspace, L.sample_bytes, stream);
+}
+
+}  // namespace
+
+size_t OpenclBackend::lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args& a,
+                                                          const nt_lm_head_shard* shard) {
+  if (shard) no_shards("lm_head_shard_dense");
+  const int64_t rows = a.hidden.shape[0];
+  if (rows == 0) return 0;
+  const size_t widened = round_up(size_t(rows), 4) * round_up(size_t(a.weight.shape[1]), 8);
+  return fused_layout(*this, a.weight, rows, a.weight.shape[0], widened, a.sampling, a.tokens).bytes;
+}
+
+void OpenclBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a,
+                                         const nt_lm_head_shard* shard, void* workspace,
+                                         size_t workspace_bytes, void* stream) {
+  const char* op = "lm_head_sample_dense";
+  if (shard) no_shards("lm_head_shard_dense");
+  const Queue q = queue_of(op, stream);
+  const size_t rows = size_t(a.hidden.shape[0]), columns = size_t(a.weight.shape[1]);
+  const size_t vocab = size_t(a.weight.shape[0]), h8 = round_up(columns, 8);
+  guarded(op, [&] {
+    const View hidden = view(op, "hidden", q, a.hidden);
+    const View weight = view(op, "weight", q, a.weight);
+    const View bias = present(a.bias) ? view(op, "bias", q, a.bias) : View{};
+    if (rows == 0) return;
+    const FusedLayout L = fused_layout(*this, a.weight, int64_t(rows), int64_t(vocab),
+                                       round_up(rows, 4) * h8, a.sampling, a.tokens);
+    check_workspace(op, L.bytes, workspace, workspace_bytes);
+    const cl::Buffer ws = opencl::workspace(op, q, workspace, L.bytes);
+    const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_dense.cl", "lm_head_sample_dense.cl"},
+                           "-DNT_ELEM=" + std::to_string(int(a.weight.dtype)) +
+                               " -DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
+    cl::Kernel widen = kernel(op, q, spec, "nt_dense_widen_hidden");
+    cl::Kernel scores = kernel(op, q, spec, "nt_dense_write_scores");
+    set_args(widen, hidden.buffer, hidden.offset, cl_ulong(a.hidden.row_stride), cl_uint(columns),
+             cl_uint(h8), cl_uint(rows), cl_uint(0), cl_uint(round_up(rows, 4)), ws);
+    enqueue(widen, q, round_up(rows, 4) * h8, work_group_size(widen, q, 256));
+    const cl_int bias_dtype = present(a.bias) ? cl_int(a.bias.dtype) : -1;
+    set_args(scores, weight.buffer, weight.offset, cl_ulong(a.weight.row_stride), cl_uint(vocab),
+             cl_uint(columns), cl_uint(h8), cl_uint(rows), bias.buffer, bias.offset, bias_dtype, ws,
+             cl_ulong(L.scores_at));
+    enqueue(scores, q, rows * vocab, work_group_size(scores, q, 256));
+  });
+  if (rows == 0) return;
+  const FusedLayout L = fused_layout(*this, a.weight, int64_t(rows), int64_t(vocab),
+                                     round_up(rows, 4) * h8, a.sampling, a.tokens);
+  mask_and_sample(*this, L, workspace, a.weight, int64_t(rows), int64_t(vocab), a.bitmask, a.sampling,
+                  a.tokens, stream);
+}
+
+size_t OpenclBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
+                                                           const nt_lm_head_shard* shard) {
+  if (shard) no_shards("lm_head_shard_binary");
+  const int64_t rows = a.act_q.shape[0];
+  if (rows == 0) return 0;
+  return fused_layout(*this, a.wq, rows, a.wq.shape[0], 0, a.sampling, a.tokens).bytes;
+}
+
+void OpenclBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a,
+                                          const nt_lm_head_shard* shard, void* workspace,
+                                          size_t workspace_bytes, void* stream) {
+  const char* op = "lm_head_sample_binary";
+  if (shard) no_shards("lm_head_shard_binary");
+  const Queue q = queue_of(op, stream);
+  const size_t rows = size_t(a.act_q.shape[0]), vocab = size_t(a.wq.shape[0]);
+  const FusedLayout L = fused_layout(*this, a.wq, int64_t(rows), int64_t(vocab), 0, a.sampling, a.tokens);
+  guarded(op, [&] {
+    const View act_q = view(op, "act_q", q, a.act_q);
+    const View act_scale = view(op, "act_scale", q, a.act_scale);
+    const View wq = view(op, "wq", q, a.wq);
+    const View wscale = view(op, "wscale", q, a.wscale);
+    const View bias = present(a.bias) ? view(op, "bias", q, a.bias) : View{};
+    if (rows == 0) return;
+    check_workspace(op, L.bytes, workspace, workspace_bytes);
+    const cl::Buffer ws = opencl::workspace(op, q, workspace, L.bytes);
+    const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_binary.cl", "lm_head_sample_binary.cl"},
+                           "-DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
+    cl::Kernel scores = kernel(op, q, spec, "nt_binary_write_scores");
+    const cl_int bias_dtype = present(a.bias) ? cl_int(a.bias.dtype) : -1;
+    set_args(scores, act_q.buffer, act_q.offset, cl_ulong(a.act_q.row_stride), act_scale.buffer,
+             act_scale.offset, wq.buffer, wq.offset, cl_ulong(a.wq.row_stride), wscale.buffer,
+             wscale.offset, cl_ulong(a.wscale.row_stride), cl_uint(vocab), cl_uint(a.act_q.shape[1]),
+             cl_uint(a.group_size), cl_uint(rows), bias.buffer, bias.offset, bias_dtype, ws,
+             cl_ulong(L.scores_at));
+    enqueue(scores, q, rows * vocab, work_group_size(scores, q, 256));
+  });
+  if (rows == 0) return;
+  mask_and_sample(*this, L, workspace, a.wq, int64_t(rows), int64_t(vocab), a.bitmask, a.sampling,
+                  a.tokens, stream);
+}
+
+}  // namespace nt::opencl

@@ -1,0 +1,814 @@
+// lm_head_sample_dense / _binary (hidden -> token) and their vocabulary-
+// parallel form (lm_head_shard_* + lm_head_sample_combine), on the CPU.
+//
+// The contract (SPEC 9, docs/SEMANTICS.md): the token equals nt_sample on the
+// head's own scores after the bitmask, bit for bit, for the same parameters,
+// seed and offset. The head's scores are written out here by head_scores_*,
+// which repeat the CPU heads' documented arithmetic (lane h mod 8 of an fma
+// chain, the fixed lane tree, then the bias); HeadScores* checks them against
+// lm_head_topk_* bit for bit, so "the head's own scores" is tested, not assumed.
+// Sharded tokens must equal the single call's, through the fallback for rows
+// whose keep-set passes the gathered candidates.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "harness/data.h"
+#include "harness/device.h"
+#include "harness/reference.h"
+#include "nexttok/nexttok.h"
+
+namespace ntt {
+namespace {
+
+nt_tensor host(const void* data, nt_dtype dtype, int64_t rows, int64_t cols = -1) {
+  nt_tensor t{};
+  t.data = const_cast<void*>(data);
+  t.dtype = dtype;
+  t.device = NT_DEVICE_CPU;
+  if (cols < 0) {
+    t.ndim = 1;
+    t.shape[0] = rows;
+    t.row_stride = rows;
+  } else {
+    t.ndim = 2;
+    t.shape[0] = rows;
+    t.shape[1] = cols;
+    t.row_stride = cols;
+  }
+  return t;
+}
+
+float lane_tree(const float* a) {
+  const float t0 = a[0] + a[4], t1 = a[1] + a[5], t2 = a[2] + a[6], t3 = a[3] + a[7];
+  return (t0 + t2) + (t1 + t3);
+}
+
+// ---- inputs ----------------------------------------------------------------------
+
+struct Head {
+  bool binary = false;
+  int64_t rows = 0, vocab = 0, hidden = 0;
+  // dense
+  nt_dtype dtype = NT_F32;
+  std::vector<float> x, w;              // values of the dtype
+  std::vector<uint8_t> x_bytes, w_bytes;
+  // binary
+  int32_t group = 128;
+  std::vector<int8_t> act_q;
+  std::vector<float> act_scale;
+  std::vector<int32_t> wq;
+  std::vector<uint16_t> wscale;
+  // both
+  std::vector<float> bias;  // f32, empty = none
+};
+
+Head dense_head(Rng& rng, nt_dtype dtype, int64_t rows, int64_t vocab, int64_t hidden, bool bias) {
+  Head h;
+  h.rows = rows;
+  h.vocab = vocab;
+  h.hidden = hidden;
+  h.dtype = dtype;
+  h.x.resize(size_t(rows * hidden));
+  for (auto& v : h.x) v = round_to(dtype, float(rng.normal()));
+  h.w.resize(size_t(vocab * hidden));
+  const double scale = 1.5 / std::sqrt(double(hidden));
+  for (auto& v : h.w) v = round_to(dtype, float(rng.normal() * scale));
+  h.x_bytes = encode(dtype, h.x);
+  h.w_bytes = encode(dtype, h.w);
+  if (bias) {
+    h.bias.resize(size_t(vocab));
+    for (auto& v : h.bias) v = float(0.5 * rng.normal());
+  }
+  return h;
+}
+
+Head binary_head(Rng& rng, int64_t rows, int64_t vocab, int64_t hidden, int32_t group, bool bias) {
+  Head h;
+  h.binary = true;
+  h.rows = rows;
+  h.vocab = vocab;
+  h.hidden = hidden;
+  h.group = group;
+  h.act_q.resize(size_t(rows * hidden));
+  for (auto& q : h.act_q) q = int8_t(rng.integer(-127, 127));
+  h.act_scale.resize(size_t(rows));
+  for (auto& s : h.act_scale) s = float(rng.uniform(0.5, 2.0) / (127.0 * std::sqrt(double(hidden))));
+  h.wq = reference_pack(random_signs(rng, size_t(vocab * hidden)), vocab, hidden);
+  h.wscale.resize(size_t(vocab * (hidden / group)));
+  for (auto& s : h.wscale) s = half_bits(NT_F16, float(rng.uniform(0.5, 1.5)));
+  if (bias) {
+    h.bias.resize(size_t(vocab));
+    for (auto& v : h.bias) v = float(0.5 * rng.normal());
+  }
+  return h;
+}
+
+// The CPU heads' scores (file comment): [rows, vocab].
+std::vector<float> head_scores(const Head& h) {
+  std::vector<float> out(size_t(h.rows * h.vocab));
+  for (int64_t m = 0; m < h.rows; ++m)
+    for (int64_t v = 0; v < h.vocab; ++v) {
+      float lanes[8] = {};
+      float score;
+      if (!h.binary) {
+        for (int64_t j = 0; j < (h.hidden + 7) / 8 * 8; ++j) {
+          const bool in = j < h.hidden;
+          lanes[j % 8] = std::fmaf(in ? h.x[size_t(m * h.hidden + j)] : 0.0f,
+                                   in ? h.w[size_t(v * h.hidden + j)] : 0.0f, lanes[j % 8]);
+        }
+        score = lane_tree(lanes);
+      } else {
+        const int64_t groups = h.hidden / h.group, words = h.hidden / 32;
+        for (int64_t g = 0; g < (groups + 7) / 8 * 8; ++g) {
+          int32_t dot = 0;
+          float scale = 0.0f;
+          if (g < groups) {
+            for (int64_t j = g * h.group; j < (g + 1) * h.group; ++j) {
+              const bool plus = (uint32_t(h.wq[size_t(v * words + j / 32)]) >> (j % 32)) & 1u;
+              dot += plus ? h.act_q[size_t(m * h.hidden + j)] : -h.act_q[size_t(m * h.hidden + j)];
+            }
+            scale = from_half_bits(NT_F16, h.wscale[size_t(v * groups + g)]);
+          }
+          lanes[g % 8] = std::fmaf(scale, float(dot), lanes[g % 8]);
+        }
+        score = h.act_scale[size_t(m)] * lane_tree(lanes);
+      }
+      if (!h.bias.empty()) score += h.bias[size_t(v)];
+      out[size_t(m * h.vocab + v)] = score;
+    }
+  return out;
+}
+
+// ---- sampling parameters ---------------------------------------------------------
+
+struct Params {
+  std::vector<float> temperature, top_p, min_p;
+  std::vector<int32_t> top_k;
+  std::vector<uint64_t> seed, offset;
+  bool per_row = false, seeds_per_row = false, joint = false;
+};
+
+// Filter combination `combo` (bits: 1 top-k, 2 top-p, 4 min-p); per-row draws
+// mix greedy and every combination.
+Params draw_params(Rng& rng, int64_t rows, int64_t vocab, int combo, bool per_row, bool joint) {
+  Params p;
+  p.per_row = per_row;
+  p.seeds_per_row = per_row && rng.coin();
+  p.joint = joint;
+  auto one = [&](int c, size_t r) {
+    p.temperature[r] = float(rng.uniform(0.5, 1.5));
+    p.top_k[r] = (c & 1) ? int32_t(rng.integer(2, std::max<int64_t>(2, std::min<int64_t>(vocab, 80)))) : 0;
+    p.top_p[r] = (c & 2) ? float(rng.uniform(0.3, 0.95)) : 1.0f;
+    p.min_p[r] = (c & 4) ? float(rng.uniform(0.01, 0.3)) : 0.0f;
+  };
+  const size_t n = per_row ? size_t(rows) : 1;
+  p.temperature.resize(n); p.top_k.resize(n); p.top_p.resize(n); p.min_p.resize(n);
+  p.seed.resize(p.seeds_per_row ? size_t(rows) : 1);
+  p.offset.resize(per_row ? size_t(rows) : 1);
+  for (size_t r = 0; r < n; ++r) {
+    one(per_row ? int(rng.integer(0, 7)) : combo, r);
+    if (per_row && rng.coin(0.15)) p.temperature[r] = 0.0f;  // greedy rows among sampled ones
+  }
+  for (auto& s : p.seed) s = rng.bits();
+  for (auto& o : p.offset) o = rng.bits() >> 20;
+  return p;
+}
+
+nt_lm_head_sampling sampling_of(const Params& p) {
+  nt_lm_head_sampling s{};
+  s.temperature = {p.per_row ? p.temperature.data() : nullptr, p.temperature[0]};
+  s.top_k = {p.per_row ? p.top_k.data() : nullptr, p.top_k[0]};
+  s.top_p = {p.per_row ? p.top_p.data() : nullptr, p.top_p[0]};
+  s.min_p = {p.per_row ? p.min_p.data() : nullptr, p.min_p[0]};
+  s.seed = {p.seeds_per_row ? p.seed.data() : nullptr, p.seed[0]};
+  s.offset = {p.per_row ? p.offset.data() : nullptr, p.offset[0]};
+  s.flags = p.joint ? uint32_t(NT_SAMPLE_TOP_P_JOINT) : 0u;
+  return s;
+}
+
+// Row m's parameters as the reference takes them.
+RowSampleParams row_params(const Params& p, int64_t m) {
+  const size_t r = p.per_row ? size_t(m) : 0;
+  RowSampleParams q;
+  q.temperature = p.temperature[r];
+  q.top_k = p.top_k[r];
+  q.top_p = p.top_p[r];
+  q.min_p = p.min_p[r];
+  q.seed = p.seed[p.seeds_per_row ? size_t(m) : 0];
+  q.offset = p.offset[r];
+  q.row_tag = p.seeds_per_row ? 0u : uint32_t(m);
+  q.joint = p.joint;
+  return q;
+}
+
+// ---- running the ops -------------------------------------------------------------
+
+struct HeadArgs {  // the head's tensors over a range of its vocabulary rows
+  nt_lm_head_sample_dense_args dense{};
+  nt_lm_head_sample_binary_args binary{};
+};
+
+HeadArgs head_args(const Head& h, int64_t v0, int64_t v1, int64_t m0, int64_t m1,
+                   const std::vector<int32_t>& mask, int64_t words, const Params& p,
+                   const std::vector<float>& bias) {
+  HeadArgs a;
+  const int64_t rows = m1 - m0, n = v1 - v0;
+  nt_lm_head_sampling s = sampling_of(p);
+  // Per-row arrays start at row m0.
+  auto shift = [&](const void* ptr, size_t elt) {
+    return ptr ? static_cast<const void*>(static_cast<const char*>(ptr) + size_t(m0) * elt) : nullptr;
+  };
+  s.temperature.per_row = shift(s.temperature.per_row, 4);
+  s.top_k.per_row = shift(s.top_k.per_row, 4);
+  s.top_p.per_row = shift(s.top_p.per_row, 4);
+  s.min_p.per_row = shift(s.min_p.per_row, 4);
+  s.seed.per_row = shift(s.seed.per_row, 8);
+  s.offset.per_row = shift(s.offset.per_row, 8);
+  const nt_tensor b = bias.empty() ? nt_tensor{} : host(bias.data() + v0, NT_F32, n);
+  const nt_tensor bm = mask.empty() ? nt_tensor{} : host(mask.data() + m0 * words, NT_I32, rows, words);
+  if (!h.binary) {
+    const size_t e = dtype_bytes(h.dtype);
+    a.dense.hidden = host(h.x_bytes.data() + size_t(m0 * h.hidden) * e, h.dtype, rows, h.hidden);
+    a.dense.weight = host(h.w_bytes.data() + size_t(v0 * h.hidden) * e, h.dtype, n, h.hidden);
+    a.dense.bias = b;
+    a.dense.bitmask = bm;
+    a.dense.sampling = s;
+  } else {
+    const int64_t words_h = h.hidden / 32, groups = h.hidden / h.group;
+    a.binary.act_q = host(h.act_q.data() + m0 * h.hidden, NT_I8, rows, h.hidden);
+    a.binary.act_scale = host(h.act_scale.data() + m0, NT_F32, rows);
+    a.binary.wq = host(h.wq.data() + v0 * words_h, NT_I32, n, words_h);
+    a.binary.wscale = host(h.wscale.data() + v0 * groups, NT_F16, n, groups);
+    a.binary.bias = b;
+    a.binary.group_size = h.group;
+    a.binary.bitmask = bm;
+    a.binary.sampling = s;
+  }
+  return a;
+}
+
+std::vector<int64_t> run_fused(const Head& h, const std::vector<int32_t>& mask, int64_t words,
+                               const Params& p) {
+  HeadArgs a = head_args(h, 0, h.vocab, 0, h.rows, mask, words, p, h.bias);
+  std::vector<int64_t> tokens(size_t(h.rows), kPoisonI64);
+  size_t bytes = 0;
+  if (!h.binary) {
+    a.dense.tokens = host(tokens.data(), NT_I64, h.rows);
+    EXPECT_EQ(nt_lm_head_sample_dense_workspace_size(&a.dense, &bytes), NT_OK) << nt_last_error();
+    std::vector<uint8_t> ws(bytes);
+    EXPECT_EQ(nt_lm_head_sample_dense(&a.dense, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  } else {
+    a.binary.tokens = host(tokens.data(), NT_I64, h.rows);
+    EXPECT_EQ(nt_lm_head_sample_binary_workspace_size(&a.binary, &bytes), NT_OK) << nt_last_error();
+    std::vector<uint8_t> ws(bytes);
+    EXPECT_EQ(nt_lm_head_sample_binary(&a.binary, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  }
+  return tokens;
+}
+
+// The two-step path: nt_apply_token_bitmask, then nt_sample, on the scores.
+std::vector<int64_t> run_two_step(std::vector<float> scores, int64_t rows, int64_t vocab,
+                                  const std::vector<int32_t>& mask, int64_t words, const Params& p) {
+  if (!mask.empty()) {
+    nt_apply_token_bitmask_args m{};
+    m.logits = host(scores.data(), NT_F32, rows, vocab);
+    m.bitmask = host(mask.data(), NT_I32, rows, words);
+    EXPECT_EQ(nt_apply_token_bitmask(&m, nullptr), NT_OK) << nt_last_error();
+  }
+  const nt_lm_head_sampling s = sampling_of(p);
+  std::vector<int64_t> tokens(size_t(rows), kPoisonI64);
+  nt_sample_args a{};
+  a.logits = host(scores.data(), NT_F32, rows, vocab);
+  a.temperature = s.temperature;
+  a.top_k = s.top_k;
+  a.top_p = s.top_p;
+  a.min_p = s.min_p;
+  a.seed = s.seed;
+  a.offset = s.offset;
+  a.flags = s.flags;
+  a.tokens = host(tokens.data(), NT_I64, rows);
+  size_t bytes = 0;
+  EXPECT_EQ(nt_sample_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
+  std::vector<uint8_t> ws(bytes);
+  EXPECT_EQ(nt_sample(&a, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  return tokens;
+}
+
+// A random bitmask ([rows, words]) with some rows fully masked, or none; at
+// times one word short of the vocabulary (its last tokens disallowed).
+std::vector<int32_t> draw_mask(Rng& rng, int64_t rows, int64_t vocab, int64_t* words) {
+  const int64_t full = (vocab + 31) / 32;
+  *words = full;
+  if (rng.coin(0.3)) return {};
+  std::vector<int32_t> mask = bench_bitmask(rng, rows, vocab, rng.coin() ? MaskKind::Random50 : MaskKind::Blocky);
+  for (int64_t m = 0; m < rows; ++m)
+    if (rng.coin(0.15)) std::fill(mask.begin() + m * full, mask.begin() + (m + 1) * full, 0);
+  if (full > 2 && rng.coin(0.3)) {
+    *words = full - 1;
+    std::vector<int32_t> cut(size_t(rows * *words));
+    for (int64_t m = 0; m < rows; ++m)
+      std::copy(mask.begin() + m * full, mask.begin() + m * full + *words, cut.begin() + m * *words);
+    return cut;
+  }
+  return mask;
+}
+
+// Row m of the scores with the bitmask applied (SEMANTICS: tokens >= 32 W' disallowed).
+std::vector<float> masked_row(const std::vector<float>& scores, int64_t m, int64_t vocab,
+                              const std::vector<int32_t>& mask, int64_t words) {
+  std::vector<float> row(scores.begin() + m * vocab, scores.begin() + (m + 1) * vocab);
+  for (int64_t v = 0; v < vocab && !mask.empty(); ++v)
+    if (v / 32 >= words || !((uint32_t(mask[size_t(m * words + v / 32)]) >> (v % 32)) & 1u))
+      row[size_t(v)] = -INFINITY;
+  return row;
+}
+
+// ---- tests -------------------------------------------------------------------------
+
+// head_scores repeats the CPU heads bit for bit: every value lm_head_topk_* reports.
+TEST(LmHeadSample, HeadScoresAreTheHeadsOwn) {
+  for (int c = 0; c < 6; ++c) {
+    Rng rng(9100 + c);
+    SCOPED_TRACE(seed_trace(rng.seed()));
+    const bool binary = c >= 3;
+    const int64_t rows = rng.integer(1, 5), vocab = rng.integer(1, 700);
+    Head h = binary ? binary_head(rng, rows, vocab, 256 * rng.integer(1, 3), 128, rng.coin())
+                    : dense_head(rng, c == 0 ? NT_F32 : c == 1 ? NT_BF16 : NT_F16, rows, vocab,
+                                 rng.integer(1, 1100), rng.coin());
+    const std::vector<float> scores = head_scores(h);
+    const int32_t k = int32_t(std::min<int64_t>(vocab, 2048));
+    std::vector<float> values(size_t(rows * k));
+    std::vector<int64_t> indices(size_t(rows * k));
+    HeadArgs a = head_args(h, 0, vocab, 0, rows, {}, 0, draw_params(rng, rows, vocab, 0, false, false), h.bias);
+    size_t bytes = 0;
+    if (!binary) {
+      nt_lm_head_dense_args t{a.dense.hidden, a.dense.weight, a.dense.bias, k,
+                              host(values.data(), NT_F32, rows, k), host(indices.data(), NT_I64, rows, k)};
+      ASSERT_EQ(nt_lm_head_topk_dense_workspace_size(&t, &bytes), NT_OK);
+      std::vector<uint8_t> ws(bytes);
+      ASSERT_EQ(nt_lm_head_topk_dense(&t, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+    } else {
+      nt_lm_head_binary_args t{a.binary.act_q, a.binary.act_scale, a.binary.wq, a.binary.wscale,
+                               a.binary.bias, h.group, k, host(values.data(), NT_F32, rows, k),
+                               host(indices.data(), NT_I64, rows, k)};
+      ASSERT_EQ(nt_lm_head_topk_binary_workspace_size(&t, &bytes), NT_OK);
+      std::vector<uint8_t> ws(bytes);
+      ASSERT_EQ(nt_lm_head_topk_binary(&t, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+    }
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t v = indices[size_t(m * k + i)];
+        ASSERT_EQ(f32_bits(values[size_t(m * k + i)]), f32_bits(scores[size_t(m * vocab + v)]))
+            << "row " << m << " token " << v;
+      }
+  }
+}
+
+// One random case of the fused op against the two-step path (and, away from
+// degenerate boundaries, the brute-force reference).
+void check_fused_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab, int64_t hidden, int combo,
+                      bool per_row, bool joint) {
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed) + " binary=" + std::to_string(binary) + " M=" + std::to_string(rows) +
+               " V=" + std::to_string(vocab) + " H=" + std::to_string(hidden) + " combo=" +
+               std::to_string(combo) + " per_row=" + std::to_string(per_row));
+  const nt_dtype dtypes[] = {NT_F32, NT_BF16, NT_F16};
+  Head h = binary ? binary_head(rng, rows, vocab, hidden, hidden % 256 == 0 ? 128 : 32, rng.coin())
+                  : dense_head(rng, dtypes[rng.integer(0, 2)], rows, vocab, hidden, rng.coin());
+  int64_t words = 0;
+  const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+  const Params p = draw_params(rng, rows, vocab, combo, per_row, joint);
+  const std::vector<float> scores = head_scores(h);
+  const std::vector<int64_t> fused = run_fused(h, mask, words, p);
+  const std::vector<int64_t> two_step = run_two_step(scores, rows, vocab, mask, words, p);
+  for (int64_t m = 0; m < rows; ++m) {
+    ASSERT_EQ(fused[size_t(m)], two_step[size_t(m)]) << "row " << m << ": " << describe(row_params(p, m));
+    const std::vector<float> row = masked_row(scores, m, vocab, mask, words);
+    const SampleReference ref = reference_sample_row(row.data(), vocab, row_params(p, m));
+    if (!ref.degenerate) {
+      EXPECT_EQ(fused[size_t(m)], ref.token) << "row " << m << " vs the reference";
+    }
+  }
+}
+
+TEST(LmHeadSample, DenseEqualsTwoStepEveryFilter) {
+  for (int combo = 0; combo < 8; ++combo)
+    for (int per_row = 0; per_row < 2; ++per_row)
+      check_fused_case(9200 + combo * 2 + per_row, false, 1 + combo * 3, 1000 + 997 * combo, 64 + 8 * combo + 3,
+                       combo, per_row != 0, combo == 3 && per_row);
+}
+
+TEST(LmHeadSample, BinaryEqualsTwoStepEveryFilter) {
+  for (int combo = 0; combo < 8; ++combo)
+    check_fused_case(9300 + combo, true, 1 + combo * 2, 1500 + 611 * combo, combo % 2 ? 512 : 256, combo,
+                     combo % 3 == 0, combo == 7);
+}
+
+// The issue's shape corners: M up to 64, H up to 5,120, V up to 248,320, V = 1,
+// V not a multiple of 32.
+TEST(LmHeadSample, ShapeCorners) {
+  check_fused_case(9401, false, 64, 8192, 40, 3, true, false);
+  check_fused_case(9402, false, 2, 2048, 5120, 7, false, false);
+  check_fused_case(9403, false, 1, 248320, 128, 2, false, false);
+  check_fused_case(9404, false, 3, 1, 40, 3, true, false);
+  check_fused_case(9405, true, 2, 1, 256, 1, false, false);
+  check_fused_case(9406, true, 5, 8191, 512, 5, true, false);
+}
+
+// NaN and infinite scores: a hidden row holding +inf / NaN.
+TEST(LmHeadSample, SpecialScores) {
+  for (int c = 0; c < 4; ++c) {
+    Rng rng(9500 + c);
+    SCOPED_TRACE(seed_trace(rng.seed()));
+    Head h = dense_head(rng, NT_F32, 4, 300, 16, false);
+    h.x[0] = INFINITY;                  // row 0: scores +-inf
+    h.x[size_t(h.hidden + 3)] = NAN;    // row 1: every score NaN
+    h.w[5] = 1e30f;                     // token 0 overflows in rows 2, 3
+    h.x[size_t(2 * h.hidden)] = 1e20f;
+    h.x_bytes = encode(h.dtype, h.x);
+    h.w_bytes = encode(h.dtype, h.w);
+    const Params p = draw_params(rng, 4, 300, c * 2 + 1, c >= 2, false);
+    const std::vector<int64_t> fused = run_fused(h, {}, 0, p);
+    EXPECT_EQ(fused, run_two_step(head_scores(h), 4, 300, {}, 0, p));
+    EXPECT_EQ(fused[1], -1);
+  }
+}
+
+// ---- vocabulary-parallel -------------------------------------------------------
+
+struct ShardPlan {
+  std::vector<int64_t> cuts;  // shard r holds padded rows [cuts[r], cuts[r+1])
+};
+
+// Summaries of every shard for rows [m0, m1), K candidates (0: every row of the shard).
+std::vector<int64_t> shard_summaries(const Head& padded, const ShardPlan& plan, int64_t vocab,
+                                     int64_t m0, int64_t m1, const std::vector<int32_t>& mask,
+                                     int64_t words, const Params& p, int64_t K) {
+  const int shards = int(plan.cuts.size()) - 1;
+  int64_t width = K;
+  for (int r = 0; r < shards && K == 0; ++r) width = std::max(width, plan.cuts[size_t(r + 1)] - plan.cuts[size_t(r)]);
+  const int64_t S = NT_LM_HEAD_SUMMARY_WORDS + width, rows = m1 - m0;
+  std::vector<int64_t> all(size_t(shards * rows * S), kPoisonI64);
+  for (int r = 0; r < shards; ++r) {
+    const int64_t v0 = plan.cuts[size_t(r)], v1 = plan.cuts[size_t(r + 1)];
+    HeadArgs a = head_args(padded, v0, v1, m0, m1, mask, words, p, padded.bias);
+    nt_lm_head_shard sh{v0, vocab, m0, host(all.data() + r * rows * S, NT_I64, rows, S)};
+    size_t bytes = 0;
+    if (!padded.binary) {
+      EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&a.dense, &sh, &bytes), NT_OK) << nt_last_error();
+      std::vector<uint8_t> ws(bytes);
+      EXPECT_EQ(nt_lm_head_shard_dense(&a.dense, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+    } else {
+      EXPECT_EQ(nt_lm_head_shard_binary_workspace_size(&a.binary, &sh, &bytes), NT_OK) << nt_last_error();
+      std::vector<uint8_t> ws(bytes);
+      EXPECT_EQ(nt_lm_head_shard_binary(&a.binary, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+    }
+  }
+  return all;
+}
+
+std::vector<int64_t> combine(const std::vector<int64_t>& summaries, int shards, int64_t rows, int64_t vocab,
+                             int64_t m0, const Params& p) {
+  nt_lm_head_sample_combine_args c{};
+  const int64_t S = int64_t(summaries.size()) / (shards * rows);
+  c.summaries = host(summaries.data(), NT_I64, shards * rows, S);
+  c.shards = shards;
+  c.vocab_size = vocab;
+  c.first_row = m0;
+  HeadArgs shifted = head_args(Head{}, 0, 0, m0, m0 + rows, {}, 0, p, {});
+  c.sampling = shifted.dense.sampling;
+  std::vector<int64_t> tokens(size_t(rows), kPoisonI64);
+  c.tokens = host(tokens.data(), NT_I64, rows);
+  EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_OK) << nt_last_error();
+  return tokens;
+}
+
+// Sharded tokens: one gather of K candidates, then, per row that needs it, the
+// fallback with every token a candidate. Counts the fallback rows.
+std::vector<int64_t> sharded_tokens(const Head& padded, const ShardPlan& plan, int64_t vocab,
+                                    const std::vector<int32_t>& mask, int64_t words, const Params& p,
+                                    int64_t K, int* fallbacks) {
+  const int shards = int(plan.cuts.size()) - 1;
+  std::vector<int64_t> tokens =
+      combine(shard_summaries(padded, plan, vocab, 0, padded.rows, mask, words, p, K), shards, padded.rows, vocab, 0, p);
+  for (int64_t m = 0; m < padded.rows; ++m) {
+    if (tokens[size_t(m)] != NT_TOKEN_NEEDS_ALL_CANDIDATES) continue;
+    ++*fallbacks;
+    tokens[size_t(m)] =
+        combine(shard_summaries(padded, plan, vocab, m, m + 1, mask, words, p, 0), shards, 1, vocab, m, p)[0];
+    EXPECT_NE(tokens[size_t(m)], NT_TOKEN_NEEDS_ALL_CANDIDATES);
+  }
+  return tokens;
+}
+
+// The head padded to a multiple of 64 rows (junk rows past V), cut in R ragged shards.
+void check_sharded_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab, int shards, int combo,
+                        bool per_row, int64_t K, int* fallbacks, bool flat = false) {
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed) + " binary=" + std::to_string(binary) + " V=" + std::to_string(vocab) +
+               " R=" + std::to_string(shards) + " combo=" + std::to_string(combo) + " K=" + std::to_string(K));
+  const int64_t padded_vocab = (vocab + 63) / 64 * 64;
+  const int64_t hidden = binary ? 256 : 48;
+  Head h = binary ? binary_head(rng, rows, padded_vocab, hidden, 128, rng.coin())
+                  : dense_head(rng, rng.coin() ? NT_F32 : NT_BF16, rows, padded_vocab, hidden, rng.coin());
+  if (flat && !h.binary) {  // nearly equal scores: top-p alone keeps most of the row
+    for (auto& v : h.w) v = round_to(h.dtype, v * 0.01f);
+    h.w_bytes = encode(h.dtype, h.w);
+  }
+  ShardPlan plan;
+  plan.cuts.push_back(0);
+  // Non-empty shards (a weight has at least one row), each cut anywhere in its range.
+  for (int r = 1; r < shards; ++r)
+    plan.cuts.push_back(rng.integer(plan.cuts.back() + 1, padded_vocab - (shards - r)));
+  plan.cuts.push_back(padded_vocab);
+  int64_t words = 0;
+  const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+  const Params p = draw_params(rng, rows, vocab, combo, per_row, false);
+
+  // The single call over the real vocabulary (the padding rows are no tokens).
+  Head real = h;
+  real.vocab = vocab;
+  if (!real.bias.empty()) real.bias.resize(size_t(vocab));
+  const std::vector<int64_t> single = run_fused(real, mask, words, p);
+  const std::vector<int64_t> sharded = sharded_tokens(h, plan, vocab, mask, words, p, K, fallbacks);
+  const std::vector<float> scores = head_scores(real);
+  for (int64_t m = 0; m < rows; ++m) {
+    const RowSampleParams q = row_params(p, m);
+    // Top-p's mass over every token is summed per shard (docs/SEMANTICS.md):
+    // equal away from degenerate boundaries.
+    if (q.top_p < 1.0f && q.top_k == 0 && sharded[size_t(m)] != single[size_t(m)]) {
+      const std::vector<float> row = masked_row(scores, m, vocab, mask, words);
+      if (reference_sample_row(row.data(), vocab, q).degenerate) continue;
+    }
+    EXPECT_EQ(sharded[size_t(m)], single[size_t(m)]) << "row " << m << ": " << describe(q);
+  }
+}
+
+TEST(LmHeadSampleSharded, EqualsSingleCallEveryFilter) {
+  int fallbacks = 0;
+  for (int combo = 0; combo < 8; ++combo)
+    for (int shards : {2, 3, 4})
+      check_sharded_case(9600 + combo * 8 + shards, combo % 2 == 1 && shards == 3, 6, 2000 + 331 * combo + shards,
+                         shards, combo, combo == 5, combo == 6 ? 1 : 64, &fallbacks);
+}
+
+// The largest vocabulary of the issue, in 4 ragged shards.
+TEST(LmHeadSampleSharded, LargeVocabulary) {
+  int fallbacks = 0;
+  check_sharded_case(9640, false, 2, 248320 - 17, 4, 7, true, 64, &fallbacks);
+  check_sharded_case(9641, false, 2, 248320, 3, 2, false, 256, &fallbacks);
+}
+
+// Odd per-row parameters (T = +inf, NaN, 0; top_p <= 0; min_p > 1; top_k < 0)
+// and special scores (+-inf, NaN, an overflow at a small T): sharded = single.
+TEST(LmHeadSampleSharded, SpecialValues) {
+  for (int c = 0; c < 3; ++c) {
+    Rng rng(9660 + c);
+    SCOPED_TRACE(seed_trace(rng.seed()));
+    const int64_t rows = 8, vocab = 700, hidden = 16;
+    Head h = dense_head(rng, NT_F32, rows, vocab, hidden, false);
+    h.x[0] = INFINITY;                     // row 0: scores +-inf (and NaN where a weight is 0)
+    h.x[size_t(hidden + 2)] = NAN;         // row 1: every score NaN
+    h.x[size_t(2 * hidden)] = 1e30f;       // row 2: huge scores, +inf at a small T
+    h.x_bytes = encode(h.dtype, h.x);
+    Params p = draw_params(rng, rows, vocab, 7, true, false);
+    p.temperature = {1.0f, 0.8f, 1e-3f, INFINITY, NAN, 0.7f, 1.2f, 0.9f};
+    p.top_p[5] = -0.5f;   // keep the top token
+    p.min_p[6] = 3.0f;    // acts as 1
+    p.top_k[7] = -3;      // off
+    p.top_k[3] = 0;
+    p.top_p[3] = 1.0f;
+    p.min_p[3] = 0.0f;    // T = +inf, plain: every finite score counts 0
+    const std::vector<int64_t> single = run_fused(h, {}, 0, p);
+    EXPECT_EQ(single, run_two_step(head_scores(h), rows, vocab, {}, 0, p));
+    EXPECT_EQ(single[1], -1);
+    int fallbacks = 0;
+    for (int64_t K : {1, 16})
+      EXPECT_EQ(sharded_tokens(h, ShardPlan{{0, 123, 400, vocab}}, vocab, {}, 0, p, K, &fallbacks), single)
+          << "K=" << K;
+  }
+}
+
+// Tiny vocabularies: V = 1, V not a multiple of 32, most shards all padding.
+TEST(LmHeadSampleSharded, TinyVocabularies) {
+  int fallbacks = 0;
+  for (int64_t vocab : {1, 2, 33, 63})
+    for (int combo : {0, 2, 3, 5})
+      check_sharded_case(9650 + vocab * 8 + combo, vocab == 33, 5, vocab, vocab == 1 ? 2 : 4, combo,
+                         combo == 5, 2, &fallbacks);
+}
+
+TEST(LmHeadSampleSharded, FallbackOnFlatRows) {
+  int fallbacks = 0;
+  for (int c = 0; c < 4; ++c)
+    check_sharded_case(9700 + c, false, 4, 3000 + 17 * c, 2 + c % 3, 2 + 4 * (c % 2), false, 8, &fallbacks, true);
+  EXPECT_GT(fallbacks, 0) << "no row took the fallback";
+}
+
+// Candidates planted in one shard: a handful of tokens far above the rest.
+TEST(LmHeadSampleSharded, PlantedKeepSetInOneShard) {
+  int fallbacks = 0;
+  for (int c = 0; c < 4; ++c) {
+    Rng rng(9800 + c);
+    const int64_t rows = 3, vocab = 4000, hidden = 32;
+    Head h = dense_head(rng, NT_F32, rows, vocab, hidden, true);
+    const int64_t at = rng.integer(0, vocab - 8);
+    for (int64_t t = at; t < at + 5; ++t) h.bias[size_t(t)] = 12.0f + float(t - at) * 0.25f;
+    ShardPlan plan{{0, 1000, 2500, vocab}};
+    const Params p = draw_params(rng, rows, vocab, 1 + c, c % 2 == 1, false);
+    const std::vector<int64_t> single = run_fused(h, {}, 0, p);
+    const std::vector<int64_t> sharded = sharded_tokens(h, plan, vocab, {}, 0, p, 2, &fallbacks);
+    EXPECT_EQ(sharded, single) << seed_trace(rng.seed());
+  }
+}
+
+// ---- errors ------------------------------------------------------------------------
+
+TEST(LmHeadSample, ErrorsNameTheArgument) {
+  Rng rng(9900);
+  Head h = dense_head(rng, NT_F32, 2, 64, 8, false);
+  Params p = draw_params(rng, 2, 64, 1, false, false);
+  std::vector<int64_t> tokens(2, kPoisonI64);
+  auto expect = [&](nt_lm_head_sample_dense_args a, const char* arg) {
+    std::vector<uint8_t> ws(1 << 20);
+    EXPECT_EQ(nt_lm_head_sample_dense(&a, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT) << arg;
+    EXPECT_NE(std::string(nt_last_error()).find(std::string("'") + arg + "'"), std::string::npos)
+        << nt_last_error();
+    EXPECT_EQ(tokens, std::vector<int64_t>(2, kPoisonI64));
+  };
+  const HeadArgs base = head_args(h, 0, 64, 0, 2, {}, 0, p, {});
+  nt_lm_head_sample_dense_args a = base.dense;
+  a.tokens = host(tokens.data(), NT_I64, 2);
+  { auto b = a; b.tokens = host(tokens.data(), NT_I64, 1); expect(b, "tokens"); }
+  { auto b = a; b.sampling.temperature.scalar = -1.0f; expect(b, "temperature"); }
+  { auto b = a; b.sampling.top_p.scalar = 0.0f; expect(b, "top_p"); }
+  std::vector<int32_t> mask(3 * 2, -1);
+  { auto b = a; b.bitmask = host(mask.data(), NT_I32, 3, 2); expect(b, "bitmask"); }
+  { auto b = a; b.hidden.shape[1] = 7; expect(b, "hidden"); }
+  {  // a workspace one byte short
+    size_t bytes = 0;
+    ASSERT_EQ(nt_lm_head_sample_dense_workspace_size(&a, &bytes), NT_OK);
+    std::vector<uint8_t> ws(bytes);
+    EXPECT_EQ(nt_lm_head_sample_dense(&a, ws.data(), bytes - 1, nullptr), NT_ERROR_WORKSPACE);
+    EXPECT_EQ(tokens, std::vector<int64_t>(2, kPoisonI64));
+  }
+  // Binary: group_size; shards: summary width, vocab_start; combine: rows.
+  Head hb = binary_head(rng, 2, 64, 256, 128, false);
+  HeadArgs ab = head_args(hb, 0, 64, 0, 2, {}, 0, p, {});
+  ab.binary.tokens = host(tokens.data(), NT_I64, 2);
+  ab.binary.group_size = 96;
+  std::vector<uint8_t> ws(1 << 20);
+  EXPECT_EQ(nt_lm_head_sample_binary(&ab.binary, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(nt_last_error()).find("'group_size'"), std::string::npos);
+  std::vector<int64_t> summary(2 * NT_LM_HEAD_SUMMARY_WORDS, kPoisonI64);
+  nt_lm_head_shard sh{0, 64, 0, host(summary.data(), NT_I64, 2, NT_LM_HEAD_SUMMARY_WORDS)};
+  EXPECT_EQ(nt_lm_head_shard_dense(&a, &sh, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(nt_last_error()).find("'summary'"), std::string::npos);
+  std::vector<int64_t> summary2(2 * (NT_LM_HEAD_SUMMARY_WORDS + 4), kPoisonI64);
+  sh = nt_lm_head_shard{-1, 64, 0, host(summary2.data(), NT_I64, 2, NT_LM_HEAD_SUMMARY_WORDS + 4)};
+  EXPECT_EQ(nt_lm_head_shard_dense(&a, &sh, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(nt_last_error()).find("'vocab_start'"), std::string::npos);
+  EXPECT_EQ(summary2, std::vector<int64_t>(summary2.size(), kPoisonI64));
+  nt_lm_head_sample_combine_args c{};
+  c.summaries = host(summary2.data(), NT_I64, 2, NT_LM_HEAD_SUMMARY_WORDS + 4);
+  c.shards = 3;
+  c.vocab_size = 64;
+  c.sampling = a.sampling;
+  c.tokens = host(tokens.data(), NT_I64, 2);
+  EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(nt_last_error()).find("'summaries'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ntt
+
+namespace ntt {
+namespace {
+
+// M = 0: every entry point is a valid no-op with a zero workspace.
+TEST(LmHeadSample, EmptyBatchIsANoOp) {
+  Rng rng(9950);
+  Head h = dense_head(rng, NT_F32, 1, 50, 8, false);
+  const Params p = draw_params(rng, 1, 50, 3, false, false);
+  HeadArgs a = head_args(h, 0, 50, 0, 0, {}, 0, p, {});
+  int64_t token = kPoisonI64;
+  a.dense.tokens = host(&token, NT_I64, 0);
+  size_t bytes = 1;
+  ASSERT_EQ(nt_lm_head_sample_dense_workspace_size(&a.dense, &bytes), NT_OK) << nt_last_error();
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(nt_lm_head_sample_dense(&a.dense, nullptr, 0, nullptr), NT_OK) << nt_last_error();
+  int64_t word = kPoisonI64;
+  nt_lm_head_shard sh{0, 50, 0, host(&word, NT_I64, 0, NT_LM_HEAD_SUMMARY_WORDS + 4)};
+  EXPECT_EQ(nt_lm_head_shard_dense(&a.dense, &sh, nullptr, 0, nullptr), NT_OK) << nt_last_error();
+  nt_lm_head_sample_combine_args c{};
+  c.summaries = sh.summary;
+  c.shards = 2;
+  c.vocab_size = 50;
+  c.sampling = a.dense.sampling;
+  c.tokens = host(&token, NT_I64, 0);
+  EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_OK) << nt_last_error();
+  EXPECT_EQ(token, kPoisonI64);
+  EXPECT_EQ(word, kPoisonI64);
+}
+
+}  // namespace
+}  // namespace ntt
+
+namespace ntt {
+namespace {
+
+// Every device against the CPU's token (itself the two-step path's, above):
+// inputs, per-row parameters, bitmask, tokens and workspace on the device.
+class LmHeadSampleOnDevice : public DeviceTest {};
+
+TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
+  for (int c = 0; c < 6; ++c) {
+    Rng rng(9990 + c);
+    SCOPED_TRACE(seed_trace(rng.seed()));
+    const bool binary = c >= 4;
+    const int64_t rows = rng.integer(1, 6), vocab = rng.integer(1, 3000);
+    const nt_dtype dtypes[] = {NT_F32, NT_BF16, NT_F16};
+    Head h = binary ? binary_head(rng, rows, vocab, 256, c == 4 ? 128 : 64, rng.coin())
+                    : dense_head(rng, dtypes[c % 3], rows, vocab, rng.integer(1, 70), rng.coin());
+    int64_t words = 0;
+    const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+    const Params p = draw_params(rng, rows, vocab, int(rng.integer(0, 7)), c % 2 == 1, c == 3);
+    const std::vector<int64_t> expected = run_fused(h, mask, words, p);
+
+    TestDevice& d = dev();
+    HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
+    std::vector<std::unique_ptr<Buffer>> keep;
+    auto put = [&](const nt_tensor& t) -> nt_tensor {
+      if (t.data == nullptr) return t;
+      const size_t elt = dtype_bytes(t.dtype);
+      const int64_t n = t.ndim == 1 ? t.shape[0] : t.shape[0] * t.row_stride;
+      keep.push_back(std::make_unique<Buffer>(d, size_t(n) * elt));
+      keep.back()->upload(t.data, size_t(n) * elt);
+      return t.ndim == 1 ? keep.back()->vector(t.dtype, t.shape[0])
+                         : keep.back()->matrix(t.dtype, t.shape[0], t.shape[1], t.row_stride);
+    };
+    auto put_param = [&](const void* per_row, size_t elt) -> const void* {
+      if (per_row == nullptr) return nullptr;
+      keep.push_back(std::make_unique<Buffer>(d, size_t(rows) * elt));
+      keep.back()->upload(per_row, size_t(rows) * elt);
+      return keep.back()->handle();
+    };
+    nt_lm_head_sampling s = binary ? host_args.binary.sampling : host_args.dense.sampling;
+    s.temperature.per_row = put_param(s.temperature.per_row, 4);
+    s.top_k.per_row = put_param(s.top_k.per_row, 4);
+    s.top_p.per_row = put_param(s.top_p.per_row, 4);
+    s.min_p.per_row = put_param(s.min_p.per_row, 4);
+    s.seed.per_row = put_param(s.seed.per_row, 8);
+    s.offset.per_row = put_param(s.offset.per_row, 8);
+    std::vector<int64_t> poison(size_t(rows), kPoisonI64);
+    Buffer tokens(d, size_t(rows) * 8);
+    tokens.upload(poison.data(), size_t(rows) * 8);
+    size_t bytes = 0;
+    nt_status st;
+    std::unique_ptr<Buffer> ws;
+    if (!binary) {
+      nt_lm_head_sample_dense_args a = host_args.dense;
+      a.hidden = put(a.hidden);
+      a.weight = put(a.weight);
+      a.bias = put(a.bias);
+      a.bitmask = put(a.bitmask);
+      a.sampling = s;
+      a.tokens = tokens.vector(NT_I64, rows);
+      st = nt_lm_head_sample_dense_workspace_size(&a, &bytes);
+      if (st == NT_OK) {
+        if (bytes) ws = std::make_unique<Buffer>(d, bytes);
+        st = nt_lm_head_sample_dense(&a, ws ? ws->handle() : nullptr, bytes, d.stream());
+      }
+    } else {
+      nt_lm_head_sample_binary_args a = host_args.binary;
+      a.act_q = put(a.act_q);
+      a.act_scale = put(a.act_scale);
+      a.wq = put(a.wq);
+      a.wscale = put(a.wscale);
+      a.bias = put(a.bias);
+      a.bitmask = put(a.bitmask);
+      a.sampling = s;
+      a.tokens = tokens.vector(NT_I64, rows);
+      st = nt_lm_head_sample_binary_workspace_size(&a, &bytes);
+      if (st == NT_OK) {
+        if (bytes) ws = std::make_unique<Buffer>(d, bytes);
+        st = nt_lm_head_sample_binary(&a, ws ? ws->handle() : nullptr, bytes, d.stream());
+      }
+    }
+    if (st == NT_ERROR_UNSUPPORTED && d.type() == NT_DEVICE_CUDA)
+      GTEST_SKIP() << "not implemented on CUDA yet: " << nt_last_error();
+    ASSERT_EQ(st, NT_OK) << nt_last_error();
+    d.sync();
+    EXPECT_EQ(from_device<int64_t>(tokens, size_t(rows)), expected)
+        << (binary ? "binary" : "dense") << " M=" << rows << " V=" << vocab;
+  }
+}
+
+NTT_INSTANTIATE_ON_DEVICES(LmHeadSampleOnDevice);
+
+}  // namespace
+}  // namespace ntt

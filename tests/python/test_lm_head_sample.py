@@ -1,0 +1,277 @@
+"""lm_head_sample_dense / _binary (hidden -> token) and the vocabulary-parallel
+path. The head's own scores are written out by lm_head_topk_* with k = V (its
+values are the head's scores, bit for bit); the fused token must equal sample()
+after apply_token_bitmask on them. The sharded path runs every shard in this
+process through nexttok._sharded (numpy, no collective), and with torch
+installed through nexttok.distributed on 2 and 4 gloo processes."""
+import os
+
+import numpy as np
+import pytest
+
+import nexttok
+from nexttok import _sharded
+from nexttok import _nexttok as ext
+
+REQUIRE = {d.strip() for d in os.environ.get("NEXTTOK_TEST_REQUIRE", "").split(",") if d.strip()}
+
+
+def head_scores(values, indices, v):
+    scores = np.empty((values.shape[0], v), dtype=np.float32)
+    np.put_along_axis(scores, indices, values, axis=1)
+    return scores
+
+
+def dense_case(rng, m, v, h, bias):
+    hidden = rng.standard_normal((m, h)).astype(np.float32)
+    weight = (rng.standard_normal((v, h)) * 1.5 / np.sqrt(h)).astype(np.float32)
+    b = (rng.standard_normal(v) * 0.5).astype(np.float32) if bias else None
+    return hidden, weight, b
+
+
+def params_for(rng, m, v, combo, per_row):
+    """combo bits: 1 top-k, 2 top-p, 4 min-p."""
+    def one(n):
+        t = rng.uniform(0.5, 1.5, n).astype(np.float32)
+        k = rng.integers(2, min(v, 60) + 1, n).astype(np.int32) if combo & 1 else np.zeros(n, np.int32)
+        p = rng.uniform(0.3, 0.95, n).astype(np.float32) if combo & 2 else np.ones(n, np.float32)
+        mp = rng.uniform(0.01, 0.3, n).astype(np.float32) if combo & 4 else np.zeros(n, np.float32)
+        return t, k, p, mp
+    if per_row:
+        t, k, p, mp = one(m)
+        t[rng.random(m) < 0.15] = 0.0  # greedy rows among sampled ones
+        return dict(temperature=t, top_k=k, top_p=p, min_p=mp,
+                    seed=rng.integers(0, 2**63, m, dtype=np.uint64),
+                    offset=rng.integers(0, 2**40, m, dtype=np.uint64))
+    t, k, p, mp = one(1)
+    return dict(temperature=float(t[0]), top_k=int(k[0]), top_p=float(p[0]), min_p=float(mp[0]),
+                seed=int(rng.integers(0, 2**63)), offset=int(rng.integers(0, 2**40)))
+
+
+def random_mask(rng, m, v):
+    mask = rng.integers(-2**31, 2**31, size=(m, (v + 31) // 32), dtype=np.int64).astype(np.int32)
+    mask[rng.random(m) < 0.2] = 0  # fully masked rows: token -1
+    return mask
+
+
+@pytest.mark.parametrize("combo", range(8))
+@pytest.mark.parametrize("per_row", [False, True])
+def test_dense_equals_two_step(combo, per_row):
+    rng = np.random.default_rng(100 + combo * 2 + per_row)
+    m, v, h = 5, int(rng.integers(1, 2049)), 24
+    hidden, weight, bias = dense_case(rng, m, v, h, combo % 2 == 0)
+    mask = random_mask(rng, m, v) if combo % 3 else None
+    p = params_for(rng, m, v, combo, per_row)
+    tokens = nexttok.lm_head_sample_dense(hidden, weight, bias, mask, **p)
+    assert tokens.dtype == np.int64 and tokens.shape == (m,)
+    scores = head_scores(*nexttok.lm_head_topk_dense(hidden, weight, k=v, bias=bias), v)
+    if mask is not None:
+        nexttok.apply_token_bitmask(scores, mask)
+    np.testing.assert_array_equal(tokens, nexttok.sample(scores, **p))
+    if mask is not None:
+        assert all(tokens[mask.any(axis=1) == 0] == -1)
+
+
+@pytest.mark.parametrize("combo", [0, 3, 6])
+def test_binary_equals_two_step(combo):
+    rng = np.random.default_rng(200 + combo)
+    m, v, h, g = 3, 777, 256, 128
+    x = rng.standard_normal((m, h)).astype(np.float32)
+    act_q, act_scale = nexttok.quantize_activations(x)
+    wq = nexttok.pack_weights(np.where(rng.random((v, h)) < 0.5, 1, -1).astype(np.int8))
+    wscale = rng.uniform(0.5, 1.5, (v, h // g)).astype(np.float16)
+    mask = random_mask(rng, m, v)
+    p = params_for(rng, m, v, combo, combo == 3)
+    tokens = nexttok.lm_head_sample_binary(act_q, act_scale, wq, wscale, None, g, mask, **p)
+    values, indices = nexttok.lm_head_topk_binary(act_q, act_scale, wq, wscale, None, g, k=v)
+    scores = nexttok.apply_token_bitmask(head_scores(values, indices, v), mask)
+    np.testing.assert_array_equal(tokens, nexttok.sample(scores, **p))
+
+
+def test_errors_name_the_argument():
+    hidden, weight, _ = dense_case(np.random.default_rng(3), 2, 64, 8, False)
+    with pytest.raises(ValueError, match="'temperature'"):
+        nexttok.lm_head_sample_dense(hidden, weight, temperature=-1.0)
+    with pytest.raises(ValueError, match="'bitmask'"):
+        nexttok.lm_head_sample_dense(hidden, weight, bitmask=np.zeros((3, 2), np.int32))
+    with pytest.raises(ValueError, match="'hidden'"):
+        nexttok.lm_head_sample_dense(hidden[:, :7].copy(), weight)
+
+
+# ---- vocabulary-parallel, every shard in this process ------------------------------
+
+def shard_cuts(rng, padded, shards):
+    cuts = np.sort(rng.choice(np.arange(1, padded), shards - 1, replace=False))  # non-empty shards
+    return [0, *map(int, cuts), padded]
+
+
+def sharded_numpy(hidden, weight, bias, mask, vocab, cuts, p, k):
+    """Every rank of the cut head in this process: summarize returns each shard's
+    summaries, gather stacks them by rank."""
+    shards = len(cuts) - 1
+
+    def launch(r, m, first_row, out, rp):
+        ext.lm_head_sample_dense(
+            hidden[m], weight[cuts[r]:cuts[r + 1]],
+            None if bias is None else bias[cuts[r]:cuts[r + 1]],
+            None if mask is None else mask[m], None, out, cuts[r], vocab, first_row,
+            *(rp[n] for n in _sharded.PARAMS), False, 0, None)
+
+    def summarize(which, k):
+        out = []
+        for r in range(shards):
+            n = hidden.shape[0] if which is None else len(which)
+            summary = np.empty((n, _sharded.SUMMARY_WORDS + k), dtype=np.int64)
+            if which is None:
+                launch(r, slice(None), 0, summary, p)
+            else:
+                for i, m in enumerate(which):
+                    launch(r, slice(m, m + 1), m, summary[i:i + 1], _sharded.row_params(p, m))
+            out.append(summary)
+        return out
+
+    def gather(summaries):
+        return np.concatenate(summaries), shards
+
+    return _sharded.resolve(hidden.shape[0], vocab, _sharded.candidates(k, p["top_k"], vocab), p,
+                            p, False, summarize, gather, lambda n: np.empty(n, np.int64))
+
+
+@pytest.mark.parametrize("combo", range(8))
+@pytest.mark.parametrize("shards", [2, 4])
+def test_sharded_equals_single_call(combo, shards):
+    rng = np.random.default_rng(300 + combo * 8 + shards)
+    m, vocab, h = 4, int(rng.integers(500, 3000)), 16
+    padded = (vocab + 63) // 64 * 64
+    hidden, weight, bias = dense_case(rng, m, padded, h, combo % 2 == 1)
+    if combo >= 6:
+        weight *= np.float32(0.01)  # flat rows: top-p alone passes the candidates
+    mask = random_mask(rng, m, vocab) if combo % 3 == 1 else None
+    p = params_for(rng, m, vocab, combo, combo == 5)
+    single = nexttok.lm_head_sample_dense(hidden, weight[:vocab].copy(),
+                                          None if bias is None else bias[:vocab].copy(), mask, **p)
+    tokens = sharded_numpy(hidden, weight, bias, mask, vocab, shard_cuts(rng, padded, shards), p,
+                           k=8 if combo >= 6 else 64)
+    np.testing.assert_array_equal(tokens, single)
+
+
+def test_fallback_is_taken():
+    rng = np.random.default_rng(400)
+    vocab = 2000
+    hidden, weight, _ = dense_case(rng, 3, vocab, 16, False)
+    weight *= np.float32(0.01)
+    p = dict(temperature=1.0, top_k=0, top_p=0.9, min_p=0.0, seed=5, offset=7)
+    cuts = [0, 700, 1300, vocab]
+    summaries = []
+    for r in range(3):
+        s = np.empty((3, _sharded.SUMMARY_WORDS + 4), np.int64)
+        ext.lm_head_sample_dense(hidden, weight[cuts[r]:cuts[r + 1]], None, None, None, s, cuts[r],
+                                 vocab, 0, *(p[n] for n in _sharded.PARAMS), False, 0, None)
+        summaries.append(s)
+    first = np.empty(3, np.int64)
+    ext.lm_head_sample_combine(np.concatenate(summaries), 3, vocab, 0, first,
+                               *(p[n] for n in _sharded.PARAMS), False)
+    assert all(first == _sharded.NEEDS_ALL)
+    single = nexttok.lm_head_sample_dense(hidden, weight, **p)
+    np.testing.assert_array_equal(sharded_numpy(hidden, weight, None, None, vocab, cuts, p, 4),
+                                  single)
+
+
+# ---- torch.distributed (gloo) --------------------------------------------------------
+
+def _torch_or_skip():
+    try:
+        import torch  # noqa: F401
+        import torch.distributed as dist
+    except ImportError:
+        if "torch" in REQUIRE:
+            pytest.fail("NEXTTOK_TEST_REQUIRE=torch but torch is not installed")
+        pytest.skip("torch is not installed (the gloo tests run where it is)")
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed without gloo")
+
+
+def _gloo_worker(rank, world, port, seed, result_dir):
+    import torch
+    import torch.distributed as dist
+
+    import nexttok.distributed as ntd
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    try:
+        rng = np.random.default_rng(seed)
+        m, vocab, h = 6, int(rng.integers(1000, 3000)), 16
+        padded = (vocab + 63) // 64 * 64
+        hidden, weight, bias = dense_case(rng, m, padded, h, True)
+        weight[:, :] *= np.float32(0.05)  # flat enough for some fallback rows
+        mask = random_mask(rng, m, vocab)
+        per = padded // world  # vLLM-style even shards of the padded vocabulary, last one ragged
+        cuts = [min(padded, r * (per + 1)) for r in range(world)] + [padded]
+        p = params_for(rng, m, vocab, 7, True)
+        p["top_k"][:3] = 0  # top-p / min-p alone on some rows
+        # torch takes the u64 seeds and offsets as int64 of the same bits
+        tp = {n: (torch.from_numpy(v.view(np.int64) if v.dtype == np.uint64 else v)
+                  if isinstance(v, np.ndarray) else v) for n, v in p.items()}
+        lo, hi = cuts[rank], cuts[rank + 1]
+        tokens = ntd.lm_head_sample(
+            torch.from_numpy(hidden), torch.from_numpy(weight[lo:hi].copy()),
+            torch.from_numpy(bias[lo:hi].copy()), torch.from_numpy(mask), **tp,
+            vocab_start=lo, vocab_size=vocab, candidates=8)
+        single = nexttok.lm_head_sample_dense(hidden, weight[:vocab].copy(), bias[:vocab].copy(),
+                                              mask, **p)
+        # The binary head, sharded the same way.
+        act_q, act_scale = nexttok.quantize_activations(rng.standard_normal((m, 256)).astype(np.float32))
+        wq = nexttok.pack_weights(np.where(rng.random((padded, 256)) < 0.5, 1, -1).astype(np.int8))
+        wscale = rng.uniform(0.5, 1.5, (padded, 2)).astype(np.float16)
+        btokens = ntd.lm_head_sample_binary(
+            torch.from_numpy(act_q), torch.from_numpy(act_scale), torch.from_numpy(wq[lo:hi].copy()),
+            torch.from_numpy(wscale[lo:hi].copy()), None, 128, torch.from_numpy(mask), **tp,
+            vocab_start=lo, vocab_size=vocab, candidates=8)
+        bsingle = nexttok.lm_head_sample_binary(act_q, act_scale, wq[:vocab].copy(),
+                                                wscale[:vocab].copy(), None, 128, mask, **p)
+        np.save(os.path.join(result_dir, f"rank{rank}.npy"),
+                np.stack([tokens.numpy(), single, btokens.numpy(), bsingle]))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_gloo_every_rank_gets_the_single_call_token(world, tmp_path):
+    _torch_or_skip()
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_gloo_worker, args=(world, port, 500 + world, str(tmp_path)), nprocs=world, join=True)
+    results = [np.load(tmp_path / f"rank{r}.npy") for r in range(world)]
+    for r in results:  # every rank: the single call's tokens
+        np.testing.assert_array_equal(r[0], results[0][1])
+        np.testing.assert_array_equal(r[2], results[0][3])
+
+
+# ---- torch ops ------------------------------------------------------------------------
+
+def test_torch_op_eager_and_compiled(torch):
+    rng = np.random.default_rng(600)
+    m, v, h = 4, 300, 24
+    hidden, weight, bias = dense_case(rng, m, v, h, True)
+    mask = random_mask(rng, m, v)
+    p = params_for(rng, m, v, 7, False)
+    expected = nexttok.lm_head_sample_dense(hidden, weight, bias, mask, **p)
+    th, tw, tb, tm = map(torch.from_numpy, (hidden, weight, bias, mask))
+    tokens = nexttok.lm_head_sample_dense(th, tw, tb, tm, **p)
+    assert tokens.dtype == torch.int64
+    np.testing.assert_array_equal(tokens.numpy(), expected)
+
+    def step(h_, w_, b_, m_, t_):  # per-row temperatures in a tensor: the op's schema path
+        return nexttok.lm_head_sample_dense(h_, w_, b_, m_, temperature=t_, top_k=p["top_k"],
+                                            top_p=p["top_p"], min_p=p["min_p"], seed=p["seed"],
+                                            offset=p["offset"])
+
+    temps = torch.full((m,), p["temperature"], dtype=torch.float32)
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    np.testing.assert_array_equal(compiled(th, tw, tb, tm, temps).numpy(), expected)
