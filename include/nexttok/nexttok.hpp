@@ -375,6 +375,8 @@ inline void verify_tree(const nt_verify_tree_args& a, void* workspace, size_t wo
 inline void verify_tree(const nt_verify_tree_args& a) {
   detail::run_with_host_workspace(a, a.target_logits.device, "verify_tree",
                                   nt_verify_tree_workspace_size, nt_verify_tree);
+}
+
 // ---- hidden -> token (LM head and sampling in one op) ----------------------------
 // The sampling parameters of SampleParams (its uniform is not used: the fused ops
 // draw by Gumbel-max only).
