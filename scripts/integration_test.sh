@@ -7,8 +7,10 @@
 # about 5.6 GB and two minutes on a clean machine, seconds once installed), so the
 # rest of the Python suite keeps its own environment. nexttok itself is the
 # CPU-only build of scripts/python_test.sh in ${PY_SITE:-build-python/site}, built
-# here when it is missing. Under CI=true a package that does not import fails the
-# tests instead of skipping them. Extra args go to pytest.
+# here when it is missing. The torch-dependent tests of tests/python (torch ops and
+# their fakes, the vocabulary-parallel head over 2 and 4 gloo processes) run here
+# too, in the same environment. Under CI=true a package that does not import
+# fails the tests instead of skipping them. Extra args go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 site="${PY_SITE:-build-python/site}"
@@ -27,7 +29,8 @@ if ! ls "$site"/nexttok/_nexttok*.so >/dev/null 2>&1; then
 fi
 
 if [ "${CI:-}" = "true" ]; then
-  export NEXTTOK_TEST_REQUIRE="${NEXTTOK_TEST_REQUIRE:+$NEXTTOK_TEST_REQUIRE,}integration"
+  export NEXTTOK_TEST_REQUIRE="${NEXTTOK_TEST_REQUIRE:+$NEXTTOK_TEST_REQUIRE,}integration,torch"
 fi
 PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/integration "$@"
+  tests/integration tests/python/test_torch.py tests/python/test_lm_head_sample.py \
+  tests/python/test_sample_logprobs.py tests/python/test_verify.py "$@"

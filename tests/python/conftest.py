@@ -1,6 +1,7 @@
-"""Devices for the torch tests. torch missing: its tests skip. CUDA missing:
-the CUDA cases skip, unless NEXTTOK_TEST_REQUIRE names cuda (GPU runners),
-where they fail. `import nexttok` is never skipped: a package that does not
+"""Devices for the torch tests. torch missing: its tests skip, unless
+NEXTTOK_TEST_REQUIRE names torch (scripts/integration_test.sh under CI), where
+they fail. CUDA missing: the CUDA cases skip, unless NEXTTOK_TEST_REQUIRE names
+cuda (GPU runners), where they fail. `import nexttok` is never skipped: a package that does not
 build or import fails the run."""
 import os
 
@@ -13,6 +14,8 @@ def torch_devices():
     try:
         import torch
     except ImportError:
+        if "torch" in REQUIRE:
+            raise
         return []
     devices = ["cpu"]
     if "cuda" in REQUIRE or torch.cuda.is_available():
@@ -20,9 +23,17 @@ def torch_devices():
     return devices
 
 
+def import_torch():
+    """torch, or a skip (a failure where NEXTTOK_TEST_REQUIRE names torch)."""
+    if "torch" in REQUIRE:
+        import torch
+        return torch
+    return pytest.importorskip("torch")
+
+
 @pytest.fixture
 def torch():
-    return pytest.importorskip("torch")
+    return import_torch()
 
 
 def require_device(device):

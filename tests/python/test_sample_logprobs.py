@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import nexttok
+from conftest import import_torch
 import reference as ref
 
 RNG = np.random.default_rng(4321)
@@ -93,7 +94,7 @@ def test_logprobs_mode_errors():
 
 
 def test_torch_op_and_fake():
-    torch = pytest.importorskip("torch")
+    torch = import_torch()
     logits = torch.from_numpy(non_degenerate_rows(3, 200, dict(temperature=0.9, top_k=30)))
     tokens, ids, values, ranks = nexttok.sample(logits, temperature=0.9, top_k=30, seed=5,
                                                 logprobs=4, logprobs_mode="processed")

@@ -8,9 +8,9 @@ import pytest
 
 import nexttok
 import reference as ref
-from conftest import require_device, torch_devices
+from conftest import import_torch, require_device, torch_devices
 
-torch = pytest.importorskip("torch")
+torch = import_torch()
 DEVICES = torch_devices()
 
 
