@@ -59,6 +59,17 @@ __device__ __forceinline__ T warp_sum(T v) {
   return v;
 }
 
+// Inclusive prefix sum over the warp's lanes, added in lane order.
+template <class T>
+__device__ __forceinline__ T warp_inclusive_sum(T v) {
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const T w = __shfl_up_sync(kFullMask, v, o);
+    if (lane_index() >= u32(o)) v += w;
+  }
+  return v;
+}
+
 // Every lane of the warp calls this; lanes with `take` get distinct slots.
 __device__ __forceinline__ u32 warp_append(bool take, u32* counter) {
   const u32 m = __ballot_sync(kFullMask, take);
@@ -203,12 +214,7 @@ __device__ __forceinline__ void choose_bucket_by_count(SelectScratch& s, u32 k) 
     c[j] = s.hist[255 - 8 * lane - j];
     sum += c[j];
   }
-  u32 incl = sum;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const u32 v = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= u32(o)) incl += v;
-  }
+  const u32 incl = warp_inclusive_sum(sum);
   u32 run = incl - sum;
   if (run < k && k <= incl) {
 #pragma unroll

@@ -80,8 +80,7 @@ __global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
   for (int g = col0 / p.group + warp; g < col_end / p.group; g += blockDim.x >> 5) {
     int32_t sum = 0;
     for (int j = lane; j < p.group; j += 32) sum += src[g * p.group + j];
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+    sum = warp_sum(sum);
     if (lane == 0) p.seed[int64_t(g) * kPassRows + r] = kMagicBits - 64 * sum;
   }
 }
@@ -518,18 +517,10 @@ void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   check_launch(kOp);
 
   BinaryParams p{};
-  p.wq = static_cast<const uint32_t*>(a.wq.data);
-  p.wq_stride = a.wq.shape[0] > 1 ? a.wq.row_stride : 0;
-  p.wscale = static_cast<const uint16_t*>(a.wscale.data);
-  p.wscale_stride = a.wscale.shape[0] > 1 ? a.wscale.row_stride : 0;
+  static_cast<BinaryOperands&>(p) = operands(a, pass);
   p.act_perm = prep.act_perm;
   p.padded_cols = prep.padded_cols;
   p.seed = prep.seed;
-  p.act_scale = pass.act_scale;
-  p.cols = prep.cols;
-  p.vocab = static_cast<int>(a.wq.shape[0]);
-  p.rows = pass.rows;
-  p.group = a.group_size;
   p.rows_per_cta = c.plan.topk.rows_per_cta;
   p.wq_copy = static_cast<int>(std::min<int64_t>(16, row_alignment(a.wq)));
   p.sign_flip = 0xC0C0C0C0u;
