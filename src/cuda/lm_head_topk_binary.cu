@@ -4,25 +4,13 @@
 // and selected in one pass over the packed weights (cuda/topk_cta.cuh and
 // cuda/topk_merge.cuh for the top-k; the [M,V] scores stay in registers).
 //
-// One kernel per regime (choose() below), all computing the same integers D
-// and the same fp32 scores:
-// - calls of 1 or 2 rows (decode), sm_80+, G = 128 or 256, 16-byte aligned
-//   sign rows, scale rows in whole 4-byte pieces: binary_rows_kernel (bit
-//   planes on 1-bit MMAs, lm_head_binary_rows.cuh), its stages filled by bulk
-//   tensor copies on sm_90 where the scale rows are 16-byte multiples and
-//   H % 1,024 == 0, by cp.async pieces otherwise;
-// - other calls in passes of up to 64 rows, on sm_90 with the sm_90a build,
-//   G = 128 or 256, H % 512 == 0, 16-byte aligned sign and scale rows, scale
-//   rows 16-byte multiples of at most 256 halves: binary_wgmma_bulk_kernel
-//   (one int8 warpgroup MMA per m64 block for all token rows of the pass,
-//   stages filled by bulk tensor copies, lm_head_binary_wgmma.cuh);
-// - otherwise on sm_80+ with 4-byte aligned sign and scale rows, in passes of
-//   up to 64 rows (fewer where shared memory is short): binary_mma_kernel
-//   (int8 warp MMAs on cp.async stages, lm_head_binary_pass.cuh);
-// - anything else: binary_generic_kernel (dp4a on 0/1 sign bytes), with the
-//   same top-k.
-// Before each pass of the two pass kernels, binary_prep_kernel permutes the
-// activations into the K order the pass kernel's MMAs read
+// One kernel per regime (choose() below; docs/SEMANTICS.md, "Kernel
+// choice"), all computing the same integers D and the same fp32 scores:
+// binary_rows_kernel for decode calls (lm_head_binary_rows.cuh),
+// binary_wgmma_bulk_kernel (lm_head_binary_wgmma.cuh) or binary_mma_kernel
+// (lm_head_binary_pass.cuh) for passes of up to 64 rows, binary_generic_kernel
+// otherwise. Before each pass of the two pass kernels, binary_prep_kernel
+// permutes the activations into the K order their MMAs read
 // (lm_head_binary.cuh); binary_mma_kernel's also get accumulator seeds.
 
 #include <cuda_fp16.h>

@@ -5,16 +5,9 @@
 // Token rows go in passes of up to 64, each pass one scoring kernel and the
 // merge.
 //
-// One kernel per regime (choose() below):
-// - sm_90, bf16/f16, H % 8 == 0, 16-byte aligned rows of weights and hidden
-//   states: dense_staged_kernel (cuda/lm_head_dense_staged.cuh), the weights
-//   streamed through shared memory by bulk tensor copies (wgmma in the sm_90a
-//   build), for every M;
-// - sm_80+ otherwise, bf16/f16, H % 8 == 0, 16-byte aligned weight rows and
-//   4-byte aligned hidden rows: dense_mma_kernel, the weights straight to
-//   registers;
-// - anything else (f32, other H or alignments, older devices):
-//   dense_generic_kernel, a plain fp32 FFMA tile kernel with the same top-k.
+// One kernel per regime (choose() below; docs/SEMANTICS.md, "Kernel
+// choice"): dense_staged_kernel (cuda/lm_head_dense_staged.cuh) on sm_90,
+// dense_mma_kernel on sm_80+, dense_generic_kernel (fp32 FFMA) otherwise.
 //
 // dense_mma_kernel: a persistent grid, one CTA per SM, each CTA owning a
 // contiguous vocabulary range walked in tiles of 256 rows (8 warps x 32 rows)
@@ -233,13 +226,6 @@ __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
 constexpr int kGenericTileRows = 64;
 constexpr int kGenericK = 32;
 
-template <nt_dtype kType>
-__device__ __forceinline__ float load_widened(const void* base, int64_t i) {
-  if (kType == NT_F32) return static_cast<const float*>(base)[i];
-  if (kType == NT_BF16) return nt_bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
-  return nt_f16_to_f32(static_cast<const uint16_t*>(base)[i]);
-}
-
 // 64 vocabulary rows x up to 64 token rows per tile, each thread a 4 x 4
 // block of scores accumulated with fmaf in increasing h.
 template <nt_dtype kType>
@@ -261,10 +247,10 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(DenseOperands p
         const int r = e / kGenericK, c = e % kGenericK;
         const int row = tile_row0 + r, col = k0 + c;
         w_tile[r][c] = row < row_end && col < p.cols
-                           ? load_widened<kType>(p.weight, int64_t(row) * p.weight_stride + col)
+                           ? widen(p.weight, kType, int64_t(row) * p.weight_stride + col)
                            : 0.0f;
         x_tile[r][c] = r < p.rows && col < p.cols
-                           ? load_widened<kType>(p.hidden, int64_t(r) * p.hidden_stride + col)
+                           ? widen(p.hidden, kType, int64_t(r) * p.hidden_stride + col)
                            : 0.0f;
       }
       __syncthreads();
