@@ -245,7 +245,15 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     if (k0 < a.splits) r0 = rec[k0];
     if (k1 < a.splits) r1 = rec[k1];
     // Chunk offsets in chunk order: lanes' first chunks, then their second ones.
-    const u32 i0 = warp_inclusive_sum(r0.n_cand), i1 = warp_inclusive_sum(r1.n_cand);
+    u32 i0 = r0.n_cand, i1 = r1.n_cand;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {  // both sums in one chain of shuffles
+      const u32 v0 = __shfl_up_sync(kFullMask, i0, o), v1 = __shfl_up_sync(kFullMask, i1, o);
+      if (lane >= o) {
+        i0 += v0;
+        i1 += v1;
+      }
+    }
     const u32 total0 = __shfl_sync(kFullMask, i0, 31), total1 = __shfl_sync(kFullMask, i1, 31);
     info.offset[k0] = i0 - r0.n_cand;
     info.offset[k1] = total0 + i1 - r1.n_cand;
