@@ -41,10 +41,7 @@ constexpr const char* kOp = "lm_head_topk_binary";
 
 // ---- prep: permuted activations and accumulator seeds ---------------------------
 
-struct PrepParams {
-  const int8_t* act_q;
-  int64_t act_stride;
-  int cols, group, rows;
+struct PrepParams : BinaryOperands {  // the pass's activations
   int8_t* act_perm;  // [rows][padded_cols]
   int64_t padded_cols;
   int32_t* seed;  // [groups][kPassRows]; null: no seeds (binary_wgmma_bulk_kernel)
@@ -491,11 +488,7 @@ void launch_wgmma_bulk(const Call& c, const BinaryParams& p) {
 void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   const nt_lm_head_binary_args& a = c.a;
   PrepParams prep{};
-  prep.act_q = pass.act_q;
-  prep.act_stride = pass.act_stride;
-  prep.cols = static_cast<int>(a.act_q.shape[1]);
-  prep.group = a.group_size;
-  prep.rows = pass.rows;
+  static_cast<BinaryOperands&>(prep) = operands(a, pass);
   prep.act_perm = reinterpret_cast<int8_t*>(c.ws + c.plan.act.act_offset);
   prep.padded_cols = c.plan.act.padded_cols;
   prep.seed = bulk ? nullptr : reinterpret_cast<int32_t*>(c.ws + c.plan.act.seed_offset);
@@ -505,7 +498,7 @@ void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   check_launch(kOp);
 
   BinaryParams p{};
-  static_cast<BinaryOperands&>(p) = operands(a, pass);
+  static_cast<BinaryOperands&>(p) = prep;
   p.act_perm = prep.act_perm;
   p.padded_cols = prep.padded_cols;
   p.seed = prep.seed;

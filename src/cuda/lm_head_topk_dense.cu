@@ -305,19 +305,16 @@ int staged_stages(const DeviceLimits& dev, int rows) {
   return std::min(kStagedMaxStages, (dev.max_smem_optin - fixed) / staged_stage_bytes(tiles));
 }
 
-// Whether the staged kernel's code on `device` is sm_90 code (a build
-// without it runs older PTX, which has no bulk copies).
-bool staged_kernel_built(int device) {
-  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), device);
-}
-
 DenseKernel choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
   const int64_t hidden_align = row_alignment(a.hidden);
   const bool mma = dev.cc_major >= 8 && a.weight.dtype != NT_F32 && a.weight.shape[1] % 8 == 0 &&
                    row_alignment(a.weight) >= 16 && hidden_align >= 4 && mma_pass_rows(dev) >= 8;
   if (!mma) return DenseKernel::kGeneric;
-  const bool staged = dev.cc_major >= 9 && hidden_align >= 16 && staged_stages(dev, kPassRows) >= 2 &&
-                      staged_kernel_built(a.weight.device_id) && tensor_map_encoder() != nullptr;
+  // The staged kernel's code must be sm_90 code (older PTX has no bulk copies).
+  const bool staged =
+      dev.cc_major >= 9 && hidden_align >= 16 && staged_stages(dev, kPassRows) >= 2 &&
+      kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), a.weight.device_id) &&
+      tensor_map_encoder() != nullptr;
   return staged ? DenseKernel::kStaged : DenseKernel::kMma;
 }
 
