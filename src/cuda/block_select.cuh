@@ -214,7 +214,12 @@ __device__ __forceinline__ void choose_bucket_by_count(SelectScratch& s, u32 k) 
     c[j] = s.hist[255 - 8 * lane - j];
     sum += c[j];
   }
-  const u32 incl = warp_inclusive_sum(sum);
+  u32 incl = sum;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u32 v = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= u32(o)) incl += v;
+  }
   u32 run = incl - sum;
   if (run < k && k <= incl) {
 #pragma unroll

@@ -275,7 +275,12 @@ __device__ __noinline__ uint64_t warp_rth_largest(const Rank* buf, int count, in
   }
   uint64_t best = 0;
   for (int k = 0; k < r; ++k) {
-    best = warp_max(top[0]);
+    best = top[0];
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+      const uint64_t o = __shfl_xor_sync(0xffffffffu, best, d);
+      best = o > best ? o : best;
+    }
     if (top[0] == best && best != 0) {  // ranks are distinct: one lane
 #pragma unroll
       for (int j = 0; j < R - 1; ++j) top[j] = top[j + 1];
@@ -296,8 +301,13 @@ __device__ __noinline__ Rank warp_compact_ranks(Rank* buf, int count, int k, uin
     const uint64_t v = uint64_t(buf[i]);
     if (v >= t) min_kept = v < min_kept ? v : min_kept;
   }
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    const uint64_t o = __shfl_xor_sync(0xffffffffu, min_kept, d);
+    min_kept = o < min_kept ? o : min_kept;
+  }
   warp_keep_at_or_above(buf, count, t);
-  return Rank(warp_min(min_kept));
+  return Rank(min_kept);
 }
 
 // The per-CTA state of a scoring kernel; every method but offer() is called
