@@ -17,11 +17,8 @@ namespace {
 // Vocabulary block of one work item: a multiple of 32, so that blocks never
 // share a mask word.
 constexpr int64_t kMaskBlock = 16384;
-// Logits bytes a task must have before the pool is woken for it. Waking a
-// worker and waiting for it took 5 us (the other core busy) to 45 us (both
-// idle) on a 2-core VM, while one core masks a 128K-vocabulary f32 row (512 KB)
-// in about 15 us out of cache: two threads lost up to B = 8 such rows and won
-// under 10% at B = 64, where one core already moves ~70 GB/s.
+// Logits bytes a task must have before the pool is woken for it: waking a
+// worker costs more than one core takes to mask a 128K-vocabulary row.
 constexpr int64_t kMinTaskBytes = int64_t(4) << 20;
 // Rows marked per pass over `indices`: an 8 KB bitset on the stack.
 constexpr int64_t kRowWindow = int64_t(1) << 16;

@@ -209,11 +209,7 @@ void CpuBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* work
                for (int64_t m = 0; m < rows; ++m) topk.at(part, m).finish();
              });
 
-  parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
-    for (int64_t m = begin; m < end; ++m)
-      topk.write_row(m, static_cast<float*>(a.values.data) + m * a.values.row_stride,
-                     static_cast<int64_t*>(a.indices.data) + m * a.indices.row_stride);
-  });
+  topk.write(a.values, a.indices);
 }
 
 }  // namespace nt::cpu

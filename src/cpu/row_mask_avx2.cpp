@@ -48,22 +48,18 @@ void mask_row_avx2_impl(void* row, nt_dtype dtype, const uint32_t* mask, int64_t
   // Whole words; the row's last partial word goes to the portable kernel.
   const int64_t full_end = t0 + (t1 - t0) / 32 * 32;
   const int64_t masked_end = full_end < 32 * words ? full_end : 32 * words;
-  int64_t t = t0;
+  // store(t, off): word t / 32's tokens with bits set in `off` become -inf.
+  auto words_of = [&](auto&& store) {
+    int64_t t = t0;
+    for (; t < masked_end; t += 32)
+      if (mask[t / 32] != 0xFFFFFFFFu) store(t, ~mask[t / 32]);
+    for (; t < full_end; t += 32) store(t, 0xFFFFFFFFu);
+  };
   if (dtype == NT_F32) {
-    float* x = static_cast<float*>(row);
-    for (; t < masked_end; t += 32) {
-      const uint32_t allowed = mask[t / 32];
-      if (allowed != 0xFFFFFFFFu) store_word_f32(x + t, ~allowed);
-    }
-    for (; t < full_end; t += 32) store_word_f32(x + t, 0xFFFFFFFFu);
+    words_of([&](int64_t t, uint32_t off) { store_word_f32(static_cast<float*>(row) + t, off); });
   } else {
-    uint16_t* x = static_cast<uint16_t*>(row);
     const __m256i neg_inf = _mm256_set1_epi16(short(dtype == NT_F16 ? NT_F16_NEG_INF : NT_BF16_NEG_INF));
-    for (; t < masked_end; t += 32) {
-      const uint32_t allowed = mask[t / 32];
-      if (allowed != 0xFFFFFFFFu) store_word_16(x + t, ~allowed, neg_inf);
-    }
-    for (; t < full_end; t += 32) store_word_16(x + t, 0xFFFFFFFFu, neg_inf);
+    words_of([&](int64_t t, uint32_t off) { store_word_16(static_cast<uint16_t*>(row) + t, off, neg_inf); });
   }
   if (full_end < t1) mask_row_portable(row, dtype, mask, words, full_end, t1);
 }

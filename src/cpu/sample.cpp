@@ -1,6 +1,7 @@
 // CPU sampling entry points: parameters, workspace, and the two ways of
 // running rows (cpu/sample_row.h): one row per thread when there are at least
-// as many rows as threads, otherwise every pass split over (row, chunk) items.
+// as many rows as threads, otherwise every pass split over (row, chunk) items
+// of all rows.
 #include <algorithm>
 #include <cstdint>
 #include <new>
@@ -76,28 +77,10 @@ void write_token(const SampleCall& call, int64_t r, int64_t token) {
   else static_cast<int64_t*>(call.args.tokens.data)[r] = token;
 }
 
-void run_row(RowJob& j) {
-  stage_start(j);
-  for (int64_t c = 0; c < j.n_chunks; ++c) chunk_scan(j, c);
-  stage_after_scan(j);
-  while (j.next == Next::kMass) {  // twice when the binned range was too short
-    for (int64_t c = 0; c < j.n_chunks; ++c) chunk_mass(j, c);
-    stage_after_mass(j);
-  }
-  if (j.next == Next::kCompact) {
-    for (int64_t c = 0; c < j.n_chunks; ++c) chunk_compact(j, c);
-    stage_after_compact(j);
-  }
-  if (j.next == Next::kDraw) {
-    for (int64_t c = 0; c < j.n_chunks; ++c) chunk_draw(j, c);
-    stage_after_draw(j);
-  }
-}
-
-// Rows fewer than threads: every pass runs over all (row, chunk) pairs at once.
-// A task takes several chunks of the cheap passes, which would otherwise cost
-// less than waking a worker.
-void run_split(RowJob** jobs, int64_t rows) {
+// Every pass runs over all (row, chunk) pairs of the rows at once (serially
+// inside a pool task). A task takes several chunks of the cheap passes, which
+// would otherwise cost less than waking a worker.
+void run_rows(RowJob** jobs, int64_t rows) {
   const int64_t n_chunks = jobs[0]->n_chunks;
   auto each_row = [&](Next pass, void (*stage)(RowJob&)) {
     parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
@@ -120,6 +103,7 @@ void run_split(RowJob** jobs, int64_t rows) {
   for (int64_t r = 0; r < rows; ++r) stage_start(*jobs[r]);
   each_chunk(Next::kScan, &chunk_scan, 4);
   each_row(Next::kScan, &stage_after_scan);
+  // The mass pass runs twice when the binned range was too short.
   while (each_chunk(Next::kMass, &chunk_mass, 2)) each_row(Next::kMass, &stage_after_mass);
   if (each_chunk(Next::kCompact, &chunk_compact, 4)) each_row(Next::kCompact, &stage_after_compact);
   if (each_chunk(Next::kDraw, &chunk_draw, 2)) each_row(Next::kDraw, &stage_after_draw);
@@ -148,7 +132,7 @@ void sample_rows(const char* op, const SampleCall& call, void* workspace, size_t
         jobs[r] = slot(r);
         init_job(*jobs[r], call, done_rows + r);
       }
-      run_split(jobs, n);
+      run_rows(jobs, n);
       for (int64_t r = 0; r < n; ++r) write_token(call, done_rows + r, jobs[r]->token);
       if (done.fn != nullptr)
         parallel_for(n, 1, [&](int64_t begin, int64_t end, int) {
@@ -161,12 +145,12 @@ void sample_rows(const char* op, const SampleCall& call, void* workspace, size_t
   const int64_t slots = layout.slots;
   parallel_for(slots, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t s = begin; s < end; ++s) {
-      RowJob& j = *slot(s);
+      RowJob* j = slot(s);
       for (int64_t r = rows * s / slots; r < rows * (s + 1) / slots; ++r) {
-        init_job(j, call, r);
-        run_row(j);
-        write_token(call, r, j.token);
-        if (done.fn != nullptr) done.fn(j, r, done.context);
+        init_job(*j, call, r);
+        run_rows(&j, 1);
+        write_token(call, r, j->token);
+        if (done.fn != nullptr) done.fn(*j, r, done.context);
       }
     }
   });

@@ -14,6 +14,7 @@
 
 #include "core/ordering.h"
 #include "cpu/row_io.h"
+#include "cpu/thread_pool.h"
 
 namespace nt::cpu {
 
@@ -106,9 +107,18 @@ class TopkSet {
 
   TopkSelector& at(int64_t part, int64_t row) { return sel_[part * rows_ + row]; }
 
-  // Call once every part has run finish() on row's selectors: writes the k
-  // best of their union, in order. Each part's list is sorted, so a merge of
-  // the list heads suffices.
+  // Call once every part has run finish() on its selectors: writes each row's
+  // k best of their union, in order, into the rows of values and indices.
+  void write(const nt_tensor& values, const nt_tensor& indices) {
+    parallel_for(rows_, 1, [&](int64_t begin, int64_t end, int) {
+      for (int64_t m = begin; m < end; ++m)
+        write_row(m, static_cast<float*>(values.data) + m * values.row_stride,
+                  static_cast<int64_t*>(indices.data) + m * indices.row_stride);
+    });
+  }
+
+ private:
+  // Each part's list is sorted, so a merge of the list heads suffices.
   void write_row(int64_t row, float* values, int64_t* indices) {
     for (int32_t i = 0; i < k_; ++i) {
       TopkSelector* best = nullptr;
@@ -126,7 +136,6 @@ class TopkSet {
     }
   }
 
- private:
   TopkSelector* sel_;
   int64_t parts_, rows_;
   int32_t k_;

@@ -9,6 +9,18 @@
 
 namespace nt::cuda {
 
+// Inline PTX compiled only for the architectures that have it.
+#if __CUDA_ARCH__ >= 800
+#define NT_SM80_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define NT_SM80_ASM(...)
+#endif
+#if __CUDA_ARCH__ >= 900
+#define NT_SM90_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define NT_SM90_ASM(...)
+#endif
+
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -34,16 +46,12 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, int size, i
 }
 
 __device__ __forceinline__ void cp_async_commit() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
+  NT_SM80_ASM("cp.async.commit_group;\n" ::: "memory");
 }
 
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-#endif
+  NT_SM80_ASM("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 // cp.async.wait_group with a run-time count (a pipeline's depth is planned on
@@ -66,35 +74,27 @@ __device__ __forceinline__ void cp_async_wait_pending(int pending) {
 // 8-byte words in shared memory; waits name the phase parity they wait for.
 
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(arrivals)
+  NT_SM90_ASM("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(arrivals)
                : "memory");
-#endif
 }
 
 // Makes initialized barriers visible to the copy engine (the async proxy);
 // a barrier among the threads that use them (the CTA's, or a warp's for
 // per-warp mbarriers) must follow before any of them does.
 __device__ __forceinline__ void mbarrier_init_fence() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
+  NT_SM90_ASM("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  NT_SM90_ASM("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
 // One arrival that also announces `bytes` still to land through copies.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+  NT_SM90_ASM("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
                "r"(bytes)
                : "memory");
-#endif
 }
 
 __device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-#endif
+  NT_SM90_ASM("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
 
 // Returns once the phase of parity `parity` has completed (a fresh barrier
@@ -119,13 +119,11 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 // completing on `bar`.
 __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, int32_t x, int32_t y,
                                             uint64_t* bar) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile(
+  NT_SM90_ASM(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
       : "memory");
-#endif
 }
 
 // The L2 policy of the heads' weight copies: evict first. The weights are
@@ -135,22 +133,18 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, int32_t 
 // the stream.
 __device__ __forceinline__ uint64_t weights_l2_policy() {
   uint64_t policy = 0;
-#if __CUDA_ARCH__ >= 800
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-#endif
+  NT_SM80_ASM("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
   return policy;
 }
 
 // tma_load_2d of weight boxes, under `policy` (weights_l2_policy).
 __device__ __forceinline__ void tma_load_2d_weights(void* dst, const void* map, int32_t x, int32_t y,
                                                     uint64_t* bar, uint64_t policy) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile(
+  NT_SM90_ASM(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar)), "l"(policy)
       : "memory");
-#endif
 }
 
 // The same for a 3-D map (encode_map_u16_lines: x the 16-bit unit in a
@@ -158,22 +152,18 @@ __device__ __forceinline__ void tma_load_2d_weights(void* dst, const void* map, 
 // in one copy.
 __device__ __forceinline__ void tma_load_3d_weights(void* dst, const void* map, int32_t x, int32_t y, int32_t z,
                                                     uint64_t* bar, uint64_t policy) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile(
+  NT_SM90_ASM(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar)), "l"(policy)
       : "memory");
-#endif
 }
 
 // Orders this thread's earlier shared-memory accesses (and, after a CTA
 // barrier, the other threads') before its next copy-engine writes, so a slot
 // that was just read may be refilled.
 __device__ __forceinline__ void fence_proxy_async_shared() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
+  NT_SM90_ASM("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
 // The first `align`-byte boundary (a power of two) at or after `base`, a
@@ -192,27 +182,21 @@ __device__ __forceinline__ uint32_t swizzled(int line, int piece) {
 }
 
 __device__ __forceinline__ void tma_prefetch_map(const void* map) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-#endif
+  NT_SM90_ASM("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
 // ldmatrix: four (x4) or two (x2) 8x8 matrices of 16-bit elements; lane l
 // gives the address of row l % 8 of matrix l / 8.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+  NT_SM80_ASM("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
-#endif
 }
 
 __device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], uint32_t addr) {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+  NT_SM80_ASM("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1])
                : "r"(addr));
-#endif
 }
 
 }  // namespace nt::cuda

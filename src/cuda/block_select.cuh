@@ -59,6 +59,17 @@ __device__ __forceinline__ T warp_sum(T v) {
   return v;
 }
 
+// Inclusive prefix sum over the warp's lanes, added in lane order.
+template <class T>
+__device__ __forceinline__ T warp_inclusive_sum(T v) {
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const T w = __shfl_up_sync(kFullMask, v, o);
+    if (lane_index() >= u32(o)) v += w;
+  }
+  return v;
+}
+
 // Every lane of the warp calls this; lanes with `take` get distinct slots.
 __device__ __forceinline__ u32 warp_append(bool take, u32* counter) {
   const u32 m = __ballot_sync(kFullMask, take);

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -48,6 +47,17 @@ class DeviceScope {
   int previous_ = -1;
 };
 
+// compute() once per key and process, under a lock (each call site has its
+// own cache): kernel attributes and device properties asked of every call.
+template <class Key, class Compute>
+auto once_per(const Key& key, Compute&& compute) {
+  static std::mutex mutex;
+  static std::map<Key, decltype(compute())> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  return known.emplace(key, compute()).first->second;
+}
+
 struct DeviceLimits {
   int sm_count = 0;
   int cc_major = 0;
@@ -56,33 +66,23 @@ struct DeviceLimits {
 
 // The limits of `device`, read once per device and process.
 inline DeviceLimits device_limits(int device, const char* op) {
-  constexpr int kMaxDevices = 64;
-  static std::mutex mutex;
-  static DeviceLimits cache[kMaxDevices];
-  if (device < 0 || device >= kMaxDevices) fail(NT_ERROR_BACKEND, std::string(op) + ": device id out of range");
-  std::lock_guard<std::mutex> lock(mutex);
-  DeviceLimits& d = cache[device];
-  if (d.sm_count == 0) {
-    DeviceLimits read;
-    check_cuda(cudaDeviceGetAttribute(&read.cc_major, cudaDevAttrComputeCapabilityMajor, device), op);
-    check_cuda(cudaDeviceGetAttribute(&read.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op);
-    check_cuda(cudaDeviceGetAttribute(&read.sm_count, cudaDevAttrMultiProcessorCount, device), op);
-    d = read;
-  }
-  return d;
+  return once_per(device, [&] {
+    DeviceLimits d;
+    check_cuda(cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, device), op);
+    check_cuda(cudaDeviceGetAttribute(&d.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op);
+    check_cuda(cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, device), op);
+    return d;
+  });
 }
 
 // Sets a kernel attribute once per (kernel, device, attribute, value).
 template <class Kernel>
 void set_attribute_once(Kernel kernel, cudaFuncAttribute attribute, int value, int device,
                         const char* op) {
-  static std::mutex mutex;
-  static std::set<std::tuple<const void*, int, int, int>> done;
-  const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), device, int(attribute), value);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (done.count(key) != 0) return;
-  check_cuda(cudaFuncSetAttribute(kernel, attribute, value), op);
-  done.insert(key);
+  once_per(std::make_tuple(reinterpret_cast<const void*>(kernel), device, int(attribute), value), [&] {
+    check_cuda(cudaFuncSetAttribute(kernel, attribute, value), op);
+    return true;
+  });
 }
 
 // Raises a kernel's dynamic shared-memory limit to `bytes` once per
@@ -121,16 +121,12 @@ inline bool rows_16b_aligned(const nt_tensor& t) { return row_alignment(t) >= 16
 // instructions (bulk copies, mbarriers) are absent. Asked once per
 // (kernel, device); `device` must be current.
 inline bool kernel_has_sm90_code(const void* kernel, int device) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, bool> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_pair(kernel, device);
-  if (auto it = known.find(key); it != known.end()) return it->second;
-  cudaFuncAttributes attr{};
-  const bool built = cudaFuncGetAttributes(&attr, kernel) == cudaSuccess && attr.ptxVersion >= 90;
-  (void)cudaGetLastError();
-  known.emplace(key, built);
-  return built;
+  return once_per(std::make_pair(kernel, device), [&] {
+    cudaFuncAttributes attr{};
+    const bool built = cudaFuncGetAttributes(&attr, kernel) == cudaSuccess && attr.ptxVersion >= 90;
+    (void)cudaGetLastError();
+    return built;
+  });
 }
 
 inline size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }

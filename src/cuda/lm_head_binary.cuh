@@ -52,8 +52,8 @@ __host__ __device__ __forceinline__ int binary_k_order_column(int words_per_grou
   return binary_permuted_column(words_per_group, 32 * j + 8 * t + 4 * half + i);
 }
 
-// The weights and a pass's activations as the decode and generic kernels
-// read them, strides 0 for a single row; their parameter structs extend it.
+// The weights and a pass's activations, strides 0 for a single row; every
+// binary kernel's parameter struct extends it.
 struct BinaryOperands {
   const uint32_t* wq;
   int64_t wq_stride;  // words

@@ -38,16 +38,12 @@ constexpr int kActRowBytes = kChunkCols + 32;       // +32: conflict-free B load
 constexpr int kMaxStages = 8;
 static_assert(kTileRows <= kMaxTileRows, "candidate buffers are sized for kMaxTileRows");
 
-struct BinaryParams {
-  const uint32_t* wq;
-  int64_t wq_stride;  // words
-  const uint16_t* wscale;
-  int64_t wscale_stride;  // halves
+// The pass kernels read the activations permuted (act_perm), not act_q.
+struct BinaryParams : BinaryOperands {
   const int8_t* act_perm;
   int64_t padded_cols;
   const int32_t* seed;
-  const float* act_scale;
-  int cols, vocab, rows, group, rows_per_cta;
+  int rows_per_cta;
   int wq_copy;  // largest cp.async size the sign rows allow: 16, 8 or 4
   int stages;
   uint32_t sign_flip;  // 0xC0C0C0C0 (binary_wgmma_bulk_kernel's signs_as_pm64)

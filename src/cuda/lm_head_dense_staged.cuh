@@ -46,14 +46,23 @@ constexpr int kStagedMaxStages = 8;
 constexpr int kStagedTopkBarrier = 1;  // named barrier of the scoring warps
 static_assert(kStagedTileRows <= kMaxTileRows, "candidate buffers are sized for kMaxTileRows");
 
-struct StagedParams {
-  CUtensorMap weight_map;  // [V, H]: boxes of 32 rows x 64 columns
-  CUtensorMap hidden_map;  // [rows, H] of this pass: boxes of 8 * NT rows x 64 columns
-  int cols, vocab, rows;   // H, V, token rows of this pass
+// A pass of every dense kernel: the call's weights and the pass's token rows
+// (strides in elements, 0 for a single row).
+struct DenseOperands {
+  const void* weight;
+  int64_t weight_stride;
+  const void* hidden;
+  int64_t hidden_stride;
+  int cols, vocab, rows;  // H, V, token rows of this pass
   int rows_per_cta;
-  int stages;
   BiasArgs bias;
   topk::CandidateArgs cand;
+};
+
+struct StagedParams : DenseOperands {
+  CUtensorMap weight_map;  // [V, H]: boxes of 32 rows x 64 columns
+  CUtensorMap hidden_map;  // [rows, H] of this pass: boxes of 8 * NT rows x 64 columns
+  int stages;
 };
 
 // Bytes of one stage's token rows (8 rows of 128 bytes per n-tile), and of

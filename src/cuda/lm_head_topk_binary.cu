@@ -4,25 +4,13 @@
 // and selected in one pass over the packed weights (cuda/topk_cta.cuh and
 // cuda/topk_merge.cuh for the top-k; the [M,V] scores stay in registers).
 //
-// One kernel per regime (choose() below), all computing the same integers D
-// and the same fp32 scores:
-// - calls of 1 or 2 rows (decode), sm_80+, G = 128 or 256, 16-byte aligned
-//   sign rows, scale rows in whole 4-byte pieces: binary_rows_kernel (bit
-//   planes on 1-bit MMAs, lm_head_binary_rows.cuh), its stages filled by bulk
-//   tensor copies on sm_90 where the scale rows are 16-byte multiples and
-//   H % 1,024 == 0, by cp.async pieces otherwise;
-// - other calls in passes of up to 64 rows, on sm_90 with the sm_90a build,
-//   G = 128 or 256, H % 512 == 0, 16-byte aligned sign and scale rows, scale
-//   rows 16-byte multiples of at most 256 halves: binary_wgmma_bulk_kernel
-//   (one int8 warpgroup MMA per m64 block for all token rows of the pass,
-//   stages filled by bulk tensor copies, lm_head_binary_wgmma.cuh);
-// - otherwise on sm_80+ with 4-byte aligned sign and scale rows, in passes of
-//   up to 64 rows (fewer where shared memory is short): binary_mma_kernel
-//   (int8 warp MMAs on cp.async stages, lm_head_binary_pass.cuh);
-// - anything else: binary_generic_kernel (dp4a on 0/1 sign bytes), with the
-//   same top-k.
-// Before each pass of the two pass kernels, binary_prep_kernel permutes the
-// activations into the K order the pass kernel's MMAs read
+// One kernel per regime (choose() below; docs/SEMANTICS.md, "Kernel
+// choice"), all computing the same integers D and the same fp32 scores:
+// binary_rows_kernel for decode calls (lm_head_binary_rows.cuh),
+// binary_wgmma_bulk_kernel (lm_head_binary_wgmma.cuh) or binary_mma_kernel
+// (lm_head_binary_pass.cuh) for passes of up to 64 rows, binary_generic_kernel
+// otherwise. Before each pass of the two pass kernels, binary_prep_kernel
+// permutes the activations into the K order their MMAs read
 // (lm_head_binary.cuh); binary_mma_kernel's also get accumulator seeds.
 
 #include <cuda_fp16.h>
@@ -53,10 +41,7 @@ constexpr const char* kOp = "lm_head_topk_binary";
 
 // ---- prep: permuted activations and accumulator seeds ---------------------------
 
-struct PrepParams {
-  const int8_t* act_q;
-  int64_t act_stride;
-  int cols, group, rows;
+struct PrepParams : BinaryOperands {  // the pass's activations
   int8_t* act_perm;  // [rows][padded_cols]
   int64_t padded_cols;
   int32_t* seed;  // [groups][kPassRows]; null: no seeds (binary_wgmma_bulk_kernel)
@@ -80,8 +65,7 @@ __global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
   for (int g = col0 / p.group + warp; g < col_end / p.group; g += blockDim.x >> 5) {
     int32_t sum = 0;
     for (int j = lane; j < p.group; j += 32) sum += src[g * p.group + j];
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+    sum = warp_sum(sum);
     if (lane == 0) p.seed[int64_t(g) * kPassRows + r] = kMagicBits - 64 * sum;
   }
 }
@@ -504,11 +488,7 @@ void launch_wgmma_bulk(const Call& c, const BinaryParams& p) {
 void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   const nt_lm_head_binary_args& a = c.a;
   PrepParams prep{};
-  prep.act_q = pass.act_q;
-  prep.act_stride = pass.act_stride;
-  prep.cols = static_cast<int>(a.act_q.shape[1]);
-  prep.group = a.group_size;
-  prep.rows = pass.rows;
+  static_cast<BinaryOperands&>(prep) = operands(a, pass);
   prep.act_perm = reinterpret_cast<int8_t*>(c.ws + c.plan.act.act_offset);
   prep.padded_cols = c.plan.act.padded_cols;
   prep.seed = bulk ? nullptr : reinterpret_cast<int32_t*>(c.ws + c.plan.act.seed_offset);
@@ -518,18 +498,10 @@ void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   check_launch(kOp);
 
   BinaryParams p{};
-  p.wq = static_cast<const uint32_t*>(a.wq.data);
-  p.wq_stride = a.wq.shape[0] > 1 ? a.wq.row_stride : 0;
-  p.wscale = static_cast<const uint16_t*>(a.wscale.data);
-  p.wscale_stride = a.wscale.shape[0] > 1 ? a.wscale.row_stride : 0;
+  static_cast<BinaryOperands&>(p) = prep;
   p.act_perm = prep.act_perm;
   p.padded_cols = prep.padded_cols;
   p.seed = prep.seed;
-  p.act_scale = pass.act_scale;
-  p.cols = prep.cols;
-  p.vocab = static_cast<int>(a.wq.shape[0]);
-  p.rows = pass.rows;
-  p.group = a.group_size;
   p.rows_per_cta = c.plan.topk.rows_per_cta;
   p.wq_copy = static_cast<int>(std::min<int64_t>(16, row_alignment(a.wq)));
   p.sign_flip = 0xC0C0C0C0u;

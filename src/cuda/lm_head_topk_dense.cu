@@ -5,16 +5,9 @@
 // Token rows go in passes of up to 64, each pass one scoring kernel and the
 // merge.
 //
-// One kernel per regime (choose() below):
-// - sm_90, bf16/f16, H % 8 == 0, 16-byte aligned rows of weights and hidden
-//   states: dense_staged_kernel (cuda/lm_head_dense_staged.cuh), the weights
-//   streamed through shared memory by bulk tensor copies (wgmma in the sm_90a
-//   build), for every M;
-// - sm_80+ otherwise, bf16/f16, H % 8 == 0, 16-byte aligned weight rows and
-//   4-byte aligned hidden rows: dense_mma_kernel, the weights straight to
-//   registers;
-// - anything else (f32, other H or alignments, older devices):
-//   dense_generic_kernel, a plain fp32 FFMA tile kernel with the same top-k.
+// One kernel per regime (choose() below; docs/SEMANTICS.md, "Kernel
+// choice"): dense_staged_kernel (cuda/lm_head_dense_staged.cuh) on sm_90,
+// dense_mma_kernel on sm_80+, dense_generic_kernel (fp32 FFMA) otherwise.
 //
 // dense_mma_kernel: a persistent grid, one CTA per SM, each CTA owning a
 // contiguous vocabulary range walked in tiles of 256 rows (8 warps x 32 rows)
@@ -58,16 +51,8 @@ constexpr int kStages = 3;
 constexpr int kTokenRowBytes = kChunkCols * 2 + 32;  // +32: conflict-free B loads
 static_assert(kTileRows <= kMaxTileRows, "candidate buffers are sized for kMaxTileRows");
 
-struct DenseParams {
-  const uint16_t* weight;
-  int64_t weight_stride;  // elements
-  const uint16_t* hidden;
-  int64_t hidden_stride;
-  int cols, vocab, rows;  // H, V, token rows of this pass
-  int hidden_copy;        // bytes per cp.async of the hidden rows: 8 or 4
-  int rows_per_cta;
-  BiasArgs bias;
-  topk::CandidateArgs cand;
+struct DenseParams : DenseOperands {
+  int hidden_copy;  // bytes per cp.async of the hidden rows: 8 or 4
 };
 
 // Hidden columns [col0, col0 + 256) of every token row into one stage, in the
@@ -114,7 +99,7 @@ __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
   auto issue_chunk = [&]() {
     if (chunk_issued < total_chunks) {
       const int ch = chunk_issued % n_chunks;
-      stage_hidden(p.hidden, p.hidden_stride, p.rows, p.cols, p.hidden_copy,
+      stage_hidden(static_cast<const uint16_t*>(p.hidden), p.hidden_stride, p.rows, p.cols, p.hidden_copy,
                    smem + (chunk_issued % kStages) * stage_bytes, ch * kChunkCols);
     }
     ++chunk_issued;
@@ -140,7 +125,7 @@ __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
           const int row = row0 + mt * 16 + h * 8;
           dst[mt][h] = make_uint4(0u, 0u, 0u, 0u);
           if (row < row_end && col < p.cols)
-            dst[mt][h] = ldg_stream(p.weight + int64_t(row) * p.weight_stride + col);
+            dst[mt][h] = ldg_stream(static_cast<const uint16_t*>(p.weight) + int64_t(row) * p.weight_stride + col);
         }
     }
     if (++load_block == steps_per_tile) {
@@ -241,27 +226,10 @@ __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
 constexpr int kGenericTileRows = 64;
 constexpr int kGenericK = 32;
 
-struct GenericParams {
-  const void* weight;
-  int64_t weight_stride;
-  const void* hidden;
-  int64_t hidden_stride;
-  int cols, vocab, rows, rows_per_cta;
-  BiasArgs bias;
-  topk::CandidateArgs cand;
-};
-
-template <nt_dtype kType>
-__device__ __forceinline__ float load_widened(const void* base, int64_t i) {
-  if (kType == NT_F32) return static_cast<const float*>(base)[i];
-  if (kType == NT_BF16) return nt_bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
-  return nt_f16_to_f32(static_cast<const uint16_t*>(base)[i]);
-}
-
 // 64 vocabulary rows x up to 64 token rows per tile, each thread a 4 x 4
 // block of scores accumulated with fmaf in increasing h.
 template <nt_dtype kType>
-__global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p) {
+__global__ void __launch_bounds__(kThreads) dense_generic_kernel(DenseOperands p) {
   __shared__ float w_tile[kGenericTileRows][kGenericK + 1];
   __shared__ float x_tile[topk::kMaxRows][kGenericK + 1];
   __shared__ topk::CtaShared<kWarps> topk_shared;
@@ -279,10 +247,10 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(GenericParams p
         const int r = e / kGenericK, c = e % kGenericK;
         const int row = tile_row0 + r, col = k0 + c;
         w_tile[r][c] = row < row_end && col < p.cols
-                           ? load_widened<kType>(p.weight, int64_t(row) * p.weight_stride + col)
+                           ? widen(p.weight, kType, int64_t(row) * p.weight_stride + col)
                            : 0.0f;
         x_tile[r][c] = r < p.rows && col < p.cols
-                           ? load_widened<kType>(p.hidden, int64_t(r) * p.hidden_stride + col)
+                           ? widen(p.hidden, kType, int64_t(r) * p.hidden_stride + col)
                            : 0.0f;
       }
       __syncthreads();
@@ -337,33 +305,21 @@ int staged_stages(const DeviceLimits& dev, int rows) {
   return std::min(kStagedMaxStages, (dev.max_smem_optin - fixed) / staged_stage_bytes(tiles));
 }
 
-// Whether the staged kernel's code on `device` is sm_90 code (a build
-// without it runs older PTX, which has no bulk copies).
-bool staged_kernel_built(int device) {
-  return kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), device);
-}
-
 DenseKernel choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
   const int64_t hidden_align = row_alignment(a.hidden);
   const bool mma = dev.cc_major >= 8 && a.weight.dtype != NT_F32 && a.weight.shape[1] % 8 == 0 &&
                    row_alignment(a.weight) >= 16 && hidden_align >= 4 && mma_pass_rows(dev) >= 8;
   if (!mma) return DenseKernel::kGeneric;
-  const bool staged = dev.cc_major >= 9 && hidden_align >= 16 && staged_stages(dev, kPassRows) >= 2 &&
-                      staged_kernel_built(a.weight.device_id) && tensor_map_encoder() != nullptr;
+  // The staged kernel's code must be sm_90 code (older PTX has no bulk copies).
+  const bool staged =
+      dev.cc_major >= 9 && hidden_align >= 16 && staged_stages(dev, kPassRows) >= 2 &&
+      kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), a.weight.device_id) &&
+      tensor_map_encoder() != nullptr;
   return staged ? DenseKernel::kStaged : DenseKernel::kMma;
 }
 
-// What every kernel of a pass is given: the pass's token rows and the call's
-// weights, strides 0 for a single row.
-struct Pass {
-  const void* weight;
-  int64_t weight_stride;
-  const void* hidden;
-  int64_t hidden_stride;
-  int cols, vocab, rows;
-  int rows_per_cta, grid;
-  BiasArgs bias;
-  topk::CandidateArgs cand;
+struct Pass : DenseOperands {
+  int grid;
 };
 
 // A staged pass: its tensor maps (a single-row matrix gets its own row length
@@ -380,13 +336,8 @@ void launch_staged(const nt_lm_head_dense_args& a, const Pass& pass, const Devic
       !encode_map_u16(&p.hidden_map, pass.hidden, uint64_t(pass.rows), uint64_t(pass.cols), h_row, uint32_t(NT * 8),
                       kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, false))
     fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
-  p.cols = pass.cols;
-  p.vocab = pass.vocab;
-  p.rows = pass.rows;
-  p.rows_per_cta = pass.rows_per_cta;
+  static_cast<DenseOperands&>(p) = pass;
   p.stages = staged_stages(dev, pass.rows);
-  p.bias = pass.bias;
-  p.cand = pass.cand;
   auto kernel = dense_staged_kernel<kBf16, NT>;
   allow_dynamic_smem(kernel, dev.max_smem_optin - kStagedStaticSmem, a.weight.device_id, kOp);
   kernel<<<pass.grid, kStagedThreads, staged_dynamic_bytes(p.stages, NT), stream>>>(p);
@@ -398,38 +349,13 @@ template <bool kBf16, int NT>
 void launch_mma(const nt_lm_head_dense_args& a, const Pass& pass, const DeviceLimits& dev, cudaStream_t stream) {
   constexpr int D = NT <= 2 ? 8 : NT == 4 ? 4 : 2;
   DenseParams p{};
-  p.weight = static_cast<const uint16_t*>(pass.weight);
-  p.weight_stride = pass.weight_stride;
-  p.hidden = static_cast<const uint16_t*>(pass.hidden);
-  p.hidden_stride = pass.hidden_stride;
-  p.cols = pass.cols;
-  p.vocab = pass.vocab;
-  p.rows = pass.rows;
+  static_cast<DenseOperands&>(p) = pass;
   p.hidden_copy = row_alignment(a.hidden) >= 8 ? 8 : 4;
-  p.rows_per_cta = pass.rows_per_cta;
-  p.bias = pass.bias;
-  p.cand = pass.cand;
   auto kernel = dense_mma_kernel<kBf16, NT, D>;
   const int most = kStages * kPassRows * kTokenRowBytes;
   allow_dynamic_smem(kernel, std::min(most, dev.max_smem_optin - int(sizeof(topk::CtaShared<kWarps>))),
                      a.weight.device_id, kOp);
   kernel<<<pass.grid, kThreads, kStages * p.rows * kTokenRowBytes, stream>>>(p);
-}
-
-template <nt_dtype kType>
-void launch_generic(const Pass& pass, cudaStream_t stream) {
-  GenericParams p{};
-  p.weight = pass.weight;
-  p.weight_stride = pass.weight_stride;
-  p.hidden = pass.hidden;
-  p.hidden_stride = pass.hidden_stride;
-  p.cols = pass.cols;
-  p.vocab = pass.vocab;
-  p.rows = pass.rows;
-  p.rows_per_cta = pass.rows_per_cta;
-  p.bias = pass.bias;
-  p.cand = pass.cand;
-  dense_generic_kernel<kType><<<pass.grid, kThreads, 0, stream>>>(p);
 }
 
 // The pass's kernel, instantiated for its dtype and n-tiles.
@@ -449,9 +375,9 @@ void launch(DenseKernel kernel, const nt_lm_head_dense_args& a, const Pass& pass
       });
     case DenseKernel::kGeneric:
       switch (a.weight.dtype) {
-        case NT_F32: return launch_generic<NT_F32>(pass, stream);
-        case NT_BF16: return launch_generic<NT_BF16>(pass, stream);
-        default: return launch_generic<NT_F16>(pass, stream);
+        case NT_F32: return dense_generic_kernel<NT_F32><<<pass.grid, kThreads, 0, stream>>>(pass);
+        case NT_BF16: return dense_generic_kernel<NT_BF16><<<pass.grid, kThreads, 0, stream>>>(pass);
+        default: return dense_generic_kernel<NT_F16><<<pass.grid, kThreads, 0, stream>>>(pass);
       }
   }
 }

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "core/half.h"
+#include "cuda/lm_head_device.cuh"
 #include "cuda/lm_head_host.cuh"
 #include "cuda/lm_head_ops.cuh"
 
@@ -14,13 +14,6 @@ namespace nt::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-template <nt_dtype kType>
-__device__ __forceinline__ float load_widened(const void* row, int64_t i) {
-  if (kType == NT_F32) return static_cast<const float*>(row)[i];
-  if (kType == NT_BF16) return nt_bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
-  return nt_f16_to_f32(static_cast<const uint16_t*>(row)[i]);
-}
 
 template <nt_dtype kType>
 __global__ void __launch_bounds__(kThreads) quantize_kernel(const void* x, int64_t x_stride_bytes,
@@ -31,7 +24,7 @@ __global__ void __launch_bounds__(kThreads) quantize_kernel(const void* x, int64
   const void* row = static_cast<const char*>(x) + m * x_stride_bytes;
   float amax = 0.0f;
   for (int64_t j = threadIdx.x; j < cols; j += kThreads) {
-    const float v = fabsf(load_widened<kType>(row, j));
+    const float v = fabsf(lm_head::widen(row, kType, j));
     if (v > amax) amax = v;  // false for NaN: NaN entries are skipped
   }
   for (int d = 16; d > 0; d >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, d));
@@ -42,7 +35,7 @@ __global__ void __launch_bounds__(kThreads) quantize_kernel(const void* x, int64
   const float s = amax == 0.0f ? 1.0f : __fdiv_rn(amax, 127.0f);
   int8_t* out = q + m * q_stride;
   for (int64_t j = threadIdx.x; j < cols; j += kThreads) {
-    const float r = rintf(__fdiv_rn(load_widened<kType>(row, j), s));
+    const float r = rintf(__fdiv_rn(lm_head::widen(row, kType, j), s));
     out[j] = isnan(r) ? int8_t(0) : int8_t(fminf(fmaxf(r, -127.0f), 127.0f));
   }
   if (threadIdx.x == 0) scale[m] = s;

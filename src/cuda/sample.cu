@@ -4,8 +4,6 @@
 // from shapes, dtypes, pointers and scalar parameters, so a captured graph
 // replays the same work; per-row values are only ever read on the device.
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <string>
 
 #include "core/check.h"
@@ -77,15 +75,6 @@ int max_cluster_chunks(int device, int cc_major) {
   return 0;
 }
 
-// max_cluster_chunks once per device.
-int cluster_chunks(int device, int cc_major) {
-  static std::mutex mutex;
-  static std::map<int, int> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = known.find(device); it != known.end()) return it->second;
-  return known[device] = max_cluster_chunks(device, cc_major);
-}
-
 // The plan of one call, made once: how rows split into chunks and merge,
 // which kernels run, and where their state lies in the workspace.
 struct Plan {
@@ -108,7 +97,7 @@ struct Plan {
 // merge kernel. `device` must be current.
 Plan make_plan(const SampleCall& call, int device) {
   const DeviceLimits limits = device_limits(device, kOp);
-  const int max_cluster = cluster_chunks(device, limits.cc_major);
+  const int max_cluster = once_per(device, [&] { return max_cluster_chunks(device, limits.cc_major); });
   const int64_t rows = call.rows, vocab = call.vocab;
   const nt_row_params& r = call.scalar;
   Plan p;
@@ -175,19 +164,13 @@ SampleArgs kernel_args(const SampleCall& call, const Plan& plan, char* ws) {
   g.row_stride = a.logits.row_stride;
   g.vocab = int32_t(call.vocab);
   g.rows = u32(call.rows);
-  g.temperature = static_cast<const float*>(a.temperature.per_row);
-  g.top_k = static_cast<const int32_t*>(a.top_k.per_row);
-  g.top_p = static_cast<const float*>(a.top_p.per_row);
-  g.min_p = static_cast<const float*>(a.min_p.per_row);
-  g.seed = static_cast<const uint64_t*>(a.seed.per_row);
-  g.offset = static_cast<const uint64_t*>(a.offset.per_row);
+  g.temperature = a.temperature;
+  g.top_k = a.top_k;
+  g.top_p = a.top_p;
+  g.min_p = a.min_p;
+  g.seed = a.seed;
+  g.offset = a.offset;
   g.uniform = call.explicit_draw ? static_cast<const float*>(a.uniform.data) : nullptr;
-  g.temperature_scalar = a.temperature.scalar;
-  g.top_k_scalar = a.top_k.scalar;
-  g.top_p_scalar = a.top_p.scalar;
-  g.min_p_scalar = a.min_p.scalar;
-  g.seed_scalar = a.seed.scalar;
-  g.offset_scalar = a.offset.scalar;
   g.joint = call.joint;
   g.tokens_int32 = call.tokens_i32;
   g.tokens = a.tokens.data;

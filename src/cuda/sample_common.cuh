@@ -17,16 +17,10 @@
 //            warp merges; otherwise a radix select and a sort, M <= 1024, one
 //            warp in registers when M <= 64), cut the keep-set and draw; a row
 //            whose keep-set may reach past its candidates is flagged.
-//  large keep-set (sample_large_keep.cuh), three kernels, grids (B, splits)
-//            and B: flagged rows (a keep-set past the candidates: top-p over a
-//            flat row) in two passes: a fine histogram of counts and
-//            fixed-point masses over s_max - s, then the draw over the bins
-//            above the cut and the cut bin's tokens listed, sorted and cut.
-//  fallback  grid B: exits at once except for rows still flagged (an explicit
-//            draw, +inf scores, top-p renormalized on a top-k that cuts the
-//            row, a cut bin of more than kLargeCap tokens), which it resolves
-//            exactly over the whole row in global memory (radix descent with
-//            the same fixed-point masses, then one draw pass).
+//  large keep-set (sample_large_keep.cuh): flagged rows (a keep-set past the
+//            candidates: top-p over a flat row) in two passes over the row.
+//  fallback  grid B (sample_fallback.cuh): the rows still flagged, resolved
+//            exactly over the whole row (radix descent, then one draw pass).
 // Every decision uses the core's arithmetic (IEEE division, ordering keys,
 // Philox, portable log), so tokens equal the CPU backend's for the same keep-set.
 #pragma once
@@ -117,19 +111,10 @@ struct SampleArgs {
   int64_t row_stride;
   int32_t vocab;
   u32 rows;
-  const float* temperature;
-  const int32_t* top_k;
-  const float* top_p;
-  const float* min_p;
-  const uint64_t* seed;
-  const uint64_t* offset;
+  nt_param_f32 temperature, top_p, min_p;  // as the call gave them
+  nt_param_i32 top_k;
+  nt_param_u64 seed, offset;
   const float* uniform;
-  float temperature_scalar;
-  int32_t top_k_scalar;
-  float top_p_scalar;
-  float min_p_scalar;
-  uint64_t seed_scalar;
-  uint64_t offset_scalar;
   int joint;
   int tokens_int32;
   void* tokens;
@@ -159,17 +144,18 @@ struct RowCfg {
 
 __device__ __forceinline__ RowCfg load_row_cfg(const SampleArgs& a, u32 row) {
   RowCfg c;
-  const float t = a.temperature ? a.temperature[row] : a.temperature_scalar;
-  const int32_t k = a.top_k ? a.top_k[row] : a.top_k_scalar;
-  const float tp = a.top_p ? a.top_p[row] : a.top_p_scalar;
-  const float mp = a.min_p ? a.min_p[row] : a.min_p_scalar;
+  auto at = [row](const auto& q) {  // row's value of a per-row parameter
+    return q.per_row ? static_cast<const decltype(q.scalar)*>(q.per_row)[row] : q.scalar;
+  };
+  const float t = at(a.temperature), tp = at(a.top_p), mp = at(a.min_p);
+  const int32_t k = at(a.top_k);
   c.p = nt_resolve_row_params(t, k, tp, mp, a.vocab);
   c.has_u = a.uniform != nullptr;
   c.u = c.has_u ? a.uniform[row] : 0.0f;
   c.cls = nt_row_class(c.p, c.has_u);
-  c.seed = a.seed ? a.seed[row] : a.seed_scalar;
-  c.offset = a.offset ? a.offset[row] : a.offset_scalar;
-  c.tag = nt_row_tag(a.seed != nullptr, row);
+  c.seed = at(a.seed);
+  c.offset = at(a.offset);
+  c.tag = nt_row_tag(a.seed.per_row != nullptr, row);
   c.rcp_t = 1.0f / c.p.temperature;
   // The reciprocal bound needs a normal, finite 1/T (relative error 2^-24).
   c.bound_mode = c.p.temperature == 1.0f ? 0 : (fabsf(c.rcp_t) >= 1.17549435e-38f &&

@@ -117,12 +117,7 @@ __device__ void merge_tail_sorted(const SampleArgs& a, const RowCfg& c, u32 row,
   }
   pm[0] = pv[0];
   pm[1] = double(pv[0]) + double(pv[1]);
-  double incl = pm[1];
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const double w = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= u32(o)) incl += w;
-  }
+  const double incl = warp_inclusive_sum(pm[1]);
   const double before = __shfl_up_sync(kFullMask, incl, 1);
   pm[0] += lane ? before : 0.0;
   pm[1] = incl;
@@ -254,7 +249,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     // Chunk offsets in chunk order: lanes' first chunks, then their second ones.
     u32 i0 = r0.n_cand, i1 = r1.n_cand;
 #pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
+    for (int o = 1; o < 32; o <<= 1) {  // both sums in one chain of shuffles
       const u32 v0 = __shfl_up_sync(kFullMask, i0, o), v1 = __shfl_up_sync(kFullMask, i1, o);
       if (lane >= o) {
         i0 += v0;

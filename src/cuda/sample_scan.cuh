@@ -195,12 +195,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
     bool over = false;
     if (__any_sync(kFullMask, admitted != 0)) {
       const u32 mine = u32(__popc(admitted));
-      u32 end_slot = mine;  // inclusive prefix over the warp's lanes
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const u32 v = __shfl_up_sync(kFullMask, end_slot, o);
-        if (lane_index() >= u32(o)) end_slot += v;
-      }
+      const u32 end_slot = warp_inclusive_sum(mine);
       u32 base = 0;
       if (lane_index() == 31) {
         base = atomicAdd(&count, end_slot);
@@ -287,12 +282,7 @@ __device__ __noinline__ WarpList rank_warp_list(u64* list, WarpList w, u32 keep,
     const u64 mine = topk::warp_rth_largest<kRankMax>(list, int(w.count), int(rank));
     if (lane == 0) atomicMax(&warp_floor[threadIdx.x / 32], mine);
     __syncwarp();
-    u64 f = lane < u32(kWarps) ? *static_cast<volatile u64*>(&warp_floor[lane]) : ~0ull;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const u64 g = __shfl_xor_sync(kFullMask, f, o);
-      f = g < f ? g : f;
-    }
+    const u64 f = warp_min(lane < u32(kWarps) ? *static_cast<volatile u64*>(&warp_floor[lane]) : ~0ull);
     if (f > kNegInfCeiling) bound = f - 1;  // every warp has seen `rank` tokens >= f
   }
   if (bound > w.thr) {

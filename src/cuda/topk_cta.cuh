@@ -55,16 +55,6 @@ struct CtaShared {
   uint32_t hist[kWarps][256];
 };
 
-__device__ __forceinline__ int warp_inclusive_sum(int x) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const int y = __shfl_up_sync(0xffffffffu, x, d);
-    if (lane >= d) x += y;
-  }
-  return x;
-}
-
 // Given a 256-bin histogram of the current digit, finds (called by a whole
 // warp) the digit holding the need-th largest entry, the number of entries in
 // higher bins and the count of that bin.
@@ -130,65 +120,6 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
   return prefix;
 }
 
-// warp_rank_threshold for ranks held in registers (rank[e] of every lane,
-// 0 for padding; more than `need` nonzero): the same result, found without
-// shared-memory atomics. The 32-bit key of the need-th best is bisected bit
-// by bit below the highest bit where the warp's largest and smallest keys
-// differ, each step one compare per entry and one warp reduction, stopping
-// as soon as exactly `need` keys are at or above the probe. Only when that
-// key is shared by more entries than fit (a tie) does the index decide, by
-// the 64-bit radix select, whose first passes put nearly every entry in one
-// bin (its shared-memory atomics serialize).
-template <int N>
-__device__ __forceinline__ uint64_t warp_register_rank_threshold(const uint64_t (&rank)[N], int need,
-                                                                 uint32_t* hist) {
-  uint32_t key[N];
-  uint32_t hi = 0u, lo = 0xFFFFFFFFu;
-  unsigned real = 0;
-#pragma unroll
-  for (int e = 0; e < N; ++e) {
-    key[e] = uint32_t(rank[e] >> 32);  // 0 for padding: real keys are at least NT_KEY_NEG_INF
-    if (rank[e] != 0) {
-      hi = max(hi, key[e]);
-      lo = min(lo, key[e]);
-      ++real;
-    }
-  }
-  hi = __reduce_max_sync(0xffffffffu, hi);
-  lo = __reduce_min_sync(0xffffffffu, lo);
-  // count(t) for t >= 1 (so padding never counts).
-  auto count_at_or_above = [&](uint32_t t) {
-    unsigned c = 0;
-#pragma unroll
-    for (int e = 0; e < N; ++e) c += key[e] >= t ? 1u : 0u;
-    return int(__reduce_add_sync(0xffffffffu, c));
-  };
-  // t: the largest probe so far with at least `need` keys at or above it,
-  // starting from the prefix common to every key (all of them at or above).
-  uint32_t t = hi;
-  int at_or_above = int(__reduce_add_sync(0xffffffffu, real));
-  if (hi != lo) {
-    const int top = 31 - __clz(hi ^ lo);
-    t = hi & ~((2u << top) - 1u);  // top = 31: 2u << 31 wraps to 0, so t = 0
-    for (int b = top; b >= 0; --b) {
-      const uint32_t probe = t | (1u << b);
-      const int c = count_at_or_above(probe);
-      if (c >= need) {
-        t = probe;
-        at_or_above = c;
-        if (c == need) break;
-      }
-    }
-  }
-  if (at_or_above == need) return uint64_t(t) << 32;  // exactly the ranks with key >= t
-  return warp_rank_threshold(  // a tie at the need-th key: the index decides
-      [&](auto&& f) {
-#pragma unroll
-        for (int e = 0; e < N; ++e) f(rank[e]);
-      },
-      need, hist);
-}
-
 // A warp's list of at most 32 * kRegEntries candidates in registers: entry
 // e of a lane is buf[32 e + lane] (rank 0 past count).
 template <int kRegEntries>
@@ -241,7 +172,12 @@ __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, 
     uint64_t rank[kRegEntries];
     float value[kRegEntries];
     warp_load_ranks<kRegEntries>(buf, count, rank, value);
-    const uint64_t t = warp_register_rank_threshold(rank, k, hist);
+    const uint64_t t = warp_rank_threshold(
+        [&](auto&& f) {
+#pragma unroll
+          for (int e = 0; e < kRegEntries; ++e) f(rank[e]);
+        },
+        k, hist);
     warp_store_ranks_at_or_above<kRegEntries>(buf, rank, value, t, min_key);
   } else {
     // Large k: stream the buffer from memory on every radix pass.

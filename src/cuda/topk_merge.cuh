@@ -257,28 +257,20 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
     sort_rank[i] = 0ull;
     sort_value[i] = 0.0f;
   }
-  // Up to 64 winners (k <= 64, W1/W2's k = 50): warp 0 sorts alone, with warp
-  // barriers instead of 21 CTA-wide ones.
-  const bool one_warp = padded <= 64;
-  if (one_warp) __syncthreads();
-  if (!one_warp || warp == 0) {
-    for (int size = 2; size <= padded; size <<= 1) {
-      for (int stride = size >> 1; stride > 0; stride >>= 1) {
-        if (one_warp)
-          __syncwarp();
-        else
-          __syncthreads();
-        for (int i = threadIdx.x; i < padded / 2; i += blockDim.x) {
-          const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
-          const bool descending = (lo & size) == 0;
-          const uint64_t rl = sort_rank[lo], rh = sort_rank[hi];
-          if ((rl < rh) == descending) {
-            sort_rank[lo] = rh;
-            sort_rank[hi] = rl;
-            const float v = sort_value[lo];
-            sort_value[lo] = sort_value[hi];
-            sort_value[hi] = v;
-          }
+  // Merges of k <= 64 take merge_few_winners_kernel wherever its lists fit.
+  for (int size = 2; size <= padded; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      __syncthreads();
+      for (int i = threadIdx.x; i < padded / 2; i += blockDim.x) {
+        const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
+        const bool descending = (lo & size) == 0;
+        const uint64_t rl = sort_rank[lo], rh = sort_rank[hi];
+        if ((rl < rh) == descending) {
+          sort_rank[lo] = rh;
+          sort_rank[hi] = rl;
+          const float v = sort_value[lo];
+          sort_value[lo] = sort_value[hi];
+          sort_value[hi] = v;
         }
       }
     }

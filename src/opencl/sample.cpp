@@ -23,12 +23,6 @@ constexpr size_t kRowWorkGroup = kSampleRowWorkGroup;  // the histogram scratch 
 // Level launches per search; rows needing more refine serially in the list kernel.
 constexpr int kLevelLaunches = 2;
 
-// Bits of the kernels' flags argument (sample.cl).
-enum : cl_uint {
-  kPerRowT = 1, kPerRowK = 2, kPerRowP = 4, kPerRowMinP = 8, kPerRowSeed = 16,
-  kPerRowOffset = 32, kHasUniform = 64, kJoint = 128, kTokensI32 = 256
-};
-
 // The kernels the call needs, in order: the plan of a call.
 std::vector<const char*> pipeline(const SampleCall& call) {
   const nt_row_params& p = call.scalar;
@@ -76,16 +70,14 @@ void enqueue_sample(const char* op, const SampleCall& call, void* workspace,
     if (rows == 0) return;
     check_workspace(op, rows * kRowBytes, workspace, workspace_bytes);
     const cl::Buffer ws = opencl::workspace(op, q, workspace, rows * kRowBytes);
+    // The kernels' flags argument, bit b for entry b (sample.cl's NT_PER_ROW_T ... NT_TOKENS_I32).
+    const bool flag_bits[] = {a.temperature.per_row != nullptr, a.top_k.per_row != nullptr,
+                              a.top_p.per_row != nullptr,       a.min_p.per_row != nullptr,
+                              a.seed.per_row != nullptr,        a.offset.per_row != nullptr,
+                              call.explicit_draw,               call.joint,
+                              call.tokens_i32};
     cl_uint flags = 0;
-    if (a.temperature.per_row) flags |= kPerRowT;
-    if (a.top_k.per_row) flags |= kPerRowK;
-    if (a.top_p.per_row) flags |= kPerRowP;
-    if (a.min_p.per_row) flags |= kPerRowMinP;
-    if (a.seed.per_row) flags |= kPerRowSeed;
-    if (a.offset.per_row) flags |= kPerRowOffset;
-    if (call.explicit_draw) flags |= kHasUniform;
-    if (call.joint) flags |= kJoint;
-    if (call.tokens_i32) flags |= kTokensI32;
+    for (size_t b = 0; b < sizeof flag_bits; ++b) flags |= cl_uint(flag_bits[b]) << b;
     const ProgramSpec spec{{"sample_state.cl", "sample_passes.cl", "sample_select.cl", "sample.cl"},
                            sample_program_defines(a.logits.dtype)};
     for (const char* name : pipeline(call)) {
