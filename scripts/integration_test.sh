@@ -31,6 +31,8 @@ fi
 if [ "${CI:-}" = "true" ]; then
   export NEXTTOK_TEST_REQUIRE="${NEXTTOK_TEST_REQUIRE:+$NEXTTOK_TEST_REQUIRE,}integration,torch"
 fi
-PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/integration tests/python/test_torch.py tests/python/test_lm_head_sample.py \
-  tests/python/test_sample_logprobs.py tests/python/test_verify.py "$@"
+# Two runs: each test folder imports its own conftest module by name.
+export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/integration "$@"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python/test_torch.py \
+  tests/python/test_lm_head_sample.py tests/python/test_sample_logprobs.py tests/python/test_verify.py "$@"

@@ -525,3 +525,40 @@ def lm_head_sample_binary(act_q, act_scale, wq, wscale, bias=None, group_size=12
                            offset)
     return _op["lm_head_sample_binary"](act_q, act_scale, wq, wscale, bias, group_size, bitmask,
                                         *params, bool(joint))
+
+
+def verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs=None, max_draft=None,
+                 temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False):
+    op = "verify_draft"
+    if max_draft is None:
+        max_draft = _check_1d(op, "draft_ids", draft_ids)
+    width = _index(max_draft) + 1
+    if _eager(target_logits, draft_ids, cu_num_draft, draft_probs, temperature, top_k, top_p,
+              min_p, seed, offset):
+        out_ids, num = _verify_draft_out(target_logits, draft_ids, cu_num_draft, width)
+        _ext.verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs, out_ids, num,
+                          temperature, top_k, top_p, min_p, seed, offset, bool(joint),
+                          _stream(target_logits), _alloc(target_logits))
+        return out_ids, num
+    return _op[op](target_logits, draft_ids, cu_num_draft, draft_probs, width,
+                   *_split_params(op, temperature, top_k, top_p, min_p, seed, offset),
+                   bool(joint))
+
+
+def verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
+                num_steps=None, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
+                joint=False):
+    op = "verify_tree"
+    if num_steps is None:
+        num_steps = _check_2d(op, "candidates", candidates)[1]
+    width = _index(num_steps)
+    if _eager(target_logits, candidates, retrieve_next_token, retrieve_next_sibling, temperature,
+              top_k, top_p, min_p, seed, offset):
+        out_ids, out_nodes, num = _verify_tree_out(target_logits, candidates, width)
+        _ext.verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
+                         out_ids, out_nodes, num, temperature, top_k, top_p, min_p, seed, offset,
+                         bool(joint), _stream(target_logits), _alloc(target_logits))
+        return out_ids, out_nodes, num
+    return _op[op](target_logits, candidates, retrieve_next_token, retrieve_next_sibling, width,
+                   *_split_params(op, temperature, top_k, top_p, min_p, seed, offset),
+                   bool(joint))
