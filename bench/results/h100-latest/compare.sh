@@ -28,7 +28,7 @@ if [ "$mode" = build ]; then
   wait
   echo "built in $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.md"
   grep -E "error|FAILED:" "$OUT/build.log" "$OUT/build-base.log" | head -20
-  NEXTTOK_TEST_REQUIRE=cuda timeout 150 ctest --test-dir build-device -L gpu -j 8 --timeout 120 \
+  NEXTTOK_TEST_REQUIRE=cuda timeout 200 ctest --test-dir build-device -L gpu -j 8 --timeout 150 \
     --output-on-failure >"$OUT/tests.log" 2>&1
   echo "ctest rc=$? at $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.md"
   grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/tests.log" | head -20 | tee -a "$OUT/summary.md"
@@ -44,9 +44,15 @@ if [ "$mode" = build ]; then
       --json "json-out/lm_head-$b.json" >>"$OUT/bench-$b.log" 2>&1
     echo "$b lm_head rc=$? at $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.md"
   done
-  PYTHONPATH=build-device/python timeout 60 python3 bench/cuda_penalties_bench.py --check \
-    >>"$OUT/bench-build-device.log" 2>&1
+  PYTHONPATH=build-device/python timeout 60 python3 bench/cuda_penalties_bench.py --check --runs 50 \
+    --budget 30 >>"$OUT/bench-build-device.log" 2>&1
   echo "penalties rc=$? at $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.md"
+  PYTHONPATH=build-device/python timeout 70 python3 bench/cuda_sampling_bench.py \
+    --match '^W3r' --budget 45 --json json-out/w3r.json >"$OUT/bench-w3r.log" 2>&1
+  echo "w3r rc=$? at $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.md"
+  PYTHONPATH=build-device/python timeout 90 python3 bench/cuda_verify_bench.py --check --runs 30 \
+    --budget 50 >"$OUT/bench-w6.log" 2>&1
+  echo "w6 rc=$? at $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.md"
   python3 - "$OUT" <<'EOF' | tee -a "$OUT/summary.md"
 import json, sys, os
 out = sys.argv[1]
@@ -80,7 +86,7 @@ for t in json.load(sys.stdin)["tests"]:
   for tool in memcheck racecheck; do
     limit=$([ $tool = memcheck ] && echo 100 || echo 150)
     list=build-device/gpu_tests.txt
-    [ $tool = racecheck ] && { grep -v SampleDistribution build-device/gpu_tests.txt >build-device/race.txt; list=build-device/race.txt; }
+    [ $tool = racecheck ] && { grep -v Distribution build-device/gpu_tests.txt >build-device/race.txt; list=build-device/race.txt; }
     rm -rf "san-$tool" && mkdir -p "san-$tool"
     nl -w1 -s' ' "$list" | TOOL=$tool LIMIT=$limit xargs -P 8 -L 1 bash -c \
       'timeout "$LIMIT" compute-sanitizer --tool "$TOOL" --error-exitcode 1 "$1" "$2" >"san-$TOOL/$0.log" 2>&1
