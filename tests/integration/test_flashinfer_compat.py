@@ -318,6 +318,11 @@ PUBLISHED = {  # FlashInfer's public signatures (flashinfer/sampling.py, commit 
     "top_k_mask_logits": [("logits",), ("top_k",)],
     "top_k_renorm_probs": [("probs",), ("top_k",), ("is_deterministic", False)],
     "top_p_renorm_probs": [("probs",), ("top_p",), ("is_deterministic", False)],
+    "chain_speculative_sampling": [("draft_probs",), ("draft_token_ids",), ("target_probs",),
+                                   ("maybe_output_accepted_token_num", None),
+                                   ("maybe_output_emitted_draft_token_num", None),
+                                   ("deterministic", True), ("generator", None), ("seed", None),
+                                   ("offset", None)],
 }
 
 

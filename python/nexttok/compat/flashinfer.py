@@ -45,8 +45,9 @@ Computed by torch: `softmax`, `top_k_mask_logits`, `top_k_renorm_probs`,
 ascending, NaN last), the log of probabilities, the gather of rows for `indices`
 and the int32 cast of the tokens.
 
-Not provided: chain_speculative_sampling (nexttok has no speculative-verification
-op yet).
+chain_speculative_sampling is nexttok's `verify_draft` (docs/SEMANTICS.md,
+"Speculative verification") on FlashInfer's padded layout; its docstring says what
+differs.
 """
 import torch
 
@@ -302,9 +303,176 @@ def top_p_renorm_probs(probs, top_p, is_deterministic=False):
 top_p_renorm_prob = top_p_renorm_probs
 top_k_renorm_prob = top_k_renorm_probs
 
+
+def _check_nd(op, arg, t, dims, layout):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{op}: argument '{arg}' must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != dims:
+        raise ValueError(f"{op}: argument '{arg}' must be {dims}-D {layout}, "
+                         f"got shape {tuple(t.shape)}")
+
+
+def _counter(op, arg, t, batch, device):
+    """The caller's counter tensor (updated in place), or a fresh int32 zero one."""
+    if t is None:
+        return torch.zeros(batch, dtype=torch.int32, device=device)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{op}: argument '{arg}' must be None or a torch.Tensor, "
+                        f"got {type(t).__name__}")
+    if tuple(t.shape) != (batch,) or t.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"{op}: argument '{arg}' must be an int32 or int64 tensor of shape "
+                         f"({batch},), got {t.dtype} of shape {tuple(t.shape)}")
+    if t.device != device:
+        raise ValueError(f"{op}: argument '{arg}' must be on {device}, got {t.device}")
+    return t
+
+
+def _at_drafts(x, drafts):
+    """float64 [B, n]: x[b, i, drafts[b, i]], 0 where the id is outside [0, V)."""
+    vocab = x.shape[2]
+    inside = (drafts >= 0) & (drafts < vocab)
+    got = x.gather(2, drafts.clamp(0, max(vocab - 1, 0))[:, :, None])[:, :, 0].double()
+    return torch.where(inside, got, torch.zeros_like(got))
+
+
+def _fresh_tests(p, q, seed, offset):
+    """bool [B, n]: an acceptance test of its own at every position, true with
+    probability min(1, p/q) (1 where q <= 0 < p, 0 where p <= 0), drawn by
+    nexttok.sample from (seed, offset): row b*n + i holds the two outcomes at
+    tokens 2i (pass) and 2i+1, so that rows sharing a per-request seed still
+    read distinct Philox words."""
+    batch, n = p.shape
+    a = torch.where(q > 0, (p / q).clamp(max=1.0), torch.ones_like(p))
+    a = torch.where(p > 0, a, torch.zeros_like(a)).nan_to_num(nan=0.0)
+    rows = torch.arange(batch * n, device=p.device)
+    col = 2 * torch.arange(n, device=p.device).repeat(batch)
+    scores = torch.full((batch * n, 2 * n), float("-inf"), dtype=torch.float32, device=p.device)
+    scores[rows, col] = torch.log(a).flatten().float()
+    scores[rows, col + 1] = torch.log1p(-a).flatten().float()
+    if isinstance(seed, torch.Tensor):  # per request: each of its n rows gets its seed
+        seed = seed.view(torch.int64).repeat_interleave(n)
+        offset = offset.view(torch.int64).repeat_interleave(n)
+    tokens = nexttok.sample(scores, temperature=1.0, seed=seed, offset=offset)
+    return (tokens == col).view(batch, n)
+
+
+def chain_speculative_sampling(draft_probs, draft_token_ids, target_probs,
+                               maybe_output_accepted_token_num=None,
+                               maybe_output_emitted_draft_token_num=None, deterministic=True,
+                               generator=None, seed=None, offset=None):
+    """Speculative sampling of a chain of n drafts per request: draft_probs
+    [B, n, V], draft_token_ids [B, n] (int32 or int64), target_probs [B, n+1, V].
+    Returns (output_token_ids int32 [B, n+1]: the accepted drafts, then the token
+    drawn at the first rejection (or the bonus token after n acceptances), then
+    -1; output_accepted_token_num; output_emitted_draft_token_num).
+
+    Computed by nexttok's verify_draft: request b's drafts are the CSR chain
+    cu_num_draft = arange(B+1) * n, its target rows b*(n+1) .. b*(n+1)+n, and the
+    target probabilities are given as logits log(target_probs) at temperature 1
+    with no filters, so that the keep-set is exactly the tokens with p > 0 (a
+    zero probability is never accepted nor drawn) and the target distribution is
+    p / sum(p) (softmax(log p)); the fixed-point masses of docs/SEMANTICS.md hold
+    each p to 2^-24 of the row's largest or finer, after the fp32 log and exp.
+
+    Same as FlashInfer's: draft x at position i is accepted with probability
+    min(1, p(x) / q(x)) (u < p/q), the chain stops at the first rejection and
+    draws from max(p - q, 0) renormalized (from p after n acceptances), so every
+    emitted token is distributed as FlashInfer's; the counters are FlashInfer's:
+    output_emitted_draft_token_num is the number of accepted drafts (the tokens
+    before the drawn one), output_accepted_token_num that number plus, for each
+    later position, an acceptance test of its own (the count of drafts that would
+    pass if each were tested independently). Both are added to the given tensors
+    in place (int32 or int64, shape (B,)) and returned; None gives int32 zeros
+    plus the counts.
+
+    What differs:
+    - nexttok's draws: the acceptance uniform of each position and the residual's
+      Gumbel-max noise come from verify_draft's Philox stream of (seed, offset)
+      (the verification streams), and the independent tests of the accepted
+      counter from sample's stream of (seed, offset); the same distributions as
+      FlashInfer's curand draws, other tokens for the same seed. seed, offset and
+      generator are read as by the sampling functions (module docstring);
+      deterministic has no effect (always deterministic).
+    - Probabilities are relative to each row's sum (FlashInfer's rows sum to 1,
+      where the two agree); q NaN or negative counts as 0; a draft id outside
+      [0, V) is rejected (FlashInfer reads out of bounds).
+    - Degenerate rows: when max(p - q, 0) is 0 everywhere the token is drawn from
+      p (FlashInfer's kernel falls back to an index of its own); a target row with
+      no p > 0 emits nothing and ends the request there (-1 from that position on).
+    - An int64 counter tensor is updated in place too (FlashInfer's int32 cast
+      updates a copy of it).
+    - Limits of verify_draft: B < 2^19 and n < 4096.
+    """
+    op = "chain_speculative_sampling"
+    _check_nd(op, "draft_probs", draft_probs, 3,
+              "(batch_size, num_speculate_tokens, vocab_size)")
+    _check_nd(op, "draft_token_ids", draft_token_ids, 2, "(batch_size, num_speculate_tokens)")
+    _check_nd(op, "target_probs", target_probs, 3,
+              "(batch_size, num_speculate_tokens + 1, vocab_size)")
+    batch, n, vocab = draft_probs.shape
+    if tuple(draft_token_ids.shape) != (batch, n):
+        raise ValueError(f"{op}: argument 'draft_token_ids' must have shape (batch_size, "
+                         f"num_speculate_tokens) = {(batch, n)} (from draft_probs), "
+                         f"got {tuple(draft_token_ids.shape)}")
+    if tuple(target_probs.shape) != (batch, n + 1, vocab):
+        raise ValueError(f"{op}: argument 'target_probs' must have shape (batch_size, "
+                         f"num_speculate_tokens + 1, vocab_size) = {(batch, n + 1, vocab)} "
+                         f"(from draft_probs), got {tuple(target_probs.shape)}")
+    if draft_token_ids.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"{op}: argument 'draft_token_ids' must be int32 or int64, "
+                         f"got {draft_token_ids.dtype}")
+    device = draft_probs.device
+    for arg, t in (("draft_probs", draft_probs), ("target_probs", target_probs)):
+        if not t.is_floating_point():
+            raise ValueError(f"{op}: argument '{arg}' must be a floating-point tensor, "
+                             f"got {t.dtype}")
+    for arg, t in (("draft_token_ids", draft_token_ids), ("target_probs", target_probs)):
+        if t.device != device:
+            raise ValueError(f"{op}: argument '{arg}' must be on {device} (draft_probs' "
+                             f"device), got {t.device}")
+    accepted = _counter(op, "maybe_output_accepted_token_num", maybe_output_accepted_token_num,
+                        batch, device)
+    emitted = _counter(op, "maybe_output_emitted_draft_token_num",
+                       maybe_output_emitted_draft_token_num, batch, device)
+    seed, offset = _seed_offset(op, seed, offset, generator, device, batch)
+    if batch == 0:
+        return torch.empty((0, n + 1), dtype=torch.int32, device=device), accepted, emitted
+
+    target = target_probs.float()
+    out_ids, num = nexttok.verify_draft(
+        torch.log(target).reshape(batch * (n + 1), vocab),
+        draft_token_ids.to(torch.int32).reshape(batch * n).contiguous(),
+        torch.arange(batch + 1, dtype=torch.int32, device=device) * n,
+        draft_probs.float().reshape(batch * n, vocab).contiguous(), n,
+        temperature=1.0, seed=seed, offset=offset)
+    if n == 0:
+        return out_ids, accepted, emitted
+
+    # Accepted drafts k: the request emitted num tokens, the last one drawn at
+    # position num - 1, except where it stopped at an empty target row (position
+    # num, every token before it an accepted draft; a drawn token never equals the
+    # draft rejected at its position, whose residual max(p - q, 0) is 0).
+    drafts = draft_token_ids.long()
+    num = num.long()
+    last = (num - 1).clamp(0, n - 1)[:, None]
+    was_draft = (out_ids.long().gather(1, last) == drafts.gather(1, last))[:, 0]
+    empty_next = ~(target > 0).any(-1).gather(1, num.clamp(max=n)[:, None])[:, 0]
+    k = (num - 1).clamp(min=0) + ((num >= 1) & (num <= n) & was_draft & empty_next).long()
+
+    kept = target[:, :n].double()
+    kept = torch.where(kept > 0, kept, torch.zeros_like(kept))  # the keep-set's probabilities
+    p = _at_drafts(kept, drafts) / kept.sum(-1)
+    q = _at_drafts(draft_probs, drafts).nan_to_num(nan=0.0).clamp(min=0.0)
+    later = torch.arange(n, device=device)[None, :] >= k[:, None]
+    tests = _fresh_tests(p, q, seed, offset)
+    emitted.add_(k.to(emitted.dtype))
+    accepted.add_((k + (tests & later).sum(1)).to(accepted.dtype))
+    return out_ids, accepted, emitted
+
 __all__ = [
     "softmax", "sampling_from_logits", "sampling_from_probs", "top_p_sampling_from_probs",
     "top_k_sampling_from_probs", "min_p_sampling_from_probs", "top_k_top_p_sampling_from_logits",
     "top_k_top_p_sampling_from_probs", "top_k_mask_logits", "top_k_renorm_probs",
     "top_p_renorm_probs", "top_p_renorm_prob", "top_k_renorm_prob",
+    "chain_speculative_sampling",
 ]
