@@ -8,8 +8,9 @@
 //          fp64), the +inf count, the rank count against the sampled token's
 //          value, and the chunk's first n tokens of the logits' order (per-warp
 //          sorted lists of 32 in registers; a token is tested by one float
-//          compare against the list's n-th, and only a warp with a candidate
-//          merges; then a tree of warp merges over the CTA).
+//          compare against a bound, the largest n-th of the CTA's warp lists,
+//          and only a warp with a candidate inserts it (or, with many, merges
+//          lane by lane); then a tree of warp merges over the CTA).
 //  finish  grid B, one CTA a row: merges the chunks' records (max,
 //          normalizer in fp64, counts, the first n by warp merges spread over
 //          the CTA's warps) and writes the row's outputs.
@@ -34,6 +35,7 @@ namespace nt::cuda {
 constexpr int kLogprobThreads = 256;
 constexpr int kLogprobCtasPerSm = 4;  // resident scan CTAs an SM is planned for (__launch_bounds__)
 constexpr int kLogprobTokens = 16;    // tokens a scan thread loads an iteration (whole load groups)
+constexpr int kLogprobInsertLimit = 32;  // most candidates a warp inserts one at a time
 constexpr int kLogprobFinishThreads = 256;
 constexpr int kLogprobFinishBatch = 8;  // chunk records a finish warp loads at once
 
@@ -176,6 +178,7 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
     typename ReduceU32::TempStorage r32;
   } tmp;
   __shared__ u64 stage[kWarps * 32];
+  __shared__ u64 cta_bound;
   // Rows from the last, a row's chunks side by side: the sampler's scan read
   // the rows in order, so the last ones are the likeliest to be still in L2.
   const u32 row = l.rows_last_first ? a.rows - 1u - blockIdx.y : blockIdx.x;
@@ -197,11 +200,18 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   float m = -INFINITY;  // the running largest finite value
   double z = 0.0;       // sum of exp(v - m) over the finite values so far
   u32 n_inf = 0, rank = 0;
+  const u32 lane = lane_index();
   u64 list[1] = {0ull};  // this warp's first 32 composites, element i in lane i
-  u64 floor = 0ull;      // the list's element n - 1: only larger composites enter
-  // A logit below which no composite beats `floor` (NaN while floor is 0 or
-  // any other key below every score's: then every token is a candidate).
-  float list_floor_x = nt_key_to_float(composite_key(floor));
+  // Only composites above `bound` may enter: the largest element n - 1 of any
+  // warp's list seen so far (n tokens of the chunk rank at or before it, so
+  // no token below it is among the chunk's first n), shared through
+  // cta_bound.
+  u64 bound = 0ull;
+  // A logit below which no composite is above `bound` (NaN while bound is 0
+  // or any other key below every score's: then every token is a candidate).
+  float bound_x = nt_key_to_float(composite_key(bound));
+  if (threadIdx.x == 0) cta_bound = 0ull;
+  __syncthreads();
 
   // kLogprobTokens tokens a thread an iteration, U loads in flight (one pass
   // over the row: streaming loads); every thread runs the same number of
@@ -221,16 +231,49 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
     for (int u = 0; u < U; ++u) load_group<DT, VEC, true>(rowp, group_at(u), end, x[u]);
 
     // The first n of the logits' order: one float compare a token against the
-    // list's n-th; only when a lane of the warp has a candidate, rounds in
+    // bound. A warp whose lanes hold candidates inserts them one at a time
+    // (few: the common case) or, when many (the first loads), runs rounds in
     // which every lane offers its best remaining candidate to one warp merge,
-    // until no lane has one above the (rising) n-th.
+    // until no lane has one above the (rising) bound. Either way a candidate
+    // enters only when its composite is above the bound.
     if (n > 0) {
-      bool candidate = false;
+      const u64 shared_bound = *reinterpret_cast<volatile u64*>(&cta_bound);
+      if (shared_bound > bound) {
+        bound = shared_bound;
+        bound_x = nt_key_to_float(composite_key(bound));
+      }
+      u32 candidates = 0;
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int j = 0; j < G; ++j) candidate |= !(x[u][j] < list_floor_x);
-      if (__any_sync(kFullMask, candidate)) {
+        for (int j = 0; j < G; ++j) candidates += !(x[u][j] < bound_x) ? 1u : 0u;
+      const u32 warp_candidates = __reduce_add_sync(kFullMask, candidates);
+      if (warp_candidates != 0u && warp_candidates <= u32(kLogprobInsertLimit)) {
+        const u32 warp_first = first - lane * u32(G);  // lane 0's first token
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int j = 0; j < G; ++j) {
+            u32 from = __ballot_sync(kFullMask, !(x[u][j] < bound_x));
+            while (from != 0u) {
+              const int src = __ffs(from) - 1;
+              from &= from - 1u;
+              const float xs = __shfl_sync(kFullMask, x[u][j], src);
+              const u32 t = warp_first + u32(src) * u32(G) + u32(u) * kStep + u32(j);
+              const u64 cv = t < end ? composite(nt_order_key(xs), t) : 0ull;
+              if (cv > bound) {  // warp-uniform
+                const u32 before = __popc(__ballot_sync(kFullMask, list[0] > cv));
+                const u64 up = __shfl_up_sync(kFullMask, list[0], 1);
+                list[0] = lane < before ? list[0] : lane == before ? cv : up;
+                const u64 nth = __shfl_sync(kFullMask, list[0], n - 1);
+                if (nth > bound) {
+                  bound = nth;
+                  bound_x = nt_key_to_float(composite_key(bound));
+                }
+              }
+            }
+          }
+      } else if (warp_candidates != 0u) {
         u64 taken_below = ~0ull;  // this lane offers its candidates in descending order
         while (true) {
           // The composites are rebuilt each round (a few integer ops a token)
@@ -247,17 +290,19 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
             for (int j = 0; j < G; ++j) {
               const u32 t = group_at(u) + j;
               const u64 cv = t < end ? composite(nt_order_key(x[u][j]), t) : 0ull;
-              best = cv > floor && cv < taken_below && cv > best ? cv : best;
+              best = cv > bound && cv < taken_below && cv > best ? cv : best;
             }
           if (!__any_sync(kFullMask, best != 0ull)) break;
           u64 b[1] = {best};
           warp_sort_desc<1>(b);
           warp_merge_desc<1>(list, b);
-          floor = __shfl_sync(kFullMask, list[0], n - 1);
+          const u64 nth = __shfl_sync(kFullMask, list[0], n - 1);
+          bound = nth > bound ? nth : bound;
           taken_below = best;
         }
-        list_floor_x = nt_key_to_float(composite_key(floor));
+        bound_x = nt_key_to_float(composite_key(bound));
       }
+      if (warp_candidates != 0u && lane == 0 && bound > shared_bound) atomicMax(&cta_bound, bound);
     }
 
     // The values (in place of the logits). Processed: a load with no logit at
