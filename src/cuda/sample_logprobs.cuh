@@ -217,8 +217,8 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   // over the row: streaming loads); every thread runs the same number of
   // iterations (tokens past `end` read as -inf), so the warp collectives may
   // run inside. Token (u, j) of an iteration is group_at(u) + j. The loop is
-  // compiled once a mode, so that the raw one keeps its state in registers
-  // (the processed one calls the division's slow path).
+  // compiled once a mode, so that the raw one carries none of the registers
+  // of the processed one's membership tests (the division and its slow path).
   constexpr u32 kStep = kLogprobThreads * G;
   const u32 iters = (end - begin + kStep - 1) / kStep;
   auto scan = [&](auto processed_mode) {
