@@ -250,29 +250,36 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
       const u32 warp_candidates = __reduce_add_sync(kFullMask, candidates);
       if (warp_candidates != 0u && warp_candidates <= u32(kLogprobInsertLimit)) {
         const u32 warp_first = first - lane * u32(G);  // lane 0's first token
+        u32 pending = 0u;  // bit u * G + j: token (u, j) of this lane is a candidate
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
-          for (int j = 0; j < G; ++j) {
-            u32 from = __ballot_sync(kFullMask, !(x[u][j] < bound_x));
-            while (from != 0u) {
-              const int src = __ffs(from) - 1;
-              from &= from - 1u;
-              const float xs = __shfl_sync(kFullMask, x[u][j], src);
-              const u32 t = warp_first + u32(src) * u32(G) + u32(u) * kStep + u32(j);
-              const u64 cv = t < end ? composite(nt_order_key(xs), t) : 0ull;
-              if (cv > bound) {  // warp-uniform
-                const u32 before = __popc(__ballot_sync(kFullMask, list[0] > cv));
-                const u64 up = __shfl_up_sync(kFullMask, list[0], 1);
-                list[0] = lane < before ? list[0] : lane == before ? cv : up;
-                const u64 nth = __shfl_sync(kFullMask, list[0], n - 1);
-                if (nth > bound) {
-                  bound = nth;
-                  bound_x = nt_key_to_float(composite_key(bound));
-                }
-              }
+          for (int j = 0; j < G; ++j) pending |= !(x[u][j] < bound_x) ? 1u << (u * G + j) : 0u;
+        while (true) {
+          const u32 from = __ballot_sync(kFullMask, pending != 0u);
+          if (from == 0u) break;
+          const int src = __ffs(from) - 1;
+          const int slot = __ffs(__shfl_sync(kFullMask, pending, src)) - 1;
+          if (int(lane) == src) pending &= pending - 1u;
+          float mine = x[0][0];
+#pragma unroll
+          for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int j = 0; j < G; ++j) mine = slot == u * G + j ? x[u][j] : mine;
+          const float xs = __shfl_sync(kFullMask, mine, src);
+          const u32 t = warp_first + u32(src) * u32(G) + u32(slot / G) * kStep + u32(slot % G);
+          const u64 cv = t < end ? composite(nt_order_key(xs), t) : 0ull;
+          if (cv > bound) {  // warp-uniform
+            const u32 before = __popc(__ballot_sync(kFullMask, list[0] > cv));
+            const u64 up = __shfl_up_sync(kFullMask, list[0], 1);
+            list[0] = lane < before ? list[0] : lane == before ? cv : up;
+            const u64 nth = __shfl_sync(kFullMask, list[0], n - 1);
+            if (nth > bound) {
+              bound = nth;
+              bound_x = nt_key_to_float(composite_key(bound));
             }
           }
+        }
       } else if (warp_candidates != 0u) {
         u64 taken_below = ~0ull;  // this lane offers its candidates in descending order
         while (true) {
