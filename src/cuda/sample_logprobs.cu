@@ -86,7 +86,7 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
     sample_logprobs_scan_kernel<DT, decltype(layout)::kVec>
         <<<grid, kLogprobThreads, 0, st>>>(args, l);
     check_launch(kOp);
-    sample_logprobs_finish_kernel<DT><<<rows, 32, 0, st>>>(args, l);
+    sample_logprobs_finish_kernel<DT><<<rows, kLogprobFinishThreads, 0, st>>>(args, l);
     check_launch(kOp);
   });
 }

@@ -1,16 +1,19 @@
 // Device side of nt_sample_logprobs (docs/SEMANTICS.md, "Logprobs with sample"):
 // two kernels after nt_sample's on the same stream.
 //
-//  scan    grid (B, splits): one CTA reads one chunk of one row once: the
-//          largest finite value and the sum of exp(v - max) of its values (an
-//          online softmax: terms in fp32, sums in fp64), the +inf count, the
-//          rank count against the sampled token's value, and the chunk's
-//          first n tokens of the logits' order (per-warp sorted lists of 32
-//          in registers, merged only when a lane's token beats the list's
-//          n-th; then a tree of warp merges over the CTA).
-//  finish  grid B, one warp: merges the chunks' records (max, normalizer in
-//          fp64, counts, the first n by warp merges) and writes the row's
-//          outputs.
+//  scan    grid (B, splits): one CTA reads one chunk of one row once, 16
+//          tokens a thread an iteration: the largest finite value and the sum
+//          of exp(v - max) of its values (an online softmax: one exp a token
+//          in fp32, an iteration's 16 terms added pairwise in fp32, the sums in
+//          fp64), the +inf count, the rank count against the sampled token's
+//          value, and the chunk's first n tokens of the logits' order (per-warp
+//          sorted lists of 32 in registers; a token is tested by one float
+//          compare against a bound, the largest n-th of the CTA's warp lists,
+//          and only a warp with a candidate inserts it (or, with many, merges
+//          lane by lane); then a tree of warp merges over the CTA).
+//  finish  grid B, one CTA a row: merges the chunks' records (max,
+//          normalizer in fp64, counts, the first n by warp merges spread over
+//          the CTA's warps) and writes the row's outputs.
 //
 // Values: raw, the logits (NaN as -inf); processed, the scores of the
 // keep-set the sampler drew the token from (RowState::keep_cut for filtered
@@ -18,6 +21,9 @@
 // decision (membership, order, rank) uses the core's exact predicates
 // (core/logprobs.h); only the normalizer is rounded.
 #pragma once
+
+#include <cfloat>
+#include <type_traits>
 
 #include <cub/block/block_reduce.cuh>
 
@@ -27,8 +33,11 @@
 namespace nt::cuda {
 
 constexpr int kLogprobThreads = 256;
-constexpr int kLogprobCtasPerSm = 3;  // resident scan CTAs an SM is planned for (__launch_bounds__)
-constexpr int kLogprobLoads = 4;  // load groups a scan thread has in flight
+constexpr int kLogprobCtasPerSm = 4;  // resident scan CTAs an SM is planned for (__launch_bounds__)
+constexpr int kLogprobTokens = 16;    // tokens a scan thread loads an iteration (whole load groups)
+constexpr int kLogprobInsertLimit = 32;  // most candidates a warp inserts one at a time
+constexpr int kLogprobFinishThreads = 256;
+constexpr int kLogprobFinishBatch = 8;  // chunk records a finish warp loads at once
 
 // One chunk's result (scan -> finish).
 struct LogprobChunk {
@@ -113,9 +122,9 @@ __device__ __forceinline__ float logprob_value(float v, u32 n_pos_inf, float v_m
   return float((double(v) - double(v_max)) - log_z);
 }
 
-// Running (max, sum of exp(v - max)) of a thread's values: the terms in fp32
-// (exp2f), their sum in fp64, so that hundreds of terms a thread add no
-// rounding worth the tolerance.
+// Running (max, sum of exp(v - max)) of a thread's values: the terms in fp32,
+// 16 at a time added pairwise in fp32, those sums added in fp64, so that
+// hundreds of terms a thread add no rounding worth the tolerance.
 struct MaxSumD {
   float m;
   double z;
@@ -130,6 +139,28 @@ struct MaxSumDMerge {
   }
 };
 
+// 2^x in fp32 by the SFU, subnormal results flushed to zero (a term below
+// 2^-126 of the chunk's largest is nothing at the promised tolerance); +0 for
+// x = -inf.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// The sum of K fp32 terms, pairwise (log2(K) roundings on any term's path).
+template <int K>
+__device__ __forceinline__ float pairwise_sum(const float (&t)[K]) {
+  if constexpr (K == 1) {
+    return t[0];
+  } else {
+    float h[K / 2];
+#pragma unroll
+    for (int i = 0; i < K / 2; ++i) h[i] = t[2 * i] + t[2 * i + 1];
+    return pairwise_sum<K / 2>(h);
+  }
+}
+
 template <nt_dtype DT, bool VEC>
 __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
     sample_logprobs_scan_kernel(SampleArgs a, LogprobArgs l) {
@@ -138,92 +169,211 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   using ReduceU32 = cub::BlockReduce<u32, kLogprobThreads>;
   constexpr int kWarps = kLogprobThreads / 32;
   constexpr float kLog2e = 1.44269504f;
+  constexpr int G = group_tokens<DT, VEC>();
+  constexpr int U = kLogprobTokens / G;  // load groups a thread has in flight
+  constexpr int K = U * G;
+  static_assert(K == kLogprobTokens, "whole load groups");
   __shared__ union {
     typename ReduceMax::TempStorage max_sum;
     typename ReduceU32::TempStorage r32;
   } tmp;
   __shared__ u64 stage[kWarps * 32];
+  __shared__ u64 cta_bound;
   // Rows from the last, a row's chunks side by side: the sampler's scan read
   // the rows in order, so the last ones are the likeliest to be still in L2.
   const u32 row = l.rows_last_first ? a.rows - 1u - blockIdx.y : blockIdx.x;
   const int chunk = int(l.rows_last_first ? blockIdx.x : blockIdx.y);
-  const int64_t begin = int64_t(chunk) * l.chunk;
-  const int64_t end = min(begin + int64_t(l.chunk), int64_t(a.vocab));
+  // Token positions in u32: a row has fewer than 2^31 tokens.
+  const u32 begin = u32(chunk) * u32(l.chunk);
+  const u32 end = u32(min(int64_t(begin) + l.chunk, int64_t(a.vocab)));
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const RowCfg c = load_row_cfg(a, row);
   const long long token = sampled_token(a, row);
   const LogprobRow lr = logprob_row(a, c, row, token, l.processed != 0);
   const float token_base = token >= 0 ? logprob_base(widen<DT>(rowp[token]), u32(token), lr) : -INFINITY;
-  const u32 token_key = nt_order_key(token_base);
+  // Rank: v counts when v != -inf and nt_logprob_at_least(key(v), key(token_base)).
+  // No v is NaN, and the keys order non-NaN values as the floats do (-0 == +0),
+  // so that is v >= rank_floor as floats.
+  const float rank_floor = token_base == -INFINITY ? -FLT_MAX : token_base;
   const int n = l.n;
 
-  MaxSumD ms{-INFINITY, 0.0};
+  float m = -INFINITY;  // the running largest finite value
+  double z = 0.0;       // sum of exp(v - m) over the finite values so far
   u32 n_inf = 0, rank = 0;
+  const u32 lane = lane_index();
   u64 list[1] = {0ull};  // this warp's first 32 composites, element i in lane i
-  u64 floor = 0ull;      // the list's element n - 1: only larger composites enter
-  auto on_group = [&](u32 t0, const float (&x)[4]) {
+  // Only composites above `bound` may enter: the largest element n - 1 of any
+  // warp's list seen so far (n tokens of the chunk rank at or before it, so
+  // no token below it is among the chunk's first n), shared through
+  // cta_bound.
+  u64 bound = 0ull;
+  // A logit below which no composite is above `bound` (NaN while bound is 0
+  // or any other key below every score's: then every token is a candidate).
+  float bound_x = nt_key_to_float(composite_key(bound));
+  if (threadIdx.x == 0) cta_bound = 0ull;
+  __syncthreads();
+
+  // kLogprobTokens tokens a thread an iteration, U loads in flight (one pass
+  // over the row: streaming loads); every thread runs the same number of
+  // iterations (tokens past `end` read as -inf), so the warp collectives may
+  // run inside. Token (u, j) of an iteration is group_at(u) + j. The loop is
+  // compiled once a mode, so that the raw one carries none of the registers
+  // of the processed one's membership tests (the division and its slow path).
+  constexpr u32 kStep = kLogprobThreads * G;
+  const u32 iters = (end - begin + kStep - 1) / kStep;
+  auto scan = [&](auto processed_mode) {
+  constexpr bool kProcessed = decltype(processed_mode)::value;
+  for (u32 it = 0; it < iters; it += U) {
+    const u32 first = begin + it * kStep + threadIdx.x * G;
+    auto group_at = [&](int u) { return first + u32(u) * kStep; };
+    float x[U][G];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const u32 t = t0 + u32(j);
-      // Positions past the chunk read as -inf but are another chunk's tokens
-      // (a greedy row's token among them): they count here for nothing.
-      const float v = int64_t(t) < end ? logprob_base(x[j], t, lr) : -INFINITY;
-      if (v == INFINITY) {
-        ++n_inf;
-      } else if (v > ms.m) {
-        ms.z = ms.z * double(exp2f((ms.m - v) * kLog2e)) + 1.0;
-        ms.m = v;
-      } else if (v != -INFINITY) {
-        ms.z += double(exp2f((v - ms.m) * kLog2e));
-      }
-      rank += (v != -INFINITY && nt_logprob_at_least(nt_order_key(v), token_key)) ? 1u : 0u;
-    }
+    for (int u = 0; u < U; ++u) load_group<DT, VEC, true>(rowp, group_at(u), end, x[u]);
+
+    // The first n of the logits' order: one float compare a token against the
+    // bound. A warp whose lanes hold candidates inserts them one at a time
+    // (few: the common case) or, when many (the first loads), runs rounds in
+    // which every lane offers its best remaining candidate to one warp merge,
+    // until no lane has one above the (rising) bound. Either way a candidate
+    // enters only when its composite is above the bound.
     if (n > 0) {
-      // One vote a group in the common case (nothing beats the list's n-th),
-      // then one merge per position that has a candidate.
-      u64 cv[4], group_best = 0ull;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const u32 t = t0 + u32(j);
-        cv[j] = int64_t(t) < end ? composite(nt_order_key(x[j]), t) : 0ull;
-        group_best = cv[j] > group_best ? cv[j] : group_best;
+      const u64 shared_bound = *reinterpret_cast<volatile u64*>(&cta_bound);
+      if (shared_bound > bound) {
+        bound = shared_bound;
+        bound_x = nt_key_to_float(composite_key(bound));
       }
-      if (__any_sync(kFullMask, group_best > floor)) {
+      u32 candidates = 0;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          u64 b[1] = {cv[j] > floor ? cv[j] : 0ull};
-          if (__any_sync(kFullMask, b[0] != 0ull)) {
-            warp_sort_desc<1>(b);
-            warp_merge_desc<1>(list, b);
-            floor = __shfl_sync(kFullMask, list[0], n - 1);
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < G; ++j) candidates += !(x[u][j] < bound_x) ? 1u : 0u;
+      const u32 warp_candidates = __reduce_add_sync(kFullMask, candidates);
+      if (warp_candidates != 0u && warp_candidates <= u32(kLogprobInsertLimit)) {
+        const u32 warp_first = first - lane * u32(G);  // lane 0's first token
+        u32 pending = 0u;  // bit u * G + j: token (u, j) of this lane is a candidate
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int j = 0; j < G; ++j) pending |= !(x[u][j] < bound_x) ? 1u << (u * G + j) : 0u;
+        while (true) {
+          const u32 from = __ballot_sync(kFullMask, pending != 0u);
+          if (from == 0u) break;
+          const int src = __ffs(from) - 1;
+          const int slot = __ffs(__shfl_sync(kFullMask, pending, src)) - 1;
+          if (int(lane) == src) pending &= pending - 1u;
+          float mine = x[0][0];
+#pragma unroll
+          for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int j = 0; j < G; ++j) mine = slot == u * G + j ? x[u][j] : mine;
+          const float xs = __shfl_sync(kFullMask, mine, src);
+          const u32 t = warp_first + u32(src) * u32(G) + u32(slot / G) * kStep + u32(slot % G);
+          const u64 cv = t < end ? composite(nt_order_key(xs), t) : 0ull;
+          if (cv > bound) {  // warp-uniform
+            const u32 before = __popc(__ballot_sync(kFullMask, list[0] > cv));
+            const u64 up = __shfl_up_sync(kFullMask, list[0], 1);
+            list[0] = lane < before ? list[0] : lane == before ? cv : up;
+            const u64 nth = __shfl_sync(kFullMask, list[0], n - 1);
+            if (nth > bound) {
+              bound = nth;
+              bound_x = nt_key_to_float(composite_key(bound));
+            }
           }
         }
+      } else if (warp_candidates != 0u) {
+        u64 taken_below = ~0ull;  // this lane offers its candidates in descending order
+        while (true) {
+          // The composites are rebuilt each round (a few integer ops a token)
+          // rather than held: the empty asm keeps the compiler from hoisting
+          // 16 of them (32 registers) out of the loop.
+#pragma unroll
+          for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int j = 0; j < G; ++j) asm volatile("" : "+f"(x[u][j]));
+          u64 best = 0ull;
+#pragma unroll
+          for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int j = 0; j < G; ++j) {
+              const u32 t = group_at(u) + j;
+              const u64 cv = t < end ? composite(nt_order_key(x[u][j]), t) : 0ull;
+              best = cv > bound && cv < taken_below && cv > best ? cv : best;
+            }
+          if (!__any_sync(kFullMask, best != 0ull)) break;
+          u64 b[1] = {best};
+          warp_sort_desc<1>(b);
+          warp_merge_desc<1>(list, b);
+          const u64 nth = __shfl_sync(kFullMask, list[0], n - 1);
+          bound = nth > bound ? nth : bound;
+          taken_below = best;
+        }
+        bound_x = nt_key_to_float(composite_key(bound));
+      }
+      if (warp_candidates != 0u && lane == 0 && bound > shared_bound) atomicMax(&cta_bound, bound);
+    }
+
+    // The values (in place of the logits). Processed: a load with no logit at
+    // or above x_floor has no member (a filtered row's common case: one compare
+    // a token).
+    bool any_value = true;
+    if constexpr (!kProcessed) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < G; ++j) x[u][j] = x[u][j] != x[u][j] ? -INFINITY : x[u][j];
+    } else {
+      bool any_up = false;
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < G; ++j) any_up |= !(x[u][j] < lr.x_floor);
+      any_value = any_up || lr.k.kind == NT_KEEP_ONE;
+      if (any_value) {
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int j = 0; j < G; ++j) {
+            // Positions past the chunk are another chunk's tokens (a greedy
+            // row's token among them): they count here for nothing.
+            const u32 t = group_at(u) + j;
+            x[u][j] = t < end ? logprob_base(x[u][j], t, lr) : -INFINITY;
+          }
       }
     }
-  };
-  // kLogprobLoads groups a thread in flight (one pass over the row: streaming
-  // loads), every thread the same number of times (tokens past `end` read as
-  // -inf), so the warp collectives above may run inside.
-  constexpr int G = group_tokens<DT, VEC>();
-  constexpr int64_t kStep = int64_t(kLogprobThreads) * G;
-  const int64_t iters = (end - begin + kStep - 1) / kStep;
-  for (int64_t it = 0; it < iters; it += kLogprobLoads) {
-    float x[kLogprobLoads][G];
+    if (!any_value) continue;
+
+    // Counts, the load's largest finite value, then its terms exp(v - m)
+    // against the running max (rescaled once when the load raises it): one
+    // exp a token, K terms added pairwise in fp32, their sum in fp64.
+    float top = -INFINITY;
 #pragma unroll
-    for (int u = 0; u < kLogprobLoads; ++u)
-      load_group<DT, VEC, true>(rowp, begin + (it + u) * kStep + int64_t(threadIdx.x) * G, end, x[u]);
+    for (int u = 0; u < U; ++u)
 #pragma unroll
-    for (int u = 0; u < kLogprobLoads; ++u) {
-      const int64_t t = begin + (it + u) * kStep + int64_t(threadIdx.x) * G;
-#pragma unroll
-      for (int q = 0; q < G / 4; ++q) {
-        const float x4[4] = {x[u][4 * q], x[u][4 * q + 1], x[u][4 * q + 2], x[u][4 * q + 3]};
-        on_group(u32(t + 4 * q), x4);
+      for (int j = 0; j < G; ++j) {
+        const float v = x[u][j];
+        rank += v >= rank_floor ? 1u : 0u;
+        n_inf += v == INFINITY ? 1u : 0u;
+        x[u][j] = v == INFINITY ? -INFINITY : v;
+        top = fmaxf(top, x[u][j]);
       }
+    if (top > m) {
+      z *= double(exp2_ftz((m - top) * kLog2e));
+      m = top;
+    }
+    if (m != -INFINITY) {
+      float terms[K];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < G; ++j) terms[u * G + j] = exp2_ftz((x[u][j] - m) * kLog2e);
+      z += double(pairwise_sum(terms));
     }
   }
+  };
+  if (lr.processed) scan(std::true_type{});
+  else scan(std::false_type{});
 
-  const MaxSumD total = ReduceMax(tmp.max_sum).Reduce(ms, MaxSumDMerge());
+  const MaxSumD total = ReduceMax(tmp.max_sum).Reduce(MaxSumD{m, z}, MaxSumDMerge());
   __syncthreads();
   const u32 total_inf = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
   __syncthreads();
@@ -241,42 +391,69 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   }
 }
 
+// One CTA a row: warp 0 merges the records' statistics; the records' lists
+// are spread over the warps (kLogprobFinishBatch loads in flight a warp, a
+// list merged only when it has an element above the warp's n-th), then a
+// tree of warp merges leaves the first n in warp 0, which writes the row.
 template <nt_dtype DT>
-__global__ void __launch_bounds__(32) sample_logprobs_finish_kernel(SampleArgs a, LogprobArgs l) {
+__global__ void __launch_bounds__(kLogprobFinishThreads) sample_logprobs_finish_kernel(SampleArgs a,
+                                                                                      LogprobArgs l) {
   using S = typename LogitTraits<DT>::Storage;
+  constexpr int kWarps = kLogprobFinishThreads / 32;
+  __shared__ u64 stage[kWarps * 32];
   const u32 row = blockIdx.x;
   const u32 lane = lane_index();
-  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
-  const RowCfg c = load_row_cfg(a, row);
-  const long long token = sampled_token(a, row);
-  const LogprobRow lr = logprob_row(a, c, row, token, l.processed != 0);
+  const int warp = int(threadIdx.x >> 5);
   const LogprobChunk* rec = l.chunks + size_t(row) * l.splits;
   const int n = l.n;
 
   float m = -INFINITY;
   u32 n_inf = 0, rank = 0;
-  for (int i = int(lane); i < l.splits; i += 32) {
-    m = fmaxf(m, rec[i].m);
-    n_inf += rec[i].n_pos_inf;
-    rank += rec[i].rank;
+  double log_z = 0.0;
+  if (warp == 0) {
+    for (int i = int(lane); i < l.splits; i += 32) {
+      m = fmaxf(m, rec[i].m);
+      n_inf += rec[i].n_pos_inf;
+      rank += rec[i].rank;
+    }
+    m = warp_max(m);
+    n_inf = warp_sum(n_inf);
+    rank = warp_sum(rank);
+    double z = 0.0;
+    if (m != -INFINITY)
+      for (int i = int(lane); i < l.splits; i += 32)
+        if (rec[i].m != -INFINITY) z += rec[i].z * exp(double(rec[i].m) - double(m));
+    z = warp_sum(z);
+    log_z = z > 0.0 ? log(z) : 0.0;
   }
-  m = warp_max(m);
-  n_inf = warp_sum(n_inf);
-  rank = warp_sum(rank);
-  double z = 0.0;
-  if (m != -INFINITY)
-    for (int i = int(lane); i < l.splits; i += 32)
-      if (rec[i].m != -INFINITY) z += rec[i].z * exp(double(rec[i].m) - double(m));
-  z = warp_sum(z);
-  const double log_z = z > 0.0 ? log(z) : 0.0;
 
   u64 list[1] = {0ull};
-  if (n > 0)
-    for (int i = 0; i < l.splits; ++i) {
-      const u64 b[1] = {int(lane) < n ? rec[i].top[lane] : 0ull};
-      warp_merge_desc<1>(list, b);
+  if (n > 0) {
+    u64 floor = 0ull;
+    for (int i0 = warp; i0 < l.splits; i0 += kWarps * kLogprobFinishBatch) {
+      u64 b[kLogprobFinishBatch];
+#pragma unroll
+      for (int k = 0; k < kLogprobFinishBatch; ++k) {
+        const int i = i0 + k * kWarps;
+        b[k] = i < l.splits && int(lane) < n ? rec[i].top[lane] : 0ull;
+      }
+#pragma unroll
+      for (int k = 0; k < kLogprobFinishBatch; ++k) {
+        if (__any_sync(kFullMask, b[k] > floor)) {
+          const u64 bk[1] = {b[k]};
+          warp_merge_desc<1>(list, bk);
+          floor = __shfl_sync(kFullMask, list[0], n - 1);
+        }
+      }
     }
+    block_merge_desc<1>(list, stage, 32, min(kWarps, l.splits));
+  }
+  if (warp != 0) return;
 
+  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+  const RowCfg c = load_row_cfg(a, row);
+  const long long token = sampled_token(a, row);
+  const LogprobRow lr = logprob_row(a, c, row, token, l.processed != 0);
   int32_t* ids = l.ids + int64_t(row) * l.ids_stride;
   float* values = l.values + int64_t(row) * l.values_stride;
   if (int(lane) < n) {
