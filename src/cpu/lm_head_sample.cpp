@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "core/check.h"
+#include "core/fused_sample.h"
 #include "core/portable_exp.h"
 #include "core/sampling.h"
 #include "cpu/lm_head_scores.h"
@@ -56,17 +57,7 @@ nt_tensor host_matrix(void* data, nt_dtype dtype, int64_t rows, int64_t cols) {
 // nt_sample's arguments over the scores (data may be a placeholder for a size query).
 nt_sample_args sample_args(void* scores, int64_t rows, int64_t vocab, const nt_lm_head_sampling& s,
                            const nt_tensor& tokens) {
-  nt_sample_args a{};
-  a.logits = host_matrix(scores, NT_F32, rows, vocab);
-  a.temperature = s.temperature;
-  a.top_k = s.top_k;
-  a.top_p = s.top_p;
-  a.min_p = s.min_p;
-  a.seed = s.seed;
-  a.offset = s.offset;
-  a.flags = s.flags;
-  a.tokens = tokens;
-  return a;
+  return fused_sample_args(host_matrix(scores, NT_F32, rows, vocab), s, tokens);
 }
 
 // Bytes of the summary pass: per thread, one word per token of a row.
