@@ -456,12 +456,14 @@ void check_apply_logit_bias(const nt_apply_logit_bias_args& a) {
 
 namespace {
 
-// What both layouts share: the target logits, scalar parameters, outputs.
-void check_verify_common(VerifyCall& c, const nt_tensor& target, const nt_param_f32& temperature,
-                         const nt_param_i32& top_k, const nt_param_f32& top_p,
-                         const nt_param_f32& min_p, uint32_t flags, const nt_tensor& out_ids,
-                         const nt_tensor& num_emitted) {
+// What both layouts (nt_verify_draft_args, nt_verify_tree_args) share: the
+// target logits, sampling parameters, outputs.
+template <class Args>
+void check_verify_common(VerifyCall& c, const Args& a) {
   const char* op = c.op;
+  const nt_tensor& target = a.target_logits;
+  const nt_tensor& out_ids = a.out_ids;
+  const nt_tensor& num_emitted = a.num_emitted;
   TensorCheck(op, "target_logits", target).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
   c.vocab = target.shape[1];
   if (c.vocab < 1) fail_argument(op, "target_logits", "must have at least one column (V >= 1)");
@@ -478,13 +480,15 @@ void check_verify_common(VerifyCall& c, const nt_tensor& target, const nt_param_
                                      std::to_string(c.width));
   TensorCheck(op, "num_emitted", num_emitted).required().rank(1).dtype({NT_I32})
       .same_device(target, "target_logits").dim(0, c.requests, "B, the rows of out_ids");
-  check_sampling_scalars(op, temperature, top_k, top_p, min_p, flags);
+  check_sampling_scalars(op, a.temperature, a.top_k, a.top_p, a.min_p, a.flags);
   c.target = target;
-  c.temperature = temperature;
-  c.top_k = top_k;
-  c.top_p = top_p;
-  c.min_p = min_p;
-  c.joint = (flags & NT_SAMPLE_TOP_P_JOINT) != 0;
+  c.temperature = a.temperature;
+  c.top_k = a.top_k;
+  c.top_p = a.top_p;
+  c.min_p = a.min_p;
+  c.seed = a.seed;
+  c.offset = a.offset;
+  c.joint = (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0;
   c.mass_bits = nt_verify_mass_bits(int32_t(c.vocab));
   c.out_ids = out_ids;
   c.num_emitted = num_emitted;
@@ -496,8 +500,7 @@ VerifyCall check_verify_draft(const nt_verify_draft_args& a) {
   VerifyCall c{};
   c.op = "verify_draft";
   c.tree = false;
-  check_verify_common(c, a.target_logits, a.temperature, a.top_k, a.top_p, a.min_p, a.flags,
-                      a.out_ids, a.num_emitted);
+  check_verify_common(c, a);
   const char* op = c.op;
   TensorCheck(op, "draft_ids", a.draft_ids).rank(1).dtype({NT_I32})
       .same_device(a.target_logits, "target_logits");
@@ -516,8 +519,6 @@ VerifyCall check_verify_draft(const nt_verify_draft_args& a) {
   c.draft_ids = a.draft_ids;
   c.cu_num_draft = a.cu_num_draft;
   c.draft_probs = a.draft_probs;
-  c.seed = a.seed;
-  c.offset = a.offset;
   return c;
 }
 
@@ -525,8 +526,7 @@ VerifyCall check_verify_tree(const nt_verify_tree_args& a) {
   VerifyCall c{};
   c.op = "verify_tree";
   c.tree = true;
-  check_verify_common(c, a.target_logits, a.temperature, a.top_k, a.top_p, a.min_p, a.flags,
-                      a.out_ids, a.num_emitted);
+  check_verify_common(c, a);
   const char* op = c.op;
   TensorCheck(op, "candidates", a.candidates).required().rank(2).dtype({NT_I64})
       .same_device(a.target_logits, "target_logits").dim(0, c.requests, "B, the rows of out_ids");
@@ -551,8 +551,6 @@ VerifyCall check_verify_tree(const nt_verify_tree_args& a) {
   c.next_token = a.retrieve_next_token;
   c.next_sibling = a.retrieve_next_sibling;
   c.out_nodes = a.out_nodes;
-  c.seed = a.seed;
-  c.offset = a.offset;
   return c;
 }
 
