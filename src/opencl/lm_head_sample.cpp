@@ -26,17 +26,9 @@ struct FusedLayout {
 // The sample call on the scores (logits data may be a placeholder for a size query).
 nt_sample_args sample_args(void* ws, size_t scores_at, const nt_tensor& like, int64_t rows,
                            int64_t vocab, const nt_lm_head_sampling& s, const nt_tensor& tokens) {
-  nt_tensor scores{};
-  scores.data = ws;
-  scores.byte_offset = int64_t(scores_at);
-  scores.dtype = NT_F32;
-  scores.ndim = 2;
-  scores.shape[0] = rows;
-  scores.shape[1] = vocab;
-  scores.row_stride = vocab;
-  scores.device = NT_DEVICE_OPENCL;
-  scores.device_id = like.device_id;
-  return fused_sample_args(scores, s, tokens);
+  return fused_sample_args(
+      scores_matrix(ws, rows, vocab, NT_DEVICE_OPENCL, like.device_id, int64_t(scores_at)), s,
+      tokens);
 }
 
 FusedLayout fused_layout(OpenclBackend& b, const nt_tensor& like, int64_t rows, int64_t vocab,
