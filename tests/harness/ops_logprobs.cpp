@@ -16,34 +16,26 @@ LogprobsReference reference_logprobs(const SampleCase& c, int64_t row, int n, bo
 
 LogprobsResult run_sample_logprobs(TestDevice& dev, const SampleCase& c, int n, uint32_t mode,
                                    int64_t out_gap) {
-  const int64_t stride = c.row_stride ? c.row_stride : c.vocab;
-  const auto encoded = encode(c.dtype, with_gaps(c.logits, c.rows, c.vocab, stride, c.dtype));
-  auto logits = to_device(dev, encoded);
-  const SamplingBuffers sampling(dev, c);
-  std::unique_ptr<Buffer> uniform = c.uniform.empty() ? nullptr : to_device(dev, c.uniform);
-  auto tokens = poisoned_tokens(dev, c.token_dtype, c.rows);
+  const SampleInputs in(dev, c);
   const int64_t columns = int64_t(n) + 1, out_stride = columns + out_gap;
   auto ids = to_device(dev, std::vector<int32_t>(size_t(c.rows * out_stride), kPoisonI32));
   auto values = to_device(dev, std::vector<float>(size_t(c.rows * out_stride), poison_f32()));
   auto ranks = to_device(dev, std::vector<int32_t>(size_t(c.rows), kPoisonI32));
 
   nt_sample_logprobs_args a{};
-  nt_sample_args& s = a.sample;
-  s.logits = logits->matrix(c.dtype, c.rows, c.vocab, stride);
-  sampling.set(c, s);
-  if (uniform) s.uniform = uniform->vector(NT_F32, c.rows);
-  s.tokens = tokens->vector(c.token_dtype, c.rows);
+  a.sample = in.args();
   a.num_logprobs = n;
   a.mode = mode;
   a.logprob_ids = ids->matrix(NT_I32, c.rows, columns, out_stride);
   a.logprobs = values->matrix(NT_F32, c.rows, columns, out_stride);
   a.ranks = ranks->vector(NT_I32, c.rows);
 
-  run_with_workspace(dev, a, "nt_sample_logprobs", nt_sample_logprobs_workspace_size, nt_sample_logprobs);
+  run_with_workspace(dev, a, "nt_sample_logprobs", nt_sample_logprobs_workspace_size,
+                     nt_sample_logprobs);
 
   LogprobsResult out;
   out.columns = columns;
-  out.tokens = read_tokens(*tokens, c.token_dtype, c.rows);
+  out.tokens = in.read_tokens();
   const auto all_ids = from_device<int32_t>(*ids, size_t(c.rows * out_stride));
   const auto all_values = from_device<float>(*values, size_t(c.rows * out_stride));
   for (int64_t r = 0; r < c.rows; ++r)
@@ -58,8 +50,7 @@ LogprobsResult run_sample_logprobs(TestDevice& dev, const SampleCase& c, int n, 
       }
     }
   out.ranks = from_device<int32_t>(*ranks, size_t(c.rows));
-  if (from_device<uint8_t>(*logits, encoded.size()) != encoded)
-    throw std::runtime_error("nt_sample_logprobs modified its logits");
+  in.check_logits_unchanged("nt_sample_logprobs");
   return out;
 }
 

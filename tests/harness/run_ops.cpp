@@ -48,24 +48,10 @@ SampleReference reference_sample(const SampleCase& c, int64_t row) {
 }
 
 std::vector<int64_t> run_sample(TestDevice& dev, const SampleCase& c) {
-  const int64_t stride = c.row_stride ? c.row_stride : c.vocab;
-  const auto encoded = encode(c.dtype, with_gaps(c.logits, c.rows, c.vocab, stride, c.dtype));
-  auto logits = to_device(dev, encoded);
-  const SamplingBuffers sampling(dev, c);
-  std::unique_ptr<Buffer> uniform = c.uniform.empty() ? nullptr : to_device(dev, c.uniform);
-  auto tokens = poisoned_tokens(dev, c.token_dtype, c.rows);
-
-  nt_sample_args a{};
-  a.logits = logits->matrix(c.dtype, c.rows, c.vocab, stride);
-  sampling.set(c, a);
-  if (uniform) a.uniform = uniform->vector(NT_F32, c.rows);
-  a.tokens = tokens->vector(c.token_dtype, c.rows);
-
-  run_with_workspace(dev, a, "nt_sample", nt_sample_workspace_size, nt_sample);
-
-  std::vector<int64_t> out = read_tokens(*tokens, c.token_dtype, c.rows);
-  if (from_device<uint8_t>(*logits, encoded.size()) != encoded)
-    throw std::runtime_error("nt_sample modified its logits");
+  const SampleInputs in(dev, c);
+  run_with_workspace(dev, in.args(), "nt_sample", nt_sample_workspace_size, nt_sample);
+  std::vector<int64_t> out = in.read_tokens();
+  in.check_logits_unchanged("nt_sample");
   return out;
 }
 

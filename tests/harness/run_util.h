@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,44 @@ inline std::vector<int64_t> read_tokens(const Buffer& tokens, nt_dtype dtype, in
   for (int32_t t : from_device<int32_t>(tokens, size_t(rows))) out.push_back(t);
   return out;
 }
+
+// A SampleCase's inputs on the device (logits with row gaps, sampling
+// parameters, uniform draws) and its poisoned token output; args() gives
+// nt_sample's arguments over them.
+struct SampleInputs {
+  const SampleCase& c;
+  const int64_t stride;
+  const std::vector<uint8_t> encoded;  // the logits as uploaded
+  std::unique_ptr<Buffer> logits;
+  const SamplingBuffers sampling;
+  std::unique_ptr<Buffer> uniform, tokens;
+
+  SampleInputs(TestDevice& dev, const SampleCase& sc)
+      : c(sc), stride(c.row_stride ? c.row_stride : c.vocab),
+        encoded(encode(c.dtype, with_gaps(c.logits, c.rows, c.vocab, stride, c.dtype))),
+        logits(to_device(dev, encoded)), sampling(dev, c),
+        uniform(c.uniform.empty() ? nullptr : to_device(dev, c.uniform)),
+        tokens(poisoned_tokens(dev, c.token_dtype, c.rows)) {}
+
+  nt_sample_args args() const {
+    nt_sample_args a{};
+    a.logits = logits->matrix(c.dtype, c.rows, c.vocab, stride);
+    sampling.set(c, a);
+    if (uniform) a.uniform = uniform->vector(NT_F32, c.rows);
+    a.tokens = tokens->vector(c.token_dtype, c.rows);
+    return a;
+  }
+
+  std::vector<int64_t> read_tokens() const {
+    return ntt::read_tokens(*tokens, c.token_dtype, c.rows);
+  }
+
+  // Throws unless the logits on the device are still those uploaded.
+  void check_logits_unchanged(const char* op) const {
+    if (from_device<uint8_t>(*logits, encoded.size()) != encoded)
+      throw std::runtime_error(std::string(op) + " modified its logits");
+  }
+};
 
 struct Workspace {
   std::unique_ptr<Buffer> buffer;
