@@ -94,11 +94,6 @@ struct SamplingParams {
     a.offset = offset;
     a.flags = flags;
   }
-  nt_lm_head_sampling fused() const {
-    nt_lm_head_sampling s{};
-    set(s);
-    return s;
-  }
 };
 
 template <class Args>
@@ -251,7 +246,7 @@ void lm_head_sample_dense(nb::handle hidden, nb::handle weight, nb::handle bias,
   a.bias = b.t;
   a.bitmask = m.t;
   SamplingParams sp(op, h.t, temperature, top_k, top_p, min_p, seed, offset, joint);
-  a.sampling = sp.fused();
+  sp.set(a.sampling);
   a.tokens = t.t;
   run_fused(op, a, sharded, sv.get(), w.t, alloc, stream, nt_lm_head_sample_dense_workspace_size,
             nt_lm_head_sample_dense, nt_lm_head_shard_dense_workspace_size, nt_lm_head_shard_dense);
@@ -280,7 +275,7 @@ void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq
   a.group_size = group_size;
   a.bitmask = m.t;
   SamplingParams sp(op, q.t, temperature, top_k, top_p, min_p, seed, offset, joint);
-  a.sampling = sp.fused();
+  sp.set(a.sampling);
   a.tokens = t.t;
   run_fused(op, a, sharded, sv.get(), w.t, alloc, stream, nt_lm_head_sample_binary_workspace_size,
             nt_lm_head_sample_binary, nt_lm_head_shard_binary_workspace_size,
@@ -299,7 +294,7 @@ void lm_head_sample_combine(nb::handle summaries, int32_t shards, int64_t vocab_
   a.shards = shards;
   a.vocab_size = vocab_size;
   a.first_row = first_row;
-  a.sampling = sp.fused();
+  sp.set(a.sampling);
   a.tokens = t.t;
   nt_status st;
   {
