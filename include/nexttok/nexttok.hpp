@@ -95,18 +95,49 @@ struct SampleParams {
   uint32_t flags = 0;
 };
 
-inline nt_sample_args sample_args(const nt_tensor& logits, const nt_tensor& tokens,
-                                  const SampleParams& p) {
-  nt_sample_args a{};
-  a.logits = logits;
+namespace detail {
+// The bytes the op's query reports for these arguments.
+template <class Args>
+size_t workspace_size(nt_status (*query)(const Args*, size_t*), const Args& a) {
+  size_t bytes = 0;
+  check(query(&a, &bytes));
+  return bytes;
+}
+
+// The overloads without a workspace allocate it on the host, so they serve CPU
+// tensors only: a device op handed host memory would fault, not fail.
+template <class Args>
+void run_with_host_workspace(const Args& a, nt_device_type device, const char* op,
+                             nt_status (*query)(const Args*, size_t*),
+                             nt_status (*run)(const Args*, void*, size_t, void*)) {
+  if (device != NT_DEVICE_CPU)
+    throw Error(NT_ERROR_INVALID_ARGUMENT,
+                std::string(op) + ": argument 'workspace' is needed for device tensors; "
+                "this overload allocates host memory and serves CPU tensors only");
+  std::vector<unsigned char> ws(workspace_size(query, a));
+  check(run(&a, ws.data(), ws.size(), nullptr));
+}
+
+// Copies SampleParams' sampling parameters (not uniform) into an op's
+// arguments, whose fields of the same names take them.
+template <class Args>
+void set_sampling(Args& a, const SampleParams& p) {
   a.temperature = p.temperature;
   a.top_k = p.top_k;
   a.top_p = p.top_p;
   a.min_p = p.min_p;
   a.seed = p.seed;
   a.offset = p.offset;
-  a.uniform = p.uniform;
   a.flags = p.flags;
+}
+}  // namespace detail
+
+inline nt_sample_args sample_args(const nt_tensor& logits, const nt_tensor& tokens,
+                                  const SampleParams& p) {
+  nt_sample_args a{};
+  a.logits = logits;
+  detail::set_sampling(a, p);
+  a.uniform = p.uniform;
   a.tokens = tokens;
   return a;
 }
@@ -126,33 +157,13 @@ inline void bitmask_from_allowed(const nt_tensor& allowed, const nt_tensor& bitm
 // Device workspaces are the caller's (they come from its allocator); for CPU
 // tensors the overloads without one keep a host workspace alive for the call.
 inline size_t sample_workspace_size(const nt_sample_args& a) {
-  size_t bytes = 0;
-  check(nt_sample_workspace_size(&a, &bytes));
-  return bytes;
+  return detail::workspace_size(nt_sample_workspace_size, a);
 }
 
 inline void sample(const nt_sample_args& a, void* workspace, size_t workspace_bytes,
                    void* stream = nullptr) {
   check(nt_sample(&a, workspace, workspace_bytes, stream));
 }
-
-namespace detail {
-// The overloads without a workspace allocate it on the host, so they serve CPU
-// tensors only: a device op handed host memory would fault, not fail.
-template <class Args>
-void run_with_host_workspace(const Args& a, nt_device_type device, const char* op,
-                             nt_status (*query)(const Args*, size_t*),
-                             nt_status (*run)(const Args*, void*, size_t, void*)) {
-  if (device != NT_DEVICE_CPU)
-    throw Error(NT_ERROR_INVALID_ARGUMENT,
-                std::string(op) + ": argument 'workspace' is needed for device tensors; "
-                "this overload allocates host memory and serves CPU tensors only");
-  size_t bytes = 0;
-  check(query(&a, &bytes));
-  std::vector<unsigned char> ws(bytes);
-  check(run(&a, ws.data(), ws.size(), nullptr));
-}
-}  // namespace detail
 
 inline void sample(const nt_tensor& logits, const nt_tensor& tokens, const SampleParams& p) {
   detail::run_with_host_workspace(sample_args(logits, tokens, p), logits.device, "sample",
@@ -176,9 +187,7 @@ inline nt_sample_logprobs_args sample_logprobs_args(const nt_sample_args& sample
 }
 
 inline size_t sample_logprobs_workspace_size(const nt_sample_logprobs_args& a) {
-  size_t bytes = 0;
-  check(nt_sample_logprobs_workspace_size(&a, &bytes));
-  return bytes;
+  return detail::workspace_size(nt_sample_logprobs_workspace_size, a);
 }
 
 inline void sample_logprobs(const nt_sample_logprobs_args& a, void* workspace,
@@ -250,9 +259,7 @@ inline nt_apply_penalties_args penalties_args(const nt_tensor& logits, const nt_
 }
 
 inline size_t apply_penalties_workspace_size(const nt_apply_penalties_args& a) {
-  size_t bytes = 0;
-  check(nt_apply_penalties_workspace_size(&a, &bytes));
-  return bytes;
+  return detail::workspace_size(nt_apply_penalties_workspace_size, a);
 }
 
 inline void apply_penalties(const nt_apply_penalties_args& a, void* workspace,
@@ -277,9 +284,7 @@ inline nt_apply_logit_bias_args logit_bias_args(const nt_tensor& logits,
 }
 
 inline size_t apply_logit_bias_workspace_size(const nt_apply_logit_bias_args& a) {
-  size_t bytes = 0;
-  check(nt_apply_logit_bias_workspace_size(&a, &bytes));
-  return bytes;
+  return detail::workspace_size(nt_apply_logit_bias_workspace_size, a);
 }
 
 inline void apply_logit_bias(const nt_apply_logit_bias_args& a, void* workspace,
@@ -307,22 +312,14 @@ inline nt_verify_draft_args verify_draft_args(const nt_tensor& target_logits,
   a.draft_ids = draft_ids;
   a.cu_num_draft = cu_num_draft;
   a.draft_probs = draft_probs;
-  a.temperature = p.temperature;
-  a.top_k = p.top_k;
-  a.top_p = p.top_p;
-  a.min_p = p.min_p;
-  a.seed = p.seed;
-  a.offset = p.offset;
-  a.flags = p.flags;
+  detail::set_sampling(a, p);
   a.out_ids = out_ids;
   a.num_emitted = num_emitted;
   return a;
 }
 
 inline size_t verify_draft_workspace_size(const nt_verify_draft_args& a) {
-  size_t bytes = 0;
-  check(nt_verify_draft_workspace_size(&a, &bytes));
-  return bytes;
+  return detail::workspace_size(nt_verify_draft_workspace_size, a);
 }
 
 inline void verify_draft(const nt_verify_draft_args& a, void* workspace, size_t workspace_bytes,
@@ -347,13 +344,7 @@ inline nt_verify_tree_args verify_tree_args(const nt_tensor& target_logits,
   a.candidates = candidates;
   a.retrieve_next_token = retrieve_next_token;
   a.retrieve_next_sibling = retrieve_next_sibling;
-  a.temperature = p.temperature;
-  a.top_k = p.top_k;
-  a.top_p = p.top_p;
-  a.min_p = p.min_p;
-  a.seed = p.seed;
-  a.offset = p.offset;
-  a.flags = p.flags;
+  detail::set_sampling(a, p);
   a.out_ids = out_ids;
   a.out_nodes = out_nodes;
   a.num_emitted = num_emitted;
@@ -361,9 +352,7 @@ inline nt_verify_tree_args verify_tree_args(const nt_tensor& target_logits,
 }
 
 inline size_t verify_tree_workspace_size(const nt_verify_tree_args& a) {
-  size_t bytes = 0;
-  check(nt_verify_tree_workspace_size(&a, &bytes));
-  return bytes;
+  return detail::workspace_size(nt_verify_tree_workspace_size, a);
 }
 
 inline void verify_tree(const nt_verify_tree_args& a, void* workspace, size_t workspace_bytes,
@@ -382,20 +371,12 @@ inline void verify_tree(const nt_verify_tree_args& a) {
 // draw by Gumbel-max only).
 inline nt_lm_head_sampling lm_head_sampling(const SampleParams& p) {
   nt_lm_head_sampling s{};
-  s.temperature = p.temperature;
-  s.top_k = p.top_k;
-  s.top_p = p.top_p;
-  s.min_p = p.min_p;
-  s.seed = p.seed;
-  s.offset = p.offset;
-  s.flags = p.flags;
+  detail::set_sampling(s, p);
   return s;
 }
 
 inline size_t lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args& a) {
-  size_t bytes = 0;
-  check(nt_lm_head_sample_dense_workspace_size(&a, &bytes));
-  return bytes;
+  return detail::workspace_size(nt_lm_head_sample_dense_workspace_size, a);
 }
 
 inline void lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, void* workspace,
@@ -410,9 +391,7 @@ inline void lm_head_sample_dense(const nt_lm_head_sample_dense_args& a) {
 }
 
 inline size_t lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a) {
-  size_t bytes = 0;
-  check(nt_lm_head_sample_binary_workspace_size(&a, &bytes));
-  return bytes;
+  return detail::workspace_size(nt_lm_head_sample_binary_workspace_size, a);
 }
 
 inline void lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, void* workspace,

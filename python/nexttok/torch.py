@@ -132,16 +132,19 @@ def _bitmask_from_allowed(allowed):
     return out
 
 
+def _params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov):
+    """The six sampling parameters, each its tensor or its scalar."""
+    return (tv if tt is None else tt, kv if kt is None else kt, pv if pt is None else pt,
+            mv if mt is None else mt, sv & _U64 if st is None else st,
+            ov & _U64 if ot is None else ot)
+
+
 def _sample(logits, temperature_t, temperature, top_k_t, top_k, top_p_t, top_p, min_p_t, min_p,
             seed_t, seed, offset_t, offset, uniform, joint):
     tokens = _tokens_out(logits)
     _ext.sample(logits, tokens,
-                temperature if temperature_t is None else temperature_t,
-                top_k if top_k_t is None else top_k_t,
-                top_p if top_p_t is None else top_p_t,
-                min_p if min_p_t is None else min_p_t,
-                seed & _U64 if seed_t is None else seed_t,
-                offset & _U64 if offset_t is None else offset_t,
+                *_params(temperature_t, temperature, top_k_t, top_k, top_p_t, top_p, min_p_t,
+                         min_p, seed_t, seed, offset_t, offset),
                 uniform, joint, _stream(logits), _alloc(logits))
     return tokens
 
@@ -151,12 +154,8 @@ def _sample_logprobs(logits, temperature_t, temperature, top_k_t, top_k, top_p_t
                      processed):
     outs = _logprobs_out(logits, num_logprobs)
     _ext.sample_logprobs(logits, outs[0],
-                         temperature if temperature_t is None else temperature_t,
-                         top_k if top_k_t is None else top_k_t,
-                         top_p if top_p_t is None else top_p_t,
-                         min_p if min_p_t is None else min_p_t,
-                         seed & _U64 if seed_t is None else seed_t,
-                         offset & _U64 if offset_t is None else offset_t,
+                         *_params(temperature_t, temperature, top_k_t, top_k, top_p_t, top_p,
+                                  min_p_t, min_p, seed_t, seed, offset_t, offset),
                          uniform, joint, num_logprobs, processed, outs[1], outs[2], outs[3],
                          _stream(logits), _alloc(logits))
     return outs
@@ -206,12 +205,8 @@ def _verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs, width, te
                   offset_t, offset, joint):
     out_ids, num = _verify_draft_out(target_logits, draft_ids, cu_num_draft, width)
     _ext.verify_draft(target_logits, draft_ids, cu_num_draft, draft_probs, out_ids, num,
-                      temperature if temperature_t is None else temperature_t,
-                      top_k if top_k_t is None else top_k_t,
-                      top_p if top_p_t is None else top_p_t,
-                      min_p if min_p_t is None else min_p_t,
-                      seed & _U64 if seed_t is None else seed_t,
-                      offset & _U64 if offset_t is None else offset_t,
+                      *_params(temperature_t, temperature, top_k_t, top_k, top_p_t, top_p, min_p_t,
+                               min_p, seed_t, seed, offset_t, offset),
                       joint, _stream(target_logits), _alloc(target_logits))
     return out_ids, num
 
@@ -222,12 +217,8 @@ def _verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_s
     out_ids, out_nodes, num = _verify_tree_out(target_logits, candidates, width)
     _ext.verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
                      out_ids, out_nodes, num,
-                     temperature if temperature_t is None else temperature_t,
-                     top_k if top_k_t is None else top_k_t,
-                     top_p if top_p_t is None else top_p_t,
-                     min_p if min_p_t is None else min_p_t,
-                     seed & _U64 if seed_t is None else seed_t,
-                     offset & _U64 if offset_t is None else offset_t,
+                     *_params(temperature_t, temperature, top_k_t, top_k, top_p_t, top_p, min_p_t,
+                              min_p, seed_t, seed, offset_t, offset),
                      joint, _stream(target_logits), _alloc(target_logits))
     return out_ids, out_nodes, num
 
@@ -264,11 +255,6 @@ def _verify_tree_out(target_logits, candidates, width):
     return (target_logits.new_empty((requests, width), dtype=torch.int32),
             target_logits.new_empty((requests, width), dtype=torch.int32),
             target_logits.new_empty((requests,), dtype=torch.int32))
-def _params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov):
-    """The six sampling parameters, each its tensor or its scalar."""
-    return (tv if tt is None else tt, kv if kt is None else kt, pv if pt is None else pt,
-            mv if mt is None else mt, sv & _U64 if st is None else st,
-            ov & _U64 if ot is None else ot)
 
 
 def _lm_head_sample_dense(hidden, weight, bias, bitmask, tt, tv, kt, kv, pt, pv, mt, mv, st, sv,

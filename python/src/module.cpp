@@ -40,20 +40,61 @@ struct Workspace {
   }
 };
 
-template <class Args>
-void run_with_workspace(const char* op, const Args& a, const nt_tensor& on, nb::handle alloc,
-                        uintptr_t stream, nt_status (*query)(const Args*, size_t*),
-                        nt_status (*run)(const Args*, void*, size_t, void*)) {
+// query(&bytes) asks for the workspace, run(workspace, bytes) runs the op
+// without the GIL.
+template <class Query, class Run>
+void run_with_workspace(const char* op, const nt_tensor& on, nb::handle alloc, Query query,
+                        Run run) {
   size_t bytes = 0;
-  check(query(&a, &bytes));
+  check(query(&bytes));
   Workspace ws(op, bytes, on, alloc);
   nt_status s;
   {
     nb::gil_scoped_release unlocked;
-    s = run(&a, ws.ptr, bytes, as_stream(stream));
+    s = run(ws.ptr, bytes);
   }
   check(s);
 }
+
+template <class Args>
+void run_with_workspace(const char* op, const Args& a, const nt_tensor& on, nb::handle alloc,
+                        uintptr_t stream, nt_status (*query)(const Args*, size_t*),
+                        nt_status (*run)(const Args*, void*, size_t, void*)) {
+  run_with_workspace(
+      op, on, alloc, [&](size_t* bytes) { return query(&a, bytes); },
+      [&](void* ws, size_t bytes) { return run(&a, ws, bytes, as_stream(stream)); });
+}
+
+// The sampling parameters of one call, each a scalar or a per-row array on the
+// device of `rows` whose rows it follows; keep holds the arrays' views.
+struct SamplingParams {
+  View keep[6];
+  nt_param_f32 temperature, top_p, min_p;
+  nt_param_i32 top_k;
+  nt_param_u64 seed, offset;
+  uint32_t flags;
+  SamplingParams(const char* op, const nt_tensor& rows, nb::handle t, nb::handle k, nb::handle p,
+                 nb::handle mp, nb::handle sd, nb::handle of, bool joint) {
+    temperature = param_f32(op, "temperature", t, rows, keep[0]);
+    top_k = param_i32(op, "top_k", k, rows, keep[1]);
+    top_p = param_f32(op, "top_p", p, rows, keep[2]);
+    min_p = param_f32(op, "min_p", mp, rows, keep[3]);
+    seed = param_u64(op, "seed", sd, rows, keep[4]);
+    offset = param_u64(op, "offset", of, rows, keep[5]);
+    flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
+  }
+  // Into the fields of the same names of an op's arguments.
+  template <class Args>
+  void set(Args& a) const {
+    a.temperature = temperature;
+    a.top_k = top_k;
+    a.top_p = top_p;
+    a.min_p = min_p;
+    a.seed = seed;
+    a.offset = offset;
+    a.flags = flags;
+  }
+};
 
 template <class Args>
 void run_plain(const Args& a, uintptr_t stream, nt_status (*run)(const Args*, void*),
@@ -86,17 +127,11 @@ void sample(nb::handle logits, nb::handle tokens, nb::handle temperature, nb::ha
   const char* op = "sample";
   View l = view(op, "logits", logits), t = view(op, "tokens", tokens, true),
        u = optional_view(op, "uniform", uniform);
-  View keep[6];
+  SamplingParams sp(op, l.t, temperature, top_k, top_p, min_p, seed, offset, joint);
   nt_sample_args a{};
   a.logits = l.t;
-  a.temperature = param_f32(op, "temperature", temperature, l.t, keep[0]);
-  a.top_k = param_i32(op, "top_k", top_k, l.t, keep[1]);
-  a.top_p = param_f32(op, "top_p", top_p, l.t, keep[2]);
-  a.min_p = param_f32(op, "min_p", min_p, l.t, keep[3]);
-  a.seed = param_u64(op, "seed", seed, l.t, keep[4]);
-  a.offset = param_u64(op, "offset", offset, l.t, keep[5]);
+  sp.set(a);
   a.uniform = u.t;
-  a.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
   a.tokens = t.t;
   run_with_workspace(op, a, l.t, alloc, stream, nt_sample_workspace_size, nt_sample);
 }
@@ -110,18 +145,12 @@ void sample_logprobs(nb::handle logits, nb::handle tokens, nb::handle temperatur
   View l = view(op, "logits", logits), t = view(op, "tokens", tokens, true),
        u = optional_view(op, "uniform", uniform), ids = view(op, "logprob_ids", logprob_ids, true),
        values = view(op, "logprobs", logprobs, true), r = view(op, "ranks", ranks, true);
-  View keep[6];
+  SamplingParams sp(op, l.t, temperature, top_k, top_p, min_p, seed, offset, joint);
   nt_sample_logprobs_args a{};
   nt_sample_args& s = a.sample;
   s.logits = l.t;
-  s.temperature = param_f32(op, "temperature", temperature, l.t, keep[0]);
-  s.top_k = param_i32(op, "top_k", top_k, l.t, keep[1]);
-  s.top_p = param_f32(op, "top_p", top_p, l.t, keep[2]);
-  s.min_p = param_f32(op, "min_p", min_p, l.t, keep[3]);
-  s.seed = param_u64(op, "seed", seed, l.t, keep[4]);
-  s.offset = param_u64(op, "offset", offset, l.t, keep[5]);
+  sp.set(s);
   s.uniform = u.t;
-  s.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
   s.tokens = t.t;
   a.num_logprobs = num_logprobs;
   a.mode = processed ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
@@ -172,28 +201,31 @@ void quantize_activations(nb::handle x, nb::handle act_q, nb::handle act_scale,
   run_plain(nt_quantize_activations_args{xv.t, q.t, s.t}, stream, nt_quantize_activations);
 }
 
-// The sampling parameters of the fused ops (per-row arrays of length M, on the
-// device of `rows`, whose rows they follow).
-nt_lm_head_sampling sampling(const char* op, const nt_tensor& rows, nb::handle temperature,
-                             nb::handle top_k, nb::handle top_p, nb::handle min_p,
-                             nb::handle seed, nb::handle offset, bool joint, View* keep) {
-  nt_lm_head_sampling s{};
-  s.temperature = param_f32(op, "temperature", temperature, rows, keep[0]);
-  s.top_k = param_i32(op, "top_k", top_k, rows, keep[1]);
-  s.top_p = param_f32(op, "top_p", top_p, rows, keep[2]);
-  s.min_p = param_f32(op, "min_p", min_p, rows, keep[3]);
-  s.seed = param_u64(op, "seed", seed, rows, keep[4]);
-  s.offset = param_u64(op, "offset", offset, rows, keep[5]);
-  s.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
-  return s;
-}
-
 // A shard call's extras, or nullptr for the single call (summary None).
 struct ShardView {
   View summary;
   nt_lm_head_shard shard{};
+  ShardView(const char* op, nb::handle summary_arg, int64_t vocab_start, int64_t vocab_size,
+            int64_t first_row)
+      : summary(optional_view(op, "summary", summary_arg, true)),
+        shard{vocab_start, vocab_size, first_row, summary.t} {}
   const nt_lm_head_shard* get() const { return summary.t.data ? &shard : nullptr; }
 };
+
+// A fused op: the single call (run), or the shard call (shard_run) when
+// `sharded`; the workspace goes on the device of `on`.
+template <class Args>
+void run_fused(const char* op, const Args& a, bool sharded, const nt_lm_head_shard* shard,
+               const nt_tensor& on,
+               nb::handle alloc, uintptr_t stream, nt_status (*query)(const Args*, size_t*),
+               nt_status (*run)(const Args*, void*, size_t, void*),
+               nt_status (*shard_query)(const Args*, const nt_lm_head_shard*, size_t*),
+               nt_status (*shard_run)(const Args*, const nt_lm_head_shard*, void*, size_t, void*)) {
+  if (!sharded) return run_with_workspace(op, a, on, alloc, stream, query, run);
+  run_with_workspace(
+      op, on, alloc, [&](size_t* bytes) { return shard_query(&a, shard, bytes); },
+      [&](void* ws, size_t bytes) { return shard_run(&a, shard, ws, bytes, as_stream(stream)); });
+}
 
 // lm_head_sample_dense (tokens given) or lm_head_shard_dense (summary given).
 void lm_head_sample_dense(nb::handle hidden, nb::handle weight, nb::handle bias,
@@ -207,28 +239,17 @@ void lm_head_sample_dense(nb::handle hidden, nb::handle weight, nb::handle bias,
   View h = view(op, "hidden", hidden), w = view(op, "weight", weight),
        b = optional_view(op, "bias", bias), m = optional_view(op, "bitmask", bitmask),
        t = optional_view(op, "tokens", tokens, true);
-  View keep[6];
-  ShardView sv;
-  sv.summary = optional_view(op, "summary", summary, true);
-  sv.shard = nt_lm_head_shard{vocab_start, vocab_size, first_row, sv.summary.t};
+  ShardView sv(op, summary, vocab_start, vocab_size, first_row);
   nt_lm_head_sample_dense_args a{};
   a.hidden = h.t;
   a.weight = w.t;
   a.bias = b.t;
   a.bitmask = m.t;
-  a.sampling = sampling(op, h.t, temperature, top_k, top_p, min_p, seed, offset, joint, keep);
+  SamplingParams sp(op, h.t, temperature, top_k, top_p, min_p, seed, offset, joint);
+  sp.set(a.sampling);
   a.tokens = t.t;
-  size_t bytes = 0;
-  if (sharded) check(nt_lm_head_shard_dense_workspace_size(&a, sv.get(), &bytes));
-  else check(nt_lm_head_sample_dense_workspace_size(&a, &bytes));
-  Workspace ws(op, bytes, w.t, alloc);
-  nt_status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = sharded ? nt_lm_head_shard_dense(&a, sv.get(), ws.ptr, bytes, as_stream(stream))
-                 : nt_lm_head_sample_dense(&a, ws.ptr, bytes, as_stream(stream));
-  }
-  check(st);
+  run_fused(op, a, sharded, sv.get(), w.t, alloc, stream, nt_lm_head_sample_dense_workspace_size,
+            nt_lm_head_sample_dense, nt_lm_head_shard_dense_workspace_size, nt_lm_head_shard_dense);
 }
 
 void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq,
@@ -244,10 +265,7 @@ void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq
        w = view(op, "wq", wq), ws_ = view(op, "wscale", wscale),
        b = optional_view(op, "bias", bias), m = optional_view(op, "bitmask", bitmask),
        t = optional_view(op, "tokens", tokens, true);
-  View keep[6];
-  ShardView sv;
-  sv.summary = optional_view(op, "summary", summary, true);
-  sv.shard = nt_lm_head_shard{vocab_start, vocab_size, first_row, sv.summary.t};
+  ShardView sv(op, summary, vocab_start, vocab_size, first_row);
   nt_lm_head_sample_binary_args a{};
   a.act_q = q.t;
   a.act_scale = s.t;
@@ -256,19 +274,12 @@ void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq
   a.bias = b.t;
   a.group_size = group_size;
   a.bitmask = m.t;
-  a.sampling = sampling(op, q.t, temperature, top_k, top_p, min_p, seed, offset, joint, keep);
+  SamplingParams sp(op, q.t, temperature, top_k, top_p, min_p, seed, offset, joint);
+  sp.set(a.sampling);
   a.tokens = t.t;
-  size_t bytes = 0;
-  if (sharded) check(nt_lm_head_shard_binary_workspace_size(&a, sv.get(), &bytes));
-  else check(nt_lm_head_sample_binary_workspace_size(&a, &bytes));
-  Workspace ws(op, bytes, w.t, alloc);
-  nt_status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = sharded ? nt_lm_head_shard_binary(&a, sv.get(), ws.ptr, bytes, as_stream(stream))
-                 : nt_lm_head_sample_binary(&a, ws.ptr, bytes, as_stream(stream));
-  }
-  check(st);
+  run_fused(op, a, sharded, sv.get(), w.t, alloc, stream, nt_lm_head_sample_binary_workspace_size,
+            nt_lm_head_sample_binary, nt_lm_head_shard_binary_workspace_size,
+            nt_lm_head_shard_binary);
 }
 
 void lm_head_sample_combine(nb::handle summaries, int32_t shards, int64_t vocab_size,
@@ -277,13 +288,13 @@ void lm_head_sample_combine(nb::handle summaries, int32_t shards, int64_t vocab_
                             nb::handle seed, nb::handle offset, bool joint) {
   const char* op = "lm_head_sample_combine";
   View sm = view(op, "summaries", summaries), t = view(op, "tokens", tokens, true);
-  View keep[6];
+  SamplingParams sp(op, t.t, temperature, top_k, top_p, min_p, seed, offset, joint);
   nt_lm_head_sample_combine_args a{};
   a.summaries = sm.t;
   a.shards = shards;
   a.vocab_size = vocab_size;
   a.first_row = first_row;
-  a.sampling = sampling(op, t.t, temperature, top_k, top_p, min_p, seed, offset, joint, keep);
+  sp.set(a.sampling);
   a.tokens = t.t;
   nt_status st;
   {
@@ -336,24 +347,6 @@ void apply_logit_bias(nb::handle logits, nb::handle offsets, nb::handle ids, nb:
                      nt_apply_logit_bias);
 }
 
-// Per-request sampling parameters of the verification ops; per-request arrays
-// are checked against `requests` (num_emitted: B entries on the target's device).
-struct RequestParams {
-  View keep[6];
-  nt_param_f32 temperature, top_p, min_p;
-  nt_param_i32 top_k;
-  nt_param_u64 seed, offset;
-  RequestParams(const char* op, const nt_tensor& requests, nb::handle t, nb::handle k,
-                nb::handle p, nb::handle mp, nb::handle sd, nb::handle of) {
-    temperature = param_f32(op, "temperature", t, requests, keep[0]);
-    top_k = param_i32(op, "top_k", k, requests, keep[1]);
-    top_p = param_f32(op, "top_p", p, requests, keep[2]);
-    min_p = param_f32(op, "min_p", mp, requests, keep[3]);
-    seed = param_u64(op, "seed", sd, requests, keep[4]);
-    offset = param_u64(op, "offset", of, requests, keep[5]);
-  }
-};
-
 void verify_draft(nb::handle target_logits, nb::handle draft_ids, nb::handle cu_num_draft,
                   nb::handle draft_probs, nb::handle out_ids, nb::handle num_emitted,
                   nb::handle temperature, nb::handle top_k, nb::handle top_p, nb::handle min_p,
@@ -364,19 +357,14 @@ void verify_draft(nb::handle target_logits, nb::handle draft_ids, nb::handle cu_
        cu = view(op, "cu_num_draft", cu_num_draft),
        q = optional_view(op, "draft_probs", draft_probs),
        o = view(op, "out_ids", out_ids, true), n = view(op, "num_emitted", num_emitted, true);
-  RequestParams rp(op, n.t, temperature, top_k, top_p, min_p, seed, offset);
+  // Per-request parameters: arrays of B entries, checked against num_emitted.
+  SamplingParams sp(op, n.t, temperature, top_k, top_p, min_p, seed, offset, joint);
   nt_verify_draft_args a{};
   a.target_logits = l.t;
   a.draft_ids = d.t;
   a.cu_num_draft = cu.t;
   a.draft_probs = q.t;
-  a.temperature = rp.temperature;
-  a.top_k = rp.top_k;
-  a.top_p = rp.top_p;
-  a.min_p = rp.min_p;
-  a.seed = rp.seed;
-  a.offset = rp.offset;
-  a.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
+  sp.set(a);
   a.out_ids = o.t;
   a.num_emitted = n.t;
   run_with_workspace(op, a, l.t, alloc, stream, nt_verify_draft_workspace_size, nt_verify_draft);
@@ -393,19 +381,14 @@ void verify_tree(nb::handle target_logits, nb::handle candidates, nb::handle nex
        sb = view(op, "retrieve_next_sibling", next_sibling),
        o = view(op, "out_ids", out_ids, true), on = optional_view(op, "out_nodes", out_nodes, true),
        n = view(op, "num_emitted", num_emitted, true);
-  RequestParams rp(op, n.t, temperature, top_k, top_p, min_p, seed, offset);
+  // Per-request parameters: arrays of B entries, checked against num_emitted.
+  SamplingParams sp(op, n.t, temperature, top_k, top_p, min_p, seed, offset, joint);
   nt_verify_tree_args a{};
   a.target_logits = l.t;
   a.candidates = c.t;
   a.retrieve_next_token = nx.t;
   a.retrieve_next_sibling = sb.t;
-  a.temperature = rp.temperature;
-  a.top_k = rp.top_k;
-  a.top_p = rp.top_p;
-  a.min_p = rp.min_p;
-  a.seed = rp.seed;
-  a.offset = rp.offset;
-  a.flags = joint ? NT_SAMPLE_TOP_P_JOINT : 0;
+  sp.set(a);
   a.out_ids = o.t;
   a.out_nodes = on.t;
   a.num_emitted = n.t;

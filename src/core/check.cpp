@@ -148,6 +148,65 @@ void check_scalar_f32(const char* op, const char* arg, const nt_param_f32& p, fl
   if (!ok) fail_argument(op, arg, std::string("must be ") + meaning + ", got " + std::to_string(v));
 }
 
+// The scalar sampling parameters (temperature, top_k, top_p, min_p, flags) that
+// sample, verification and the fused heads take alike.
+void check_sampling_scalars(const char* op, const nt_param_f32& temperature,
+                            const nt_param_i32& top_k, const nt_param_f32& top_p,
+                            const nt_param_f32& min_p, uint32_t flags) {
+  if (temperature.per_row == nullptr &&
+      (std::isnan(temperature.scalar) || temperature.scalar < 0.0f || std::isinf(temperature.scalar)))
+    fail_argument(op, "temperature", "must be finite and >= 0 (0 = greedy), got " +
+                                         std::to_string(temperature.scalar));
+  if (top_k.per_row == nullptr && top_k.scalar < -1)
+    fail_argument(op, "top_k", "must be >= -1 (0 or -1 = off, >= V = off), got " +
+                                   std::to_string(top_k.scalar));
+  check_scalar_f32(op, "top_p", top_p, 0.0f, true, 1.0f, "in (0, 1] (1 = off)");
+  check_scalar_f32(op, "min_p", min_p, 0.0f, false, 1.0f, "in [0, 1] (0 = off)");
+  if ((flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
+    fail_argument(op, "flags", "has unknown bits set: " + std::to_string(flags));
+}
+
+// The dense head's weight [V, H] and hidden [M, H] (at most 2^32-1 rows when
+// rows_fit_u32); returns V.
+int64_t check_dense_head(const char* op, const nt_tensor& weight, const nt_tensor& hidden_rows,
+                         bool rows_fit_u32) {
+  TensorCheck(op, "weight", weight).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
+  const int64_t vocab = weight.shape[0], hidden = weight.shape[1];
+  if (vocab < 1) fail_argument(op, "weight", "must have at least one row (V >= 1)");
+  if (vocab > INT32_MAX) fail_argument(op, "weight", "has more than 2^31-1 rows");
+  if (hidden < 1) fail_argument(op, "weight", "must have at least one column (H >= 1)");
+  TensorCheck(op, "hidden", hidden_rows).required().rank(2).dtype({weight.dtype})
+      .same_device(weight, "weight").dim(1, hidden, "H, the columns of weight");
+  if (rows_fit_u32 && hidden_rows.shape[0] > UINT32_MAX)
+    fail_argument(op, "hidden", "has more than 2^32-1 rows");
+  return vocab;
+}
+
+// The binary head's act_q [M, H] (at most 2^32-1 rows when rows_fit_u32), wq
+// [V, H/32], act_scale [M] and wscale [V, H/group_size]; returns V.
+int64_t check_binary_head(const char* op, int32_t g, const nt_tensor& act_q, const nt_tensor& wq,
+                          const nt_tensor& act_scale, const nt_tensor& wscale, bool rows_fit_u32) {
+  if (g != 32 && g != 64 && g != 128 && g != 256)
+    fail_argument(op, "group_size", "must be 32, 64, 128 or 256, got " + std::to_string(g));
+  TensorCheck(op, "act_q", act_q).required().rank(2).dtype({NT_I8});
+  const int64_t rows = act_q.shape[0], hidden = act_q.shape[1];
+  if (rows_fit_u32 && rows > UINT32_MAX) fail_argument(op, "act_q", "has more than 2^32-1 rows");
+  if (hidden < 1 || hidden % g != 0)
+    fail_argument(op, "act_q", "has H = " + std::to_string(hidden) +
+                                   " columns; H must be a positive multiple of group_size " +
+                                   std::to_string(g));
+  TensorCheck(op, "wq", wq).required().rank(2).dtype({NT_I32}).same_device(act_q, "act_q")
+      .dim(1, hidden / 32, "H/32 packed sign words");
+  const int64_t vocab = wq.shape[0];
+  if (vocab < 1) fail_argument(op, "wq", "must have at least one row (V >= 1)");
+  if (vocab > INT32_MAX) fail_argument(op, "wq", "has more than 2^31-1 rows");
+  TensorCheck(op, "act_scale", act_scale).required().rank(1).dtype({NT_F32})
+      .same_device(act_q, "act_q").dim(0, rows, "M, the rows of act_q");
+  TensorCheck(op, "wscale", wscale).required().rank(2).dtype({NT_F16}).same_device(act_q, "act_q")
+      .dim(0, vocab, "V, the rows of wq").dim(1, hidden / g, "H/group_size");
+  return vocab;
+}
+
 }  // namespace
 
 void check_apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
@@ -184,18 +243,7 @@ SampleCall check_sample(const nt_sample_args& a) {
     TensorCheck(op, "uniform", a.uniform).rank(1).dtype({NT_F32}).same_device(a.logits, "logits")
         .dim(0, rows, "B, the rows of logits");
   }
-  if (a.temperature.per_row == nullptr &&
-      (std::isnan(a.temperature.scalar) || a.temperature.scalar < 0.0f ||
-       std::isinf(a.temperature.scalar)))
-    fail_argument(op, "temperature", "must be finite and >= 0 (0 = greedy), got " +
-                                         std::to_string(a.temperature.scalar));
-  if (a.top_k.per_row == nullptr && a.top_k.scalar < -1)
-    fail_argument(op, "top_k", "must be >= -1 (0 or -1 = off, >= V = off), got " +
-                                   std::to_string(a.top_k.scalar));
-  check_scalar_f32(op, "top_p", a.top_p, 0.0f, true, 1.0f, "in (0, 1] (1 = off)");
-  check_scalar_f32(op, "min_p", a.min_p, 0.0f, false, 1.0f, "in [0, 1] (0 = off)");
-  if ((a.flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
-    fail_argument(op, "flags", "has unknown bits set: " + std::to_string(a.flags));
+  check_sampling_scalars(op, a.temperature, a.top_k, a.top_p, a.min_p, a.flags);
 
   const bool per_row = a.temperature.per_row || a.top_k.per_row || a.top_p.per_row || a.min_p.per_row;
   const nt_row_params scalar = nt_resolve_row_params(a.temperature.scalar, a.top_k.scalar,
@@ -231,13 +279,7 @@ SampleLogprobsCall check_sample_logprobs(const nt_sample_logprobs_args& a) {
 
 void check_lm_head_dense(const nt_lm_head_dense_args& a) {
   const char* op = "lm_head_topk_dense";
-  TensorCheck(op, "weight", a.weight).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
-  const int64_t vocab = a.weight.shape[0], hidden = a.weight.shape[1];
-  if (vocab < 1) fail_argument(op, "weight", "must have at least one row (V >= 1)");
-  if (vocab > INT32_MAX) fail_argument(op, "weight", "has more than 2^31-1 rows");
-  if (hidden < 1) fail_argument(op, "weight", "must have at least one column (H >= 1)");
-  TensorCheck(op, "hidden", a.hidden).required().rank(2).dtype({a.weight.dtype})
-      .same_device(a.weight, "weight").dim(1, hidden, "H, the columns of weight");
+  const int64_t vocab = check_dense_head(op, a.weight, a.hidden, false);
   check_bias(op, a.bias, a.weight, vocab);
   check_topk(op, a.k, vocab);
   check_topk_outputs(op, a.values, a.indices, a.weight, a.hidden.shape[0], a.k);
@@ -245,24 +287,8 @@ void check_lm_head_dense(const nt_lm_head_dense_args& a) {
 
 void check_lm_head_binary(const nt_lm_head_binary_args& a) {
   const char* op = "lm_head_topk_binary";
-  const int32_t g = a.group_size;
-  if (g != 32 && g != 64 && g != 128 && g != 256)
-    fail_argument(op, "group_size", "must be 32, 64, 128 or 256, got " + std::to_string(g));
-  TensorCheck(op, "act_q", a.act_q).required().rank(2).dtype({NT_I8});
-  const int64_t rows = a.act_q.shape[0], hidden = a.act_q.shape[1];
-  if (hidden < 1 || hidden % g != 0)
-    fail_argument(op, "act_q", "has H = " + std::to_string(hidden) +
-                                   " columns; H must be a positive multiple of group_size " +
-                                   std::to_string(g));
-  TensorCheck(op, "wq", a.wq).required().rank(2).dtype({NT_I32}).same_device(a.act_q, "act_q")
-      .dim(1, hidden / 32, "H/32 packed sign words");
-  const int64_t vocab = a.wq.shape[0];
-  if (vocab < 1) fail_argument(op, "wq", "must have at least one row (V >= 1)");
-  if (vocab > INT32_MAX) fail_argument(op, "wq", "has more than 2^31-1 rows");
-  TensorCheck(op, "act_scale", a.act_scale).required().rank(1).dtype({NT_F32})
-      .same_device(a.act_q, "act_q").dim(0, rows, "M, the rows of act_q");
-  TensorCheck(op, "wscale", a.wscale).required().rank(2).dtype({NT_F16}).same_device(a.act_q, "act_q")
-      .dim(0, vocab, "V, the rows of wq").dim(1, hidden / g, "H/group_size");
+  const int64_t vocab = check_binary_head(op, a.group_size, a.act_q, a.wq, a.act_scale, a.wscale, false);
+  const int64_t rows = a.act_q.shape[0];
   check_bias(op, a.bias, a.wq, vocab);
   check_topk(op, a.k, vocab);
   check_topk_outputs(op, a.values, a.indices, a.wq, rows, a.k);
@@ -270,20 +296,8 @@ void check_lm_head_binary(const nt_lm_head_binary_args& a) {
 
 namespace {
 
-// The scalar sampling parameters, as check_sample checks them.
 void check_sampling(const char* op, const nt_lm_head_sampling& s) {
-  if (s.temperature.per_row == nullptr &&
-      (std::isnan(s.temperature.scalar) || s.temperature.scalar < 0.0f ||
-       std::isinf(s.temperature.scalar)))
-    fail_argument(op, "temperature", "must be finite and >= 0 (0 = greedy), got " +
-                                         std::to_string(s.temperature.scalar));
-  if (s.top_k.per_row == nullptr && s.top_k.scalar < -1)
-    fail_argument(op, "top_k", "must be >= -1 (0 or -1 = off, >= V = off), got " +
-                                   std::to_string(s.top_k.scalar));
-  check_scalar_f32(op, "top_p", s.top_p, 0.0f, true, 1.0f, "in (0, 1] (1 = off)");
-  check_scalar_f32(op, "min_p", s.min_p, 0.0f, false, 1.0f, "in [0, 1] (0 = off)");
-  if ((s.flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
-    fail_argument(op, "flags", "has unknown bits set: " + std::to_string(s.flags));
+  check_sampling_scalars(op, s.temperature, s.top_k, s.top_p, s.min_p, s.flags);
 }
 
 // What the fused ops share past the head's inputs: the bitmask, the sampling
@@ -321,14 +335,7 @@ void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name
 
 void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard) {
   const char* op = shard ? "lm_head_shard_dense" : "lm_head_sample_dense";
-  TensorCheck(op, "weight", a.weight).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
-  const int64_t vocab = a.weight.shape[0], hidden = a.weight.shape[1];
-  if (vocab < 1) fail_argument(op, "weight", "must have at least one row (V >= 1)");
-  if (vocab > INT32_MAX) fail_argument(op, "weight", "has more than 2^31-1 rows");
-  if (hidden < 1) fail_argument(op, "weight", "must have at least one column (H >= 1)");
-  TensorCheck(op, "hidden", a.hidden).required().rank(2).dtype({a.weight.dtype})
-      .same_device(a.weight, "weight").dim(1, hidden, "H, the columns of weight");
-  if (a.hidden.shape[0] > UINT32_MAX) fail_argument(op, "hidden", "has more than 2^32-1 rows");
+  const int64_t vocab = check_dense_head(op, a.weight, a.hidden, true);
   check_bias(op, a.bias, a.weight, vocab);
   check_fused_rest(op, a.weight, "weight", a.hidden.shape[0], vocab, a.bitmask, a.sampling, a.tokens,
                    shard);
@@ -336,25 +343,8 @@ void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_
 
 void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard) {
   const char* op = shard ? "lm_head_shard_binary" : "lm_head_sample_binary";
-  const int32_t g = a.group_size;
-  if (g != 32 && g != 64 && g != 128 && g != 256)
-    fail_argument(op, "group_size", "must be 32, 64, 128 or 256, got " + std::to_string(g));
-  TensorCheck(op, "act_q", a.act_q).required().rank(2).dtype({NT_I8});
-  const int64_t rows = a.act_q.shape[0], hidden = a.act_q.shape[1];
-  if (rows > UINT32_MAX) fail_argument(op, "act_q", "has more than 2^32-1 rows");
-  if (hidden < 1 || hidden % g != 0)
-    fail_argument(op, "act_q", "has H = " + std::to_string(hidden) +
-                                   " columns; H must be a positive multiple of group_size " +
-                                   std::to_string(g));
-  TensorCheck(op, "wq", a.wq).required().rank(2).dtype({NT_I32}).same_device(a.act_q, "act_q")
-      .dim(1, hidden / 32, "H/32 packed sign words");
-  const int64_t vocab = a.wq.shape[0];
-  if (vocab < 1) fail_argument(op, "wq", "must have at least one row (V >= 1)");
-  if (vocab > INT32_MAX) fail_argument(op, "wq", "has more than 2^31-1 rows");
-  TensorCheck(op, "act_scale", a.act_scale).required().rank(1).dtype({NT_F32})
-      .same_device(a.act_q, "act_q").dim(0, rows, "M, the rows of act_q");
-  TensorCheck(op, "wscale", a.wscale).required().rank(2).dtype({NT_F16}).same_device(a.act_q, "act_q")
-      .dim(0, vocab, "V, the rows of wq").dim(1, hidden / g, "H/group_size");
+  const int64_t vocab = check_binary_head(op, a.group_size, a.act_q, a.wq, a.act_scale, a.wscale, true);
+  const int64_t rows = a.act_q.shape[0];
   check_bias(op, a.bias, a.wq, vocab);
   check_fused_rest(op, a.act_q, "act_q", rows, vocab, a.bitmask, a.sampling, a.tokens, shard);
 }
@@ -466,12 +456,14 @@ void check_apply_logit_bias(const nt_apply_logit_bias_args& a) {
 
 namespace {
 
-// What both layouts share: the target logits, scalar parameters, outputs.
-void check_verify_common(VerifyCall& c, const nt_tensor& target, const nt_param_f32& temperature,
-                         const nt_param_i32& top_k, const nt_param_f32& top_p,
-                         const nt_param_f32& min_p, uint32_t flags, const nt_tensor& out_ids,
-                         const nt_tensor& num_emitted) {
+// What both layouts (nt_verify_draft_args, nt_verify_tree_args) share: the
+// target logits, sampling parameters, outputs.
+template <class Args>
+void check_verify_common(VerifyCall& c, const Args& a) {
   const char* op = c.op;
+  const nt_tensor& target = a.target_logits;
+  const nt_tensor& out_ids = a.out_ids;
+  const nt_tensor& num_emitted = a.num_emitted;
   TensorCheck(op, "target_logits", target).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
   c.vocab = target.shape[1];
   if (c.vocab < 1) fail_argument(op, "target_logits", "must have at least one column (V >= 1)");
@@ -488,23 +480,15 @@ void check_verify_common(VerifyCall& c, const nt_tensor& target, const nt_param_
                                      std::to_string(c.width));
   TensorCheck(op, "num_emitted", num_emitted).required().rank(1).dtype({NT_I32})
       .same_device(target, "target_logits").dim(0, c.requests, "B, the rows of out_ids");
-  if (temperature.per_row == nullptr &&
-      (std::isnan(temperature.scalar) || temperature.scalar < 0.0f || std::isinf(temperature.scalar)))
-    fail_argument(op, "temperature", "must be finite and >= 0 (0 = greedy), got " +
-                                         std::to_string(temperature.scalar));
-  if (top_k.per_row == nullptr && top_k.scalar < -1)
-    fail_argument(op, "top_k", "must be >= -1 (0 or -1 = off, >= V = off), got " +
-                                   std::to_string(top_k.scalar));
-  check_scalar_f32(op, "top_p", top_p, 0.0f, true, 1.0f, "in (0, 1] (1 = off)");
-  check_scalar_f32(op, "min_p", min_p, 0.0f, false, 1.0f, "in [0, 1] (0 = off)");
-  if ((flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
-    fail_argument(op, "flags", "has unknown bits set: " + std::to_string(flags));
+  check_sampling_scalars(op, a.temperature, a.top_k, a.top_p, a.min_p, a.flags);
   c.target = target;
-  c.temperature = temperature;
-  c.top_k = top_k;
-  c.top_p = top_p;
-  c.min_p = min_p;
-  c.joint = (flags & NT_SAMPLE_TOP_P_JOINT) != 0;
+  c.temperature = a.temperature;
+  c.top_k = a.top_k;
+  c.top_p = a.top_p;
+  c.min_p = a.min_p;
+  c.seed = a.seed;
+  c.offset = a.offset;
+  c.joint = (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0;
   c.mass_bits = nt_verify_mass_bits(int32_t(c.vocab));
   c.out_ids = out_ids;
   c.num_emitted = num_emitted;
@@ -516,8 +500,7 @@ VerifyCall check_verify_draft(const nt_verify_draft_args& a) {
   VerifyCall c{};
   c.op = "verify_draft";
   c.tree = false;
-  check_verify_common(c, a.target_logits, a.temperature, a.top_k, a.top_p, a.min_p, a.flags,
-                      a.out_ids, a.num_emitted);
+  check_verify_common(c, a);
   const char* op = c.op;
   TensorCheck(op, "draft_ids", a.draft_ids).rank(1).dtype({NT_I32})
       .same_device(a.target_logits, "target_logits");
@@ -536,8 +519,6 @@ VerifyCall check_verify_draft(const nt_verify_draft_args& a) {
   c.draft_ids = a.draft_ids;
   c.cu_num_draft = a.cu_num_draft;
   c.draft_probs = a.draft_probs;
-  c.seed = a.seed;
-  c.offset = a.offset;
   return c;
 }
 
@@ -545,8 +526,7 @@ VerifyCall check_verify_tree(const nt_verify_tree_args& a) {
   VerifyCall c{};
   c.op = "verify_tree";
   c.tree = true;
-  check_verify_common(c, a.target_logits, a.temperature, a.top_k, a.top_p, a.min_p, a.flags,
-                      a.out_ids, a.num_emitted);
+  check_verify_common(c, a);
   const char* op = c.op;
   TensorCheck(op, "candidates", a.candidates).required().rank(2).dtype({NT_I64})
       .same_device(a.target_logits, "target_logits").dim(0, c.requests, "B, the rows of out_ids");
@@ -571,8 +551,6 @@ VerifyCall check_verify_tree(const nt_verify_tree_args& a) {
   c.next_token = a.retrieve_next_token;
   c.next_sibling = a.retrieve_next_sibling;
   c.out_nodes = a.out_nodes;
-  c.seed = a.seed;
-  c.offset = a.offset;
   return c;
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "core/check.h"
+#include "core/fused_sample.h"
 #include "core/portable_exp.h"
 #include "core/sampling.h"
 #include "cpu/lm_head_scores.h"
@@ -41,32 +42,10 @@ Layout make_layout(int64_t rows, int64_t vocab, size_t head_bytes, size_t after_
   return L;
 }
 
-nt_tensor host_matrix(void* data, nt_dtype dtype, int64_t rows, int64_t cols) {
-  nt_tensor t{};
-  t.data = data;
-  t.dtype = dtype;
-  t.ndim = 2;
-  t.shape[0] = rows;
-  t.shape[1] = cols;
-  t.row_stride = cols;
-  t.device = NT_DEVICE_CPU;
-  return t;
-}
-
 // nt_sample's arguments over the scores (data may be a placeholder for a size query).
 nt_sample_args sample_args(void* scores, int64_t rows, int64_t vocab, const nt_lm_head_sampling& s,
                            const nt_tensor& tokens) {
-  nt_sample_args a{};
-  a.logits = host_matrix(scores, NT_F32, rows, vocab);
-  a.temperature = s.temperature;
-  a.top_k = s.top_k;
-  a.top_p = s.top_p;
-  a.min_p = s.min_p;
-  a.seed = s.seed;
-  a.offset = s.offset;
-  a.flags = s.flags;
-  a.tokens = tokens;
-  return a;
+  return fused_sample_args(scores_matrix(scores, rows, vocab, NT_DEVICE_CPU), s, tokens);
 }
 
 // Bytes of the summary pass: per thread, one word per token of a row.
@@ -203,7 +182,7 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
   write_scores(scores, f.vocab, shared);
 
   if (f.shard == nullptr) {
-    nt_tensor view = host_matrix(scores, NT_F32, f.rows, f.vocab);
+    nt_tensor view = scores_matrix(scores, f.rows, f.vocab, NT_DEVICE_CPU);
     if (present(f.bitmask)) {
       nt_apply_token_bitmask_args m{};
       m.logits = view;

@@ -163,19 +163,6 @@ void score_pass(const BinaryHead& a, char* piece, Push push, Done done) {
   });
 }
 
-// The top-k selectors, then the scoring pass's piece.
-struct Layout {
-  size_t topk, scores, total;
-};
-
-Layout layout(const nt_lm_head_binary_args& a) {
-  Layout L;
-  L.topk = 0;
-  L.scores = align64(TopkSet::bytes(num_threads(), a.act_q.shape[0], a.k));
-  L.total = L.scores + score_layout(a.act_q, a.group_size).total + kWorkspaceSlack;
-  return L;
-}
-
 }  // namespace
 
 size_t binary_scores_bytes(const BinaryHead& a) { return score_layout(a.act_q, a.group_size).total; }
@@ -188,28 +175,17 @@ void binary_scores(const BinaryHead& a, float* scores, int64_t stride, char* pie
 
 size_t CpuBackend::lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
   if (a.act_q.shape[0] == 0) return 0;
-  return layout(a).total;
+  return TopkHeadLayout(a.act_q.shape[0], a.k, score_layout(a.act_q, a.group_size).total).total;
 }
 
 void CpuBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
                                      size_t workspace_bytes, void*) {
   const int64_t rows = a.act_q.shape[0];
   if (rows == 0) return;
-  const Layout L = layout(a);
-  check_workspace("lm_head_topk_binary", L.total, workspace, workspace_bytes);
-  char* base = align_workspace(workspace);
-  TopkSet topk(base + L.topk, num_threads(), rows, a.k);
-
   const BinaryHead head{a.act_q, a.act_scale, a.wq, a.wscale, a.bias, a.group_size};
-  score_pass(head, base + L.scores,
-             [&](int part, int64_t m, int64_t v, float score) {
-               topk.at(part, m).push(score, int32_t(v));
-             },
-             [&](int part) {
-               for (int64_t m = 0; m < rows; ++m) topk.at(part, m).finish();
-             });
-
-  topk.write(a.values, a.indices);
+  run_topk_head("lm_head_topk_binary", rows, a.k, score_layout(a.act_q, a.group_size).total,
+                workspace, workspace_bytes, a.values, a.indices,
+                [&](char* piece, auto push, auto done) { score_pass(head, piece, push, done); });
 }
 
 }  // namespace nt::cpu

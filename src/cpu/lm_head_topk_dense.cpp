@@ -139,19 +139,6 @@ void score_pass(const nt_tensor& hidden, const nt_tensor& weight, const nt_tenso
   });
 }
 
-// The top-k selectors, then the scoring pass's piece.
-struct Layout {
-  size_t topk, scores, total;
-};
-
-Layout layout(const nt_lm_head_dense_args& a) {
-  Layout L;
-  L.topk = 0;
-  L.scores = align64(TopkSet::bytes(num_threads(), a.hidden.shape[0], a.k));
-  L.total = L.scores + score_layout(a.hidden, a.weight).total + kWorkspaceSlack;
-  return L;
-}
-
 }  // namespace
 
 size_t dense_scores_bytes(const nt_tensor& hidden, const nt_tensor& weight) {
@@ -167,27 +154,17 @@ void dense_scores(const nt_tensor& hidden, const nt_tensor& weight, const nt_ten
 
 size_t CpuBackend::lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
   if (a.hidden.shape[0] == 0) return 0;
-  return layout(a).total;
+  return TopkHeadLayout(a.hidden.shape[0], a.k, score_layout(a.hidden, a.weight).total).total;
 }
 
 void CpuBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace,
                                     size_t workspace_bytes, void*) {
   const int64_t rows = a.hidden.shape[0];
   if (rows == 0) return;
-  const Layout L = layout(a);
-  check_workspace("lm_head_topk_dense", L.total, workspace, workspace_bytes);
-  char* base = align_workspace(workspace);
-  TopkSet topk(base + L.topk, num_threads(), rows, a.k);
-
-  score_pass(a.hidden, a.weight, a.bias, base + L.scores,
-             [&](int part, int64_t m, int64_t v, float score) {
-               topk.at(part, m).push(score, int32_t(v));
-             },
-             [&](int part) {
-               for (int64_t m = 0; m < rows; ++m) topk.at(part, m).finish();
-             });
-
-  topk.write(a.values, a.indices);
+  run_topk_head("lm_head_topk_dense", rows, a.k, score_layout(a.hidden, a.weight).total, workspace,
+                workspace_bytes, a.values, a.indices, [&](char* piece, auto push, auto done) {
+                  score_pass(a.hidden, a.weight, a.bias, piece, push, done);
+                });
 }
 
 }  // namespace nt::cpu

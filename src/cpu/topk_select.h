@@ -141,4 +141,35 @@ class TopkSet {
   int32_t k_;
 };
 
+// A top-k head's workspace: the selectors of every (part, row), then its
+// scoring pass's piece of score_bytes.
+struct TopkHeadLayout {
+  size_t topk, scores, total;
+  TopkHeadLayout(int64_t rows, int32_t k, size_t score_bytes)
+      : topk(0), scores(align64(TopkSet::bytes(num_threads(), rows, k))),
+        total(scores + score_bytes + kWorkspaceSlack) {}
+};
+
+// Runs a top-k head over rows > 0 input rows: score_pass(piece, push, done)
+// hands each score of a part to push(part, m, v, score), in increasing v, and
+// calls done(part) after the part's last; each row's k best go to values and
+// indices.
+template <class ScorePass>
+void run_topk_head(const char* op, int64_t rows, int32_t k, size_t score_bytes, void* workspace,
+                   size_t workspace_bytes, const nt_tensor& values, const nt_tensor& indices,
+                   ScorePass score_pass) {
+  const TopkHeadLayout L(rows, k, score_bytes);
+  check_workspace(op, L.total, workspace, workspace_bytes);
+  char* base = align_workspace(workspace);
+  TopkSet topk(base + L.topk, num_threads(), rows, k);
+  score_pass(base + L.scores,
+             [&](int part, int64_t m, int64_t v, float score) {
+               topk.at(part, m).push(score, int32_t(v));
+             },
+             [&](int part) {
+               for (int64_t m = 0; m < rows; ++m) topk.at(part, m).finish();
+             });
+  topk.write(values, indices);
+}
+
 }  // namespace nt::cpu

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/fused_sample.h"
 #include "opencl/lm_head_plan.h"
 #include "opencl/ops.h"
 #include "opencl/runtime.h"
@@ -25,25 +26,9 @@ struct FusedLayout {
 // The sample call on the scores (logits data may be a placeholder for a size query).
 nt_sample_args sample_args(void* ws, size_t scores_at, const nt_tensor& like, int64_t rows,
                            int64_t vocab, const nt_lm_head_sampling& s, const nt_tensor& tokens) {
-  nt_sample_args a{};
-  a.logits.data = ws;
-  a.logits.byte_offset = int64_t(scores_at);
-  a.logits.dtype = NT_F32;
-  a.logits.ndim = 2;
-  a.logits.shape[0] = rows;
-  a.logits.shape[1] = vocab;
-  a.logits.row_stride = vocab;
-  a.logits.device = NT_DEVICE_OPENCL;
-  a.logits.device_id = like.device_id;
-  a.temperature = s.temperature;
-  a.top_k = s.top_k;
-  a.top_p = s.top_p;
-  a.min_p = s.min_p;
-  a.seed = s.seed;
-  a.offset = s.offset;
-  a.flags = s.flags;
-  a.tokens = tokens;
-  return a;
+  return fused_sample_args(
+      scores_matrix(ws, rows, vocab, NT_DEVICE_OPENCL, like.device_id, int64_t(scores_at)), s,
+      tokens);
 }
 
 FusedLayout fused_layout(OpenclBackend& b, const nt_tensor& like, int64_t rows, int64_t vocab,

@@ -14,17 +14,6 @@
 
 namespace {
 
-template <class T>
-T* device_copy(const std::vector<T>& host) {
-  T* p = nullptr;
-  if (cudaMalloc(&p, host.size() * sizeof(T)) != cudaSuccess) return nullptr;
-  cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
-  // A pageable copy may still be in flight when cudaMemcpy returns, and the
-  // test's stream is non-blocking: it would not wait for it.
-  cudaDeviceSynchronize();
-  return p;
-}
-
 struct Step {
   int rows, vocab, words;
   float* pristine;  // logits as the model produced them

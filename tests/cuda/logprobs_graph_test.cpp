@@ -16,23 +16,6 @@
 
 namespace {
 
-template <class T>
-T* device_copy(const std::vector<T>& host) {
-  T* p = nullptr;
-  if (cudaMalloc(&p, host.size() * sizeof(T)) != cudaSuccess) return nullptr;
-  cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
-  cudaDeviceSynchronize();  // the test's stream is non-blocking
-  return p;
-}
-
-template <class T>
-std::vector<T> host_copy(const T* p, size_t n, cudaStream_t stream) {
-  std::vector<T> out(n);
-  cudaMemcpyAsync(out.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost, stream);
-  cudaStreamSynchronize(stream);
-  return out;
-}
-
 TEST(CudaGraph, SampleLogprobsReplaysWithNewSeeds) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const int rows = 6, vocab = 40000, n = 20;

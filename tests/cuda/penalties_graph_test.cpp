@@ -18,19 +18,6 @@
 
 namespace {
 
-template <class T>
-T* device_alloc(size_t n) {
-  T* p = nullptr;
-  return cudaMalloc(&p, n * sizeof(T) + 16) == cudaSuccess ? p : nullptr;
-}
-
-template <class T>
-void upload(T* d, const std::vector<T>& h, cudaStream_t s) {
-  EXPECT_EQ(cudaMemcpyAsync(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, s),
-            cudaSuccess);
-  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-}
-
 TEST(CudaGraph, PenaltiesReplayReadDeviceListsAndParameters) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const int rows = 12, vocab = 32000, bias_per_row = 8;

@@ -16,19 +16,6 @@
 
 namespace {
 
-template <class T>
-T* device_alloc(size_t n) {
-  T* p = nullptr;
-  return cudaMalloc(&p, n * sizeof(T) + 16) == cudaSuccess ? p : nullptr;
-}
-
-template <class T>
-void upload(T* d, const std::vector<T>& h, cudaStream_t s) {
-  EXPECT_EQ(cudaMemcpyAsync(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, s),
-            cudaSuccess);
-  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-}
-
 void graph_replays(int32_t top_k, float top_p) {
   const int batch = 24, drafts = 3, vocab = 5000, rows = batch * (drafts + 1);
   std::mt19937_64 rng(53);

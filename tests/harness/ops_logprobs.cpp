@@ -16,60 +16,26 @@ LogprobsReference reference_logprobs(const SampleCase& c, int64_t row, int n, bo
 
 LogprobsResult run_sample_logprobs(TestDevice& dev, const SampleCase& c, int n, uint32_t mode,
                                    int64_t out_gap) {
-  const int64_t stride = c.row_stride ? c.row_stride : c.vocab;
-  std::vector<float> strided(size_t(c.rows * stride), round_to(c.dtype, 60000.0f));
-  for (int64_t r = 0; r < c.rows; ++r)
-    for (int64_t i = 0; i < c.vocab; ++i)
-      strided[size_t(r * stride + i)] = c.logits[size_t(r * c.vocab + i)];
-  const auto encoded = encode(c.dtype, strided);
-  auto logits = to_device(dev, encoded);
-  auto temperature = param_buffer(dev, c.temperature);
-  auto top_k = param_buffer(dev, c.top_k);
-  auto top_p = param_buffer(dev, c.top_p);
-  auto min_p = param_buffer(dev, c.min_p);
-  auto seed = param_buffer(dev, c.seed);
-  auto offset = param_buffer(dev, c.offset);
-  std::unique_ptr<Buffer> uniform = c.uniform.empty() ? nullptr : to_device(dev, c.uniform);
-  const bool i32 = c.token_dtype == NT_I32;
-  std::unique_ptr<Buffer> tokens =
-      i32 ? to_device(dev, std::vector<int32_t>(size_t(c.rows), kPoisonI32))
-          : to_device(dev, std::vector<int64_t>(size_t(c.rows), kPoisonI64));
+  const SampleInputs in(dev, c);
   const int64_t columns = int64_t(n) + 1, out_stride = columns + out_gap;
   auto ids = to_device(dev, std::vector<int32_t>(size_t(c.rows * out_stride), kPoisonI32));
   auto values = to_device(dev, std::vector<float>(size_t(c.rows * out_stride), poison_f32()));
   auto ranks = to_device(dev, std::vector<int32_t>(size_t(c.rows), kPoisonI32));
 
   nt_sample_logprobs_args a{};
-  nt_sample_args& s = a.sample;
-  s.logits = logits->matrix(c.dtype, c.rows, c.vocab, stride);
-  s.temperature = {handle_or_null(temperature), c.temperature.values[0]};
-  s.top_k = {handle_or_null(top_k), c.top_k.values[0]};
-  s.top_p = {handle_or_null(top_p), c.top_p.values[0]};
-  s.min_p = {handle_or_null(min_p), c.min_p.values[0]};
-  s.seed = {handle_or_null(seed), c.seed.values[0]};
-  s.offset = {handle_or_null(offset), c.offset.values[0]};
-  if (uniform) s.uniform = uniform->vector(NT_F32, c.rows);
-  s.flags = c.flags;
-  s.tokens = tokens->vector(c.token_dtype, c.rows);
+  a.sample = in.args();
   a.num_logprobs = n;
   a.mode = mode;
   a.logprob_ids = ids->matrix(NT_I32, c.rows, columns, out_stride);
   a.logprobs = values->matrix(NT_F32, c.rows, columns, out_stride);
   a.ranks = ranks->vector(NT_I32, c.rows);
 
-  size_t bytes = 0;
-  ok(nt_sample_logprobs_workspace_size(&a, &bytes), "nt_sample_logprobs_workspace_size");
-  Workspace ws(dev, bytes);
-  ok(nt_sample_logprobs(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_sample_logprobs");
-  dev.sync();
+  run_with_workspace(dev, a, "nt_sample_logprobs", nt_sample_logprobs_workspace_size,
+                     nt_sample_logprobs);
 
   LogprobsResult out;
   out.columns = columns;
-  if (i32) {
-    for (int32_t t : from_device<int32_t>(*tokens, size_t(c.rows))) out.tokens.push_back(t);
-  } else {
-    out.tokens = from_device<int64_t>(*tokens, size_t(c.rows));
-  }
+  out.tokens = in.read_tokens();
   const auto all_ids = from_device<int32_t>(*ids, size_t(c.rows * out_stride));
   const auto all_values = from_device<float>(*values, size_t(c.rows * out_stride));
   for (int64_t r = 0; r < c.rows; ++r)
@@ -84,8 +50,7 @@ LogprobsResult run_sample_logprobs(TestDevice& dev, const SampleCase& c, int n, 
       }
     }
   out.ranks = from_device<int32_t>(*ranks, size_t(c.rows));
-  if (from_device<uint8_t>(*logits, encoded.size()) != encoded)
-    throw std::runtime_error("nt_sample_logprobs modified its logits");
+  in.check_logits_unchanged("nt_sample_logprobs");
   return out;
 }
 

@@ -48,11 +48,7 @@ std::vector<uint8_t> run_apply_penalties(TestDevice& dev, const PenaltyCase& c) 
   a.repetition = {handle_or_null(r), c.repetition.values[0]};
   a.presence = {handle_or_null(p), c.presence.values[0]};
   a.frequency = {handle_or_null(f), c.frequency.values[0]};
-  size_t bytes = 0;
-  ok(nt_apply_penalties_workspace_size(&a, &bytes), "nt_apply_penalties_workspace_size");
-  Workspace ws(dev, bytes);
-  ok(nt_apply_penalties(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_apply_penalties");
-  dev.sync();
+  run_with_workspace(dev, a, "nt_apply_penalties", nt_apply_penalties_workspace_size, nt_apply_penalties);
   return from_device<uint8_t>(*logits, c.logits.size());
 }
 
@@ -71,11 +67,7 @@ std::vector<uint8_t> run_apply_logit_bias(TestDevice& dev, const BiasCase& c) {
   a.logits = logits->matrix(c.dtype, c.rows, c.vocab, c.stride());
   a.tokens = tokens.view;
   a.values = values->vector(NT_F32, int64_t(c.values.size()));
-  size_t bytes = 0;
-  ok(nt_apply_logit_bias_workspace_size(&a, &bytes), "nt_apply_logit_bias_workspace_size");
-  Workspace ws(dev, bytes);
-  ok(nt_apply_logit_bias(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_apply_logit_bias");
-  dev.sync();
+  run_with_workspace(dev, a, "nt_apply_logit_bias", nt_apply_logit_bias_workspace_size, nt_apply_logit_bias);
   return from_device<uint8_t>(*logits, c.logits.size());
 }
 

@@ -11,15 +11,7 @@
 namespace ntt {
 
 RowSampleParams VerifyCase::request_params(int64_t b) const {
-  RowSampleParams p;
-  p.temperature = temperature.at(b);
-  p.top_k = top_k.at(b);
-  p.top_p = top_p.at(b);
-  p.min_p = min_p.at(b);
-  p.seed = seed.at(b);
-  p.offset = offset.at(b);
-  p.joint = (flags & NT_SAMPLE_TOP_P_JOINT) != 0;
-  return p;
+  return case_row_params(*this, b);
 }
 
 std::vector<float> normal_logits(Rng& rng, int64_t n, double scale) {
@@ -102,18 +94,9 @@ VerifyCase random_verify_tree(Rng& rng, int64_t requests, int64_t vocab, int64_t
 
 VerifyResult run_verify(TestDevice& dev, const VerifyCase& c) {
   const int64_t rows = c.target_rows(), stride = c.vocab + c.row_gap;
-  std::vector<float> padded(size_t(rows * stride), round_to(c.dtype, 60000.0f));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t i = 0; i < c.vocab; ++i)
-      padded[size_t(r * stride + i)] = c.logits[size_t(r * c.vocab + i)];
-  const auto encoded = encode(c.dtype, padded);
+  const auto encoded = encode(c.dtype, with_gaps(c.logits, rows, c.vocab, stride, c.dtype));
   auto logits = to_device(dev, encoded);
-  auto temperature = param_buffer(dev, c.temperature);
-  auto top_k = param_buffer(dev, c.top_k);
-  auto top_p = param_buffer(dev, c.top_p);
-  auto min_p = param_buffer(dev, c.min_p);
-  auto seed = param_buffer(dev, c.seed);
-  auto offset = param_buffer(dev, c.offset);
+  const SamplingBuffers sampling(dev, c);
   const size_t out_n = size_t(c.requests * c.width);
   auto out_ids = to_device(dev, std::vector<int32_t>(std::max<size_t>(out_n, 1), kPoisonI32));
   auto out_nodes = to_device(dev, std::vector<int32_t>(std::max<size_t>(out_n, 1), kPoisonI32));
@@ -121,12 +104,6 @@ VerifyResult run_verify(TestDevice& dev, const VerifyCase& c) {
   const nt_tensor target = logits->matrix(c.dtype, rows, c.vocab, stride);
   const nt_tensor ids_view = out_ids->matrix(NT_I32, c.requests, c.width);
   const nt_tensor num_view = num->vector(NT_I32, c.requests);
-  const nt_param_f32 t{handle_or_null(temperature), c.temperature.values[0]};
-  const nt_param_i32 k{handle_or_null(top_k), c.top_k.values[0]};
-  const nt_param_f32 p{handle_or_null(top_p), c.top_p.values[0]};
-  const nt_param_f32 mp{handle_or_null(min_p), c.min_p.values[0]};
-  const nt_param_u64 s{handle_or_null(seed), c.seed.values[0]};
-  const nt_param_u64 o{handle_or_null(offset), c.offset.values[0]};
 
   if (!c.tree) {
     const std::vector<int32_t> drafts = c.draft_ids.empty() ? std::vector<int32_t>{0} : c.draft_ids;
@@ -138,20 +115,10 @@ VerifyResult run_verify(TestDevice& dev, const VerifyCase& c) {
     a.draft_ids = draft_ids->vector(NT_I32, int64_t(c.draft_ids.size()));
     a.cu_num_draft = cu->vector(NT_I32, int64_t(c.cu.size()));
     if (probs) a.draft_probs = probs->matrix(NT_F32, int64_t(c.draft_ids.size()), c.vocab);
-    a.temperature = t;
-    a.top_k = k;
-    a.top_p = p;
-    a.min_p = mp;
-    a.seed = s;
-    a.offset = o;
-    a.flags = c.flags;
+    sampling.set(c, a);
     a.out_ids = ids_view;
     a.num_emitted = num_view;
-    size_t bytes = 0;
-    ok(nt_verify_draft_workspace_size(&a, &bytes), "nt_verify_draft_workspace_size");
-    Workspace ws(dev, bytes);
-    ok(nt_verify_draft(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_verify_draft");
-    dev.sync();
+    run_with_workspace(dev, a, "nt_verify_draft", nt_verify_draft_workspace_size, nt_verify_draft);
   } else {
     auto cand = to_device(dev, c.candidates);
     auto next = to_device(dev, c.next_token);
@@ -161,21 +128,11 @@ VerifyResult run_verify(TestDevice& dev, const VerifyCase& c) {
     a.candidates = cand->matrix(NT_I64, c.requests, c.nodes);
     a.retrieve_next_token = next->matrix(NT_I64, c.requests, c.nodes);
     a.retrieve_next_sibling = sib->matrix(NT_I64, c.requests, c.nodes);
-    a.temperature = t;
-    a.top_k = k;
-    a.top_p = p;
-    a.min_p = mp;
-    a.seed = s;
-    a.offset = o;
-    a.flags = c.flags;
+    sampling.set(c, a);
     a.out_ids = ids_view;
     if (c.with_nodes) a.out_nodes = out_nodes->matrix(NT_I32, c.requests, c.width);
     a.num_emitted = num_view;
-    size_t bytes = 0;
-    ok(nt_verify_tree_workspace_size(&a, &bytes), "nt_verify_tree_workspace_size");
-    Workspace ws(dev, bytes);
-    ok(nt_verify_tree(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_verify_tree");
-    dev.sync();
+    run_with_workspace(dev, a, "nt_verify_tree", nt_verify_tree_workspace_size, nt_verify_tree);
   }
   if (from_device<uint8_t>(*logits, encoded.size()) != encoded)
     throw std::runtime_error("verify changed its target logits");

@@ -10,22 +10,6 @@
 namespace ntt {
 namespace {
 
-// A matrix whose row gaps hold `filler`: a backend that reads past a row's end
-// (or ignores the stride) picks it up and gets a wrong answer.
-template <class T>
-std::vector<T> with_gaps(const std::vector<T>& dense, int64_t rows, int64_t cols, int64_t stride,
-                         T filler) {
-  std::vector<T> out(size_t(rows * stride), filler);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[size_t(r * stride + c)] = dense[size_t(r * cols + c)];
-  return out;
-}
-
-std::vector<float> with_gaps(const std::vector<float>& dense, int64_t rows, int64_t cols,
-                             int64_t stride, nt_dtype dtype) {
-  return with_gaps<float>(dense, rows, cols, stride, round_to(dtype, 60000.0f));
-}
-
 TopK collect_topk(const Buffer& values, const Buffer& indices, int64_t rows, int64_t k,
                   int64_t stride) {
   const auto v = from_device<float>(values, size_t(rows * stride));
@@ -50,15 +34,8 @@ TopK collect_topk(const Buffer& values, const Buffer& indices, int64_t rows, int
 }  // namespace
 
 RowSampleParams SampleCase::row_params(int64_t row) const {
-  RowSampleParams p;
-  p.temperature = temperature.at(row);
-  p.top_k = top_k.at(row);
-  p.top_p = top_p.at(row);
-  p.min_p = min_p.at(row);
-  p.seed = seed.at(row);
-  p.offset = offset.at(row);
+  RowSampleParams p = case_row_params(*this, row);
   p.row_tag = seed.per_row ? 0u : uint32_t(row);
-  p.joint = (flags & NT_SAMPLE_TOP_P_JOINT) != 0;
   p.has_uniform = !uniform.empty();
   p.uniform = p.has_uniform ? uniform[size_t(row)] : 0.0f;
   return p;
@@ -71,47 +48,10 @@ SampleReference reference_sample(const SampleCase& c, int64_t row) {
 }
 
 std::vector<int64_t> run_sample(TestDevice& dev, const SampleCase& c) {
-  const int64_t stride = c.row_stride ? c.row_stride : c.vocab;
-  const auto encoded = encode(c.dtype, with_gaps(c.logits, c.rows, c.vocab, stride, c.dtype));
-  auto logits = to_device(dev, encoded);
-  auto temperature = param_buffer(dev, c.temperature);
-  auto top_k = param_buffer(dev, c.top_k);
-  auto top_p = param_buffer(dev, c.top_p);
-  auto min_p = param_buffer(dev, c.min_p);
-  auto seed = param_buffer(dev, c.seed);
-  auto offset = param_buffer(dev, c.offset);
-  std::unique_ptr<Buffer> uniform = c.uniform.empty() ? nullptr : to_device(dev, c.uniform);
-  const bool i32 = c.token_dtype == NT_I32;
-  std::unique_ptr<Buffer> tokens =
-      i32 ? to_device(dev, std::vector<int32_t>(size_t(c.rows), kPoisonI32))
-          : to_device(dev, std::vector<int64_t>(size_t(c.rows), kPoisonI64));
-
-  nt_sample_args a{};
-  a.logits = logits->matrix(c.dtype, c.rows, c.vocab, stride);
-  a.temperature = {handle_or_null(temperature), c.temperature.values[0]};
-  a.top_k = {handle_or_null(top_k), c.top_k.values[0]};
-  a.top_p = {handle_or_null(top_p), c.top_p.values[0]};
-  a.min_p = {handle_or_null(min_p), c.min_p.values[0]};
-  a.seed = {handle_or_null(seed), c.seed.values[0]};
-  a.offset = {handle_or_null(offset), c.offset.values[0]};
-  if (uniform) a.uniform = uniform->vector(NT_F32, c.rows);
-  a.flags = c.flags;
-  a.tokens = tokens->vector(c.token_dtype, c.rows);
-
-  size_t bytes = 0;
-  ok(nt_sample_workspace_size(&a, &bytes), "nt_sample_workspace_size");
-  Workspace ws(dev, bytes);
-  ok(nt_sample(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_sample");
-  dev.sync();
-
-  std::vector<int64_t> out;
-  if (i32) {
-    for (int32_t t : from_device<int32_t>(*tokens, size_t(c.rows))) out.push_back(t);
-  } else {
-    out = from_device<int64_t>(*tokens, size_t(c.rows));
-  }
-  if (from_device<uint8_t>(*logits, encoded.size()) != encoded)
-    throw std::runtime_error("nt_sample modified its logits");
+  const SampleInputs in(dev, c);
+  run_with_workspace(dev, in.args(), "nt_sample", nt_sample_workspace_size, nt_sample);
+  std::vector<int64_t> out = in.read_tokens();
+  in.check_logits_unchanged("nt_sample");
   return out;
 }
 
@@ -136,11 +76,7 @@ TopK run_dense(TestDevice& dev, const DenseCase& c) {
   a.k = c.k;
   a.values = values->matrix(NT_F32, c.rows, c.k, os);
   a.indices = indices->matrix(NT_I64, c.rows, c.k, os);
-  size_t bytes = 0;
-  ok(nt_lm_head_topk_dense_workspace_size(&a, &bytes), "nt_lm_head_topk_dense_workspace_size");
-  Workspace ws(dev, bytes);
-  ok(nt_lm_head_topk_dense(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_lm_head_topk_dense");
-  dev.sync();
+  run_with_workspace(dev, a, "nt_lm_head_topk_dense", nt_lm_head_topk_dense_workspace_size, nt_lm_head_topk_dense);
   return collect_topk(*values, *indices, c.rows, c.k, os);
 }
 
@@ -189,11 +125,7 @@ TopK run_binary(TestDevice& dev, const BinaryCase& c) {
   a.k = c.k;
   a.values = values->matrix(NT_F32, c.rows, c.k, os);
   a.indices = indices->matrix(NT_I64, c.rows, c.k, os);
-  size_t bytes = 0;
-  ok(nt_lm_head_topk_binary_workspace_size(&a, &bytes), "nt_lm_head_topk_binary_workspace_size");
-  Workspace ws(dev, bytes);
-  ok(nt_lm_head_topk_binary(&a, ws.ptr(), ws.bytes, dev.stream()), "nt_lm_head_topk_binary");
-  dev.sync();
+  run_with_workspace(dev, a, "nt_lm_head_topk_binary", nt_lm_head_topk_binary_workspace_size, nt_lm_head_topk_binary);
   return collect_topk(*values, *indices, c.rows, c.k, os);
 }
 

@@ -725,6 +725,19 @@ namespace {
 // inputs, per-row parameters, bitmask, tokens and workspace on the device.
 class LmHeadSampleOnDevice : public DeviceTest {};
 
+// The workspace query, then the call on a workspace of that size on d (kept in
+// ws); the first status that is not NT_OK.
+template <class Args>
+nt_status query_then_run(TestDevice& d, const Args& a, nt_status (*query)(const Args*, size_t*),
+                         nt_status (*run)(const Args*, void*, size_t, void*),
+                         std::unique_ptr<Buffer>& ws) {
+  size_t bytes = 0;
+  nt_status st = query(&a, &bytes);
+  if (st != NT_OK) return st;
+  if (bytes) ws = std::make_unique<Buffer>(d, bytes);
+  return run(&a, ws ? ws->handle() : nullptr, bytes, d.stream());
+}
+
 TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
   for (int c = 0; c < 6; ++c) {
     Rng rng(9990 + c);
@@ -767,7 +780,6 @@ TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
     std::vector<int64_t> poison(size_t(rows), kPoisonI64);
     Buffer tokens(d, size_t(rows) * 8);
     tokens.upload(poison.data(), size_t(rows) * 8);
-    size_t bytes = 0;
     nt_status st;
     std::unique_ptr<Buffer> ws;
     if (!binary) {
@@ -778,11 +790,7 @@ TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
       a.bitmask = put(a.bitmask);
       a.sampling = s;
       a.tokens = tokens.vector(NT_I64, rows);
-      st = nt_lm_head_sample_dense_workspace_size(&a, &bytes);
-      if (st == NT_OK) {
-        if (bytes) ws = std::make_unique<Buffer>(d, bytes);
-        st = nt_lm_head_sample_dense(&a, ws ? ws->handle() : nullptr, bytes, d.stream());
-      }
+      st = query_then_run(d, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, ws);
     } else {
       nt_lm_head_sample_binary_args a = host_args.binary;
       a.act_q = put(a.act_q);
@@ -793,11 +801,8 @@ TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
       a.bitmask = put(a.bitmask);
       a.sampling = s;
       a.tokens = tokens.vector(NT_I64, rows);
-      st = nt_lm_head_sample_binary_workspace_size(&a, &bytes);
-      if (st == NT_OK) {
-        if (bytes) ws = std::make_unique<Buffer>(d, bytes);
-        st = nt_lm_head_sample_binary(&a, ws ? ws->handle() : nullptr, bytes, d.stream());
-      }
+      st = query_then_run(d, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary,
+                          ws);
     }
     if (st == NT_ERROR_UNSUPPORTED && d.type() == NT_DEVICE_CUDA)
       GTEST_SKIP() << "not implemented on CUDA yet: " << nt_last_error();

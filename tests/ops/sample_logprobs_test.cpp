@@ -56,19 +56,7 @@ void expect_logprobs_match(TestDevice& dev, const SampleCase& c, int n, uint32_t
 }
 
 void set_random_params(SampleCase& c, Rng& rng, bool per_row_params) {
-  std::vector<float> t, p, m;
-  std::vector<int32_t> k;
-  for (int64_t r = 0; r < (per_row_params ? c.rows : 1); ++r) {
-    const RowConfig rc = random_config(rng, c.vocab, per_row_params);
-    t.push_back(rc.temperature);
-    k.push_back(rc.top_k);
-    p.push_back(rc.top_p);
-    m.push_back(rc.min_p);
-  }
-  c.temperature = {per_row_params, t};
-  c.top_k = {per_row_params, k};
-  c.top_p = {per_row_params, p};
-  c.min_p = {per_row_params, m};
+  set_configs(c, rng, per_row_params);
   std::vector<uint64_t> s, o;
   for (int64_t r = 0; r < (per_row_params ? c.rows : 1); ++r) {
     s.push_back(rng.bits());

@@ -1,5 +1,6 @@
-// Shared pieces of the sampling tests: the check of a device's tokens against
-// the reference and the CPU backend (random inputs: harness/sample_inputs.h).
+// Shared pieces of the sampling tests: random parameters of a case, and the
+// check of a device's tokens against the reference and the CPU backend
+// (random inputs: harness/sample_inputs.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +11,24 @@
 #include "harness/sample_inputs.h"
 
 namespace ntt {
+
+// Random temperature, top_k, top_p and min_p for c: one per row when
+// per_row_params, else one scalar each.
+inline void set_configs(SampleCase& c, Rng& rng, bool per_row_params) {
+  std::vector<float> t, p, m;
+  std::vector<int32_t> k;
+  for (int64_t r = 0; r < (per_row_params ? c.rows : 1); ++r) {
+    const RowConfig rc = random_config(rng, c.vocab, per_row_params);
+    t.push_back(rc.temperature);
+    k.push_back(rc.top_k);
+    p.push_back(rc.top_p);
+    m.push_back(rc.min_p);
+  }
+  c.temperature = {per_row_params, t};
+  c.top_k = {per_row_params, k};
+  c.top_p = {per_row_params, p};
+  c.min_p = {per_row_params, m};
+}
 
 // Tokens of `dev` for case `c`: equal to the reference's (Gumbel-max bit for bit,
 // or the explicit draw), inside the keep-set, and equal to the CPU backend's.

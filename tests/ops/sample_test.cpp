@@ -19,22 +19,6 @@ const nt_dtype kFloatTypes[] = {NT_F32, NT_F16, NT_BF16};
 
 class Sample : public DeviceTest {};
 
-void set_configs(SampleCase& c, Rng& rng, bool per_row_params) {
-  std::vector<float> t, p, m;
-  std::vector<int32_t> k;
-  for (int64_t r = 0; r < (per_row_params ? c.rows : 1); ++r) {
-    const RowConfig rc = random_config(rng, c.vocab, per_row_params);
-    t.push_back(rc.temperature);
-    k.push_back(rc.top_k);
-    p.push_back(rc.top_p);
-    m.push_back(rc.min_p);
-  }
-  c.temperature = {per_row_params, t};
-  c.top_k = {per_row_params, k};
-  c.top_p = {per_row_params, p};
-  c.min_p = {per_row_params, m};
-}
-
 void set_seeds(SampleCase& c, Rng& rng, bool per_row_seeds) {
   std::vector<uint64_t> s, o;
   for (int64_t r = 0; r < (per_row_seeds ? c.rows : 1); ++r) {

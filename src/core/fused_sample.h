@@ -1,0 +1,41 @@
+// The nt_sample call with which a fused LM head (lm_head_sample_dense /
+// _binary) draws its tokens from the [M, V] f32 scores it wrote in its
+// workspace: the CPU and OpenCL backends make it alike.
+#pragma once
+
+#include "nexttok/nexttok.h"
+
+namespace nt {
+
+// The contiguous [rows, vocab] f32 scores at `data` (+ byte_offset, OpenCL).
+inline nt_tensor scores_matrix(void* data, int64_t rows, int64_t vocab, nt_device_type device,
+                               int32_t device_id = 0, int64_t byte_offset = 0) {
+  nt_tensor t{};
+  t.data = data;
+  t.byte_offset = byte_offset;
+  t.dtype = NT_F32;
+  t.ndim = 2;
+  t.shape[0] = rows;
+  t.shape[1] = vocab;
+  t.row_stride = vocab;
+  t.device = device;
+  t.device_id = device_id;
+  return t;
+}
+
+inline nt_sample_args fused_sample_args(const nt_tensor& scores, const nt_lm_head_sampling& s,
+                                        const nt_tensor& tokens) {
+  nt_sample_args a{};
+  a.logits = scores;
+  a.temperature = s.temperature;
+  a.top_k = s.top_k;
+  a.top_p = s.top_p;
+  a.min_p = s.min_p;
+  a.seed = s.seed;
+  a.offset = s.offset;
+  a.flags = s.flags;
+  a.tokens = tokens;
+  return a;
+}
+
+}  // namespace nt
