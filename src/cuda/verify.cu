@@ -38,7 +38,8 @@ namespace {
 using u64 = unsigned long long;
 using u32 = uint32_t;
 
-constexpr int kRowThreads = 512;
+constexpr int kRowThreads = 256;
+constexpr int kRowBlocksPerSM = 4;  // every slot of B = 64 x 4 resident at once on 132 SMs
 constexpr int kWalkThreads = 256;
 constexpr int kListCap = 1024;     // keep-sets listed for the walk; top-k fast path bound
 constexpr int kRadixBits = 11;
@@ -151,11 +152,76 @@ struct RowView {
   __device__ float score(u32 i) const { return nt_scaled_score(widen<DT>(x[i]), temperature); }
 };
 
-// Sorts n <= kSamples keys of s[] (padded with zeros to kSamples) largest first.
-__device__ void bitonic_sort_desc(u32* s, int tid) {
-  for (int k = 2; k <= kSamples; k <<= 1) {
+// The score of a logit; UNIT_T: temperature 1, where x / 1 == x exactly and
+// only NaN needs mapping (to -inf), as nt_scaled_score does.
+template <bool UNIT_T>
+__device__ __forceinline__ float scaled_score(float x, float temperature) {
+  if constexpr (UNIT_T) {
+    return x != x ? -INFINITY : x;
+  } else {
+    return nt_scaled_score(x, temperature);
+  }
+}
+
+// Calls f(i, s) for every token i < V of row x with its score s. Each thread
+// visits its own tokens in increasing index order (the tokens before the row's
+// first 16-byte boundary, then 16-byte groups, kUnroll loads in flight a
+// step, then the tail), so a strict `>` keeps a thread's first maximum.
+template <nt_dtype DT, int T, bool UNIT_T, class F>
+__device__ __forceinline__ void for_each_score(const typename LogitTraits<DT>::Storage* x, u32 V,
+                                               float temperature, int tid, F&& f) {
+  using S = typename LogitTraits<DT>::Storage;
+  constexpr int G = LogitTraits<DT>::kVecTokens;  // tokens of 16 bytes
+  constexpr int kUnroll = 4;
+  const u32 misalign = u32(reinterpret_cast<uintptr_t>(x) & 15u) / u32(sizeof(S));
+  u32 head = misalign ? u32(G) - misalign : 0u;
+  head = head < V ? head : V;
+  if (u32(tid) < head) f(u32(tid), scaled_score<UNIT_T>(widen<DT>(x[tid]), temperature));
+  const uint4* body = reinterpret_cast<const uint4*>(x + head);
+  const u32 groups = (V - head) / u32(G);
+  auto visit_group = [&](u32 g, const uint4& v) {
+    const u32 base = head + g * u32(G);
+    const u32 w[4] = {v.x, v.y, v.z, v.w};
+    if constexpr (DT == NT_F32) {
+#pragma unroll
+      for (int t = 0; t < 4; ++t) f(base + u32(t), scaled_score<UNIT_T>(__uint_as_float(w[t]), temperature));
+    } else {
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        f(base + u32(2 * t), scaled_score<UNIT_T>(widen<DT>(S(w[t] & 0xFFFFu)), temperature));
+        f(base + u32(2 * t + 1), scaled_score<UNIT_T>(widen<DT>(S(w[t] >> 16)), temperature));
+      }
+    }
+  };
+  u32 g = u32(tid);
+  for (; g + u32((kUnroll - 1) * T) < groups; g += u32(kUnroll * T)) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = __ldg(body + g + u32(u * T));
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) visit_group(g + u32(u * T), v[u]);
+  }
+  for (; g < groups; g += u32(T)) visit_group(g, __ldg(body + g));
+  for (u32 i = head + groups * u32(G) + u32(tid); i < V; i += u32(T))
+    f(i, scaled_score<UNIT_T>(widen<DT>(x[i]), temperature));
+}
+
+// for_each_score with the temperature-1 form picked at run time.
+template <nt_dtype DT, int T, class F>
+__device__ __forceinline__ void for_each_row_score(const typename LogitTraits<DT>::Storage* x,
+                                                   u32 V, float temperature, int tid, F&& f) {
+  if (temperature == 1.0f) {
+    for_each_score<DT, T, true>(x, V, temperature, tid, f);
+  } else {
+    for_each_score<DT, T, false>(x, V, temperature, tid, f);
+  }
+}
+
+// Sorts the first `size` (a power of two) keys of s[] largest first.
+__device__ void bitonic_sort_desc(u32* s, int tid, int size) {
+  for (int k = 2; k <= size; k <<= 1) {
     for (int j = k >> 1; j > 0; j >>= 1) {
-      for (int i = tid; i < kSamples; i += kRowThreads) {
+      for (int i = tid; i < size; i += kRowThreads) {
         const int partner = i ^ j;
         if (partner > i) {
           const u32 x = s[i], y = s[partner];
@@ -172,7 +238,7 @@ __device__ void bitonic_sort_desc(u32* s, int tid) {
 }
 
 template <nt_dtype DT>
-__global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) {
+__global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kernel(VerifyArgs a) {
   using Reduce = cub::BlockReduce<u64, kRowThreads>;
   using S = typename LogitTraits<DT>::Storage;
   __shared__ typename Reduce::TempStorage tmp;
@@ -207,13 +273,20 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
   const u32 V = a.vocab;
   auto fold_max = [&](u64 v) { return block_fold<kRowThreads>(tmp, &slot, v, MaxU64()); };
   auto fold_sum = [&](u64 v) { return block_fold<kRowThreads>(tmp, &slot, v, SumU64()); };
+  // Every token of the row with its score, in each thread's index order.
+  auto each = [&](auto&& f) { for_each_row_score<DT, kRowThreads>(r.x, V, p.temperature, tid, f); };
 
   if (p.greedy) {
-    u64 best = 0;
-    for (u32 i = tid; i < V; i += kRowThreads) {
-      const u32 k = nt_order_key(widen<DT>(r.x[i]));
-      if (k > NT_KEY_NEG_INF) best = best > composite(k, i) ? best : composite(k, i);
-    }
+    // The argmax of the raw logits (NaN as -inf): the first maximum of each thread.
+    u32 best_key = NT_KEY_NEG_INF, best_i = 0;
+    for_each_score<DT, kRowThreads, true>(r.x, V, 1.0f, tid, [&](u32 i, float s) {
+      const u32 k = nt_order_key(s);
+      if (k > best_key) {
+        best_key = k;
+        best_i = i;
+      }
+    });
+    u64 best = best_key > NT_KEY_NEG_INF ? composite(best_key, best_i) : 0;
     best = fold_max(best);
     info.state = best == 0 ? kEmpty : kGreedy;
     info.argmax = best == 0 ? -1 : int32_t(composite_index(best));
@@ -233,10 +306,12 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
     const float e = float(p.top_k) / float(stride);
     const u32 rank = u32(ceilf(e + 3.0f * sqrtf(e) + 3.0f));
     if (n_samples >= 16 && rank < n_samples) {
-      for (u32 t = tid; t < u32(kSamples); t += kRowThreads)
+      int size = 16;
+      while (u32(size) < n_samples) size <<= 1;
+      for (u32 t = tid; t < u32(size); t += kRowThreads)
         hist[t] = t < n_samples ? nt_order_key(r.score(t * stride + stride - 1)) : 0u;
       __syncthreads();
-      bitonic_sort_desc(hist, tid);
+      bitonic_sort_desc(hist, tid, size);
       const u32 k = hist[rank - 1];
       pivot = k > NT_KEY_FIRST_FINITE ? k : NT_KEY_FIRST_FINITE;
       __syncthreads();
@@ -247,25 +322,31 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
   // the candidates at or above the pivot.
   if (tid == 0) n_cand = 0;
   __syncthreads();
-  u64 top = 0, low_inv = 0, n_inf = 0, n_fin = 0;
-  for (u32 i = tid; i < V; i += kRowThreads) {
-    const float s = r.score(i);
-    if (s == -INFINITY) continue;
+  // A thread's top composite is its largest key at its first index, its lowest
+  // the smallest key at its last index.
+  u32 top_key = 0, top_i = 0, low_key = ~0u, low_i = 0, n_inf_t = 0, n_fin_t = 0;
+  each([&](u32 i, float s) {
+    if (s == -INFINITY) return;
     const u32 key = nt_order_key(s);
-    const u64 c = composite(key, i);
-    top = top > c ? top : c;
-    low_inv = low_inv > ~c ? low_inv : ~c;
-    n_inf += s == INFINITY;
-    ++n_fin;
+    if (key > top_key) {
+      top_key = key;
+      top_i = i;
+    }
+    if (key <= low_key) {
+      low_key = key;
+      low_i = i;
+    }
+    n_inf_t += s == INFINITY;
+    ++n_fin_t;
     if (k_listable && key >= pivot) {
       const u32 at = atomicAdd(&n_cand, 1u);
-      if (at < u32(kListCap)) cand[at] = c;
+      if (at < u32(kListCap)) cand[at] = composite(key, i);
     }
-  }
-  top = fold_max(top);
-  const u64 lowest = ~fold_max(low_inv);
-  n_inf = fold_sum(n_inf);
-  n_fin = fold_sum(n_fin);
+  });
+  const u64 top = fold_max(n_fin_t ? composite(top_key, top_i) : 0);
+  const u64 lowest = ~fold_max(n_fin_t ? ~composite(low_key, low_i) : 0);
+  const u64 n_inf = fold_sum(n_inf_t);
+  const u64 n_fin = fold_sum(n_fin_t);
   if (n_fin == 0) {
     info.state = kEmpty;
     if (tid == 0) a.info[slot_index] = info;
@@ -285,12 +366,11 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
   // Tokens at or before `cut` and their mass.
   auto prefix = [&](u64 cut, u64* count) {
     u64 c = 0, m = 0;
-    for (u32 i = tid; i < V; i += kRowThreads) {
-      const float s = r.score(i);
-      if (s == -INFINITY || composite(nt_order_key(s), i) < cut) continue;
+    each([&](u32 i, float s) {
+      if (s == -INFINITY || composite(nt_order_key(s), i) < cut) return;
       ++c;
       m += nt_verify_mass_of(s, r.s_max, r.bits);
-    }
+    });
     if (count) *count = fold_sum(c);
     return fold_sum(m);
   };
@@ -322,13 +402,12 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
       for (int i = tid; i < kRadixBins; i += kRowThreads) hist[i] = 0;
       __syncthreads();
       const u32 high_mask = shift + bits >= 32 ? 0u : ~0u << (shift + bits);
-      for (u32 i = tid; i < V; i += kRowThreads) {
-        const float s = r.score(i);
-        if (s == -INFINITY) continue;
+      each([&](u32, float s) {
+        if (s == -INFINITY) return;
         const u32 k = nt_order_key(s);
-        if ((k & high_mask) != (key_prefix & high_mask)) continue;
+        if ((k & high_mask) != (key_prefix & high_mask)) return;
         atomicAdd(&hist[(k >> shift) & ((1u << bits) - 1u)], 1u);
-      }
+      });
       __syncthreads();
       if (tid == 0) {
         u32 above = 0;
@@ -345,25 +424,31 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
     // Candidates: every finite token with key >= the k-th key.
     if (tid == 0) n_cand = 0;
     __syncthreads();
-    for (u32 i = tid; i < V; i += kRowThreads) {
-      const float s = r.score(i);
-      if (s == -INFINITY) continue;
+    each([&](u32 i, float s) {
+      if (s == -INFINITY) return;
       const u32 k = nt_order_key(s);
-      if (k < key_prefix) continue;
+      if (k < key_prefix) return;
       const u32 at = atomicAdd(&n_cand, 1u);
       if (at < u32(kListCap)) cand[at] = composite(k, i);
-    }
+    });
     __syncthreads();
     n = n_cand;
   }
 
   if (k_on && k_listable && n >= u32(p.top_k) && n <= u32(kListCap)) {
     // Rank sort, largest first (composites are distinct); the first k are the top-k.
-    for (u32 e = tid; e < n; e += kRowThreads) {
-      const u64 c = cand[e];
-      u32 rank = 0;
-      for (u32 f = 0; f < n; ++f) rank += cand[f] > c;
-      if (rank < u32(kListCap)) sorted[rank] = c;
+    // Two candidates a thread per sweep, each cand[f] read once for both.
+    for (u32 e0 = tid; e0 < n; e0 += 2 * kRowThreads) {
+      const u32 e1 = e0 + kRowThreads;
+      const u64 c0 = cand[e0], c1 = e1 < n ? cand[e1] : ~0ull;
+      u32 rank0 = 0, rank1 = 0;
+      for (u32 f = 0; f < n; ++f) {
+        const u64 other = cand[f];
+        rank0 += other > c0;
+        rank1 += other > c1;
+      }
+      sorted[rank0] = c0;
+      if (e1 < n) sorted[rank1] = c1;
     }
     __syncthreads();
     const u32 nk = u32(p.top_k);
@@ -430,13 +515,12 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
     }
     if (m_on) {  // the prefix ends before the first token below min_p
       u64 fail = 0;
-      for (u32 i = tid; i < V; i += kRowThreads) {
-        const float s = r.score(i);
+      each([&](u32 i, float s) {
         if (s != -INFINITY && !(nt_portable_exp(s - r.s_max) >= p.min_p)) {
           const u64 c = composite(nt_order_key(s), i);
           fail = fail > c ? fail : c;
         }
-      }
+      });
       fail = fold_max(fail);
       if (fail != 0 && fail + 1 > cut) cut = fail + 1;
     }
