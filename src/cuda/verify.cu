@@ -564,6 +564,8 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
   using S = typename LogitTraits<DT>::Storage;
   __shared__ typename Reduce::TempStorage tmp;
   __shared__ u64 slot;
+  __shared__ int8_t verdict[kWalkThreads];  // chain: a chunk of positions' outcomes
+  __shared__ int32_t verdict_token[kWalkThreads];
   const u32 b = blockIdx.x;
   const int tid = int(threadIdx.x);
   const nt_row_params p = request_params(a, b);
@@ -601,8 +603,7 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
     u64 best = 0;
     float best_v = -INFINITY;  // this thread's best perturbed score so far
     const bool bounded = q == nullptr && w.info.state != kInfRow;
-    auto visit = [&](u32 i) {
-      const float s = w.score(i);
+    auto visit = [&](u32 i, float s) {
       if (!w.member(i, s)) return;
       // Below the best so far even with the largest Gumbel value: cannot win,
       // and its Philox block and logs are skipped.
@@ -626,9 +627,12 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
       }
     };
     if (w.info.n_list >= 0) {
-      for (int e = tid; e < w.info.n_list; e += kWalkThreads) visit(u32(w.list[e]));
+      for (int e = tid; e < w.info.n_list; e += kWalkThreads) {
+        const u32 i = u32(w.list[e]);
+        visit(i, w.score(i));
+      }
     } else {
-      for (u32 i = tid; i < w.vocab; i += kWalkThreads) visit(i);
+      for_each_row_score<DT, kWalkThreads>(w.x, w.vocab, w.temperature, tid, visit);
     }
     best = block_fold<kWalkThreads>(tmp, &slot, best, MaxU64());
     return best == 0 ? int64_t(-1) : int64_t(composite_index(best));
@@ -637,32 +641,71 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
   if (!a.tree) {
     int64_t lo, n;
     chain_range(a, b, &lo, &n);
-    for (int64_t j = 0; j <= n; ++j) {
-      const u32 tag = nt_verify_tag(per_request, b, u32(j));
-      const WalkRow<DT> w = row_at(lo + b + j, j);
-      if (w.info.state == kEmpty) break;
-      const bool greedy = w.info.state == kGreedy;
-      if (j == n) {
-        emit(greedy ? w.info.argmax : draw(w, tag, nullptr, nullptr, 0, -1), -1);
+    // The positions' outcomes depend on nothing earlier positions decide, so a
+    // chunk of them is settled at once, a thread each; the walk then reads them
+    // in order and draws at the first that needs a draw.
+    enum : int8_t { kStop, kAccept, kGreedyMiss, kDraw };
+    bool done = false;
+    for (int64_t j0 = 0; j0 <= n && !done; j0 += kWalkThreads) {
+      const int64_t mine = j0 + tid;
+      if (mine <= n) {
+        const WalkRow<DT> w = row_at(lo + b + mine, mine);
+        int8_t v = kDraw;
+        int32_t token = w.info.argmax;
+        if (w.info.state == kEmpty) {
+          v = kStop;
+        } else if (mine == n) {
+          v = w.info.state == kGreedy ? kGreedyMiss : kDraw;
+        } else {
+          const int64_t x = a.draft_ids[lo + mine];
+          if (w.info.state == kGreedy) {
+            v = x == w.info.argmax ? kAccept : kGreedyMiss;
+          } else {
+            const float* q = a.probs ? a.probs + (lo + mine) * a.probs_stride : nullptr;
+            const float qx = q ? (x >= 0 && x < int64_t(a.vocab) ? q[x] : 0.0f) : 1.0f;
+            const u32 tag = nt_verify_tag(per_request, b, u32(mine));
+            const float u = nt_verify_accept_uniform(seed, offset, tag, 0);
+            if (nt_verify_accepts(u, qx, w.mass(x), w.info.z)) {
+              v = kAccept;
+              token = int32_t(x);
+            }
+          }
+        }
+        verdict[tid] = v;
+        verdict_token[tid] = token;
+      }
+      __syncthreads();
+      const int64_t end = n - j0 < kWalkThreads - 1 ? n - j0 : kWalkThreads - 1;
+      for (int64_t e = 0; e <= end; ++e) {
+        const int8_t v = verdict[e];
+        if (v == kStop) {
+          done = true;
+          break;
+        }
+        if (v == kAccept || v == kGreedyMiss) {
+          emit(verdict_token[e], -1);
+          if (v == kAccept) continue;
+          done = true;
+          break;
+        }
+        // A draw: the bonus from p, or after a rejection from the residual.
+        const int64_t j = j0 + e;
+        const u32 tag = nt_verify_tag(per_request, b, u32(j));
+        const WalkRow<DT> w = row_at(lo + b + j, j);
+        int64_t t;
+        if (j == n) {
+          t = draw(w, tag, nullptr, nullptr, 0, -1);
+        } else {
+          const int64_t x = a.draft_ids[lo + j];
+          const float* q = a.probs ? a.probs + (lo + j) * a.probs_stride : nullptr;
+          t = q ? draw(w, tag, q, nullptr, 0, -1) : draw(w, tag, nullptr, nullptr, 0, x);
+          if (t < 0) t = draw(w, tag, nullptr, nullptr, 0, -1);
+        }
+        emit(t, -1);
+        done = true;
         break;
       }
-      const int64_t x = a.draft_ids[lo + j];
-      if (greedy) {
-        emit(w.info.argmax, -1);
-        if (x == w.info.argmax) continue;
-        break;
-      }
-      const float* q = a.probs ? a.probs + (lo + j) * a.probs_stride : nullptr;
-      const float qx = q ? (x >= 0 && x < int64_t(a.vocab) ? q[x] : 0.0f) : 1.0f;
-      const float u = nt_verify_accept_uniform(seed, offset, tag, 0);
-      if (nt_verify_accepts(u, qx, w.mass(x), w.info.z)) {
-        emit(x, -1);
-        continue;
-      }
-      int64_t t = q ? draw(w, tag, q, nullptr, 0, -1) : draw(w, tag, nullptr, nullptr, 0, x);
-      if (t < 0) t = draw(w, tag, nullptr, nullptr, 0, -1);
-      emit(t, -1);
-      break;
+      __syncthreads();  // verdicts read before the next chunk writes them
     }
   } else {
     const int64_t D = a.nodes;
