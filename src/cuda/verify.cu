@@ -7,17 +7,19 @@
 //        sampled rows the cut (the keep-set is every finite token whose
 //        (score key, index) composite is >= cut), its fixed-point mass z, and,
 //        when it fits, the list of its members.
-//        Keep-sets under a top-k of at most kListCap: a pivot score key from
-//        a sorted sample of the row (every 64th token), the tokens at or above
-//        it collected in the same pass that finds the row's maximum, ranked in
-//        shared memory, then the top-p and min-p cuts over that sorted prefix;
+//        Keep-sets under a top-k of at most kListCap: a pivot score key (a
+//        rank of a sample of the row, every 64th token, by radix select), the
+//        tokens at or above it collected in the same pass that finds the
+//        row's maximum, ranked in shared memory, then the top-p and min-p cuts
+//        over that sorted prefix;
 //        when the pivot leaves fewer than k or more than kListCap candidates,
 //        a three-digit radix select over the row finds the k-th key instead.
 //        Other cut rows bisect the cut over composites, one counting pass a
 //        step (exact, slow: meant for top-p without top-k and very large k).
 //        Rows without cuts take their mass in one pass.
 //  walk  one CTA per request, walking its positions with the RowInfos:
-//        acceptance tests are a few integer operations (core/verify.h); a
+//        acceptance tests are a few integer operations (core/verify.h), a
+//        chain's taken for many positions at once, a thread each; a
 //        rejection or the bonus draws by Gumbel-max over the keep-set's list,
 //        or over the row when it has none, reduced over the CTA.
 //
@@ -44,7 +46,7 @@ constexpr int kWalkThreads = 256;
 constexpr int kListCap = 1024;     // keep-sets listed for the walk; top-k fast path bound
 constexpr int kRadixBits = 11;
 constexpr int kRadixBins = 1 << kRadixBits;
-constexpr int kSamples = kRadixBins;  // pivot samples of a row, sorted in the radix bins
+constexpr int kSamples = kRadixBins;  // most pivot samples of a row
 
 enum : int32_t { kFinite = 0, kEmpty = 1, kInfRow = 2, kGreedy = 3 };
 
@@ -217,24 +219,51 @@ __device__ __forceinline__ void for_each_row_score(const typename LogitTraits<DT
   }
 }
 
-// Sorts the first `size` (a power of two) keys of s[] largest first.
-__device__ void bitonic_sort_desc(u32* s, int tid, int size) {
-  for (int k = 2; k <= size; k <<= 1) {
-    for (int j = k >> 1; j > 0; j >>= 1) {
-      for (int i = tid; i < size; i += kRowThreads) {
-        const int partner = i ^ j;
-        if (partner > i) {
-          const u32 x = s[i], y = s[partner];
-          const bool descending = (i & k) == 0;
-          if (descending ? x < y : x > y) {
-            s[i] = y;
-            s[partner] = x;
-          }
-        }
-      }
-      __syncthreads();
+// The rank-th largest (rank >= 1) of the n keys held kPerThread a thread (key
+// tid + u * kRowThreads in keys[u]): the value the rank-1-th entry of the keys
+// sorted largest first holds. A radix select, 8 bits a round: a histogram of
+// the keys matching the digits found so far, then one warp finds the digit
+// holding the rank-th key from the top. hist needs 256 bins.
+template <int kPerThread>
+__device__ u32 sample_rank_key(const u32 (&keys)[kPerThread], int tid, u32 n, u32 rank, u32* hist,
+                               u32* shared2) {
+  u32 prefix = 0, remaining = rank;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = tid; i < 256; i += kRowThreads) hist[i] = 0;
+    __syncthreads();
+    const u32 high_mask = shift == 24 ? 0u : ~0u << (shift + 8);
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u) {
+      const u32 t = u32(tid + u * kRowThreads);
+      if (t < n && (keys[u] & high_mask) == (prefix & high_mask))
+        atomicAdd(&hist[(keys[u] >> shift) & 255u], 1u);
     }
+    __syncthreads();
+    if (tid < 32) {
+      // Lane l holds bins 8l .. 8l+7; `above` counts the keys of higher lanes.
+      u32 c = 0;
+#pragma unroll
+      for (int d = 0; d < 8; ++d) c += hist[tid * 8 + d];
+      u32 suffix = c;  // lanes l .. 31
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const u32 v = __shfl_down_sync(0xFFFFFFFFu, suffix, o);
+        if (tid + o < 32) suffix += v;
+      }
+      u32 above = suffix - c;
+      if (above < remaining && remaining <= suffix) {
+        int d = tid * 8 + 7;
+        for (; d > tid * 8 && above + hist[d] < remaining; --d) above += hist[d];
+        shared2[0] = u32(d);
+        shared2[1] = remaining - above;
+      }
+    }
+    __syncthreads();
+    prefix |= shared2[0] << shift;
+    remaining = shared2[1];
+    __syncthreads();
   }
+  return prefix;
 }
 
 template <nt_dtype DT>
@@ -306,15 +335,15 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
     const float e = float(p.top_k) / float(stride);
     const u32 rank = u32(ceilf(e + 3.0f * sqrtf(e) + 3.0f));
     if (n_samples >= 16 && rank < n_samples) {
-      int size = 16;
-      while (u32(size) < n_samples) size <<= 1;
-      for (u32 t = tid; t < u32(size); t += kRowThreads)
-        hist[t] = t < n_samples ? nt_order_key(r.score(t * stride + stride - 1)) : 0u;
-      __syncthreads();
-      bitonic_sort_desc(hist, tid, size);
-      const u32 k = hist[rank - 1];
+      constexpr int kPerThread = kSamples / kRowThreads;
+      u32 keys[kPerThread];
+#pragma unroll
+      for (int u = 0; u < kPerThread; ++u) {
+        const u32 t = u32(tid + u * kRowThreads);
+        keys[u] = t < n_samples ? nt_order_key(r.score(t * stride + stride - 1)) : 0u;
+      }
+      const u32 k = sample_rank_key<kPerThread>(keys, tid, n_samples, rank, hist, radix_shared);
       pivot = k > NT_KEY_FIRST_FINITE ? k : NT_KEY_FIRST_FINITE;
-      __syncthreads();
     }
   }
 
