@@ -26,6 +26,7 @@
 // Every mass and comparison is the integer arithmetic of core/verify.h, so the
 // tokens equal the CPU backend's bit for bit.
 #include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 
 #include <cstdint>
 
@@ -270,12 +271,15 @@ template <nt_dtype DT>
 __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kernel(VerifyArgs a) {
   using Reduce = cub::BlockReduce<u64, kRowThreads>;
   using S = typename LogitTraits<DT>::Storage;
+  using Scan = cub::BlockScan<u64, kRowThreads>;
   __shared__ typename Reduce::TempStorage tmp;
+  __shared__ typename Scan::TempStorage scan_tmp;
   __shared__ u64 slot;
+  __shared__ u32 top_p_len;
   __shared__ u32 hist[kRadixBins];  // radix digits; the pivot's samples first
   __shared__ u64 cand[kListCap];
   __shared__ u64 sorted[kListCap];
-  __shared__ u64 mass[kListCap];
+  __shared__ u64 mass[kListCap];  // the top-k's masses, summed: mass[e] = sum of 0 .. e
   __shared__ u32 n_cand;
   __shared__ u32 radix_shared[2];
 
@@ -374,8 +378,8 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
   });
   const u64 top = fold_max(n_fin_t ? composite(top_key, top_i) : 0);
   const u64 lowest = ~fold_max(n_fin_t ? ~composite(low_key, low_i) : 0);
-  const u64 n_inf = fold_sum(n_inf_t);
-  const u64 n_fin = fold_sum(n_fin_t);
+  const u64 counts = fold_sum((u64(n_inf_t) << 32) | n_fin_t);  // each below 2^32
+  const u64 n_inf = counts >> 32, n_fin = counts & 0xFFFFFFFFu;
   if (n_fin == 0) {
     info.state = kEmpty;
     if (tid == 0) a.info[slot_index] = info;
@@ -481,29 +485,40 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
     }
     __syncthreads();
     const u32 nk = u32(p.top_k);
-    for (u32 e = tid; e < nk; e += kRowThreads)
-      mass[e] = nt_verify_mass_of(nt_key_to_float(composite_key(sorted[e])), r.s_max, r.bits);
-    __syncthreads();
-    const u64 z_all = (p_on && a.joint) ? prefix(lowest, nullptr) : 0;
-    if (tid == 0) {
-      u64 zk = 0;
-      for (u32 e = 0; e < nk; ++e) zk += mass[e];
-      u32 len = nk;
-      if (p_on) {
-        if (p.top_p == 0.0f) {
-          len = 1;
-        } else {
-          const u64 target = nt_verify_scale(a.joint ? z_all : zk, p.top_p, 1);
-          u64 acc = 0;
-          for (u32 e = 0; e < nk; ++e) {
-            acc += mass[e];
-            if (acc >= target) {
-              len = e + 1 < len ? e + 1 : len;
-              break;
-            }
-          }
-        }
+    {
+      // Running sums of the top-k's masses, kListCap / kRowThreads entries a thread.
+      constexpr int kPer = kListCap / kRowThreads;
+      u64 m[kPer], total = 0;
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const u32 e = u32(tid * kPer + u);
+        m[u] = e < nk ? nt_verify_mass_of(nt_key_to_float(composite_key(sorted[e])), r.s_max, r.bits)
+                      : 0u;
+        total += m[u];
       }
+      u64 before;
+      Scan(scan_tmp).ExclusiveSum(total, before);
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const u32 e = u32(tid * kPer + u);
+        before += m[u];
+        if (e < nk) mass[e] = before;
+      }
+      if (tid == 0) top_p_len = nk;
+    }
+    __syncthreads();
+    const u64 zk = mass[nk - 1];
+    const u64 z_all = (p_on && a.joint) ? prefix(lowest, nullptr) : 0;
+    if (p_on && p.top_p != 0.0f) {
+      // The shortest prefix whose mass reaches the target (none: all k).
+      const u64 target = nt_verify_scale(a.joint ? z_all : zk, p.top_p, 1);
+      for (u32 e = tid; e < nk; e += kRowThreads)
+        if (mass[e] >= target && (e == 0 || mass[e - 1] < target)) top_p_len = e + 1;
+    }
+    __syncthreads();
+    if (tid == 0) {
+      u32 len = nk;
+      if (p_on) len = p.top_p == 0.0f ? 1u : top_p_len;
       if (m_on) {  // up to the first token whose probability falls below min_p
         u32 nm = 1;
         while (nm < nk &&
@@ -511,11 +526,9 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
           ++nm;
         len = nm < len ? nm : len;
       }
-      u64 z = 0;
-      for (u32 e = 0; e < len; ++e) z += mass[e];
       slot = sorted[len - 1];
       radix_shared[0] = len;
-      info.z = z;  // thread 0 writes the RowInfo
+      info.z = mass[len - 1];  // thread 0 writes the RowInfo
     }
     __syncthreads();
     cut = slot;
