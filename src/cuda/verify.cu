@@ -226,7 +226,7 @@ __device__ __forceinline__ void for_each_row_score(const typename LogitTraits<DT
 // the keys matching the digits found so far, then one warp finds the digit
 // holding the rank-th key from the top. hist needs 256 bins.
 template <int kPerThread>
-__device__ u32 sample_rank_key(const u32 (&keys)[kPerThread], int tid, u32 n, u32 rank, u32* hist,
+__device__ u32 select_rank_key(const u32 (&keys)[kPerThread], int tid, u32 n, u32 rank, u32* hist,
                                u32* shared2) {
   u32 prefix = 0, remaining = rank;
   for (int shift = 24; shift >= 0; shift -= 8) {
@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
   __shared__ u64 cand[kListCap];
   __shared__ u64 sorted[kListCap];
   __shared__ u64 mass[kListCap];  // the top-k's masses, summed: mass[e] = sum of 0 .. e
-  __shared__ u32 n_cand;
+  __shared__ u32 n_cand, n_top;
   __shared__ u32 radix_shared[2];
 
   const u32 b = blockIdx.x, j = blockIdx.y;
@@ -346,7 +346,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
         const u32 t = u32(tid + u * kRowThreads);
         keys[u] = t < n_samples ? nt_order_key(r.score(t * stride + stride - 1)) : 0u;
       }
-      const u32 k = sample_rank_key<kPerThread>(keys, tid, n_samples, rank, hist, radix_shared);
+      const u32 k = select_rank_key<kPerThread>(keys, tid, n_samples, rank, hist, radix_shared);
       pivot = k > NT_KEY_FIRST_FINITE ? k : NT_KEY_FIRST_FINITE;
     }
   }
@@ -469,22 +469,43 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
   }
 
   if (k_on && k_listable && n >= u32(p.top_k) && n <= u32(kListCap)) {
-    // Rank sort, largest first (composites are distinct); the first k are the top-k.
-    // Two candidates a thread per sweep, each cand[f] read once for both.
-    for (u32 e0 = tid; e0 < n; e0 += 2 * kRowThreads) {
+    const u32 nk = u32(p.top_k);
+    // The candidates are the row's top n, so the k-th largest candidate key is
+    // the row's k-th key; the candidates at or above it (k of them, more on
+    // ties) are gathered into mass[] and rank sorted, largest first
+    // (composites are distinct), into sorted[]: its first k are the top-k.
+    {
+      constexpr int kPer = kListCap / kRowThreads;
+      u32 keys[kPer];
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const u32 e = u32(tid + u * kRowThreads);
+        keys[u] = e < n ? composite_key(cand[e]) : 0u;
+      }
+      if (tid == 0) n_top = 0;  // ordered before its atomics by the select's barriers
+      const u32 kth = select_rank_key<kPer>(keys, tid, n, nk, hist, radix_shared);
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const u32 e = u32(tid + u * kRowThreads);
+        if (e < n && keys[u] >= kth) mass[atomicAdd(&n_top, 1u)] = cand[e];
+      }
+    }
+    __syncthreads();
+    const u32 m_top = n_top;
+    // Two candidates a thread per sweep, each mass[f] read once for both.
+    for (u32 e0 = tid; e0 < m_top; e0 += 2 * kRowThreads) {
       const u32 e1 = e0 + kRowThreads;
-      const u64 c0 = cand[e0], c1 = e1 < n ? cand[e1] : ~0ull;
+      const u64 c0 = mass[e0], c1 = e1 < m_top ? mass[e1] : ~0ull;
       u32 rank0 = 0, rank1 = 0;
-      for (u32 f = 0; f < n; ++f) {
-        const u64 other = cand[f];
+      for (u32 f = 0; f < m_top; ++f) {
+        const u64 other = mass[f];
         rank0 += other > c0;
         rank1 += other > c1;
       }
       sorted[rank0] = c0;
-      if (e1 < n) sorted[rank1] = c1;
+      if (e1 < m_top) sorted[rank1] = c1;
     }
     __syncthreads();
-    const u32 nk = u32(p.top_k);
     {
       // Running sums of the top-k's masses, kListCap / kRowThreads entries a thread.
       constexpr int kPer = kListCap / kRowThreads;
