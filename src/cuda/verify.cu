@@ -340,11 +340,19 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
     const u32 rank = u32(ceilf(e + 3.0f * sqrtf(e) + 3.0f));
     if (n_samples >= 16 && rank < n_samples) {
       constexpr int kPerThread = kSamples / kRowThreads;
+      // Every load issued before the first score (the division's slow path
+      // would otherwise order them).
+      float logit[kPerThread];
       u32 keys[kPerThread];
 #pragma unroll
       for (int u = 0; u < kPerThread; ++u) {
         const u32 t = u32(tid + u * kRowThreads);
-        keys[u] = t < n_samples ? nt_order_key(r.score(t * stride + stride - 1)) : 0u;
+        logit[u] = t < n_samples ? widen<DT>(r.x[t * stride + stride - 1]) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kPerThread; ++u) {
+        const u32 t = u32(tid + u * kRowThreads);
+        keys[u] = t < n_samples ? nt_order_key(nt_scaled_score(logit[u], p.temperature)) : 0u;
       }
       const u32 k = select_rank_key<kPerThread>(keys, tid, n_samples, rank, hist, radix_shared);
       pivot = k > NT_KEY_FIRST_FINITE ? k : NT_KEY_FIRST_FINITE;
