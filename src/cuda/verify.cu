@@ -7,23 +7,26 @@
 //        sampled rows the cut (the keep-set is every finite token whose
 //        (score key, index) composite is >= cut), its fixed-point mass z, and,
 //        when it fits, the list of its members.
-//        Keep-sets under a top-k of at most kListCap: a pivot score key from
-//        a sorted sample of the row (every 64th token), the tokens at or above
-//        it collected in the same pass that finds the row's maximum, ranked in
-//        shared memory, then the top-p and min-p cuts over that sorted prefix;
+//        Keep-sets under a top-k of at most kListCap: a pivot score key (a
+//        rank of a sample of the row, every 64th token, by radix select), the
+//        tokens at or above it collected in the same pass that finds the
+//        row's maximum, ranked in shared memory, then the top-p and min-p cuts
+//        over that sorted prefix;
 //        when the pivot leaves fewer than k or more than kListCap candidates,
 //        a three-digit radix select over the row finds the k-th key instead.
 //        Other cut rows bisect the cut over composites, one counting pass a
 //        step (exact, slow: meant for top-p without top-k and very large k).
 //        Rows without cuts take their mass in one pass.
 //  walk  one CTA per request, walking its positions with the RowInfos:
-//        acceptance tests are a few integer operations (core/verify.h); a
+//        acceptance tests are a few integer operations (core/verify.h), a
+//        chain's taken for many positions at once, a thread each; a
 //        rejection or the bonus draws by Gumbel-max over the keep-set's list,
 //        or over the row when it has none, reduced over the CTA.
 //
 // Every mass and comparison is the integer arithmetic of core/verify.h, so the
 // tokens equal the CPU backend's bit for bit.
 #include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 
 #include <cstdint>
 
@@ -38,12 +41,13 @@ namespace {
 using u64 = unsigned long long;
 using u32 = uint32_t;
 
-constexpr int kRowThreads = 512;
+constexpr int kRowThreads = 256;
+constexpr int kRowBlocksPerSM = 4;  // every slot of B = 64 x 4 resident at once on 132 SMs
 constexpr int kWalkThreads = 256;
 constexpr int kListCap = 1024;     // keep-sets listed for the walk; top-k fast path bound
 constexpr int kRadixBits = 11;
 constexpr int kRadixBins = 1 << kRadixBits;
-constexpr int kSamples = kRadixBins;  // pivot samples of a row, sorted in the radix bins
+constexpr int kSamples = kRadixBins;  // most pivot samples of a row
 
 enum : int32_t { kFinite = 0, kEmpty = 1, kInfRow = 2, kGreedy = 3 };
 
@@ -151,37 +155,132 @@ struct RowView {
   __device__ float score(u32 i) const { return nt_scaled_score(widen<DT>(x[i]), temperature); }
 };
 
-// Sorts n <= kSamples keys of s[] (padded with zeros to kSamples) largest first.
-__device__ void bitonic_sort_desc(u32* s, int tid) {
-  for (int k = 2; k <= kSamples; k <<= 1) {
-    for (int j = k >> 1; j > 0; j >>= 1) {
-      for (int i = tid; i < kSamples; i += kRowThreads) {
-        const int partner = i ^ j;
-        if (partner > i) {
-          const u32 x = s[i], y = s[partner];
-          const bool descending = (i & k) == 0;
-          if (descending ? x < y : x > y) {
-            s[i] = y;
-            s[partner] = x;
-          }
-        }
-      }
-      __syncthreads();
-    }
+// The score of a logit; UNIT_T: temperature 1, where x / 1 == x exactly and
+// only NaN needs mapping (to -inf), as nt_scaled_score does.
+template <bool UNIT_T>
+__device__ __forceinline__ float scaled_score(float x, float temperature) {
+  if constexpr (UNIT_T) {
+    return x != x ? -INFINITY : x;
+  } else {
+    return nt_scaled_score(x, temperature);
   }
 }
 
+// Calls f(i, s) for every token i < V of row x with its score s. Each thread
+// visits its own tokens in increasing index order (the tokens before the row's
+// first 16-byte boundary, then 16-byte groups, kUnroll loads in flight a
+// step, then the tail), so a strict `>` keeps a thread's first maximum.
+template <nt_dtype DT, int T, bool UNIT_T, class F>
+__device__ __forceinline__ void for_each_score(const typename LogitTraits<DT>::Storage* x, u32 V,
+                                               float temperature, int tid, F&& f) {
+  using S = typename LogitTraits<DT>::Storage;
+  constexpr int G = LogitTraits<DT>::kVecTokens;  // tokens of 16 bytes
+  constexpr int kUnroll = 4;
+  const u32 misalign = u32(reinterpret_cast<uintptr_t>(x) & 15u) / u32(sizeof(S));
+  u32 head = misalign ? u32(G) - misalign : 0u;
+  head = head < V ? head : V;
+  if (u32(tid) < head) f(u32(tid), scaled_score<UNIT_T>(widen<DT>(x[tid]), temperature));
+  const uint4* body = reinterpret_cast<const uint4*>(x + head);
+  const u32 groups = (V - head) / u32(G);
+  auto visit_group = [&](u32 g, const uint4& v) {
+    const u32 base = head + g * u32(G);
+    const u32 w[4] = {v.x, v.y, v.z, v.w};
+    if constexpr (DT == NT_F32) {
+#pragma unroll
+      for (int t = 0; t < 4; ++t) f(base + u32(t), scaled_score<UNIT_T>(__uint_as_float(w[t]), temperature));
+    } else {
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        f(base + u32(2 * t), scaled_score<UNIT_T>(widen<DT>(S(w[t] & 0xFFFFu)), temperature));
+        f(base + u32(2 * t + 1), scaled_score<UNIT_T>(widen<DT>(S(w[t] >> 16)), temperature));
+      }
+    }
+  };
+  u32 g = u32(tid);
+  for (; g + u32((kUnroll - 1) * T) < groups; g += u32(kUnroll * T)) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = __ldg(body + g + u32(u * T));
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) visit_group(g + u32(u * T), v[u]);
+  }
+  for (; g < groups; g += u32(T)) visit_group(g, __ldg(body + g));
+  for (u32 i = head + groups * u32(G) + u32(tid); i < V; i += u32(T))
+    f(i, scaled_score<UNIT_T>(widen<DT>(x[i]), temperature));
+}
+
+// for_each_score with the temperature-1 form picked at run time.
+template <nt_dtype DT, int T, class F>
+__device__ __forceinline__ void for_each_row_score(const typename LogitTraits<DT>::Storage* x,
+                                                   u32 V, float temperature, int tid, F&& f) {
+  if (temperature == 1.0f) {
+    for_each_score<DT, T, true>(x, V, temperature, tid, f);
+  } else {
+    for_each_score<DT, T, false>(x, V, temperature, tid, f);
+  }
+}
+
+// The rank-th largest (rank >= 1) of the n keys held kPerThread a thread (key
+// tid + u * kRowThreads in keys[u]): the value the rank-1-th entry of the keys
+// sorted largest first holds. A radix select, 8 bits a round: a histogram of
+// the keys matching the digits found so far, then one warp finds the digit
+// holding the rank-th key from the top. hist needs 256 bins.
+template <int kPerThread>
+__device__ u32 select_rank_key(const u32 (&keys)[kPerThread], int tid, u32 n, u32 rank, u32* hist,
+                               u32* shared2) {
+  u32 prefix = 0, remaining = rank;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = tid; i < 256; i += kRowThreads) hist[i] = 0;
+    __syncthreads();
+    const u32 high_mask = shift == 24 ? 0u : ~0u << (shift + 8);
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u) {
+      const u32 t = u32(tid + u * kRowThreads);
+      if (t < n && (keys[u] & high_mask) == (prefix & high_mask))
+        atomicAdd(&hist[(keys[u] >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (tid < 32) {
+      // Lane l holds bins 8l .. 8l+7; `above` counts the keys of higher lanes.
+      u32 c = 0;
+#pragma unroll
+      for (int d = 0; d < 8; ++d) c += hist[tid * 8 + d];
+      u32 suffix = c;  // lanes l .. 31
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const u32 v = __shfl_down_sync(0xFFFFFFFFu, suffix, o);
+        if (tid + o < 32) suffix += v;
+      }
+      u32 above = suffix - c;
+      if (above < remaining && remaining <= suffix) {
+        int d = tid * 8 + 7;
+        for (; d > tid * 8 && above + hist[d] < remaining; --d) above += hist[d];
+        shared2[0] = u32(d);
+        shared2[1] = remaining - above;
+      }
+    }
+    __syncthreads();
+    prefix |= shared2[0] << shift;
+    remaining = shared2[1];
+    __syncthreads();
+  }
+  return prefix;
+}
+
 template <nt_dtype DT>
-__global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) {
+__global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kernel(VerifyArgs a) {
   using Reduce = cub::BlockReduce<u64, kRowThreads>;
   using S = typename LogitTraits<DT>::Storage;
+  using Scan = cub::BlockScan<u64, kRowThreads>;
   __shared__ typename Reduce::TempStorage tmp;
+  __shared__ typename Scan::TempStorage scan_tmp;
   __shared__ u64 slot;
+  __shared__ u32 top_p_len;
   __shared__ u32 hist[kRadixBins];  // radix digits; the pivot's samples first
   __shared__ u64 cand[kListCap];
   __shared__ u64 sorted[kListCap];
-  __shared__ u64 mass[kListCap];
-  __shared__ u32 n_cand;
+  __shared__ u64 mass[kListCap];  // the top-k's masses, summed: mass[e] = sum of 0 .. e
+  __shared__ u32 n_cand, n_top;
   __shared__ u32 radix_shared[2];
 
   const u32 b = blockIdx.x, j = blockIdx.y;
@@ -207,13 +306,20 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
   const u32 V = a.vocab;
   auto fold_max = [&](u64 v) { return block_fold<kRowThreads>(tmp, &slot, v, MaxU64()); };
   auto fold_sum = [&](u64 v) { return block_fold<kRowThreads>(tmp, &slot, v, SumU64()); };
+  // Every token of the row with its score, in each thread's index order.
+  auto each = [&](auto&& f) { for_each_row_score<DT, kRowThreads>(r.x, V, p.temperature, tid, f); };
 
   if (p.greedy) {
-    u64 best = 0;
-    for (u32 i = tid; i < V; i += kRowThreads) {
-      const u32 k = nt_order_key(widen<DT>(r.x[i]));
-      if (k > NT_KEY_NEG_INF) best = best > composite(k, i) ? best : composite(k, i);
-    }
+    // The argmax of the raw logits (NaN as -inf): the first maximum of each thread.
+    u32 best_key = NT_KEY_NEG_INF, best_i = 0;
+    for_each_score<DT, kRowThreads, true>(r.x, V, 1.0f, tid, [&](u32 i, float s) {
+      const u32 k = nt_order_key(s);
+      if (k > best_key) {
+        best_key = k;
+        best_i = i;
+      }
+    });
+    u64 best = best_key > NT_KEY_NEG_INF ? composite(best_key, best_i) : 0;
     best = fold_max(best);
     info.state = best == 0 ? kEmpty : kGreedy;
     info.argmax = best == 0 ? -1 : int32_t(composite_index(best));
@@ -233,13 +339,23 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
     const float e = float(p.top_k) / float(stride);
     const u32 rank = u32(ceilf(e + 3.0f * sqrtf(e) + 3.0f));
     if (n_samples >= 16 && rank < n_samples) {
-      for (u32 t = tid; t < u32(kSamples); t += kRowThreads)
-        hist[t] = t < n_samples ? nt_order_key(r.score(t * stride + stride - 1)) : 0u;
-      __syncthreads();
-      bitonic_sort_desc(hist, tid);
-      const u32 k = hist[rank - 1];
+      constexpr int kPerThread = kSamples / kRowThreads;
+      // Every load issued before the first score (the division's slow path
+      // would otherwise order them).
+      float logit[kPerThread];
+      u32 keys[kPerThread];
+#pragma unroll
+      for (int u = 0; u < kPerThread; ++u) {
+        const u32 t = u32(tid + u * kRowThreads);
+        logit[u] = t < n_samples ? widen<DT>(r.x[t * stride + stride - 1]) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kPerThread; ++u) {
+        const u32 t = u32(tid + u * kRowThreads);
+        keys[u] = t < n_samples ? nt_order_key(nt_scaled_score(logit[u], p.temperature)) : 0u;
+      }
+      const u32 k = select_rank_key<kPerThread>(keys, tid, n_samples, rank, hist, radix_shared);
       pivot = k > NT_KEY_FIRST_FINITE ? k : NT_KEY_FIRST_FINITE;
-      __syncthreads();
     }
   }
 
@@ -247,25 +363,31 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
   // the candidates at or above the pivot.
   if (tid == 0) n_cand = 0;
   __syncthreads();
-  u64 top = 0, low_inv = 0, n_inf = 0, n_fin = 0;
-  for (u32 i = tid; i < V; i += kRowThreads) {
-    const float s = r.score(i);
-    if (s == -INFINITY) continue;
+  // A thread's top composite is its largest key at its first index, its lowest
+  // the smallest key at its last index.
+  u32 top_key = 0, top_i = 0, low_key = ~0u, low_i = 0, n_inf_t = 0, n_fin_t = 0;
+  each([&](u32 i, float s) {
+    if (s == -INFINITY) return;
     const u32 key = nt_order_key(s);
-    const u64 c = composite(key, i);
-    top = top > c ? top : c;
-    low_inv = low_inv > ~c ? low_inv : ~c;
-    n_inf += s == INFINITY;
-    ++n_fin;
+    if (key > top_key) {
+      top_key = key;
+      top_i = i;
+    }
+    if (key <= low_key) {
+      low_key = key;
+      low_i = i;
+    }
+    n_inf_t += s == INFINITY;
+    ++n_fin_t;
     if (k_listable && key >= pivot) {
       const u32 at = atomicAdd(&n_cand, 1u);
-      if (at < u32(kListCap)) cand[at] = c;
+      if (at < u32(kListCap)) cand[at] = composite(key, i);
     }
-  }
-  top = fold_max(top);
-  const u64 lowest = ~fold_max(low_inv);
-  n_inf = fold_sum(n_inf);
-  n_fin = fold_sum(n_fin);
+  });
+  const u64 top = fold_max(n_fin_t ? composite(top_key, top_i) : 0);
+  const u64 lowest = ~fold_max(n_fin_t ? ~composite(low_key, low_i) : 0);
+  const u64 counts = fold_sum((u64(n_inf_t) << 32) | n_fin_t);  // each below 2^32
+  const u64 n_inf = counts >> 32, n_fin = counts & 0xFFFFFFFFu;
   if (n_fin == 0) {
     info.state = kEmpty;
     if (tid == 0) a.info[slot_index] = info;
@@ -285,12 +407,11 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
   // Tokens at or before `cut` and their mass.
   auto prefix = [&](u64 cut, u64* count) {
     u64 c = 0, m = 0;
-    for (u32 i = tid; i < V; i += kRowThreads) {
-      const float s = r.score(i);
-      if (s == -INFINITY || composite(nt_order_key(s), i) < cut) continue;
+    each([&](u32 i, float s) {
+      if (s == -INFINITY || composite(nt_order_key(s), i) < cut) return;
       ++c;
       m += nt_verify_mass_of(s, r.s_max, r.bits);
-    }
+    });
     if (count) *count = fold_sum(c);
     return fold_sum(m);
   };
@@ -322,13 +443,12 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
       for (int i = tid; i < kRadixBins; i += kRowThreads) hist[i] = 0;
       __syncthreads();
       const u32 high_mask = shift + bits >= 32 ? 0u : ~0u << (shift + bits);
-      for (u32 i = tid; i < V; i += kRowThreads) {
-        const float s = r.score(i);
-        if (s == -INFINITY) continue;
+      each([&](u32, float s) {
+        if (s == -INFINITY) return;
         const u32 k = nt_order_key(s);
-        if ((k & high_mask) != (key_prefix & high_mask)) continue;
+        if ((k & high_mask) != (key_prefix & high_mask)) return;
         atomicAdd(&hist[(k >> shift) & ((1u << bits) - 1u)], 1u);
-      }
+      });
       __syncthreads();
       if (tid == 0) {
         u32 above = 0;
@@ -345,51 +465,89 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
     // Candidates: every finite token with key >= the k-th key.
     if (tid == 0) n_cand = 0;
     __syncthreads();
-    for (u32 i = tid; i < V; i += kRowThreads) {
-      const float s = r.score(i);
-      if (s == -INFINITY) continue;
+    each([&](u32 i, float s) {
+      if (s == -INFINITY) return;
       const u32 k = nt_order_key(s);
-      if (k < key_prefix) continue;
+      if (k < key_prefix) return;
       const u32 at = atomicAdd(&n_cand, 1u);
       if (at < u32(kListCap)) cand[at] = composite(k, i);
-    }
+    });
     __syncthreads();
     n = n_cand;
   }
 
   if (k_on && k_listable && n >= u32(p.top_k) && n <= u32(kListCap)) {
-    // Rank sort, largest first (composites are distinct); the first k are the top-k.
-    for (u32 e = tid; e < n; e += kRowThreads) {
-      const u64 c = cand[e];
-      u32 rank = 0;
-      for (u32 f = 0; f < n; ++f) rank += cand[f] > c;
-      if (rank < u32(kListCap)) sorted[rank] = c;
+    const u32 nk = u32(p.top_k);
+    // The candidates are the row's top n, so the k-th largest candidate key is
+    // the row's k-th key; the candidates at or above it (k of them, more on
+    // ties) are gathered into mass[] and rank sorted, largest first
+    // (composites are distinct), into sorted[]: its first k are the top-k.
+    {
+      constexpr int kPer = kListCap / kRowThreads;
+      u32 keys[kPer];
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const u32 e = u32(tid + u * kRowThreads);
+        keys[u] = e < n ? composite_key(cand[e]) : 0u;
+      }
+      if (tid == 0) n_top = 0;  // ordered before its atomics by the select's barriers
+      const u32 kth = select_rank_key<kPer>(keys, tid, n, nk, hist, radix_shared);
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const u32 e = u32(tid + u * kRowThreads);
+        if (e < n && keys[u] >= kth) mass[atomicAdd(&n_top, 1u)] = cand[e];
+      }
     }
     __syncthreads();
-    const u32 nk = u32(p.top_k);
-    for (u32 e = tid; e < nk; e += kRowThreads)
-      mass[e] = nt_verify_mass_of(nt_key_to_float(composite_key(sorted[e])), r.s_max, r.bits);
-    __syncthreads();
-    const u64 z_all = (p_on && a.joint) ? prefix(lowest, nullptr) : 0;
-    if (tid == 0) {
-      u64 zk = 0;
-      for (u32 e = 0; e < nk; ++e) zk += mass[e];
-      u32 len = nk;
-      if (p_on) {
-        if (p.top_p == 0.0f) {
-          len = 1;
-        } else {
-          const u64 target = nt_verify_scale(a.joint ? z_all : zk, p.top_p, 1);
-          u64 acc = 0;
-          for (u32 e = 0; e < nk; ++e) {
-            acc += mass[e];
-            if (acc >= target) {
-              len = e + 1 < len ? e + 1 : len;
-              break;
-            }
-          }
-        }
+    const u32 m_top = n_top;
+    // Two candidates a thread per sweep, each mass[f] read once for both.
+    for (u32 e0 = tid; e0 < m_top; e0 += 2 * kRowThreads) {
+      const u32 e1 = e0 + kRowThreads;
+      const u64 c0 = mass[e0], c1 = e1 < m_top ? mass[e1] : ~0ull;
+      u32 rank0 = 0, rank1 = 0;
+      for (u32 f = 0; f < m_top; ++f) {
+        const u64 other = mass[f];
+        rank0 += other > c0;
+        rank1 += other > c1;
       }
+      sorted[rank0] = c0;
+      if (e1 < m_top) sorted[rank1] = c1;
+    }
+    __syncthreads();
+    {
+      // Running sums of the top-k's masses, kListCap / kRowThreads entries a thread.
+      constexpr int kPer = kListCap / kRowThreads;
+      u64 m[kPer], total = 0;
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const u32 e = u32(tid * kPer + u);
+        m[u] = e < nk ? nt_verify_mass_of(nt_key_to_float(composite_key(sorted[e])), r.s_max, r.bits)
+                      : 0u;
+        total += m[u];
+      }
+      u64 before;
+      Scan(scan_tmp).ExclusiveSum(total, before);
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const u32 e = u32(tid * kPer + u);
+        before += m[u];
+        if (e < nk) mass[e] = before;
+      }
+      if (tid == 0) top_p_len = nk;
+    }
+    __syncthreads();
+    const u64 zk = mass[nk - 1];
+    const u64 z_all = (p_on && a.joint) ? prefix(lowest, nullptr) : 0;
+    if (p_on && p.top_p != 0.0f) {
+      // The shortest prefix whose mass reaches the target (none: all k).
+      const u64 target = nt_verify_scale(a.joint ? z_all : zk, p.top_p, 1);
+      for (u32 e = tid; e < nk; e += kRowThreads)
+        if (mass[e] >= target && (e == 0 || mass[e - 1] < target)) top_p_len = e + 1;
+    }
+    __syncthreads();
+    if (tid == 0) {
+      u32 len = nk;
+      if (p_on) len = p.top_p == 0.0f ? 1u : top_p_len;
       if (m_on) {  // up to the first token whose probability falls below min_p
         u32 nm = 1;
         while (nm < nk &&
@@ -397,11 +555,9 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
           ++nm;
         len = nm < len ? nm : len;
       }
-      u64 z = 0;
-      for (u32 e = 0; e < len; ++e) z += mass[e];
       slot = sorted[len - 1];
       radix_shared[0] = len;
-      info.z = z;  // thread 0 writes the RowInfo
+      info.z = mass[len - 1];  // thread 0 writes the RowInfo
     }
     __syncthreads();
     cut = slot;
@@ -430,13 +586,12 @@ __global__ void __launch_bounds__(kRowThreads) verify_rows_kernel(VerifyArgs a) 
     }
     if (m_on) {  // the prefix ends before the first token below min_p
       u64 fail = 0;
-      for (u32 i = tid; i < V; i += kRowThreads) {
-        const float s = r.score(i);
+      each([&](u32 i, float s) {
         if (s != -INFINITY && !(nt_portable_exp(s - r.s_max) >= p.min_p)) {
           const u64 c = composite(nt_order_key(s), i);
           fail = fail > c ? fail : c;
         }
-      }
+      });
       fail = fold_max(fail);
       if (fail != 0 && fail + 1 > cut) cut = fail + 1;
     }
@@ -480,6 +635,8 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
   using S = typename LogitTraits<DT>::Storage;
   __shared__ typename Reduce::TempStorage tmp;
   __shared__ u64 slot;
+  __shared__ int8_t verdict[kWalkThreads];  // chain: a chunk of positions' outcomes
+  __shared__ int32_t verdict_token[kWalkThreads];
   const u32 b = blockIdx.x;
   const int tid = int(threadIdx.x);
   const nt_row_params p = request_params(a, b);
@@ -517,8 +674,7 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
     u64 best = 0;
     float best_v = -INFINITY;  // this thread's best perturbed score so far
     const bool bounded = q == nullptr && w.info.state != kInfRow;
-    auto visit = [&](u32 i) {
-      const float s = w.score(i);
+    auto visit = [&](u32 i, float s) {
       if (!w.member(i, s)) return;
       // Below the best so far even with the largest Gumbel value: cannot win,
       // and its Philox block and logs are skipped.
@@ -542,9 +698,12 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
       }
     };
     if (w.info.n_list >= 0) {
-      for (int e = tid; e < w.info.n_list; e += kWalkThreads) visit(u32(w.list[e]));
+      for (int e = tid; e < w.info.n_list; e += kWalkThreads) {
+        const u32 i = u32(w.list[e]);
+        visit(i, w.score(i));
+      }
     } else {
-      for (u32 i = tid; i < w.vocab; i += kWalkThreads) visit(i);
+      for_each_row_score<DT, kWalkThreads>(w.x, w.vocab, w.temperature, tid, visit);
     }
     best = block_fold<kWalkThreads>(tmp, &slot, best, MaxU64());
     return best == 0 ? int64_t(-1) : int64_t(composite_index(best));
@@ -553,32 +712,71 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
   if (!a.tree) {
     int64_t lo, n;
     chain_range(a, b, &lo, &n);
-    for (int64_t j = 0; j <= n; ++j) {
-      const u32 tag = nt_verify_tag(per_request, b, u32(j));
-      const WalkRow<DT> w = row_at(lo + b + j, j);
-      if (w.info.state == kEmpty) break;
-      const bool greedy = w.info.state == kGreedy;
-      if (j == n) {
-        emit(greedy ? w.info.argmax : draw(w, tag, nullptr, nullptr, 0, -1), -1);
+    // The positions' outcomes depend on nothing earlier positions decide, so a
+    // chunk of them is settled at once, a thread each; the walk then reads them
+    // in order and draws at the first that needs a draw.
+    enum : int8_t { kStop, kAccept, kGreedyMiss, kDraw };
+    bool done = false;
+    for (int64_t j0 = 0; j0 <= n && !done; j0 += kWalkThreads) {
+      const int64_t mine = j0 + tid;
+      if (mine <= n) {
+        const WalkRow<DT> w = row_at(lo + b + mine, mine);
+        int8_t v = kDraw;
+        int32_t token = w.info.argmax;
+        if (w.info.state == kEmpty) {
+          v = kStop;
+        } else if (mine == n) {
+          v = w.info.state == kGreedy ? kGreedyMiss : kDraw;
+        } else {
+          const int64_t x = a.draft_ids[lo + mine];
+          if (w.info.state == kGreedy) {
+            v = x == w.info.argmax ? kAccept : kGreedyMiss;
+          } else {
+            const float* q = a.probs ? a.probs + (lo + mine) * a.probs_stride : nullptr;
+            const float qx = q ? (x >= 0 && x < int64_t(a.vocab) ? q[x] : 0.0f) : 1.0f;
+            const u32 tag = nt_verify_tag(per_request, b, u32(mine));
+            const float u = nt_verify_accept_uniform(seed, offset, tag, 0);
+            if (nt_verify_accepts(u, qx, w.mass(x), w.info.z)) {
+              v = kAccept;
+              token = int32_t(x);
+            }
+          }
+        }
+        verdict[tid] = v;
+        verdict_token[tid] = token;
+      }
+      __syncthreads();
+      const int64_t end = n - j0 < kWalkThreads - 1 ? n - j0 : kWalkThreads - 1;
+      for (int64_t e = 0; e <= end; ++e) {
+        const int8_t v = verdict[e];
+        if (v == kStop) {
+          done = true;
+          break;
+        }
+        if (v == kAccept || v == kGreedyMiss) {
+          emit(verdict_token[e], -1);
+          if (v == kAccept) continue;
+          done = true;
+          break;
+        }
+        // A draw: the bonus from p, or after a rejection from the residual.
+        const int64_t j = j0 + e;
+        const u32 tag = nt_verify_tag(per_request, b, u32(j));
+        const WalkRow<DT> w = row_at(lo + b + j, j);
+        int64_t t;
+        if (j == n) {
+          t = draw(w, tag, nullptr, nullptr, 0, -1);
+        } else {
+          const int64_t x = a.draft_ids[lo + j];
+          const float* q = a.probs ? a.probs + (lo + j) * a.probs_stride : nullptr;
+          t = q ? draw(w, tag, q, nullptr, 0, -1) : draw(w, tag, nullptr, nullptr, 0, x);
+          if (t < 0) t = draw(w, tag, nullptr, nullptr, 0, -1);
+        }
+        emit(t, -1);
+        done = true;
         break;
       }
-      const int64_t x = a.draft_ids[lo + j];
-      if (greedy) {
-        emit(w.info.argmax, -1);
-        if (x == w.info.argmax) continue;
-        break;
-      }
-      const float* q = a.probs ? a.probs + (lo + j) * a.probs_stride : nullptr;
-      const float qx = q ? (x >= 0 && x < int64_t(a.vocab) ? q[x] : 0.0f) : 1.0f;
-      const float u = nt_verify_accept_uniform(seed, offset, tag, 0);
-      if (nt_verify_accepts(u, qx, w.mass(x), w.info.z)) {
-        emit(x, -1);
-        continue;
-      }
-      int64_t t = q ? draw(w, tag, q, nullptr, 0, -1) : draw(w, tag, nullptr, nullptr, 0, x);
-      if (t < 0) t = draw(w, tag, nullptr, nullptr, 0, -1);
-      emit(t, -1);
-      break;
+      __syncthreads();  // verdicts read before the next chunk writes them
     }
   } else {
     const int64_t D = a.nodes;
