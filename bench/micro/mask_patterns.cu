@@ -15,13 +15,9 @@
 #include <vector>
 
 #include "cuda_check.h"
+#include "median_timer.cuh"
 
 constexpr int kThreads = 256;
-
-__global__ void spin(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {}
-}
 
 // Load kinds: 0 ld.global.cs (evict-first), 1 ld.global.nc, 2 ld.global.
 template <int L>
@@ -170,34 +166,6 @@ __global__ void count_differences(const uint32_t* a, const uint32_t* b, int64_t 
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     c += a[i] != b[i];
   if (c) atomicAdd(count, c);
-}
-
-struct Timer {
-  std::vector<cudaEvent_t> a, b;
-  explicit Timer(int n) : a(n), b(n) {
-    for (int i = 0; i < n; ++i) { cudaEventCreate(&a[i]); cudaEventCreate(&b[i]); }
-  }
-};
-
-template <class F>
-float median_us(F launch, int copies, int runs) {
-  for (int i = 0; i < 10; ++i) launch(i % copies);
-  Timer t(runs);
-  for (int i = 0; i < runs; ++i) {
-    spin<<<1, 1>>>(20000);
-    cudaEventRecord(t.a[i]);
-    launch(i % copies);
-    cudaEventRecord(t.b[i]);
-  }
-  cudaDeviceSynchronize();
-  std::vector<float> us(runs);
-  for (int i = 0; i < runs; ++i) {
-    float ms = 0;
-    cudaEventElapsedTime(&ms, t.a[i], t.b[i]);
-    us[i] = ms * 1000.0f;
-  }
-  std::sort(us.begin(), us.end());
-  return us[runs / 2];
 }
 
 int main() {

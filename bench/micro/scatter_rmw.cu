@@ -5,8 +5,7 @@
 // (scattered reads alone, scattered writes alone) and the same ids sorted in
 // each row. The penalty kernel (bench/cuda_penalties_bench.py) cannot beat the
 // read-modify-write row: that row is its floor on this GPU.
-// Timed as mask_patterns.cu times: a spin before each call, inputs rotated
-// over more than 4x the L2, median of the runs.
+// Timed by median_timer.cuh, inputs rotated over more than 4x the L2.
 // Built by bench/micro/CMakeLists.txt (-DNEXTTOK_BENCH_MICRO=ON): micro_scatter_rmw.
 #include <cuda_runtime.h>
 
@@ -17,16 +16,12 @@
 #include <vector>
 
 #include "cuda_check.h"
+#include "median_timer.cuh"
 
 constexpr int kRows = 256;
 constexpr int kVocab = 128256;
 constexpr int kIdsPerRow = 2048 + 512;
 constexpr int kThreads = 256;
-
-__global__ void spin(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {}
-}
 
 // E = float (f32 rows) or unsigned short (bf16 rows, bits shifted into f32).
 template <class E>
@@ -54,34 +49,6 @@ __global__ void __launch_bounds__(kThreads) scatter(E* logits, const int64_t* wh
   } else {
     *p = narrow<E>(-1.0f);
   }
-}
-
-struct Timer {
-  std::vector<cudaEvent_t> a, b;
-  explicit Timer(int n) : a(n), b(n) {
-    for (int i = 0; i < n; ++i) { cudaEventCreate(&a[i]); cudaEventCreate(&b[i]); }
-  }
-};
-
-template <class F>
-float median_us(F launch, int copies, int runs) {
-  for (int i = 0; i < 10; ++i) launch(i % copies);
-  Timer t(runs);
-  for (int i = 0; i < runs; ++i) {
-    spin<<<1, 1>>>(20000);
-    cudaEventRecord(t.a[i]);
-    launch(i % copies);
-    cudaEventRecord(t.b[i]);
-  }
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> us(runs);
-  for (int i = 0; i < runs; ++i) {
-    float ms = 0;
-    cudaEventElapsedTime(&ms, t.a[i], t.b[i]);
-    us[i] = ms * 1000.0f;
-  }
-  std::sort(us.begin(), us.end());
-  return us[runs / 2];
 }
 
 // The element offsets of each row's distinct ids, in the rows' order (sorted
