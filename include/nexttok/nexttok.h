@@ -234,6 +234,14 @@ typedef struct nt_lm_head_sample_dense_args {
   nt_tensor bitmask;            /* optional i32 [M, W'], 1 = allowed, tokens >= 32*W' disallowed */
   nt_lm_head_sampling sampling;
   nt_tensor tokens;             /* i64 | i32 [M], written; -1 when a row allows no token */
+  /* Optional logprobs, as nt_sample_logprobs returns them for the masked scores
+   * (absent when logprob_ids.data is NULL; the single calls on CPU and OpenCL
+   * only: the shard ops and CUDA answer NT_ERROR_UNSUPPORTED). */
+  int32_t num_logprobs;         /* n, 0..NT_MAX_LOGPROBS */
+  uint32_t logprobs_mode;       /* NT_LOGPROBS_RAW | NT_LOGPROBS_PROCESSED */
+  nt_tensor logprob_ids;        /* i32 [M, n+1], written */
+  nt_tensor logprobs;           /* f32 [M, n+1], written */
+  nt_tensor ranks;              /* i32 [M], written */
 } nt_lm_head_sample_dense_args;
 
 typedef struct nt_lm_head_sample_binary_args {
@@ -246,6 +254,12 @@ typedef struct nt_lm_head_sample_binary_args {
   nt_tensor bitmask;            /* optional i32 [M, W'] */
   nt_lm_head_sampling sampling;
   nt_tensor tokens;             /* i64 | i32 [M], written */
+  /* Optional logprobs, as in nt_lm_head_sample_dense_args. */
+  int32_t num_logprobs;
+  uint32_t logprobs_mode;
+  nt_tensor logprob_ids;        /* i32 [M, n+1], written */
+  nt_tensor logprobs;           /* f32 [M, n+1], written */
+  nt_tensor ranks;              /* i32 [M], written */
 } nt_lm_head_sample_binary_args;
 
 NT_API nt_status nt_lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args* args,
@@ -277,7 +291,8 @@ typedef struct nt_lm_head_shard {
   nt_tensor summary;    /* i64 [M, NT_LM_HEAD_SUMMARY_WORDS + K], written */
 } nt_lm_head_shard;
 
-/* The tokens argument of `args` is ignored (may be absent). */
+/* The tokens argument of `args` is ignored (may be absent); a logprobs request
+ * (logprob_ids given) is refused with NT_ERROR_UNSUPPORTED. */
 NT_API nt_status nt_lm_head_shard_dense_workspace_size(const nt_lm_head_sample_dense_args* args,
                                                        const nt_lm_head_shard* shard,
                                                        size_t* bytes);

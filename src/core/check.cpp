@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/fused_sample.h"
 #include "core/verify.h"
 
 namespace nt {
@@ -302,15 +303,50 @@ void check_sampling(const char* op, const nt_lm_head_sampling& s) {
 
 // What the fused ops share past the head's inputs: the bitmask, the sampling
 // parameters, and either the tokens or the shard and its summary.
+// The optional logprobs request: as sample_logprobs checks its own, named
+// after the fused op's arguments. Only the single call on CPU and OpenCL
+// computes logprobs; the shard forms and CUDA refuse a request.
+void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
+                          const FusedLogprobs& lp, const nt_lm_head_shard* shard) {
+  if (!lp.requested()) {
+    if (present(lp.logprobs) || present(lp.ranks))
+      fail_argument(op, present(lp.logprobs) ? "logprobs" : "ranks",
+                    "is given without logprob_ids (a logprobs request needs all three outputs)");
+    return;
+  }
+  if (shard != nullptr)
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": argument 'logprob_ids': logprobs are not "
+                               "supported by the vocabulary-parallel shard ops (use the single call)");
+  if (ref.device == NT_DEVICE_CUDA)
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": argument 'logprob_ids': logprobs are not "
+                               "supported on the cuda backend (CPU and OpenCL only)");
+  if (lp.n < 0 || lp.n > NT_MAX_LOGPROBS)
+    fail_argument(op, "num_logprobs", "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) +
+                                          "], got " + std::to_string(lp.n));
+  if (lp.mode != NT_LOGPROBS_RAW && lp.mode != NT_LOGPROBS_PROCESSED)
+    fail_argument(op, "logprobs_mode", "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
+                                           std::to_string(lp.mode));
+  const int64_t columns = int64_t(lp.n) + 1;
+  TensorCheck(op, "logprob_ids", lp.ids).required().rank(2).dtype({NT_I32}).same_device(ref, ref_name)
+      .dim(0, rows, "M, the rows of the input").dim(1, columns, "num_logprobs + 1");
+  TensorCheck(op, "logprobs", lp.logprobs).required().rank(2).dtype({NT_F32})
+      .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input")
+      .dim(1, columns, "num_logprobs + 1");
+  TensorCheck(op, "ranks", lp.ranks).required().rank(1).dtype({NT_I32}).same_device(ref, ref_name)
+      .dim(0, rows, "M, the rows of the input");
+}
+
 void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
                       int64_t vocab, const nt_tensor& bitmask, const nt_lm_head_sampling& sampling,
-                      const nt_tensor& tokens, const nt_lm_head_shard* shard) {
+                      const nt_tensor& tokens, const nt_lm_head_shard* shard,
+                      const FusedLogprobs& lp) {
   if (present(bitmask)) {
     TensorCheck(op, "bitmask", bitmask).rank(2).dtype({NT_I32}).same_device(ref, ref_name)
         .dim(0, rows, "M, the rows of the input");
     if (bitmask.shape[1] < 1) fail_argument(op, "bitmask", "must have at least one word per row");
   }
   check_sampling(op, sampling);
+  check_fused_logprobs(op, ref, ref_name, rows, lp, shard);
   if (shard == nullptr) {
     TensorCheck(op, "tokens", tokens).required().rank(1).dtype({NT_I64, NT_I32})
         .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
@@ -338,7 +374,7 @@ void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_
   const int64_t vocab = check_dense_head(op, a.weight, a.hidden, true);
   check_bias(op, a.bias, a.weight, vocab);
   check_fused_rest(op, a.weight, "weight", a.hidden.shape[0], vocab, a.bitmask, a.sampling, a.tokens,
-                   shard);
+                   shard, fused_logprobs(a));
 }
 
 void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard) {
@@ -346,7 +382,8 @@ void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const n
   const int64_t vocab = check_binary_head(op, a.group_size, a.act_q, a.wq, a.act_scale, a.wscale, true);
   const int64_t rows = a.act_q.shape[0];
   check_bias(op, a.bias, a.wq, vocab);
-  check_fused_rest(op, a.act_q, "act_q", rows, vocab, a.bitmask, a.sampling, a.tokens, shard);
+  check_fused_rest(op, a.act_q, "act_q", rows, vocab, a.bitmask, a.sampling, a.tokens, shard,
+                   fused_logprobs(a));
 }
 
 void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {

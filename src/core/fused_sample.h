@@ -1,6 +1,7 @@
 // The nt_sample call with which a fused LM head (lm_head_sample_dense /
 // _binary) draws its tokens from the [M, V] f32 scores it wrote in its
-// workspace: the CPU and OpenCL backends make it alike.
+// workspace, and the nt_sample_logprobs call that replaces it when the
+// arguments ask for logprobs: the CPU and OpenCL backends make them alike.
 #pragma once
 
 #include "nexttok/nexttok.h"
@@ -35,6 +36,35 @@ inline nt_sample_args fused_sample_args(const nt_tensor& scores, const nt_lm_hea
   a.offset = s.offset;
   a.flags = s.flags;
   a.tokens = tokens;
+  return a;
+}
+
+// The optional logprobs request of the fused ops' arguments (its fields are
+// named alike in nt_lm_head_sample_dense_args and _binary_args).
+struct FusedLogprobs {
+  int32_t n;
+  uint32_t mode;
+  const nt_tensor& ids;
+  const nt_tensor& logprobs;
+  const nt_tensor& ranks;
+  bool requested() const { return ids.data != nullptr; }
+};
+
+template <class Args>
+FusedLogprobs fused_logprobs(const Args& a) {
+  return FusedLogprobs{a.num_logprobs, a.logprobs_mode, a.logprob_ids, a.logprobs, a.ranks};
+}
+
+// nt_sample_logprobs's arguments: the sample call on the scores plus the request.
+inline nt_sample_logprobs_args fused_logprobs_args(const nt_sample_args& sample,
+                                                   const FusedLogprobs& lp) {
+  nt_sample_logprobs_args a{};
+  a.sample = sample;
+  a.num_logprobs = lp.n;
+  a.mode = lp.mode;
+  a.logprob_ids = lp.ids;
+  a.logprobs = lp.logprobs;
+  a.ranks = lp.ranks;
   return a;
 }
 

@@ -3,8 +3,9 @@
 // Single call: the head's scores of every row are written into the workspace
 // by the LM heads' own pass (cpu/lm_head_scores.h), masked in place by the
 // grammar-mask op and sampled by the sampling op, so the token is the one
-// nt_sample returns on those masked scores, by construction. The [M, V] scores
-// live only in the caller's workspace.
+// nt_sample returns on those masked scores, by construction. With a logprobs
+// request the logprobs op samples them instead (same tokens, plus its
+// logprobs). The [M, V] scores live only in the caller's workspace.
 //
 // Shard call (vocabulary-parallel): the same scores for the shard's rows, then
 // each row's summary (cpu/lm_head_summary.h) from one pass over them.
@@ -154,6 +155,7 @@ struct Fused {
   const nt_lm_head_sampling& sampling;
   const nt_tensor& tokens;
   const nt_lm_head_shard* shard;
+  FusedLogprobs logprobs;  // requested only without a shard (checked)
 };
 
 size_t fused_size(CpuBackend& cpu, const Fused& f) {
@@ -161,7 +163,13 @@ size_t fused_size(CpuBackend& cpu, const Fused& f) {
   size_t after;
   if (f.shard == nullptr) {
     static char placeholder;
-    after = cpu.sample_workspace_size(check_sample(sample_args(&placeholder, f.rows, f.vocab, f.sampling, f.tokens)));
+    const nt_sample_args sa = sample_args(&placeholder, f.rows, f.vocab, f.sampling, f.tokens);
+    if (f.logprobs.requested()) {
+      const nt_sample_logprobs_args la = fused_logprobs_args(sa, f.logprobs);
+      after = cpu.sample_logprobs_workspace_size(check_sample_logprobs(la));
+    } else {
+      after = cpu.sample_workspace_size(check_sample(sa));
+    }
   } else {
     after = summary_bytes(f.vocab);
   }
@@ -190,7 +198,12 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
       cpu.apply_token_bitmask(m, nullptr);
     }
     const nt_sample_args sa = sample_args(scores, f.rows, f.vocab, f.sampling, f.tokens);
-    cpu.sample(check_sample(sa), shared, shared_bytes, nullptr);
+    if (f.logprobs.requested()) {
+      const nt_sample_logprobs_args la = fused_logprobs_args(sa, f.logprobs);
+      cpu.sample_logprobs(check_sample_logprobs(la), shared, shared_bytes, nullptr);
+    } else {
+      cpu.sample(check_sample(sa), shared, shared_bytes, nullptr);
+    }
     return;
   }
 
@@ -219,7 +232,8 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
 size_t CpuBackend::lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args& a,
                                                        const nt_lm_head_shard* shard) {
   const Fused f{"lm_head_sample_dense", a.hidden.shape[0], a.weight.shape[0],
-                dense_scores_bytes(a.hidden, a.weight), a.bitmask, a.sampling, a.tokens, shard};
+                dense_scores_bytes(a.hidden, a.weight), a.bitmask, a.sampling, a.tokens, shard,
+                fused_logprobs(a)};
   return fused_size(*this, f);
 }
 
@@ -227,7 +241,7 @@ void CpuBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, con
                                       void* workspace, size_t workspace_bytes, void*) {
   const Fused f{shard ? "lm_head_shard_dense" : "lm_head_sample_dense", a.hidden.shape[0],
                 a.weight.shape[0], dense_scores_bytes(a.hidden, a.weight), a.bitmask, a.sampling,
-                a.tokens, shard};
+                a.tokens, shard, fused_logprobs(a)};
   fused_run(*this, f, workspace, workspace_bytes, [&](float* scores, int64_t stride, char* piece) {
     dense_scores(a.hidden, a.weight, a.bias, scores, stride, piece);
   });
@@ -237,7 +251,7 @@ size_t CpuBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_sample_
                                                         const nt_lm_head_shard* shard) {
   const BinaryHead head{a.act_q, a.act_scale, a.wq, a.wscale, a.bias, a.group_size};
   const Fused f{"lm_head_sample_binary", a.act_q.shape[0], a.wq.shape[0], binary_scores_bytes(head),
-                a.bitmask, a.sampling, a.tokens, shard};
+                a.bitmask, a.sampling, a.tokens, shard, fused_logprobs(a)};
   return fused_size(*this, f);
 }
 
@@ -246,7 +260,7 @@ void CpuBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a,
                                        size_t workspace_bytes, void*) {
   const BinaryHead head{a.act_q, a.act_scale, a.wq, a.wscale, a.bias, a.group_size};
   const Fused f{shard ? "lm_head_shard_binary" : "lm_head_sample_binary", a.act_q.shape[0],
-                a.wq.shape[0], binary_scores_bytes(head), a.bitmask, a.sampling, a.tokens, shard};
+                a.wq.shape[0], binary_scores_bytes(head), a.bitmask, a.sampling, a.tokens, shard, fused_logprobs(a)};
   fused_run(*this, f, workspace, workspace_bytes, [&](float* scores, int64_t stride, char* piece) {
     binary_scores(head, scores, stride, piece);
   });

@@ -1,11 +1,11 @@
 // lm_head_sample_dense / _binary on OpenCL: the head's scores written into the
 // workspace by one work-item a score, with the arithmetic of the top-k heads
 // (lm_head_sample_*.cl), then masked in place by apply_token_bitmask and
-// sampled by sample, all on the call's in-order queue. The token is therefore
-// the one nt_sample returns on those masked scores, as on the CPU. Workspace
-// (one cl_mem): from offset 0 first the dense head's hidden rows widened to f32
-// (read by the scoring kernel only), later sample's workspace; then the
-// [M, V] scores. The shard form (vocabulary-parallel summaries) is not
+// sampled by sample (by sample_logprobs when logprobs are requested), all on
+// the call's in-order queue. The token is therefore the one nt_sample returns
+// on those masked scores, as on the CPU. Workspace (one cl_mem): from offset 0
+// first the dense head's hidden rows widened to f32 (read by the scoring
+// kernel only), later the sampler's workspace; then the [M, V] scores. The shard form (vocabulary-parallel summaries) is not
 // implemented on OpenCL.
 #include <algorithm>
 #include <string>
@@ -32,10 +32,17 @@ nt_sample_args sample_args(void* ws, size_t scores_at, const nt_tensor& like, in
 }
 
 FusedLayout fused_layout(OpenclBackend& b, const nt_tensor& like, int64_t rows, int64_t vocab,
-                         size_t widened_floats, const nt_lm_head_sampling& s, const nt_tensor& tokens) {
+                         size_t widened_floats, const nt_lm_head_sampling& s, const nt_tensor& tokens,
+                         const FusedLogprobs& lp) {
   static char placeholder;
   FusedLayout L;
-  L.sample_bytes = b.sample_workspace_size(check_sample(sample_args(&placeholder, 0, like, rows, vocab, s, tokens)));
+  const nt_sample_args sa = sample_args(&placeholder, 0, like, rows, vocab, s, tokens);
+  if (lp.requested()) {
+    const nt_sample_logprobs_args la = fused_logprobs_args(sa, lp);
+    L.sample_bytes = b.sample_logprobs_workspace_size(check_sample_logprobs(la));
+  } else {
+    L.sample_bytes = b.sample_workspace_size(check_sample(sa));
+  }
   L.scores_at = round_up(std::max(L.sample_bytes, widened_floats * 4), 256);
   L.bytes = L.scores_at + size_t(rows) * size_t(vocab) * 4;
   return L;
@@ -46,10 +53,12 @@ FusedLayout fused_layout(OpenclBackend& b, const nt_tensor& like, int64_t rows, 
                              "(vocabulary-parallel summaries are CPU-only for now)");
 }
 
-// Masks the scores in place and samples them into the tokens.
+// Masks the scores in place and samples them into the tokens (and the logprobs
+// when requested).
 void mask_and_sample(OpenclBackend& b, const FusedLayout& L, void* workspace, const nt_tensor& like,
                      int64_t rows, int64_t vocab, const nt_tensor& bitmask,
-                     const nt_lm_head_sampling& s, const nt_tensor& tokens, void* stream) {
+                     const nt_lm_head_sampling& s, const nt_tensor& tokens,
+                     const FusedLogprobs& lp, void* stream) {
   const nt_sample_args sa = sample_args(workspace, L.scores_at, like, rows, vocab, s, tokens);
   if (present(bitmask)) {
     nt_apply_token_bitmask_args m{};
@@ -57,7 +66,12 @@ void mask_and_sample(OpenclBackend& b, const FusedLayout& L, void* workspace, co
     m.bitmask = bitmask;
     b.apply_token_bitmask(m, stream);
   }
-  b.sample(check_sample(sa), workspace, L.sample_bytes, stream);
+  if (lp.requested()) {
+    const nt_sample_logprobs_args la = fused_logprobs_args(sa, lp);
+    b.sample_logprobs(check_sample_logprobs(la), workspace, L.sample_bytes, stream);
+  } else {
+    b.sample(check_sample(sa), workspace, L.sample_bytes, stream);
+  }
 }
 
 }  // namespace
@@ -68,7 +82,8 @@ size_t OpenclBackend::lm_head_sample_dense_workspace_size(const nt_lm_head_sampl
   const int64_t rows = a.hidden.shape[0];
   if (rows == 0) return 0;
   const size_t widened = round_up(size_t(rows), 4) * round_up(size_t(a.weight.shape[1]), 8);
-  return fused_layout(*this, a.weight, rows, a.weight.shape[0], widened, a.sampling, a.tokens).bytes;
+  return fused_layout(*this, a.weight, rows, a.weight.shape[0], widened, a.sampling, a.tokens,
+                      fused_logprobs(a)).bytes;
 }
 
 void OpenclBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a,
@@ -85,7 +100,7 @@ void OpenclBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a,
     const View bias = present(a.bias) ? view(op, "bias", q, a.bias) : View{};
     if (rows == 0) return;
     const FusedLayout L = fused_layout(*this, a.weight, int64_t(rows), int64_t(vocab),
-                                       round_up(rows, 4) * h8, a.sampling, a.tokens);
+                                       round_up(rows, 4) * h8, a.sampling, a.tokens, fused_logprobs(a));
     check_workspace(op, L.bytes, workspace, workspace_bytes);
     const cl::Buffer ws = opencl::workspace(op, q, workspace, L.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_dense.cl", "lm_head_sample_dense.cl"},
@@ -104,9 +119,9 @@ void OpenclBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a,
   });
   if (rows == 0) return;
   const FusedLayout L = fused_layout(*this, a.weight, int64_t(rows), int64_t(vocab),
-                                     round_up(rows, 4) * h8, a.sampling, a.tokens);
+                                     round_up(rows, 4) * h8, a.sampling, a.tokens, fused_logprobs(a));
   mask_and_sample(*this, L, workspace, a.weight, int64_t(rows), int64_t(vocab), a.bitmask, a.sampling,
-                  a.tokens, stream);
+                  a.tokens, fused_logprobs(a), stream);
 }
 
 size_t OpenclBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
@@ -114,7 +129,8 @@ size_t OpenclBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_samp
   if (shard) no_shards("lm_head_shard_binary");
   const int64_t rows = a.act_q.shape[0];
   if (rows == 0) return 0;
-  return fused_layout(*this, a.wq, rows, a.wq.shape[0], 0, a.sampling, a.tokens).bytes;
+  return fused_layout(*this, a.wq, rows, a.wq.shape[0], 0, a.sampling, a.tokens,
+                      fused_logprobs(a)).bytes;
 }
 
 void OpenclBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a,
@@ -124,7 +140,8 @@ void OpenclBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a
   if (shard) no_shards("lm_head_shard_binary");
   const Queue q = queue_of(op, stream);
   const size_t rows = size_t(a.act_q.shape[0]), vocab = size_t(a.wq.shape[0]);
-  const FusedLayout L = fused_layout(*this, a.wq, int64_t(rows), int64_t(vocab), 0, a.sampling, a.tokens);
+  const FusedLayout L = fused_layout(*this, a.wq, int64_t(rows), int64_t(vocab), 0, a.sampling, a.tokens,
+                                     fused_logprobs(a));
   guarded(op, [&] {
     const View act_q = view(op, "act_q", q, a.act_q);
     const View act_scale = view(op, "act_scale", q, a.act_scale);
@@ -147,7 +164,7 @@ void OpenclBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a
   });
   if (rows == 0) return;
   mask_and_sample(*this, L, workspace, a.wq, int64_t(rows), int64_t(vocab), a.bitmask, a.sampling,
-                  a.tokens, stream);
+                  a.tokens, fused_logprobs(a), stream);
 }
 
 }  // namespace nt::opencl

@@ -3,7 +3,8 @@
 //
 // The contract (SPEC 9, docs/SEMANTICS.md): the token equals nt_sample on the
 // head's own scores after the bitmask, bit for bit, for the same parameters,
-// seed and offset. The head's scores are written out here by head_scores_*,
+// seed and offset; with a logprobs request, tokens and logprobs equal
+// nt_sample_logprobs's on those scores. The head's scores are written out here by head_scores_*,
 // which repeat the CPU heads' documented arithmetic (lane h mod 8 of an fma
 // chain, the fixed lane tree, then the bias); HeadScores* checks them against
 // lm_head_topk_* bit for bit, so "the head's own scores" is tested, not assumed.
@@ -19,6 +20,7 @@
 #include "harness/data.h"
 #include "harness/device.h"
 #include "harness/reference.h"
+#include "harness/run_ops.h"
 #include "nexttok/nexttok.h"
 
 namespace ntt {
@@ -626,6 +628,178 @@ TEST(LmHeadSampleSharded, PlantedKeepSetInOneShard) {
   }
 }
 
+// ---- logprobs --------------------------------------------------------------------
+
+// The fused op with a logprobs request (n, mode), outputs poisoned first.
+LogprobsResult run_fused_logprobs(const Head& h, const std::vector<int32_t>& mask, int64_t words,
+                                  const Params& p, int n, uint32_t mode) {
+  HeadArgs a = head_args(h, 0, h.vocab, 0, h.rows, mask, words, p, h.bias);
+  LogprobsResult r;
+  r.columns = n + 1;
+  r.tokens.assign(size_t(h.rows), kPoisonI64);
+  r.ids.assign(size_t(h.rows * r.columns), -7);
+  r.values.assign(size_t(h.rows * r.columns), 7.0f);
+  r.ranks.assign(size_t(h.rows), -7);
+  auto request = [&](auto& args) {
+    args.tokens = host(r.tokens.data(), NT_I64, h.rows);
+    args.num_logprobs = n;
+    args.logprobs_mode = mode;
+    args.logprob_ids = host(r.ids.data(), NT_I32, h.rows, r.columns);
+    args.logprobs = host(r.values.data(), NT_F32, h.rows, r.columns);
+    args.ranks = host(r.ranks.data(), NT_I32, h.rows);
+  };
+  size_t bytes = 0;
+  if (!h.binary) {
+    request(a.dense);
+    EXPECT_EQ(nt_lm_head_sample_dense_workspace_size(&a.dense, &bytes), NT_OK) << nt_last_error();
+    std::vector<uint8_t> ws(bytes);
+    EXPECT_EQ(nt_lm_head_sample_dense(&a.dense, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  } else {
+    request(a.binary);
+    EXPECT_EQ(nt_lm_head_sample_binary_workspace_size(&a.binary, &bytes), NT_OK) << nt_last_error();
+    std::vector<uint8_t> ws(bytes);
+    EXPECT_EQ(nt_lm_head_sample_binary(&a.binary, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  }
+  return r;
+}
+
+// The harness's sample_logprobs case on the head's scores after the bitmask.
+SampleCase masked_case(const Head& h, const std::vector<float>& scores, const std::vector<int32_t>& mask,
+                       int64_t words, const Params& p) {
+  SampleCase c;
+  c.rows = h.rows;
+  c.vocab = h.vocab;
+  for (int64_t m = 0; m < h.rows; ++m) {
+    const std::vector<float> row = masked_row(scores, m, h.vocab, mask, words);
+    c.logits.insert(c.logits.end(), row.begin(), row.end());
+  }
+  c.temperature = p.per_row ? per_row(p.temperature) : scalar(p.temperature[0]);
+  c.top_k = p.per_row ? per_row(p.top_k) : scalar(p.top_k[0]);
+  c.top_p = p.per_row ? per_row(p.top_p) : scalar(p.top_p[0]);
+  c.min_p = p.per_row ? per_row(p.min_p) : scalar(p.min_p[0]);
+  c.seed = p.seeds_per_row ? per_row(p.seed) : scalar(p.seed[0]);
+  c.offset = p.per_row ? per_row(p.offset) : scalar(p.offset[0]);
+  c.flags = p.joint ? uint32_t(NT_SAMPLE_TOP_P_JOINT) : 0u;
+  return c;
+}
+
+void check_logprobs_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab, int combo, bool per_row,
+                         int n, uint32_t mode, bool masked) {
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed) + " binary=" + std::to_string(binary) + " M=" + std::to_string(rows) +
+               " V=" + std::to_string(vocab) + " combo=" + std::to_string(combo) + " per_row=" +
+               std::to_string(per_row) + " n=" + std::to_string(n) + " mode=" + std::to_string(mode));
+  Head h = binary ? binary_head(rng, rows, vocab, 256, 128, rng.coin())
+                  : dense_head(rng, rng.coin() ? NT_F32 : NT_BF16, rows, vocab, 72, rng.coin());
+  int64_t words = (vocab + 31) / 32;
+  std::vector<int32_t> mask;
+  if (masked) {  // a random mask, row 0 fully masked (its token -1)
+    mask = bench_bitmask(rng, rows, vocab, MaskKind::Random50);
+    std::fill(mask.begin(), mask.begin() + words, 0);
+  }
+  const Params p = draw_params(rng, rows, vocab, combo, per_row, false);
+  const std::vector<float> scores = head_scores(h);
+  const LogprobsResult got = run_fused_logprobs(h, mask, words, p, n, mode);
+  const LogprobsResult want = run_sample_logprobs(cpu_device(), masked_case(h, scores, mask, words, p), n, mode);
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(got.ids, want.ids);
+  EXPECT_EQ(got.ranks, want.ranks);
+  ASSERT_EQ(got.values.size(), want.values.size());
+  for (size_t i = 0; i < got.values.size(); ++i)
+    EXPECT_EQ(f32_bits(got.values[i]), f32_bits(want.values[i])) << "entry " << i;
+  if (masked) EXPECT_EQ(got.tokens[0], -1);
+}
+
+TEST(LmHeadSample, LogprobsEqualSampleLogprobsOnTheScores) {
+  uint64_t seed = 9600;
+  for (int binary = 0; binary < 2; ++binary)
+    for (uint32_t mode : {uint32_t(NT_LOGPROBS_RAW), uint32_t(NT_LOGPROBS_PROCESSED)})
+      for (int n : {0, 5, 20}) {
+        const int combo = int(seed % 8);
+        check_logprobs_case(seed, binary != 0, 1 + n % 6, 700 + 37 * n, combo, n == 5, n, mode, n != 0);
+        ++seed;
+      }
+  // Tiny vocabularies: columns past V (id -1, -inf).
+  check_logprobs_case(9650, false, 3, 7, 0, true, 20, NT_LOGPROBS_PROCESSED, false);
+  check_logprobs_case(9651, true, 2, 1, 2, false, 5, NT_LOGPROBS_RAW, true);
+}
+
+TEST(LmHeadSample, LogprobsErrors) {
+  Rng rng(9700);
+  Head h = dense_head(rng, NT_F32, 2, 64, 8, false);
+  const Params p = draw_params(rng, 2, 64, 1, false, false);
+  std::vector<int64_t> tokens(2, kPoisonI64);
+  std::vector<int32_t> ids(2 * 21, -7), ranks(2, -7);
+  std::vector<float> values(2 * 21, 7.0f);
+  HeadArgs base = head_args(h, 0, 64, 0, 2, {}, 0, p, {});
+  nt_lm_head_sample_dense_args a = base.dense;
+  a.tokens = host(tokens.data(), NT_I64, 2);
+  a.num_logprobs = 3;
+  a.logprobs_mode = NT_LOGPROBS_RAW;
+  a.logprob_ids = host(ids.data(), NT_I32, 2, 4);
+  a.logprobs = host(values.data(), NT_F32, 2, 4);
+  a.ranks = host(ranks.data(), NT_I32, 2);
+  std::vector<uint8_t> ws(1 << 20);
+  auto untouched = [&] {
+    EXPECT_EQ(tokens, std::vector<int64_t>(2, kPoisonI64));
+    EXPECT_EQ(ids, std::vector<int32_t>(2 * 21, -7));
+    EXPECT_EQ(ranks, std::vector<int32_t>(2, -7));
+    EXPECT_EQ(values, std::vector<float>(2 * 21, 7.0f));
+  };
+  auto expect = [&](const nt_lm_head_sample_dense_args& b, nt_status status, const char* arg) {
+    size_t bytes = 0;
+    EXPECT_EQ(nt_lm_head_sample_dense_workspace_size(&b, &bytes), status) << arg;
+    EXPECT_EQ(nt_lm_head_sample_dense(&b, ws.data(), ws.size(), nullptr), status) << arg;
+    EXPECT_NE(std::string(nt_last_error()).find(std::string("'") + arg + "'"), std::string::npos)
+        << nt_last_error();
+    untouched();
+  };
+  { auto b = a; b.num_logprobs = 21; expect(b, NT_ERROR_INVALID_ARGUMENT, "num_logprobs"); }
+  { auto b = a; b.num_logprobs = -1; expect(b, NT_ERROR_INVALID_ARGUMENT, "num_logprobs"); }
+  { auto b = a; b.logprobs_mode = 2; expect(b, NT_ERROR_INVALID_ARGUMENT, "logprobs_mode"); }
+  { auto b = a; b.logprob_ids.shape[1] = 3; expect(b, NT_ERROR_INVALID_ARGUMENT, "logprob_ids"); }
+  { auto b = a; b.logprob_ids.dtype = NT_I64; expect(b, NT_ERROR_INVALID_ARGUMENT, "logprob_ids"); }
+  { auto b = a; b.logprobs.dtype = NT_F16; expect(b, NT_ERROR_INVALID_ARGUMENT, "logprobs"); }
+  { auto b = a; b.logprobs = nt_tensor{}; expect(b, NT_ERROR_INVALID_ARGUMENT, "logprobs"); }
+  { auto b = a; b.ranks.shape[0] = 3; expect(b, NT_ERROR_INVALID_ARGUMENT, "ranks"); }
+  { auto b = a; b.logprob_ids = nt_tensor{}; expect(b, NT_ERROR_INVALID_ARGUMENT, "logprobs"); }
+  // The shard ops refuse a request, naming it.
+  std::vector<int64_t> summary(2 * (NT_LM_HEAD_SUMMARY_WORDS + 4), kPoisonI64);
+  const nt_lm_head_shard sh{0, 64, 0, host(summary.data(), NT_I64, 2, NT_LM_HEAD_SUMMARY_WORDS + 4)};
+  size_t bytes = 0;
+  EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&a, &sh, &bytes), NT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(nt_lm_head_shard_dense(&a, &sh, ws.data(), ws.size(), nullptr), NT_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(nt_last_error()).find("'logprob_ids'"), std::string::npos) << nt_last_error();
+  EXPECT_EQ(summary, std::vector<int64_t>(summary.size(), kPoisonI64));
+  Head hb = binary_head(rng, 2, 64, 256, 128, false);
+  HeadArgs ab = head_args(hb, 0, 64, 0, 2, {}, 0, p, {});
+  nt_lm_head_sample_binary_args b = ab.binary;
+  b.num_logprobs = a.num_logprobs;
+  b.logprob_ids = a.logprob_ids;
+  b.logprobs = a.logprobs;
+  b.ranks = a.ranks;
+  EXPECT_EQ(nt_lm_head_shard_binary(&b, &sh, ws.data(), ws.size(), nullptr), NT_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(nt_last_error()).find("'logprob_ids'"), std::string::npos) << nt_last_error();
+  // The binary single call checks the request as the dense one does.
+  b.tokens = a.tokens;
+  b.num_logprobs = 20;
+  EXPECT_EQ(nt_lm_head_sample_binary(&b, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(nt_last_error()).find("'logprob_ids'"), std::string::npos) << nt_last_error();
+  untouched();
+  // A workspace of the size queried without the request may be short.
+  {
+    size_t with = 0, without = 0;
+    auto plain = a;
+    plain.logprob_ids = plain.logprobs = plain.ranks = nt_tensor{};
+    ASSERT_EQ(nt_lm_head_sample_dense_workspace_size(&a, &with), NT_OK) << nt_last_error();
+    ASSERT_EQ(nt_lm_head_sample_dense_workspace_size(&plain, &without), NT_OK) << nt_last_error();
+    EXPECT_GE(with, without);
+    std::vector<uint8_t> exact(with);
+    EXPECT_EQ(nt_lm_head_sample_dense(&a, exact.data(), with - 1, nullptr), NT_ERROR_WORKSPACE);
+    untouched();
+  }
+}
+
 // ---- errors ------------------------------------------------------------------------
 
 TEST(LmHeadSample, ErrorsNameTheArgument) {
@@ -751,6 +925,14 @@ TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
     const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
     const Params p = draw_params(rng, rows, vocab, int(rng.integer(0, 7)), c % 2 == 1, c == 3);
     const std::vector<int64_t> expected = run_fused(h, mask, words, p);
+    // Cases 2.. ask for logprobs too: the device's own sample_logprobs on the
+    // head's scores (the same scores as the CPU's: the token above says so).
+    const bool logprobs = c >= 2;
+    const int n = c * 4;
+    const uint32_t mode = c % 2 ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+    const LogprobsResult want = logprobs
+        ? run_sample_logprobs(dev(), masked_case(h, head_scores(h), mask, words, p), n, mode)
+        : LogprobsResult{};
 
     TestDevice& d = dev();
     HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
@@ -780,6 +962,16 @@ TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
     std::vector<int64_t> poison(size_t(rows), kPoisonI64);
     Buffer tokens(d, size_t(rows) * 8);
     tokens.upload(poison.data(), size_t(rows) * 8);
+    const int64_t columns = n + 1;
+    Buffer ids(d, size_t(rows * columns) * 4), values(d, size_t(rows * columns) * 4), ranks(d, size_t(rows) * 4);
+    auto request = [&](auto& args) {
+      if (!logprobs) return;
+      args.num_logprobs = n;
+      args.logprobs_mode = mode;
+      args.logprob_ids = ids.matrix(NT_I32, rows, columns, columns);
+      args.logprobs = values.matrix(NT_F32, rows, columns, columns);
+      args.ranks = ranks.vector(NT_I32, rows);
+    };
     nt_status st;
     std::unique_ptr<Buffer> ws;
     if (!binary) {
@@ -790,6 +982,7 @@ TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
       a.bitmask = put(a.bitmask);
       a.sampling = s;
       a.tokens = tokens.vector(NT_I64, rows);
+      request(a);
       st = query_then_run(d, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, ws);
     } else {
       nt_lm_head_sample_binary_args a = host_args.binary;
@@ -801,6 +994,7 @@ TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
       a.bitmask = put(a.bitmask);
       a.sampling = s;
       a.tokens = tokens.vector(NT_I64, rows);
+      request(a);
       st = query_then_run(d, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary,
                           ws);
     }
@@ -810,6 +1004,13 @@ TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
     d.sync();
     EXPECT_EQ(from_device<int64_t>(tokens, size_t(rows)), expected)
         << (binary ? "binary" : "dense") << " M=" << rows << " V=" << vocab;
+    if (!logprobs) continue;
+    EXPECT_EQ(from_device<int64_t>(tokens, size_t(rows)), want.tokens);
+    EXPECT_EQ(from_device<int32_t>(ids, size_t(rows * columns)), want.ids);
+    EXPECT_EQ(from_device<int32_t>(ranks, size_t(rows)), want.ranks);
+    const std::vector<float> got = from_device<float>(values, size_t(rows * columns));
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(f32_bits(got[i]), f32_bits(want.values[i])) << "logprob entry " << i;
   }
 }
 
