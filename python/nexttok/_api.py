@@ -246,35 +246,66 @@ def verify_tree(target_logits, candidates, retrieve_next_token, retrieve_next_si
                      target_logits, candidates, retrieve_next_token, retrieve_next_sibling,
                      out_ids, out_nodes, num, temperature, top_k, top_p, min_p, seed, offset,
                      bool(joint), f.stream, f.alloc))
+def _fused_outputs(rows, n):
+    """The fused ops' outputs: tokens, then (with n) logprob_ids, logprobs, ranks."""
+    outputs = [((rows,), "int64")]
+    if n is not None:
+        outputs += [((rows, n + 1), "int32"), ((rows, n + 1), "float32"), ((rows,), "int32")]
+    return outputs
+
+
+def _fused_request(op, logprobs, logprobs_mode):
+    """(n, processed) of a logprobs request, or (None, False) without one."""
+    if logprobs is None:
+        return None, False
+    return logprobs_request(op, logprobs, logprobs_mode)
+
+
+def _fused_logprobs_args(n, processed, outs):
+    """The extension's trailing logprobs arguments for the outputs after the tokens."""
+    if n is None:
+        return (0, False, None, None, None)
+    ids, values, ranks = outs
+    return (n, processed, ids, values, ranks)
+
+
 def lm_head_sample_dense(hidden, weight, bias=None, bitmask=None, temperature=1.0, top_k=0,
-                         top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False):
+                         top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False, logprobs=None,
+                         logprobs_mode="raw"):
     """Hidden [M, H] -> one token per row (int64 [M]): the token sample() returns on the
     head's own scores hidden @ weight^T (+ bias) after the bitmask (int32 [M, W], 1 =
     allowed), for the same parameters, seed and offset; -1 for a row that allows no
-    token. Each parameter is a scalar or a length-M array on the weight's device."""
+    token. Each parameter is a scalar or a length-M array on the weight's device.
+
+    With logprobs=n (0..20) returns (tokens, logprob_ids, logprobs, ranks) as
+    sample(..., logprobs=n, logprobs_mode=...) returns them on those masked scores."""
     if _is_torch(hidden) or _load_torch(hidden):
         return _torch.lm_head_sample_dense(hidden, weight, bias, bitmask, temperature, top_k,
-                                           top_p, min_p, seed, offset, joint)
+                                           top_p, min_p, seed, offset, joint, logprobs,
+                                           logprobs_mode)
     c = _Call("lm_head_sample_dense", "hidden", hidden)
+    n, processed = _fused_request(c.op, logprobs, logprobs_mode)
     return c.run((hidden, weight, bias, bitmask, temperature, top_k, top_p, min_p, seed, offset),
-                 [((c.rows,), "int64")], lambda f, tokens: _ext.lm_head_sample_dense(
+                 _fused_outputs(c.rows, n), lambda f, tokens, *outs: _ext.lm_head_sample_dense(
                      hidden, weight, bias, bitmask, tokens, None, 0, 1, 0, temperature, top_k,
-                     top_p, min_p, seed, offset, bool(joint), f.stream, f.alloc))
+                     top_p, min_p, seed, offset, bool(joint), f.stream, f.alloc,
+                     *_fused_logprobs_args(n, processed, outs)))
 
 
 def lm_head_sample_binary(act_q, act_scale, wq, wscale, bias=None, group_size=128, bitmask=None,
                           temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
-                          joint=False):
-    """lm_head_sample_dense for the 1-bit head of lm_head_topk_binary."""
+                          joint=False, logprobs=None, logprobs_mode="raw"):
+    """lm_head_sample_dense for the 1-bit head of lm_head_topk_binary (logprobs alike)."""
     if _is_torch(act_q) or _load_torch(act_q):
         return _torch.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size,
                                             bitmask, temperature, top_k, top_p, min_p, seed,
-                                            offset, joint)
+                                            offset, joint, logprobs, logprobs_mode)
     c = _Call("lm_head_sample_binary", "act_q", act_q)
     group_size = index(group_size, c.op, "group_size")
+    n, processed = _fused_request(c.op, logprobs, logprobs_mode)
     return c.run((act_q, act_scale, wq, wscale, bias, bitmask, temperature, top_k, top_p, min_p,
-                  seed, offset), [((c.rows,), "int64")], lambda f, tokens:
+                  seed, offset), _fused_outputs(c.rows, n), lambda f, tokens, *outs:
                  _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size,
                                             bitmask, tokens, None, 0, 1, 0, temperature, top_k,
                                             top_p, min_p, seed, offset, bool(joint), f.stream,
-                                            f.alloc))
+                                            f.alloc, *_fused_logprobs_args(n, processed, outs)))

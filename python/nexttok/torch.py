@@ -64,6 +64,12 @@ _SCHEMAS = {
                              "float min_p, Tensor? seed_t, int seed, Tensor? offset_t, "
                              "int offset, bool joint) -> Tensor",
 }
+# The fused ops with a logprobs request: their schema plus (n, mode), returning
+# (tokens, logprob_ids, logprobs, ranks) as sample_logprobs does.
+for _name in ("lm_head_sample_dense", "lm_head_sample_binary"):
+    _SCHEMAS[_name + "_logprobs"] = (_SCHEMAS[_name][:-len(") -> Tensor")] +
+                                     ", int num_logprobs, bool processed) "
+                                     "-> (Tensor, Tensor, Tensor, Tensor)")
 _U64 = (1 << 64) - 1
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -276,6 +282,36 @@ def _lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitma
     return tokens
 
 
+def _lm_head_sample_dense_logprobs(hidden, weight, bias, bitmask, tt, tv, kt, kv, pt, pv, mt, mv,
+                                   st, sv, ot, ov, joint, num_logprobs, processed):
+    outs = _fused_logprobs_out("lm_head_sample_dense", hidden, "hidden", num_logprobs)
+    _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, outs[0], None, 0, 1, 0,
+                              *_params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov), joint,
+                              _stream(weight), _alloc(weight), num_logprobs, processed, *outs[1:])
+    return outs
+
+
+def _lm_head_sample_binary_logprobs(act_q, act_scale, wq, wscale, bias, group_size, bitmask, tt,
+                                    tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov, joint,
+                                    num_logprobs, processed):
+    outs = _fused_logprobs_out("lm_head_sample_binary", act_q, "act_q", num_logprobs)
+    _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask, outs[0],
+                               None, 0, 1, 0,
+                               *_params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov), joint,
+                               _stream(wq), _alloc(wq), num_logprobs, processed, *outs[1:])
+    return outs
+
+
+def _fused_logprobs_out(op, x, arg, n):
+    """tokens int64 [M], logprob_ids int32 [M, n+1], logprobs f32 [M, n+1], ranks int32 [M]."""
+    rows, _ = _check_2d(op, arg, x)
+    columns = max(n, 0) + 1  # n outside 0..20 is left to the extension, whose check names it
+    return (x.new_empty((rows,), dtype=torch.int64),
+            x.new_empty((rows, columns), dtype=torch.int32),
+            x.new_empty((rows, columns), dtype=torch.float32),
+            x.new_empty((rows,), dtype=torch.int32))
+
+
 def _fused_tokens_out(op, x, arg):
     rows, _ = _check_2d(op, arg, x)
     return x.new_empty((rows,), dtype=torch.int64)
@@ -354,6 +390,10 @@ _FAKES = {
                                                                     hidden, "hidden"),
     "lm_head_sample_binary": lambda act_q, *rest: _fused_tokens_out("lm_head_sample_binary",
                                                                     act_q, "act_q"),
+    "lm_head_sample_dense_logprobs": lambda hidden, *rest: _fused_logprobs_out(
+        "lm_head_sample_dense", hidden, "hidden", rest[-2]),
+    "lm_head_sample_binary_logprobs": lambda act_q, *rest: _fused_logprobs_out(
+        "lm_head_sample_binary", act_q, "act_q", rest[-2]),
 }
 
 for _name, _schema in _SCHEMAS.items():
@@ -486,29 +526,54 @@ def _split_params(op, temperature, top_k, top_p, min_p, seed, offset):
 
 
 def lm_head_sample_dense(hidden, weight, bias=None, bitmask=None, temperature=1.0, top_k=0,
-                         top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False):
+                         top_p=1.0, min_p=0.0, seed=0, offset=0, joint=False, logprobs=None,
+                         logprobs_mode="raw"):
+    op = "lm_head_sample_dense"
+    request = None if logprobs is None else logprobs_request(op, logprobs, logprobs_mode)
     if _eager(hidden, weight, bias, bitmask, temperature, top_k, top_p, min_p, seed, offset):
-        tokens = _fused_tokens_out("lm_head_sample_dense", hidden, "hidden")
+        if request is not None:
+            outs = _fused_logprobs_out(op, hidden, "hidden", request[0])
+            _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, outs[0], None, 0, 1, 0,
+                                      temperature, top_k, top_p, min_p, seed, offset, bool(joint),
+                                      _stream(weight), _alloc(weight), request[0], request[1],
+                                      *outs[1:])
+            return outs
+        tokens = _fused_tokens_out(op, hidden, "hidden")
         _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, tokens, None, 0, 1, 0,
                                   temperature, top_k, top_p, min_p, seed, offset, bool(joint),
                                   _stream(weight), _alloc(weight))
         return tokens
-    params = _split_params("lm_head_sample_dense", temperature, top_k, top_p, min_p, seed, offset)
+    params = _split_params(op, temperature, top_k, top_p, min_p, seed, offset)
+    if request is not None:
+        return _op["lm_head_sample_dense_logprobs"](hidden, weight, bias, bitmask, *params,
+                                                    bool(joint), request[0], request[1])
     return _op["lm_head_sample_dense"](hidden, weight, bias, bitmask, *params, bool(joint))
 
 
 def lm_head_sample_binary(act_q, act_scale, wq, wscale, bias=None, group_size=128, bitmask=None,
                           temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offset=0,
-                          joint=False):
+                          joint=False, logprobs=None, logprobs_mode="raw"):
+    op = "lm_head_sample_binary"
+    request = None if logprobs is None else logprobs_request(op, logprobs, logprobs_mode)
     if _eager(act_q, act_scale, wq, wscale, bias, bitmask, temperature, top_k, top_p, min_p,
               seed, offset):
-        tokens = _fused_tokens_out("lm_head_sample_binary", act_q, "act_q")
+        if request is not None:
+            outs = _fused_logprobs_out(op, act_q, "act_q", request[0])
+            _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask,
+                                       outs[0], None, 0, 1, 0, temperature, top_k, top_p, min_p,
+                                       seed, offset, bool(joint), _stream(wq), _alloc(wq),
+                                       request[0], request[1], *outs[1:])
+            return outs
+        tokens = _fused_tokens_out(op, act_q, "act_q")
         _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask,
                                    tokens, None, 0, 1, 0, temperature, top_k, top_p, min_p, seed,
                                    offset, bool(joint), _stream(wq), _alloc(wq))
         return tokens
-    params = _split_params("lm_head_sample_binary", temperature, top_k, top_p, min_p, seed,
-                           offset)
+    params = _split_params(op, temperature, top_k, top_p, min_p, seed, offset)
+    if request is not None:
+        return _op["lm_head_sample_binary_logprobs"](act_q, act_scale, wq, wscale, bias,
+                                                     group_size, bitmask, *params, bool(joint),
+                                                     request[0], request[1])
     return _op["lm_head_sample_binary"](act_q, act_scale, wq, wscale, bias, group_size, bitmask,
                                         *params, bool(joint))
 

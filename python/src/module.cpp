@@ -201,6 +201,26 @@ void quantize_activations(nb::handle x, nb::handle act_q, nb::handle act_scale,
   run_plain(nt_quantize_activations_args{xv.t, q.t, s.t}, stream, nt_quantize_activations);
 }
 
+// The fused ops' optional logprobs request: absent when logprob_ids is None.
+struct FusedLogprobsView {
+  View ids, values, ranks;
+  int32_t n;
+  bool processed;
+  FusedLogprobsView(const char* op, int32_t num_logprobs, bool processed_, nb::handle logprob_ids,
+                    nb::handle logprobs, nb::handle ranks_)
+      : ids(optional_view(op, "logprob_ids", logprob_ids, true)),
+        values(optional_view(op, "logprobs", logprobs, true)),
+        ranks(optional_view(op, "ranks", ranks_, true)), n(num_logprobs), processed(processed_) {}
+  template <class Args>
+  void set(Args& a) const {
+    a.num_logprobs = n;
+    a.logprobs_mode = processed ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+    a.logprob_ids = ids.t;
+    a.logprobs = values.t;
+    a.ranks = ranks.t;
+  }
+};
+
 // A shard call's extras, or nullptr for the single call (summary None).
 struct ShardView {
   View summary;
@@ -233,13 +253,16 @@ void lm_head_sample_dense(nb::handle hidden, nb::handle weight, nb::handle bias,
                           int64_t vocab_start, int64_t vocab_size, int64_t first_row,
                           nb::handle temperature, nb::handle top_k, nb::handle top_p,
                           nb::handle min_p, nb::handle seed, nb::handle offset, bool joint,
-                          uintptr_t stream, nb::handle alloc) {
+                          uintptr_t stream, nb::handle alloc, int32_t num_logprobs,
+                          bool processed, nb::handle logprob_ids, nb::handle logprobs,
+                          nb::handle ranks) {
   const bool sharded = !summary.is_none();
   const char* op = sharded ? "lm_head_shard_dense" : "lm_head_sample_dense";
   View h = view(op, "hidden", hidden), w = view(op, "weight", weight),
        b = optional_view(op, "bias", bias), m = optional_view(op, "bitmask", bitmask),
        t = optional_view(op, "tokens", tokens, true);
   ShardView sv(op, summary, vocab_start, vocab_size, first_row);
+  const FusedLogprobsView lp(op, num_logprobs, processed, logprob_ids, logprobs, ranks);
   nt_lm_head_sample_dense_args a{};
   a.hidden = h.t;
   a.weight = w.t;
@@ -248,6 +271,7 @@ void lm_head_sample_dense(nb::handle hidden, nb::handle weight, nb::handle bias,
   SamplingParams sp(op, h.t, temperature, top_k, top_p, min_p, seed, offset, joint);
   sp.set(a.sampling);
   a.tokens = t.t;
+  lp.set(a);
   run_fused(op, a, sharded, sv.get(), w.t, alloc, stream, nt_lm_head_sample_dense_workspace_size,
             nt_lm_head_sample_dense, nt_lm_head_shard_dense_workspace_size, nt_lm_head_shard_dense);
 }
@@ -258,7 +282,9 @@ void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq
                            int64_t vocab_start, int64_t vocab_size, int64_t first_row,
                            nb::handle temperature, nb::handle top_k, nb::handle top_p,
                            nb::handle min_p, nb::handle seed, nb::handle offset, bool joint,
-                           uintptr_t stream, nb::handle alloc) {
+                           uintptr_t stream, nb::handle alloc, int32_t num_logprobs,
+                          bool processed, nb::handle logprob_ids, nb::handle logprobs,
+                          nb::handle ranks) {
   const bool sharded = !summary.is_none();
   const char* op = sharded ? "lm_head_shard_binary" : "lm_head_sample_binary";
   View q = view(op, "act_q", act_q), s = view(op, "act_scale", act_scale),
@@ -266,6 +292,7 @@ void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq
        b = optional_view(op, "bias", bias), m = optional_view(op, "bitmask", bitmask),
        t = optional_view(op, "tokens", tokens, true);
   ShardView sv(op, summary, vocab_start, vocab_size, first_row);
+  const FusedLogprobsView lp(op, num_logprobs, processed, logprob_ids, logprobs, ranks);
   nt_lm_head_sample_binary_args a{};
   a.act_q = q.t;
   a.act_scale = s.t;
@@ -277,6 +304,7 @@ void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq
   SamplingParams sp(op, q.t, temperature, top_k, top_p, min_p, seed, offset, joint);
   sp.set(a.sampling);
   a.tokens = t.t;
+  lp.set(a);
   run_fused(op, a, sharded, sv.get(), w.t, alloc, stream, nt_lm_head_sample_binary_workspace_size,
             nt_lm_head_sample_binary, nt_lm_head_shard_binary_workspace_size,
             nt_lm_head_shard_binary);
@@ -419,12 +447,16 @@ NB_MODULE(_nexttok, m) {
   m.def("lm_head_sample_dense", &lm_head_sample_dense, a("hidden"), a("weight"), a("bias").none(),
         a("bitmask").none(), a("tokens").none(), a("summary").none(), a("vocab_start"),
         a("vocab_size"), a("first_row"), a("temperature"), a("top_k"), a("top_p"), a("min_p"),
-        a("seed"), a("offset"), a("joint"), a("stream"), a("alloc").none());
+        a("seed"), a("offset"), a("joint"), a("stream"), a("alloc").none(),
+        a("num_logprobs") = 0, a("processed") = false, a("logprob_ids").none() = nb::none(),
+        a("logprobs").none() = nb::none(), a("ranks").none() = nb::none());
   m.def("lm_head_sample_binary", &lm_head_sample_binary, a("act_q"), a("act_scale"), a("wq"),
         a("wscale"), a("bias").none(), a("group_size"), a("bitmask").none(), a("tokens").none(),
         a("summary").none(), a("vocab_start"), a("vocab_size"), a("first_row"), a("temperature"),
         a("top_k"), a("top_p"), a("min_p"), a("seed"), a("offset"), a("joint"), a("stream"),
-        a("alloc").none());
+        a("alloc").none(), a("num_logprobs") = 0, a("processed") = false,
+        a("logprob_ids").none() = nb::none(), a("logprobs").none() = nb::none(),
+        a("ranks").none() = nb::none());
   m.def("lm_head_sample_combine", &lm_head_sample_combine, a("summaries"), a("shards"),
         a("vocab_size"), a("first_row"), a("tokens"), a("temperature"), a("top_k"), a("top_p"),
         a("min_p"), a("seed"), a("offset"), a("joint"));

@@ -98,6 +98,69 @@ def test_errors_name_the_argument():
         nexttok.lm_head_sample_dense(hidden[:, :7].copy(), weight)
 
 
+# ---- logprobs ---------------------------------------------------------------------
+
+def assert_same(got, want):
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g.view(np.uint32) if g.dtype == np.float32 else g,
+                                      w.view(np.uint32) if w.dtype == np.float32 else w)
+
+
+@pytest.mark.parametrize("n,mode,per_row", [(0, "raw", False), (5, "processed", True),
+                                            (20, "raw", True), (5, "processed", False)])
+def test_logprobs_equal_sample_logprobs(n, mode, per_row):
+    """Tokens and logprobs equal sample(..., logprobs=n) on the materialized, masked
+    scores, bit for bit, for both heads."""
+    rng = np.random.default_rng(700 + n)
+    m, v, h, g = 4, 500, 256, 128
+    hidden, weight, bias = dense_case(rng, m, v, 24, True)
+    mask = random_mask(rng, m, v)
+    mask[0] = 0  # a row that allows no token
+    p = params_for(rng, m, v, 7 if n else 3, per_row)
+    got = nexttok.lm_head_sample_dense(hidden, weight, bias, mask, **p, logprobs=n,
+                                       logprobs_mode=mode)
+    scores = head_scores(*nexttok.lm_head_topk_dense(hidden, weight, k=v, bias=bias), v)
+    want = nexttok.sample(nexttok.apply_token_bitmask(scores, mask), **p, logprobs=n,
+                          logprobs_mode=mode)
+    assert_same(got, want)
+    assert got[0][0] == -1 and got[3][0] == 0
+    np.testing.assert_array_equal(got[0], nexttok.lm_head_sample_dense(hidden, weight, bias, mask, **p))
+
+    x = rng.standard_normal((m, h)).astype(np.float32)
+    act_q, act_scale = nexttok.quantize_activations(x)
+    wq = nexttok.pack_weights(np.where(rng.random((v, h)) < 0.5, 1, -1).astype(np.int8))
+    wscale = rng.uniform(0.5, 1.5, (v, h // g)).astype(np.float16)
+    got = nexttok.lm_head_sample_binary(act_q, act_scale, wq, wscale, None, g, mask, **p,
+                                        logprobs=n, logprobs_mode=mode)
+    values, indices = nexttok.lm_head_topk_binary(act_q, act_scale, wq, wscale, None, g, k=v)
+    scores = nexttok.apply_token_bitmask(head_scores(values, indices, v), mask)
+    assert_same(got, nexttok.sample(scores, **p, logprobs=n, logprobs_mode=mode))
+
+
+def test_logprobs_errors_name_the_argument():
+    hidden, weight, _ = dense_case(np.random.default_rng(4), 2, 64, 8, False)
+    with pytest.raises(ValueError, match="'logprobs'"):
+        nexttok.lm_head_sample_dense(hidden, weight, logprobs=21)
+    with pytest.raises(ValueError, match="'logprobs_mode'"):
+        nexttok.lm_head_sample_dense(hidden, weight, logprobs=2, logprobs_mode="log")
+    ids, values = np.zeros((2, 3), np.int32), np.zeros((2, 3), np.float32)
+    ranks = np.zeros(2, np.int32)
+    with pytest.raises(ValueError, match="'num_logprobs'"):  # the C check, through the extension
+        ext.lm_head_sample_dense(hidden, weight, None, None, np.zeros(2, np.int64), None, 0, 1, 0,
+                                 1.0, 0, 1.0, 0.0, 0, 0, False, 0, None, 21, False, ids, values,
+                                 ranks)
+    summary = np.zeros((2, _sharded_summary_words() + 4), np.int64)
+    with pytest.raises(Exception, match="'logprob_ids'"):  # shards refuse a request
+        ext.lm_head_sample_dense(hidden, weight, None, None, None, summary, 0, 64, 0,
+                                 1.0, 0, 1.0, 0.0, 0, 0, False, 0, None, 2, False, ids, values,
+                                 ranks)
+
+
+def _sharded_summary_words():
+    return ext.LM_HEAD_SUMMARY_WORDS
+
+
 # ---- vocabulary-parallel, every shard in this process ------------------------------
 
 def shard_cuts(rng, padded, shards):
@@ -275,3 +338,50 @@ def test_torch_op_eager_and_compiled(torch):
     temps = torch.full((m,), p["temperature"], dtype=torch.float32)
     compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
     np.testing.assert_array_equal(compiled(th, tw, tb, tm, temps).numpy(), expected)
+
+
+def test_torch_op_logprobs_eager_compiled_and_fake(torch):
+    rng = np.random.default_rng(601)
+    m, v, h = 4, 300, 24
+    hidden, weight, bias = dense_case(rng, m, v, h, True)
+    mask = random_mask(rng, m, v)
+    p = params_for(rng, m, v, 7, False)
+    expected = nexttok.lm_head_sample_dense(hidden, weight, bias, mask, **p, logprobs=5,
+                                            logprobs_mode="processed")
+    th, tw, tb, tm = map(torch.from_numpy, (hidden, weight, bias, mask))
+    got = nexttok.lm_head_sample_dense(th, tw, tb, tm, **p, logprobs=5, logprobs_mode="processed")
+    assert [t.dtype for t in got] == [torch.int64, torch.int32, torch.float32, torch.int32]
+    assert_same([t.numpy() for t in got], expected)
+
+    def step(h_, w_, b_, m_, t_):  # per-row temperatures in a tensor: the op's schema path
+        return nexttok.lm_head_sample_dense(h_, w_, b_, m_, temperature=t_, top_k=p["top_k"],
+                                            top_p=p["top_p"], min_p=p["min_p"], seed=p["seed"],
+                                            offset=p["offset"], logprobs=5,
+                                            logprobs_mode="processed")
+
+    temps = torch.full((m,), p["temperature"], dtype=torch.float32)
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    assert_same([t.numpy() for t in compiled(th, tw, tb, tm, temps)], expected)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode() as mode:
+        fake = step(*(mode.from_tensor(t) for t in (th, tw, tb, tm, temps)))
+    assert [tuple(t.shape) for t in fake] == [(m,), (m, 6), (m, 6), (m,)]
+    torch.library.opcheck(nexttok.torch._op["lm_head_sample_dense_logprobs"],
+                          (th, tw, tb, tm, None, 0.0, None, 0, None, 1.0, None, 0.0, None, 0,
+                           None, 0, False, 4, True),
+                          test_utils=("test_schema", "test_faketensor"))
+
+    # The binary head's op, against its numpy path.
+    g = 128
+    x = rng.standard_normal((m, 256)).astype(np.float32)
+    act_q, act_scale = nexttok.quantize_activations(x)
+    wq = nexttok.pack_weights(np.where(rng.random((v, 256)) < 0.5, 1, -1).astype(np.int8))
+    wscale = rng.uniform(0.5, 1.5, (v, 256 // g)).astype(np.float16)
+    expected = nexttok.lm_head_sample_binary(act_q, act_scale, wq, wscale, None, g, mask, **p,
+                                             logprobs=3)
+    targs = [torch.from_numpy(a) for a in (act_q, act_scale, wq, wscale)]
+    got = torch.compile(lambda q, s_, w_, ws_, m_, t_: nexttok.lm_head_sample_binary(
+        q, s_, w_, ws_, None, g, m_, temperature=t_, top_k=p["top_k"], top_p=p["top_p"],
+        min_p=p["min_p"], seed=p["seed"], offset=p["offset"], logprobs=3),
+        fullgraph=True, backend="aot_eager")(*targs, tm, temps)
+    assert_same([t.numpy() for t in got], expected)
