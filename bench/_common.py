@@ -17,6 +17,7 @@ import json
 import math
 import re
 import statistics
+import sys
 import time
 
 import torch
@@ -34,6 +35,16 @@ def device_info():
             f"torch {torch.__version__}, nexttok {nexttok.__version__}")
     return dict(device=props.name, sms=props.multi_processor_count, l2=l2, torch=torch.__version__,
                 nexttok=nexttok.__version__), line
+
+
+def cuda_device():
+    """device_info() of the GPU after printing its line; exits without a CUDA GPU or
+    without nexttok's CUDA backend."""
+    if not torch.cuda.is_available() or not nexttok.cuda_compiled:
+        sys.exit("needs a CUDA GPU and nexttok built with CUDA")
+    info, line = device_info()
+    print(line, flush=True)
+    return info
 
 
 def rotation_copies(one_bytes, l2_bytes, cap_bytes=None):

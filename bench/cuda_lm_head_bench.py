@@ -21,7 +21,7 @@ import sys
 import torch
 
 import nexttok
-from _common import Checks, Rows, device_info, parser, rotation_copies, time_calls
+from _common import Checks, Rows, cuda_device, parser, rotation_copies, time_calls
 
 
 def rng(seed):
@@ -370,9 +370,7 @@ def main():
     ap.add_argument("--m", default="1,4,16,64", help="row counts M of the timed rows")
     args = ap.parse_args()
     ms = [int(v) for v in args.m.split(",")]
-    torch.cuda.init()
-    info, line = device_info()
-    print(line, flush=True)
+    info = cuda_device()
     chk = Checks()
     if args.check:
         run_checks(chk, args.small, args.tiny)

@@ -33,7 +33,7 @@ import sys
 import torch
 
 import nexttok
-from _common import Checks, Rows, device_info, parser, rotation_copies
+from _common import Checks, Rows, cuda_device, parser, rotation_copies
 
 B, V = 256, 128256
 PROMPT, OUTPUT, BIAS = 2048, 512, 64
@@ -182,10 +182,7 @@ def main():
     ap = parser(__doc__)
     ap.add_argument("--dtypes", default="float32,bfloat16")
     args = ap.parse_args()
-    if not torch.cuda.is_available() or not nexttok.cuda_compiled:
-        sys.exit("needs a CUDA GPU and nexttok built with CUDA")
-    info, line = device_info()
-    print(line, flush=True)
+    info = cuda_device()
     gen = torch.Generator(device="cuda").manual_seed(7)
     chk = Checks()
     rows = Rows(args)

@@ -20,7 +20,7 @@ import sys
 import torch
 
 import nexttok
-from _common import Checks, Rows, device_info, make_logits, parser, rotation_copies
+from _common import Checks, Rows, cuda_device, make_logits, parser, rotation_copies
 
 # (name, T, top_k, top_p, min_p); "mixed" is per-row (MIXED_ROWS cycled over the batch).
 CONFIGS = [("greedy", 0.0, 0, 1.0, 0.0), ("plain T=0.7", 0.7, 0, 1.0, 0.0),
@@ -338,9 +338,7 @@ def bench_w4(rows_out, gen, l2):
 
 def main():
     args = parser(__doc__).parse_args()
-    torch.cuda.init()
-    info, line = device_info()
-    print(line, flush=True)
+    info = cuda_device()
     gen = torch.Generator(device="cuda")
     gen.manual_seed(20261130)
     chk = Checks()

@@ -35,7 +35,7 @@ import sys
 import torch
 
 import nexttok
-from _common import Checks, Rows, device_info, make_logits, parser, rotation_copies, time_calls
+from _common import Checks, Rows, cuda_device, make_logits, parser, rotation_copies, time_calls
 
 SHAPES = [(64, 4), (256, 2)]
 VOCABS = [128256, 32000]
@@ -146,10 +146,7 @@ def run_checks(chk, name, x, greedy):
 def main():
     ap = parser(__doc__)
     args = ap.parse_args()
-    if not torch.cuda.is_available() or not nexttok.cuda_compiled:
-        sys.exit("needs a CUDA GPU and nexttok built with CUDA")
-    info, line = device_info()
-    print(line, flush=True)
+    info = cuda_device()
     gen = torch.Generator(device="cuda").manual_seed(11)
     chk = Checks()
     rows = Rows(args)
