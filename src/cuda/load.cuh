@@ -10,6 +10,12 @@
 
 namespace nt::cuda {
 
+// Row `row`'s value of a sampling parameter: its per-row array's entry, else the scalar.
+template <class Param>
+__device__ __forceinline__ auto param_at(const Param& q, uint32_t row) {
+  return q.per_row ? static_cast<const decltype(q.scalar)*>(q.per_row)[row] : q.scalar;
+}
+
 template <nt_dtype DT>
 struct LogitTraits;
 template <>

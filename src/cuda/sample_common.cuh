@@ -144,17 +144,15 @@ struct RowCfg {
 
 __device__ __forceinline__ RowCfg load_row_cfg(const SampleArgs& a, u32 row) {
   RowCfg c;
-  auto at = [row](const auto& q) {  // row's value of a per-row parameter
-    return q.per_row ? static_cast<const decltype(q.scalar)*>(q.per_row)[row] : q.scalar;
-  };
-  const float t = at(a.temperature), tp = at(a.top_p), mp = at(a.min_p);
-  const int32_t k = at(a.top_k);
+  const float t = param_at(a.temperature, row), tp = param_at(a.top_p, row),
+              mp = param_at(a.min_p, row);
+  const int32_t k = param_at(a.top_k, row);
   c.p = nt_resolve_row_params(t, k, tp, mp, a.vocab);
   c.has_u = a.uniform != nullptr;
   c.u = c.has_u ? a.uniform[row] : 0.0f;
   c.cls = nt_row_class(c.p, c.has_u);
-  c.seed = at(a.seed);
-  c.offset = at(a.offset);
+  c.seed = param_at(a.seed, row);
+  c.offset = param_at(a.offset, row);
   c.tag = nt_row_tag(a.seed.per_row != nullptr, row);
   c.rcp_t = 1.0f / c.p.temperature;
   // The reciprocal bound needs a normal, finite 1/T (relative error 2^-24).

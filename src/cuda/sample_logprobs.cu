@@ -15,7 +15,7 @@ namespace nt::cuda {
 namespace {
 
 constexpr const char* kOp = "sample_logprobs";
-// The least tokens a chunk takes (a CTA's 256 threads, eight tokens each) and
+// The least tokens a chunk takes (a CTA's 256 threads, kLogprobTokens tokens each) and
 // the most chunks a row; the chunking aims at kLogprobCtasPerSm scan CTAs per
 // multiprocessor (cuda/sample_logprobs.cuh).
 constexpr int64_t kLogprobMinChunk = 2048;

@@ -31,15 +31,13 @@
 #include <cstdint>
 
 #include "core/verify.h"
+#include "cuda/block_select.cuh"  // composite keys
 #include "cuda/load.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/token_table.cuh"  // check_per_row, stream_capturing
 
 namespace nt::cuda {
 namespace {
-
-using u64 = unsigned long long;
-using u32 = uint32_t;
 
 constexpr int kRowThreads = 256;
 constexpr int kRowBlocksPerSM = 4;  // every slot of B = 64 x 4 resident at once on 132 SMs
@@ -77,18 +75,9 @@ struct VerifyArgs {
   int64_t next_stride;
   const int64_t* sib;
   int64_t sib_stride;
-  const float* temperature;
-  float temperature_scalar;
-  const int32_t* top_k;
-  int32_t top_k_scalar;
-  const float* top_p;
-  float top_p_scalar;
-  const float* min_p;
-  float min_p_scalar;
-  const uint64_t* seed;
-  uint64_t seed_scalar;
-  const uint64_t* offset;
-  uint64_t offset_scalar;
+  nt_param_f32 temperature, top_p, min_p;  // as the call gave them
+  nt_param_i32 top_k;
+  nt_param_u64 seed, offset;
   bool joint;
   int bits;
   int32_t* out_ids;
@@ -108,15 +97,9 @@ struct SumU64 {
   __device__ u64 operator()(u64 a, u64 b) const { return a + b; }
 };
 
-__device__ __forceinline__ u64 composite(u32 key, u32 index) { return (u64(key) << 32) | u64(~index); }
-__device__ __forceinline__ u32 composite_key(u64 c) { return u32(c >> 32); }
-__device__ __forceinline__ u32 composite_index(u64 c) { return ~u32(c); }
-
 __device__ nt_row_params request_params(const VerifyArgs& a, u32 b) {
-  return nt_resolve_row_params(a.temperature ? a.temperature[b] : a.temperature_scalar,
-                               a.top_k ? a.top_k[b] : a.top_k_scalar,
-                               a.top_p ? a.top_p[b] : a.top_p_scalar,
-                               a.min_p ? a.min_p[b] : a.min_p_scalar, int32_t(a.vocab));
+  return nt_resolve_row_params(param_at(a.temperature, b), param_at(a.top_k, b),
+                               param_at(a.top_p, b), param_at(a.min_p, b), int32_t(a.vocab));
 }
 
 // Request b's first draft lo and draft count n, clamped as SEMANTICS.md says.
@@ -145,14 +128,13 @@ __device__ u64 block_fold(typename cub::BlockReduce<u64, T>::TempStorage& tmp, u
 
 // ---- rows ------------------------------------------------------------------------
 
+// A target row: its logits, and once pass A is done its top score and mass scale.
 template <nt_dtype DT>
 struct RowView {
   using S = typename LogitTraits<DT>::Storage;
   const S* x;
-  u32 vocab;
-  float temperature, s_max;
+  float s_max;
   int bits;
-  __device__ float score(u32 i) const { return nt_scaled_score(widen<DT>(x[i]), temperature); }
 };
 
 // The score of a logit; UNIT_T: temperature 1, where x / 1 == x exactly and
@@ -299,8 +281,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
     row = lo + b + j;
   }
   const nt_row_params p = request_params(a, b);
-  RowView<DT> r{static_cast<const S*>(a.target) + row * a.stride, a.vocab, p.temperature, 0.0f,
-                a.bits};
+  RowView<DT> r{static_cast<const S*>(a.target) + row * a.stride, 0.0f, a.bits};
   RowInfo info{};
   info.n_list = -1;
   const u32 V = a.vocab;
@@ -640,9 +621,9 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
   const u32 b = blockIdx.x;
   const int tid = int(threadIdx.x);
   const nt_row_params p = request_params(a, b);
-  const uint64_t seed = a.seed ? a.seed[b] : a.seed_scalar;
-  const uint64_t offset = a.offset ? a.offset[b] : a.offset_scalar;
-  const int per_request = a.seed != nullptr;
+  const uint64_t seed = param_at(a.seed, b);
+  const uint64_t offset = param_at(a.offset, b);
+  const int per_request = a.seed.per_row != nullptr;
   int32_t* out = a.out_ids + int64_t(b) * a.out_stride;
   int32_t* out_nodes = a.out_nodes ? a.out_nodes + int64_t(b) * a.nodes_stride : nullptr;
   int64_t* tried = a.tree ? a.tried + int64_t(b) * a.nodes : nullptr;
@@ -903,18 +884,12 @@ void CudaBackend::verify(const VerifyCall& c, void* workspace, size_t workspace_
   a.next_stride = c.next_token.row_stride;
   a.sib = static_cast<const int64_t*>(c.next_sibling.data);
   a.sib_stride = c.next_sibling.row_stride;
-  a.temperature = static_cast<const float*>(c.temperature.per_row);
-  a.temperature_scalar = c.temperature.scalar;
-  a.top_k = static_cast<const int32_t*>(c.top_k.per_row);
-  a.top_k_scalar = c.top_k.scalar;
-  a.top_p = static_cast<const float*>(c.top_p.per_row);
-  a.top_p_scalar = c.top_p.scalar;
-  a.min_p = static_cast<const float*>(c.min_p.per_row);
-  a.min_p_scalar = c.min_p.scalar;
-  a.seed = static_cast<const uint64_t*>(c.seed.per_row);
-  a.seed_scalar = c.seed.scalar;
-  a.offset = static_cast<const uint64_t*>(c.offset.per_row);
-  a.offset_scalar = c.offset.scalar;
+  a.temperature = c.temperature;
+  a.top_k = c.top_k;
+  a.top_p = c.top_p;
+  a.min_p = c.min_p;
+  a.seed = c.seed;
+  a.offset = c.offset;
   a.joint = c.joint;
   a.bits = c.mass_bits;
   a.out_ids = static_cast<int32_t*>(c.out_ids.data);
@@ -928,9 +903,10 @@ void CudaBackend::verify(const VerifyCall& c, void* workspace, size_t workspace_
   a.tried = c.tree ? reinterpret_cast<int64_t*>(base + L.info_bytes + L.list_bytes) : nullptr;
   const dim3 rows_grid(u32(c.requests), u32(c.tree ? c.nodes : c.width));
   switch (c.target.dtype) {
+    case NT_F32: launch<NT_F32>(a, rows_grid, stream, c.op); break;
     case NT_F16: launch<NT_F16>(a, rows_grid, stream, c.op); break;
     case NT_BF16: launch<NT_BF16>(a, rows_grid, stream, c.op); break;
-    default: launch<NT_F32>(a, rows_grid, stream, c.op); break;
+    default: fail_argument(c.op, "target_logits", "has an unsupported dtype");
   }
 }
 
