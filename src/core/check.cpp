@@ -256,25 +256,37 @@ SampleCall check_sample(const nt_sample_args& a) {
                     a.tokens.dtype == NT_I32, std::clamp(62 - vocab_bits, 24, 40)};
 }
 
+namespace {
+
+// A logprobs request's count, mode and outputs (sample_logprobs and the fused
+// heads' single call): rows of the outputs = the rows of `ref`.
+void check_logprobs_request(const char* op, const nt_tensor& ref, const char* ref_name,
+                            int64_t rows, const char* rows_name, int32_t n, uint32_t mode,
+                            const char* mode_arg, const nt_tensor& ids, const nt_tensor& logprobs,
+                            const nt_tensor& ranks) {
+  if (n < 0 || n > NT_MAX_LOGPROBS)
+    fail_argument(op, "num_logprobs", "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) +
+                                          "], got " + std::to_string(n));
+  if (mode != NT_LOGPROBS_RAW && mode != NT_LOGPROBS_PROCESSED)
+    fail_argument(op, mode_arg, "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
+                                    std::to_string(mode));
+  const int64_t columns = int64_t(n) + 1;
+  TensorCheck(op, "logprob_ids", ids).required().rank(2).dtype({NT_I32}).same_device(ref, ref_name)
+      .dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
+  TensorCheck(op, "logprobs", logprobs).required().rank(2).dtype({NT_F32})
+      .same_device(ref, ref_name).dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
+  TensorCheck(op, "ranks", ranks).required().rank(1).dtype({NT_I32}).same_device(ref, ref_name)
+      .dim(0, rows, rows_name);
+}
+
+}  // namespace
+
 SampleLogprobsCall check_sample_logprobs(const nt_sample_logprobs_args& a) {
   const char* op = "sample_logprobs";
   const SampleCall sample = check_sample(a.sample);
-  if (a.num_logprobs < 0 || a.num_logprobs > NT_MAX_LOGPROBS)
-    fail_argument(op, "num_logprobs", "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) +
-                                          "], got " + std::to_string(a.num_logprobs));
-  if (a.mode != NT_LOGPROBS_RAW && a.mode != NT_LOGPROBS_PROCESSED)
-    fail_argument(op, "mode", "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
-                                  std::to_string(a.mode));
-  const int64_t rows = sample.rows, columns = int64_t(a.num_logprobs) + 1;
-  const nt_tensor& logits = a.sample.logits;
-  TensorCheck(op, "logprob_ids", a.logprob_ids).required().rank(2).dtype({NT_I32})
-      .same_device(logits, "sample.logits").dim(0, rows, "B, the rows of logits")
-      .dim(1, columns, "num_logprobs + 1");
-  TensorCheck(op, "logprobs", a.logprobs).required().rank(2).dtype({NT_F32})
-      .same_device(logits, "sample.logits").dim(0, rows, "B, the rows of logits")
-      .dim(1, columns, "num_logprobs + 1");
-  TensorCheck(op, "ranks", a.ranks).required().rank(1).dtype({NT_I32})
-      .same_device(logits, "sample.logits").dim(0, rows, "B, the rows of logits");
+  check_logprobs_request(op, a.sample.logits, "sample.logits", sample.rows,
+                         "B, the rows of logits", a.num_logprobs, a.mode, "mode", a.logprob_ids,
+                         a.logprobs, a.ranks);
   return SampleLogprobsCall{sample, a, a.num_logprobs, a.mode == NT_LOGPROBS_PROCESSED};
 }
 
@@ -320,20 +332,8 @@ void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_
   if (ref.device == NT_DEVICE_CUDA)
     fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": argument 'logprob_ids': logprobs are not "
                                "supported on the cuda backend (CPU and OpenCL only)");
-  if (lp.n < 0 || lp.n > NT_MAX_LOGPROBS)
-    fail_argument(op, "num_logprobs", "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) +
-                                          "], got " + std::to_string(lp.n));
-  if (lp.mode != NT_LOGPROBS_RAW && lp.mode != NT_LOGPROBS_PROCESSED)
-    fail_argument(op, "logprobs_mode", "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
-                                           std::to_string(lp.mode));
-  const int64_t columns = int64_t(lp.n) + 1;
-  TensorCheck(op, "logprob_ids", lp.ids).required().rank(2).dtype({NT_I32}).same_device(ref, ref_name)
-      .dim(0, rows, "M, the rows of the input").dim(1, columns, "num_logprobs + 1");
-  TensorCheck(op, "logprobs", lp.logprobs).required().rank(2).dtype({NT_F32})
-      .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input")
-      .dim(1, columns, "num_logprobs + 1");
-  TensorCheck(op, "ranks", lp.ranks).required().rank(1).dtype({NT_I32}).same_device(ref, ref_name)
-      .dim(0, rows, "M, the rows of the input");
+  check_logprobs_request(op, ref, ref_name, rows, "M, the rows of the input", lp.n, lp.mode,
+                         "logprobs_mode", lp.ids, lp.logprobs, lp.ranks);
 }
 
 void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
