@@ -29,15 +29,14 @@ namespace {
 using summary::Best;
 using summary::kNoId;
 
-// The scores of `rows` x `vocab`, then one region shared by the scoring pass
-// and what follows it (the sampler's workspace, or the summary's lists).
+// The scores of `rows` x `vocab` at offset 0, then one region shared by the
+// scoring pass and what follows it (the sampler's workspace, or the summary's lists).
 struct Layout {
-  size_t scores, shared, total;
+  size_t shared, total;
 };
 
 Layout make_layout(int64_t rows, int64_t vocab, size_t head_bytes, size_t after_bytes) {
   Layout L;
-  L.scores = 0;
   L.shared = align64(size_t(rows) * size_t(vocab) * sizeof(float));
   L.total = L.shared + std::max(head_bytes, after_bytes) + kWorkspaceSlack;
   return L;
@@ -184,7 +183,7 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
   check_workspace(f.op, needed, workspace, workspace_bytes);
   const Layout L = make_layout(f.rows, f.vocab, 0, 0);  // the offsets depend on the shape only
   char* base = align_workspace(workspace);
-  float* scores = reinterpret_cast<float*>(base + L.scores);
+  float* scores = reinterpret_cast<float*>(base);
   char* shared = base + L.shared;
   const size_t shared_bytes = needed - L.shared - kWorkspaceSlack;
   write_scores(scores, f.vocab, shared);

@@ -144,9 +144,9 @@ class TopkSet {
 // A top-k head's workspace: the selectors of every (part, row), then its
 // scoring pass's piece of score_bytes.
 struct TopkHeadLayout {
-  size_t topk, scores, total;
+  size_t scores, total;  // the selectors start at offset 0
   TopkHeadLayout(int64_t rows, int32_t k, size_t score_bytes)
-      : topk(0), scores(align64(TopkSet::bytes(num_threads(), rows, k))),
+      : scores(align64(TopkSet::bytes(num_threads(), rows, k))),
         total(scores + score_bytes + kWorkspaceSlack) {}
 };
 
@@ -161,7 +161,7 @@ void run_topk_head(const char* op, int64_t rows, int32_t k, size_t score_bytes, 
   const TopkHeadLayout L(rows, k, score_bytes);
   check_workspace(op, L.total, workspace, workspace_bytes);
   char* base = align_workspace(workspace);
-  TopkSet topk(base + L.topk, num_threads(), rows, k);
+  TopkSet topk(base, num_threads(), rows, k);
   score_pass(base + L.scores,
              [&](int part, int64_t m, int64_t v, float score) {
                topk.at(part, m).push(score, int32_t(v));
