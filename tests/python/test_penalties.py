@@ -347,7 +347,7 @@ def test_torch_cuda_graph_replay_reads_device_parameters_and_ids(device):
         replayed = logits.clone()
         step()
         assert torch.equal(replayed, logits)
-        cpu = pristine.cpu()
+        cpu = pristine.cpu().clone()  # a copy on every device: the reference is updated in place
         nexttok.apply_logit_bias(cpu, tuple(a.cpu() for a in tokens), values.cpu())
         nexttok.apply_penalties(cpu, tuple(a.cpu() for a in prompt), tuple(a.cpu() for a in output),
                                 repetition=r.cpu(), presence=p.cpu(), frequency=f.cpu())
