@@ -283,8 +283,8 @@ void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq
                            nb::handle temperature, nb::handle top_k, nb::handle top_p,
                            nb::handle min_p, nb::handle seed, nb::handle offset, bool joint,
                            uintptr_t stream, nb::handle alloc, int32_t num_logprobs,
-                          bool processed, nb::handle logprob_ids, nb::handle logprobs,
-                          nb::handle ranks) {
+                           bool processed, nb::handle logprob_ids, nb::handle logprobs,
+                           nb::handle ranks) {
   const bool sharded = !summary.is_none();
   const char* op = sharded ? "lm_head_shard_binary" : "lm_head_sample_binary";
   View q = view(op, "act_q", act_q), s = view(op, "act_scale", act_scale),
