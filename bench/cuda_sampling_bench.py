@@ -29,6 +29,15 @@ CONFIGS = [("greedy", 0.0, 0, 1.0, 0.0), ("plain T=0.7", 0.7, 0, 1.0, 0.0),
 MIXED_ROWS = [(0.0, 0, 1.0, 0.0), (0.7, 0, 1.0, 0.0), (0.7, 50, 1.0, 0.0), (0.7, 0, 0.9, 0.0),
               (0.7, 50, 0.9, 0.05), (1.0, 0, 1.0, 0.1)]
 SHAPES = [(1, 128256), (64, 128256), (256, 128256), (256, 248320), (1024, 32000)]
+# W3c (issue 37 part 1: every row pays for its own class): the classes as
+# scalars, the same values as per-row tensors, and the mixed batch of a quarter
+# greedy, a quarter top-p only, a quarter top-k only and the rest k50+p0.9
+# (cycled over the rows), each timed against the scalar k50+p0.9 row on the
+# same inputs; the closing table sets each against its target.
+CLASS_CONFIGS = [("k50+p0.9", 0.7, 50, 0.9, 0.0), ("greedy", 0.0, 0, 1.0, 0.0),
+                 ("top-k 50", 0.7, 50, 1.0, 0.0), ("top-p 0.9", 0.7, 0, 0.9, 0.0)]
+QUARTER_ROWS = [c[1:] for c in CLASS_CONFIGS[1:]] + [CLASS_CONFIGS[0][1:]]
+CLASS_SHAPES = [(1, 128256), (64, 128256), (256, 128256), (64, 248320), (256, 248320)]
 # W3r's logprobs rows: k50+p0.9 with every parameter a per-row tensor.
 LOGPROB_CONFIG = ("k50+p0.9", 0.7, 50, 0.9, 0.0)
 LOGPROB_SHAPES = [(256, 128256), (1, 128256)]
@@ -39,8 +48,8 @@ class RowParams:
     baseline and the reference) and what nexttok gets: the tensors for a mixed
     batch, scalars otherwise. Seeds and offsets are per-row tensors always."""
 
-    def __init__(self, cfg, rows, device):
-        table = ([MIXED_ROWS[r % len(MIXED_ROWS)] for r in range(rows)] if cfg[1] is None
+    def __init__(self, cfg, rows, device, mix=MIXED_ROWS):
+        table = ([mix[r % len(mix)] for r in range(rows)] if cfg[1] is None
                  else [cfg[1:]] * rows)
         self.per_row = cfg[1] is None
         self.scalar = table[0]
@@ -277,6 +286,51 @@ def bench_w3(rows_out, gen, l2):
             torch.cuda.empty_cache()
 
 
+def bench_w3_classes(rows_out, gen, l2):
+    """W3c rows; returns the closing table's lines (per-row / scalar, top-p /
+    k50+p0.9, mixed / the row-weighted mean of its classes' scalar rows)."""
+    lines = []
+    for rows, vocab in CLASS_SHAPES:
+        for kind in ("peaked", "flat"):
+            tag = f"B={rows} V={vocab} {kind}"
+            if not any(rows_out.wanted(f"W3c {c[0]} {tag}") for c in CLASS_CONFIGS):
+                continue
+            copies = make_copies(rows, vocab, kind, torch.float32, gen, l2)
+            moved = rows * vocab * 4 + rows * 8
+            k50p = RowParams(CLASS_CONFIGS[0], rows, "cuda")
+            reference = lambda i: k50p.sample(copies[i])
+            timed = {}
+
+            def row(label, prm):
+                name = f"W3c {label} {tag}"
+                if rows_out.wanted(name):
+                    rows_out.time(name, lambda i: prm.sample(copies[i]), reference, len(copies), moved,
+                                  "k50+p0.9 scalars")
+                    if "error" not in rows_out.rows[-1]:
+                        timed[label] = rows_out.rows[-1]["ours_us"]
+
+            for cfg in CLASS_CONFIGS:
+                row(cfg[0], RowParams(cfg, rows, "cuda"))
+                if cfg[0] in ("k50+p0.9", "top-p 0.9"):
+                    per_row = RowParams(cfg, rows, "cuda")
+                    per_row.per_row = True
+                    row(cfg[0] + " per-row", per_row)
+            if rows >= 4:
+                row("mixed quarters per-row", RowParams(("mixed", None), rows, "cuda", QUARTER_ROWS))
+            copies = None
+            torch.cuda.empty_cache()
+
+            def ratio(a, b):
+                return f"{timed[a] / timed[b]:.2f}" if a in timed and b in timed else "-"
+            mean = (sum(timed[c[0]] for c in CLASS_CONFIGS) / len(CLASS_CONFIGS)
+                    if all(c[0] in timed for c in CLASS_CONFIGS) else None)
+            mixed = timed.get("mixed quarters per-row")
+            lines.append(f"| {tag} | {ratio('k50+p0.9 per-row', 'k50+p0.9')} | "
+                         f"{ratio('top-p 0.9', 'k50+p0.9')} | {ratio('top-p 0.9 per-row', 'top-p 0.9')} | "
+                         + (f"{mixed:.1f} / {mean:.1f} = {mixed / mean:.2f} |" if mixed and mean else "- |"))
+    return lines
+
+
 def bench_w3r_logprobs(rows_out, gen, l2):
     """W3r logprobs n = 20, raw and processed, each against the same sample row
     without logprobs (per-row tensors, same inputs, same process)."""
@@ -346,6 +400,7 @@ def main():
         run_checks(chk, gen)
     rows = Rows(args)
     bench_w3(rows, gen, info["l2"])
+    class_lines = bench_w3_classes(rows, gen, info["l2"])
     bench_w3r_logprobs(rows, gen, info["l2"])
     bench_w4(rows, gen, info["l2"])
     if args.json:
@@ -354,6 +409,13 @@ def main():
     if chk.results:
         print(chk.summary())
     rows.print_table()
+    if class_lines:
+        print("\nW3c ratios (targets: per-row / scalar <= 1.10; top-p / k50+p0.9 <= 1.10 on peaked "
+              "rows; mixed / the mean of its four classes' scalar rows <= 1.10)\n")
+        print("| shape | k50+p0.9 per-row / scalar | top-p / k50+p0.9 | top-p per-row / scalar | "
+              "mixed us / class mean us |")
+        print("|---|---:|---:|---:|---:|")
+        print("\n".join(class_lines))
     return 1 if chk.failed or any("error" in r for r in rows.rows) else 0
 
 

@@ -6,7 +6,8 @@
 //            Gumbel-max, filtered rows the chunk's top K candidates (K = top_k,
 //            or the workspace's per-chunk capacity) plus, when top-p needs it,
 //            the chunk's max and sum of exp(s - max). Filtered rows whose
-//            top-k keeps at most kListKeepMax per chunk take the list scan
+//            chunk keeps at most kListKeepMax (a top-k that small, or no
+//            top-k) take the list scan
 //            (per-warp lists, no per-tile barrier; the chunk's candidates
 //            handed over sorted), the others the general filtered scan.
 //  merge     grid B: combines the chunks (a row of one chunk is merged by its
@@ -387,13 +388,14 @@ __device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, con
     if ((pass >> j) & 1u) gumbel_token(g, c, x[j], word[j], t0 + u32(j), keep);
 }
 
-// Without a top-k the chunk keeps half its list: the buffer holds kchunk +
-// one tile, so keep = kchunk would compact after every tile that admits
-// anything (31 block selects per 128k row); at half, a compaction happens
-// each time the admitted count doubles. Rows whose keep-set reaches past
-// that are flagged by the merge and taken by the large keep-set kernels.
+// Without a top-k a chunk keeps at most kListKeepMax candidates (half its
+// list when that is less): enough for the nucleus of a peaked row, which the
+// merge then cuts from them. Rows whose keep-set reaches past the candidates
+// (top-p over a flat row) are flagged by the merge and taken by the large
+// keep-set kernels, which read the row again whatever the list held.
 __device__ __forceinline__ u32 filtered_keep(const SampleArgs& a, const RowCfg& c) {
-  return c.p.top_k ? min(u32(c.p.top_k), u32(a.kchunk)) : max(1u, u32(a.kchunk) / 2);
+  return c.p.top_k ? min(u32(c.p.top_k), u32(a.kchunk))
+                   : min(u32(kListKeepMax), max(1u, u32(a.kchunk) / 2));
 }
 
 // Top-p measured on the whole row needs every token's mass.
@@ -404,16 +406,17 @@ __device__ __forceinline__ bool filtered_needs_mass(const SampleArgs& a, const R
 // A thread's tile is skipped when the bound of its largest logit is below the
 // admission bound (score_upper is monotone for T = 1 and for the reciprocal
 // bound; the exact-division mode, T subnormal or huge, checks every token).
-// Rows that need the full mass look at every token anyway.
+// In the general scan, rows that need the full mass look at every token anyway.
 __device__ __forceinline__ bool filtered_tile_filter(const SampleArgs& a, const RowCfg& c) {
   return !filtered_needs_mass(a, c) && c.bound_mode != 2;
 }
 
 // The list scan takes the filtered rows whose chunk keeps few candidates and
-// whose tiles can be skipped by a bound; its chunks hand over their
+// whose logits can be compared with a bound (it adds up the mass of every
+// token beside the lists when top-p needs it); its chunks hand over their
 // candidates sorted (sample_scan.cuh, lists_out_sorted).
 __device__ __forceinline__ bool list_scan_applies(const SampleArgs& a, const RowCfg& c) {
-  return filtered_keep(a, c) <= u32(kListKeepMax) && filtered_tile_filter(a, c);
+  return filtered_keep(a, c) <= u32(kListKeepMax) && c.bound_mode != 2;
 }
 
 // Rows whose chunks' lists are sorted and whose top-k keeps at most 128: the

@@ -253,6 +253,28 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   store_filtered_record(a, row, chunk, bi, ni, min(n, keep), truncated, kept_floor, total);
 }
 
+// Adds a thread's tile (U x G logits) to its running (max, mass) of finite
+// scores: the tile's largest score rescales the sum once, then one exp a token.
+template <int U, int G>
+__device__ __forceinline__ void tile_mass_add(MaxSum& mz, const float (&x)[U][G], const RowCfg& c) {
+  constexpr int N = U * G;
+  float s[N];
+  float top = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    s[i] = nt_scaled_score(x[i / G][i % G], c.p.temperature);
+    if (s[i] == INFINITY) s[i] = -INFINITY;  // +inf scores are drawn apart, never part of the mass
+    top = fmaxf(top, s[i]);
+  }
+  if (top == -INFINITY) return;
+  if (top > mz.m) {
+    mz.z *= expf(mz.m - top);
+    mz.m = top;
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i) mz.z += expf(s[i] - mz.m);
+}
+
 // The list scan's per-warp state between tiles (warp-uniform).
 struct WarpList {
   u64 thr;      // admit composites above it; no token under it is needed
@@ -365,6 +387,7 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
                                     int64_t end, u64* buf, u32 keep) {
   using ReduceU64 = cub::BlockReduce<u64, kScanThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
+  using ReduceMZ = cub::BlockReduce<MaxSum, kScanThreads>;
   constexpr int kWarps = kScanThreads / 32;
   __shared__ u64 shared_thr;
   __shared__ u64 warp_floor[kWarps];  // warp w has seen `rank` tokens at or above warp_floor[w]
@@ -373,10 +396,14 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   __shared__ union {
     typename ReduceU64::TempStorage r64;
     typename ReduceU32::TempStorage r32;
+    typename ReduceMZ::TempStorage rmz;
   } tmp;
+  __shared__ MaxSum chunk_mass;
   constexpr int G = group_tokens<DT, VEC>();
   const u32 tid = threadIdx.x, warp = tid / 32, lane = lane_index();
   const u32 rank = (keep + kWarps - 1) / kWarps;
+  const bool need_z = filtered_needs_mass(a, c);
+  MaxSum mz = {-INFINITY, 0.0f};
   u64* list = buf + size_t(warp) * kListCap;
   u32* hist = reinterpret_cast<u32*>(buf + size_t(kWarps) * kListCap) + size_t(warp) * 256;
   WarpList w{kNegInfCeiling, 0u, u32(kListRefresh)};
@@ -409,6 +436,7 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     } else {
       raise(*static_cast<volatile u64*>(&shared_thr));
     }
+    if (need_z) tile_mass_add(mz, x, c);
     float m = -INFINITY;
     for_each_group(tile, x, [&](u32, const float (&x4)[4]) {
       m = fmaxf(fmaxf(m, fmaxf(x4[0], x4[1])), fmaxf(x4[2], x4[3]));
@@ -473,19 +501,27 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   __syncthreads();
   const u32 ni = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
   const bool any_inf = __syncthreads_or(n_inf != 0) != 0;
+  MaxSum total = {-INFINITY, 0.0f};
+  if (need_z) {
+    total = ReduceMZ(tmp.rmz).Reduce(mz, MaxSumMerge());
+    if (tid == 0) chunk_mass = total;
+    __syncthreads();
+    total = chunk_mass;
+  }
   if (tid == 0) {
     // Written in every case: a row the draw below flags is read by the large
     // keep-set kernels from the record and the candidates.
-    store_filtered_record(a, row, chunk, bi, ni, n_out, lists.truncated, lists.kept_floor,
-                          MaxSum{-INFINITY, 0.0f});
+    store_filtered_record(a, row, chunk, bi, ni, n_out, lists.truncated, lists.kept_floor, total);
   }
   // A row of this one chunk that the merge would finish in its sorted warp
   // tail is drawn here from warp 0's registers: no record or candidates read
   // back.
   const bool draw_here = a.merge_in_scan && keep <= kWarpTailMax && merge_of_sorted_lists(a, c) &&
                          n > 0 && warp_tail_draws(c, n_out, any_inf ? 1u : 0u);
+  // The mass the merge would sum over one chunk: its z at its own maximum.
   if (draw_here && warp == 0)
-    merge_tail_sorted(a, c, row, top, n_out, !lists.truncated, 0.0, RowState{0u, 0u, 0.0f, 0u});
+    merge_tail_sorted(a, c, row, top, n_out, !lists.truncated, double(total.z),
+                      RowState{0u, 0u, 0.0f, 0u});
   return draw_here;
 }
 

@@ -278,6 +278,86 @@ TEST_P(Sample, KeepSetEndsAtAPlantedRecord) {
       }
 }
 
+// Top-p alone (min-p alone) rows whose keep-set ends near the length of the
+// GPU scans' candidate lists (64 or 128 a chunk): 700 tokens of equal logit
+// spread over the row above a low background, so the order among them is by
+// index, and a seed whose Gumbel record among them falls at the wanted
+// length. The row cut at the record draws the record; cut one shorter, it
+// cannot: a keep-set taken one too long or too short changes the token.
+TEST_P(Sample, NucleusAtTheCandidateListsLength) {
+  uint64_t seed = 2900;
+  constexpr int64_t kPlanted = 700;
+  for (int64_t vocab : {50021, 128256})
+    for (float temperature : {1.0f, 0.8f}) {
+      std::vector<float> row(size_t(vocab), -12.0f);
+      const int64_t stride = vocab / kPlanted;
+      for (int64_t i = 0; i < kPlanted; ++i) row[size_t(i * stride + 3)] = 0.0f;
+      const float s_bg = nt_scaled_score(-12.0f, temperature);
+      const double z = double(kPlanted) + double(vocab - kPlanted) * std::exp(double(s_bg));
+      SampleCase c;
+      c.vocab = vocab;
+      c.temperature = scalar(temperature);
+      std::vector<uint64_t> seeds;
+      std::vector<float> top_p, min_p;
+      std::vector<int64_t> records;
+      // Windows around 64 and 128 (the chunk list lengths), and past both.
+      const int64_t windows[][2] = {{58, 70}, {120, 136}, {200, 400}};
+      for (const auto& w : windows) {
+        int64_t record = -1;
+        while (record < 0) {
+          ++seed;
+          float best = -INFINITY;
+          for (int64_t i = 0; i < w[1]; ++i) {
+            const float g = nt_token_gumbel(seed, 0, 0, uint32_t(i * stride + 3));
+            if (g > best) {
+              best = g;
+              record = i >= w[0] ? i : -1;
+            }
+          }
+        }
+        // Row A: top-p through the record (the middle of its mass step); row B:
+        // one token shorter; row C: min-p alone would keep every planted token
+        // (a draw over all 700 by the same seed, checked only against the
+        // reference and the CPU).
+        for (int variant = 0; variant < 3; ++variant) {
+          seeds.push_back(seed);
+          const int64_t last = variant == 0 ? record : record - 1;
+          top_p.push_back(variant == 2 ? 1.0f : float((double(last) + 0.5) / z));
+          min_p.push_back(variant == 2 ? 0.5f : 0.0f);
+          records.push_back(variant == 0 ? record : -1);
+        }
+      }
+      c.rows = int64_t(seeds.size());
+      for (int64_t r = 0; r < c.rows; ++r) c.logits.insert(c.logits.end(), row.begin(), row.end());
+      c.seed = {true, seeds};
+      c.offset = {true, std::vector<uint64_t>(seeds.size(), 0)};
+      c.top_p = {true, top_p};
+      c.min_p = {true, min_p};
+      SCOPED_TRACE(seed_trace(seed) + " V=" + std::to_string(vocab) + " T=" + std::to_string(temperature));
+      for (int64_t r = 0; r < c.rows; ++r) {
+        const SampleReference ref = reference_sample(c, r);
+        ASSERT_FALSE(ref.degenerate) << "row " << r << ": " << ref.why_degenerate;
+        if (r % 3 != 2) {
+          ASSERT_EQ(ref.token == records[size_t(r)] * stride + 3, r % 3 == 0)
+              << "row " << r << ": the test's construction";
+        }
+      }
+      expect_tokens_match(dev(), c);
+      // Each row alone with scalar parameters (the host then knows the class).
+      for (int64_t r = 0; r < c.rows; ++r) {
+        SampleCase one;
+        one.vocab = vocab;
+        one.logits = row;
+        one.temperature = scalar(temperature);
+        one.seed = per_row<uint64_t>({seeds[size_t(r)]});
+        one.offset = per_row<uint64_t>({0});
+        one.top_p = scalar(top_p[size_t(r)]);
+        one.min_p = scalar(min_p[size_t(r)]);
+        expect_tokens_match(dev(), one);
+      }
+    }
+}
+
 // A batch of copies of one row, each drawing with its own explicit u: u at the
 // middle of chosen keep-set members' CDF intervals pins the keep-set and the
 // masses; u = 0, >= 1, < 0 and NaN check the edge rules.
