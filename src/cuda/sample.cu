@@ -35,6 +35,10 @@ static_assert(kScanSmemBytes >= kMergeSmemBytes,
 // and the largest batch whose rows merge in their clusters (make_plan).
 constexpr int kMaxClusterChunks = 16;
 constexpr int64_t kClusterRowsMax = 8;
+// The large keep-set kernels' work items: chunks of about this many tokens of
+// each listed row, shared out over this many CTAs per multiprocessor.
+constexpr int64_t kLargeChunkTokens = 8192;
+constexpr int kLargeCtasPerSm = 4;
 
 // A scan launch whose grid's chunks (blockIdx.y) of a row form one cluster;
 // `attribute` holds the cluster shape the config points to.
@@ -85,6 +89,8 @@ struct Plan {
   bool fallback_needed = true;   // some (filtered) row may keep more than its candidates
   size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
   size_t large_rows_at = 0, large_cnt_at = 0, large_mass_at = 0, large_cand_at = 0;
+  size_t large_listed_at = 0;
+  int large_splits = 1, large_chunk = 1, large_ctas = 1;
 };
 
 // Many splits when few rows (B = 1 spreads a row over the chip), one split when
@@ -144,6 +150,11 @@ Plan make_plan(const SampleCall& call, int device) {
     p.large_cnt_at = place(size_t(rows) * kLargeBins * sizeof(u32));
     p.large_mass_at = place(size_t(rows) * kLargeBins * sizeof(u64));
     p.large_cand_at = place(size_t(rows) * kLargeCap * sizeof(u64));
+    p.large_listed_at = place(size_t(rows + 1) * sizeof(u32));  // the count, then the rows
+    const int64_t splits = std::max<int64_t>(1, (vocab + kLargeChunkTokens - 1) / kLargeChunkTokens);
+    p.large_chunk = int(((vocab + splits - 1) / splits + 7) / 8 * 8);
+    p.large_splits = int((vocab + p.large_chunk - 1) / p.large_chunk);
+    p.large_ctas = int(std::min<int64_t>(rows * p.large_splits, int64_t(limits.sm_count) * kLargeCtasPerSm));
   }
   p.bytes = at + kWorkspaceSlack;
   return p;
@@ -188,6 +199,10 @@ SampleArgs kernel_args(const SampleCall& call, const Plan& plan, char* ws) {
     g.large.cnt = reinterpret_cast<u32*>(ws + plan.large_cnt_at);
     g.large.mass = reinterpret_cast<u64*>(ws + plan.large_mass_at);
     g.large.cand = reinterpret_cast<u64*>(ws + plan.large_cand_at);
+    g.large.n_listed = reinterpret_cast<u32*>(ws + plan.large_listed_at);
+    g.large.listed = g.large.n_listed + 1;
+    g.large.chunk = plan.large_chunk;
+    g.large.splits = plan.large_splits;
   }
   return g;
 }
@@ -211,6 +226,8 @@ void launch_scan(const Launch& l) {
 
 template <nt_dtype DT, bool VEC>
 void launch_all(const Launch& l) {
+  if (l.plan.fallback_needed)
+    check_cuda(cudaMemsetAsync(l.args.large.n_listed, 0, sizeof(u32), l.stream), kOp);
   switch (l.plan.mode) {
     case kGreedyRow: launch_scan<DT, VEC, kGreedyRow>(l); break;
     case kPlainRow: launch_scan<DT, VEC, kPlainRow>(l); break;
@@ -226,7 +243,7 @@ void launch_all(const Launch& l) {
     check_launch(kOp);
   }
   if (p.fallback_needed) {
-    const dim3 grid(rows, u32(p.splits), 1);
+    const u32 grid = u32(p.large_ctas);
     sample_large_hist_kernel<DT, VEC><<<grid, kLargeThreads, 0, l.stream>>>(l.args);
     check_launch(kOp);
     sample_large_collect_kernel<DT, VEC><<<grid, kLargeThreads, 0, l.stream>>>(l.args);

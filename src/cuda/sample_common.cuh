@@ -102,9 +102,13 @@ struct LargeKeepRow {
 
 struct LargeKeepArgs {
   LargeKeepRow* rows;
-  u32* cnt;    // [B][kLargeBins]
-  u64* mass;   // [B][kLargeBins]
-  u64* cand;   // [B][kLargeCap]
+  u32* cnt;       // [B][kLargeBins]
+  u64* mass;      // [B][kLargeBins]
+  u64* cand;      // [B][kLargeCap]
+  u32* n_listed;  // rows the merges handed to these kernels (zeroed before the scan)
+  u32* listed;    // [B] those rows, in the order they were flagged
+  int chunk;      // tokens of one work item: a listed row's chunk
+  int splits;     // work items per listed row
 };
 
 struct SampleArgs {

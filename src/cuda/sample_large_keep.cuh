@@ -1,13 +1,15 @@
 // Kernels 3a-3c of nt_sample: rows whose keep-set reaches past the merged
 // candidates (top-p over a flat distribution keeps ~90% of the row), resolved
-// in two passes over the row, split over many CTAs like the scan.
+// in two passes over the row. The merges list these rows; hist and collect
+// share out the listed rows' chunks over a grid sized for the chip
+// (for_each_large_item), so their cost follows the number of listed rows.
 //
-//  hist     grid (B, splits): a count and a fixed-point mass histogram of the
-//           row over kLargeBins bins of s_max - s (1/kLargeBinsPerUnit wide; the
+//  hist     per chunk: a count and a fixed-point mass histogram of the row
+//           over kLargeBins bins of s_max - s (1/kLargeBinsPerUnit wide; the
 //           last bin takes everything further down), added into the row's
 //           global histogram; the min-p count beside it.
-//  collect  grid (B, splits): every CTA finds the bin where the keep-set ends
-//           (the same decision in each: the histogram is final), draws the
+//  collect  per chunk: finds the bin where the keep-set ends (the same
+//           decision for every chunk: the histogram is final), draws the
 //           Gumbel-max over the bins above it and appends the tokens of that
 //           bin (at most kLargeCap, checked before) to the row's list.
 //  finish   grid B: sorts the list, cuts it where the count or mass target is
@@ -45,7 +47,7 @@ __device__ __forceinline__ bool large_keep_takes(const RowCfg& c, const RowState
   return c.cls == kFilteredRow && st.fallback && st.n_pos_inf == 0 && !c.has_u;
 }
 
-// Called by the whole merge CTA after it flagged `row`.
+// Called by the whole merge CTA after it flagged `row` for these kernels.
 __device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
   const LargeKeepArgs& L = a.large;
   uint4* cnt = reinterpret_cast<uint4*>(L.cnt + size_t(row) * kLargeBins);
@@ -53,7 +55,30 @@ __device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
   const uint4 zero = make_uint4(0, 0, 0, 0);
   for (int i = int(threadIdx.x); i < kLargeBins / 4; i += int(blockDim.x)) cnt[i] = zero;
   for (int i = int(threadIdx.x); i < kLargeBins / 2; i += int(blockDim.x)) mass[i] = zero;
-  if (threadIdx.x == 0) L.rows[row] = LargeKeepRow{};
+  if (threadIdx.x == 0) {
+    L.rows[row] = LargeKeepRow{};
+    L.listed[atomicAdd(L.n_listed, 1u)] = row;
+  }
+}
+
+// The hist and collect kernels run on a grid sized for the chip, not for the
+// batch: its CTAs share out the work items (listed row, chunk) of the rows the
+// merges listed, so a batch costs what its flagged rows need, spread over the
+// chip however few they are, and a launch with none listed costs one read.
+struct LargeItem {
+  u32 row;
+  int64_t begin, end;
+};
+template <class OnItem>
+__device__ __forceinline__ void for_each_large_item(const SampleArgs& a, OnItem&& on_item) {
+  const LargeKeepArgs& L = a.large;
+  const u32 items = *L.n_listed * u32(L.splits);
+  for (u32 item = blockIdx.x; item < items; item += gridDim.x) {
+    const u32 row = L.listed[item / u32(L.splits)];
+    const int64_t begin = int64_t(item % u32(L.splits)) * L.chunk;
+    on_item(LargeItem{row, begin, min(begin + int64_t(L.chunk), int64_t(a.vocab))});
+    __syncthreads();  // the item's shared memory is free for the next one
+  }
 }
 
 template <nt_dtype DT, bool VEC>
@@ -61,52 +86,50 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_hist_kernel(Sample
   const LargeKeepArgs& L = a.large;
   using S = typename LogitTraits<DT>::Storage;
   using ReduceU32 = cub::BlockReduce<u32, kLargeThreads>;
-  const u32 row = blockIdx.x;
-  const RowCfg c = load_row_cfg(a, row);
-  const RowState st = a.row_states[row];
-  if (!large_keep_takes(c, st)) return;
   // A bin's mass as two 32-bit words: shared memory has no 64-bit atomic add
   // (the compiler loops on a 64-bit CAS); the carry out of the low word is
   // seen in the value the 32-bit add returns.
   __shared__ u32 cnt[kLargeBins], mass_lo[kLargeBins], mass_hi[kLargeBins];
   __shared__ typename ReduceU32::TempStorage reduce;
-  for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
-    cnt[i] = 0;
-    mass_lo[i] = 0;
-    mass_hi[i] = 0;
-  }
-  __syncthreads();
-  const int64_t begin = int64_t(blockIdx.y) * a.chunk;
-  const int64_t end = min(begin + int64_t(a.chunk), int64_t(a.vocab));
-  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
-  const double scale = ldexp(1.0, a.mass_bits);
-  const float s_max = st.s_max;
-  u32 n_min_p = 0;
-  visit_tokens<DT, VEC, kLargeThreads>(rowp, begin, end, [&](u32, const float (&x)[4]) {
+  for_each_large_item(a, [&](const LargeItem& item) {
+    const u32 row = item.row;
+    const RowCfg c = load_row_cfg(a, row);
+    const float s_max = a.row_states[row].s_max;
+    for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
+      cnt[i] = 0;
+      mass_lo[i] = 0;
+      mass_hi[i] = 0;
+    }
+    __syncthreads();
+    const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+    const double scale = ldexp(1.0, a.mass_bits);
+    u32 n_min_p = 0;
+    visit_tokens<DT, VEC, kLargeThreads>(rowp, item.begin, item.end, [&](u32, const float (&x)[4]) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float s = nt_scaled_score(x[j], c.p.temperature);
-      if (s == -INFINITY) continue;
-      const float p = expf(s - s_max);
-      const int b = large_bin(s, s_max);
-      const u64 m = u64(__double2ull_rn(double(p) * scale));
-      atomicAdd(&cnt[b], 1u);
-      const u32 lo = u32(m), old_lo = atomicAdd(&mass_lo[b], lo);
-      const u32 hi = u32(m >> 32) + (old_lo + lo < old_lo ? 1u : 0u);
-      if (hi) atomicAdd(&mass_hi[b], hi);
-      n_min_p += (c.p.min_p > 0.0f && p >= c.p.min_p) ? 1u : 0u;
-    }
+      for (int j = 0; j < 4; ++j) {
+        const float s = nt_scaled_score(x[j], c.p.temperature);
+        if (s == -INFINITY) continue;
+        const float p = expf(s - s_max);
+        const int b = large_bin(s, s_max);
+        const u64 m = u64(__double2ull_rn(double(p) * scale));
+        atomicAdd(&cnt[b], 1u);
+        const u32 lo = u32(m), old_lo = atomicAdd(&mass_lo[b], lo);
+        const u32 hi = u32(m >> 32) + (old_lo + lo < old_lo ? 1u : 0u);
+        if (hi) atomicAdd(&mass_hi[b], hi);
+        n_min_p += (c.p.min_p > 0.0f && p >= c.p.min_p) ? 1u : 0u;
+      }
+    });
+    n_min_p = ReduceU32(reduce).Reduce(n_min_p, SumU32());
+    if (threadIdx.x == 0 && n_min_p) atomicAdd(&L.rows[row].n_min_p, n_min_p);
+    __syncthreads();
+    u32* gcnt = L.cnt + size_t(row) * kLargeBins;
+    u64* gmass = L.mass + size_t(row) * kLargeBins;
+    for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads)
+      if (cnt[i]) {
+        atomicAdd(&gcnt[i], cnt[i]);
+        atomicAdd(&gmass[i], (u64(mass_hi[i]) << 32) + mass_lo[i]);
+      }
   });
-  n_min_p = ReduceU32(reduce).Reduce(n_min_p, SumU32());
-  if (threadIdx.x == 0 && n_min_p) atomicAdd(&L.rows[row].n_min_p, n_min_p);
-  __syncthreads();
-  u32* gcnt = L.cnt + size_t(row) * kLargeBins;
-  u64* gmass = L.mass + size_t(row) * kLargeBins;
-  for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads)
-    if (cnt[i]) {
-      atomicAdd(&gcnt[i], cnt[i]);
-      atomicAdd(&gmass[i], (u64(mass_hi[i]) << 32) + mass_lo[i]);
-    }
 }
 
 // Where the keep-set ends in the row's histogram, or why this path cannot
@@ -169,53 +192,51 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_collect_kernel(Sam
   const LargeKeepArgs& L = a.large;
   using S = typename LogitTraits<DT>::Storage;
   using ReduceU64 = cub::BlockReduce<u64, kLargeThreads>;
-  const u32 row = blockIdx.x;
-  const RowCfg c = load_row_cfg(a, row);
-  const RowState st = a.row_states[row];
-  if (!large_keep_takes(c, st)) return;
   __shared__ u32 cnt[kLargeBins];
   __shared__ u64 mass[kLargeBins];
   __shared__ u32 floors[kWordFloorSlots];
   __shared__ LargeCut cut;
   __shared__ typename ReduceU64::TempStorage reduce;
-  for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
-    cnt[i] = L.cnt[size_t(row) * kLargeBins + i];
-    mass[i] = L.mass[size_t(row) * kLargeBins + i];
-  }
   build_word_floors<kLargeThreads>(floors);
-  __syncthreads();
-  large_find_cut(a, c, cnt, mass, L.rows[row].n_min_p, cut);
-  if (!cut.ok) return;
-  LargeKeepRow& lk = L.rows[row];
-  if (blockIdx.y == 0 && threadIdx.x == 0) {
-    lk.cut_bin = cut.cut_bin;
-    lk.above_count = cut.above_count;
-    lk.above_mass = cut.above_mass;
-    lk.count_target = cut.count_target;
-    lk.mass_target = cut.mass_target;
-    lk.active = 1;
-  }
-  const int64_t begin = int64_t(blockIdx.y) * a.chunk;
-  const int64_t end = min(begin + int64_t(a.chunk), int64_t(a.vocab));
-  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
-  const float s_max = st.s_max;
-  const int cut_bin = int(cut.cut_bin);
-  u64* list = L.cand + size_t(row) * kLargeCap;
-  GumbelBest g;
-  visit_tokens<DT, VEC, kLargeThreads>(rowp, begin, end, [&](u32 t0, const float (&x)[4]) {
-    if (cut_bin != int(kNoCut)) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float s = nt_scaled_score(x[j], c.p.temperature);
-        const bool in_cut = s != -INFINITY && large_bin(s, s_max) == cut_bin;
-        const u32 slot = warp_append(in_cut, &lk.n_cand);
-        if (in_cut) list[slot] = composite(nt_order_key(s), t0 + u32(j));
-      }
+  for_each_large_item(a, [&](const LargeItem& item) {
+    const u32 row = item.row;
+    const RowCfg c = load_row_cfg(a, row);
+    const float s_max = a.row_states[row].s_max;
+    for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
+      cnt[i] = L.cnt[size_t(row) * kLargeBins + i];
+      mass[i] = L.mass[size_t(row) * kLargeBins + i];
     }
-    gumbel_group(g, c, floors, t0, x, [&](float s, u32) { return large_bin(s, s_max) < cut_bin; });
+    __syncthreads();
+    large_find_cut(a, c, cnt, mass, L.rows[row].n_min_p, cut);
+    if (!cut.ok) return;
+    LargeKeepRow& lk = L.rows[row];
+    if (item.begin == 0 && threadIdx.x == 0) {
+      lk.cut_bin = cut.cut_bin;
+      lk.above_count = cut.above_count;
+      lk.above_mass = cut.above_mass;
+      lk.count_target = cut.count_target;
+      lk.mass_target = cut.mass_target;
+      lk.active = 1;
+    }
+    const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+    const int cut_bin = int(cut.cut_bin);
+    u64* list = L.cand + size_t(row) * kLargeCap;
+    GumbelBest g;
+    visit_tokens<DT, VEC, kLargeThreads>(rowp, item.begin, item.end, [&](u32 t0, const float (&x)[4]) {
+      if (cut_bin != int(kNoCut)) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float s = nt_scaled_score(x[j], c.p.temperature);
+          const bool in_cut = s != -INFINITY && large_bin(s, s_max) == cut_bin;
+          const u32 slot = warp_append(in_cut, &lk.n_cand);
+          if (in_cut) list[slot] = composite(nt_order_key(s), t0 + u32(j));
+        }
+      }
+      gumbel_group(g, c, floors, t0, x, [&](float s, u32) { return large_bin(s, s_max) < cut_bin; });
+    });
+    const u64 best = ReduceU64(reduce).Reduce(g.best, MaxU64());
+    if (threadIdx.x == 0 && best) atomicMax(&lk.best, best);
   });
-  const u64 best = ReduceU64(reduce).Reduce(g.best, MaxU64());
-  if (threadIdx.x == 0 && best) atomicMax(&lk.best, best);
 }
 
 __global__ void __launch_bounds__(kLargeThreads) sample_large_finish_kernel(SampleArgs a) {

@@ -347,8 +347,10 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
       }
       m_count = n_inf;
     } else {
-      m_count = min(valid, u32(kSortCap));
-      if (c.p.top_k) m_count = min(m_count, u32(c.p.top_k));
+      // Without a top-k the keep-set is looked for among the best
+      // kListKeepMax (a peaked row's nucleus); a longer one is left to the
+      // large keep-set kernels.
+      m_count = min(valid, c.p.top_k ? min(u32(kSortCap), u32(c.p.top_k)) : u32(kListKeepMax));
     }
     // The top m_count candidates into `top`.
     __syncthreads();
@@ -495,11 +497,12 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
 }
 
 // After a filtered row's merge (or its draw in the scan): a row it flagged
-// readies the large keep-set kernels. Block-uniform call.
-__device__ __forceinline__ void filtered_row_merged(const SampleArgs& a, u32 row) {
+// that the large keep-set kernels take is readied and listed for them.
+// Block-uniform call.
+__device__ __forceinline__ void filtered_row_merged(const SampleArgs& a, const RowCfg& c, u32 row) {
   if (a.large.rows) {
     __syncthreads();
-    if (a.row_states[row].fallback) large_keep_reset(a, row);
+    if (large_keep_takes(c, a.row_states[row])) large_keep_reset(a, row);
   }
 }
 
@@ -513,7 +516,7 @@ __device__ __forceinline__ void merge_row(const SampleArgs& a, const RowCfg& c, 
   if constexpr (FILTERED) {
     if (c.cls == kFilteredRow) {
       merge_filtered(a, c, row);
-      filtered_row_merged(a, row);
+      filtered_row_merged(a, c, row);
       return;
     }
   }

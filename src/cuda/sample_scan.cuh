@@ -545,7 +545,7 @@ __device__ __forceinline__ void merge_row_in_scan(const SampleArgs& a, const Row
   static_assert(kMergeThreads == kScanThreads, "the merge runs on the scan's threads");
   __syncthreads();  // the chunk's record and candidates, written above, are visible
   if (drawn)
-    filtered_row_merged(a, row);
+    filtered_row_merged(a, c, row);
   else
     merge_row(a, c, row);
 }
