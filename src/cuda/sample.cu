@@ -35,8 +35,8 @@ static_assert(kScanSmemBytes >= kMergeSmemBytes,
 // and the largest batch whose rows merge in their clusters (make_plan).
 constexpr int kMaxClusterChunks = 16;
 constexpr int64_t kClusterRowsMax = 8;
-// The large keep-set kernels' work items: chunks of about this many tokens of
-// each listed row, shared out over this many CTAs per multiprocessor.
+// The large keep-set kernels' work items: chunks of at least about this many
+// tokens of each listed row, shared out over this many CTAs per multiprocessor.
 constexpr int64_t kLargeChunkTokens = 8192;
 constexpr int kLargeCtasPerSm = 4;
 
@@ -90,7 +90,7 @@ struct Plan {
   size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
   size_t large_rows_at = 0, large_cnt_at = 0, large_mass_at = 0, large_cand_at = 0;
   size_t large_listed_at = 0;
-  int large_splits = 1, large_chunk = 1, large_ctas = 1;
+  int large_splits = 1, large_ctas = 1;
 };
 
 // Many splits when few rows (B = 1 spreads a row over the chip), one split when
@@ -151,9 +151,7 @@ Plan make_plan(const SampleCall& call, int device) {
     p.large_mass_at = place(size_t(rows) * kLargeBins * sizeof(u64));
     p.large_cand_at = place(size_t(rows) * kLargeCap * sizeof(u64));
     p.large_listed_at = place(size_t(rows + 1) * sizeof(u32));  // the count, then the rows
-    const int64_t splits = std::max<int64_t>(1, (vocab + kLargeChunkTokens - 1) / kLargeChunkTokens);
-    p.large_chunk = int(((vocab + splits - 1) / splits + 7) / 8 * 8);
-    p.large_splits = int((vocab + p.large_chunk - 1) / p.large_chunk);
+    p.large_splits = int(std::max<int64_t>(1, (vocab + kLargeChunkTokens - 1) / kLargeChunkTokens));
     p.large_ctas = int(std::min<int64_t>(rows * p.large_splits, int64_t(limits.sm_count) * kLargeCtasPerSm));
   }
   p.bytes = at + kWorkspaceSlack;
@@ -201,7 +199,6 @@ SampleArgs kernel_args(const SampleCall& call, const Plan& plan, char* ws) {
     g.large.cand = reinterpret_cast<u64*>(ws + plan.large_cand_at);
     g.large.n_listed = reinterpret_cast<u32*>(ws + plan.large_listed_at);
     g.large.listed = g.large.n_listed + 1;
-    g.large.chunk = plan.large_chunk;
     g.large.splits = plan.large_splits;
   }
   return g;

@@ -107,8 +107,7 @@ struct LargeKeepArgs {
   u64* cand;      // [B][kLargeCap]
   u32* n_listed;  // rows the merges handed to these kernels (zeroed before the scan)
   u32* listed;    // [B] those rows, in the order they were flagged
-  int chunk;      // tokens of one work item: a listed row's chunk
-  int splits;     // work items per listed row
+  int splits;     // the most chunks a listed row is cut into
 };
 
 struct SampleArgs {

@@ -63,7 +63,8 @@ __device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
 
 // The hist and collect kernels run on a grid sized for the chip, not for the
 // batch: its CTAs share out the work items (listed row, chunk) of the rows the
-// merges listed, so a batch costs what its flagged rows need, spread over the
+// merges listed, each row cut into as many chunks as fill the grid (at most
+// L.splits), so a batch costs what its flagged rows need, spread over the
 // chip however few they are, and a launch with none listed costs one read.
 struct LargeItem {
   u32 row;
@@ -72,11 +73,15 @@ struct LargeItem {
 template <class OnItem>
 __device__ __forceinline__ void for_each_large_item(const SampleArgs& a, OnItem&& on_item) {
   const LargeKeepArgs& L = a.large;
-  const u32 items = *L.n_listed * u32(L.splits);
-  for (u32 item = blockIdx.x; item < items; item += gridDim.x) {
-    const u32 row = L.listed[item / u32(L.splits)];
-    const int64_t begin = int64_t(item % u32(L.splits)) * L.chunk;
-    on_item(LargeItem{row, begin, min(begin + int64_t(L.chunk), int64_t(a.vocab))});
+  const u32 listed = *L.n_listed;
+  if (listed == 0) return;
+  const int64_t vocab = a.vocab;
+  const int64_t wanted = max(1u, min(u32(L.splits), gridDim.x / listed));
+  const int64_t chunk = ((vocab + wanted - 1) / wanted + 7) / 8 * 8;  // whole Philox blocks
+  const u32 per_row = u32((vocab + chunk - 1) / chunk);
+  for (u32 item = blockIdx.x; item < listed * per_row; item += gridDim.x) {
+    const int64_t begin = int64_t(item % per_row) * chunk;
+    on_item(LargeItem{L.listed[item / per_row], begin, min(begin + chunk, vocab)});
     __syncthreads();  // the item's shared memory is free for the next one
   }
 }
