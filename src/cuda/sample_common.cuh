@@ -422,11 +422,16 @@ __device__ __forceinline__ bool list_scan_applies(const SampleArgs& a, const Row
   return filtered_keep(a, c) <= u32(kListKeepMax) && c.bound_mode != 2;
 }
 
-// Rows whose chunks' lists are sorted and whose top-k keeps at most 128: the
-// merge takes their best top_k by a tree of warp merges (sample_merge.cuh).
+// Rows whose chunks' lists are sorted and whose top-k keeps at most 128, or
+// who have no top-k: the merge takes their best sorted_merge_count by a tree
+// of warp merges (sample_merge.cuh).
 constexpr u32 kSortedMergeMax = 128;
+static_assert(kListKeepMax <= int(kSortedMergeMax), "a row without top-k merges its chunks' lists");
+__device__ __forceinline__ u32 sorted_merge_count(const RowCfg& c) {
+  return c.p.top_k ? u32(c.p.top_k) : u32(kListKeepMax);
+}
 __device__ __forceinline__ bool merge_of_sorted_lists(const SampleArgs& a, const RowCfg& c) {
-  return list_scan_applies(a, c) && c.p.top_k > 0 && u32(c.p.top_k) <= kSortedMergeMax;
+  return list_scan_applies(a, c) && sorted_merge_count(c) <= kSortedMergeMax;
 }
 
 }  // namespace nt::cuda

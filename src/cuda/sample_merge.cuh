@@ -305,13 +305,15 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   }
   const bool any_truncated = info.any_truncated != 0;
   const u64 floor = any_truncated ? info.valid_floor : 0ull;
-  // Chunks of the list scan come sorted: a tree of merges takes the top-k.
+  // Chunks of the list scan come sorted: a tree of merges takes the top-k
+  // (the best kListKeepMax without a top-k).
   const bool sorted = n_inf == 0 && merge_of_sorted_lists(a, c);
   u32 m_count;
   if (sorted) {
-    const u32 got = u32(c.p.top_k) <= kWarpTailMax ? merge_sorted_lists<2>(a, row, info, floor, cand, top)
-                                                   : merge_sorted_lists<4>(a, row, info, floor, cand, top);
-    m_count = min(got, u32(c.p.top_k));
+    const u32 want = sorted_merge_count(c);
+    const u32 got = want <= kWarpTailMax ? merge_sorted_lists<2>(a, row, info, floor, cand, top)
+                                         : merge_sorted_lists<4>(a, row, info, floor, cand, top);
+    m_count = min(got, want);
   } else {
     // Each thread finds its candidates' chunks by binary search on the offsets
     // (non-decreasing over all kMaxSplits + 1 slots, empty chunks included), so
