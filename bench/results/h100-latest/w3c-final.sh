@@ -5,7 +5,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 t0=$(date +%s)
-{ date -u +%Y-%m-%dT%H:%M:%SZ; git log --oneline -1 2>/dev/null || cat baseline-src/NEW_COMMIT; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; } | tee "$OUT/summary.md"
+{ date -u +%Y-%m-%dT%H:%M:%SZ; cat baseline-src/NEW_COMMIT; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; } | tee "$OUT/summary.md"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
   -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF -DNEXTTOK_PYTHON=ON -DNEXTTOK_TESTS=ON >"$OUT/build.log" 2>&1 &&
   timeout 170 cmake --build build-device -j 16 >>"$OUT/build.log" 2>&1
