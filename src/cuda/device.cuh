@@ -98,6 +98,20 @@ void allow_nonportable_clusters(Kernel kernel, int device, const char* op) {
   set_attribute_once(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, device, op);
 }
 
+// How many blocks of `threads` threads (and `dynamic_smem` bytes) of `kernel`
+// one multiprocessor holds at once, asked once per (kernel, device); at least 1.
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads, size_t dynamic_smem, int device, const char* op) {
+  return once_per(std::make_tuple(reinterpret_cast<const void*>(kernel), device, threads, dynamic_smem),
+                  [&] {
+                    int blocks = 0;
+                    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads,
+                                                                            dynamic_smem),
+                               op);
+                    return std::max(blocks, 1);
+                  });
+}
+
 // Byte alignment every row of a 2-D view shares, up to 256: the largest power
 // of two dividing the base and, for more than one row, the row stride (the
 // stride is ignored for a single row, as core/check.cpp does).

@@ -36,9 +36,8 @@ static_assert(kScanSmemBytes >= kMergeSmemBytes,
 constexpr int kMaxClusterChunks = 16;
 constexpr int64_t kClusterRowsMax = 8;
 // The large keep-set kernels' work items: chunks of at least about this many
-// tokens of each listed row, shared out over this many CTAs per multiprocessor.
+// tokens of each listed row, shared out over as many CTAs as the chip holds at once.
 constexpr int64_t kLargeChunkTokens = 8192;
-constexpr int kLargeCtasPerSm = 4;
 
 // A scan launch whose grid's chunks (blockIdx.y) of a row form one cluster;
 // `attribute` holds the cluster shape the config points to.
@@ -90,7 +89,7 @@ struct Plan {
   size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
   size_t large_rows_at = 0, large_cnt_at = 0, large_mass_at = 0, large_cand_at = 0;
   size_t large_listed_at = 0;
-  int large_splits = 1, large_ctas = 1;
+  int large_splits = 1;
 };
 
 // Many splits when few rows (B = 1 spreads a row over the chip), one split when
@@ -98,9 +97,9 @@ struct Plan {
 // vectors and Philox blocks never straddle two chunks. Batches of at most
 // kClusterRowsMax rows whose rows resolve in the merge (no large keep-set
 // kernels after it) take at most max_cluster chunks a row, launched as one
-// cluster that merges them: no second launch. Larger batches, and rows that
-// may need the large keep-set kernels (which run on a row's chunks), take the
-// merge kernel. `device` must be current.
+// cluster that merges them: no second launch. Larger batches, and calls whose
+// rows may need the large keep-set kernels (launched after the merge), take
+// the merge kernel. `device` must be current.
 Plan make_plan(const SampleCall& call, int device) {
   const DeviceLimits limits = device_limits(device, kOp);
   const int max_cluster = once_per(device, [&] { return max_cluster_chunks(device, limits.cc_major); });
@@ -152,7 +151,6 @@ Plan make_plan(const SampleCall& call, int device) {
     p.large_cand_at = place(size_t(rows) * kLargeCap * sizeof(u64));
     p.large_listed_at = place(size_t(rows + 1) * sizeof(u32));  // the count, then the rows
     p.large_splits = int(std::max<int64_t>(1, (vocab + kLargeChunkTokens - 1) / kLargeChunkTokens));
-    p.large_ctas = int(std::min<int64_t>(rows * p.large_splits, int64_t(limits.sm_count) * kLargeCtasPerSm));
   }
   p.bytes = at + kWorkspaceSlack;
   return p;
@@ -240,10 +238,17 @@ void launch_all(const Launch& l) {
     check_launch(kOp);
   }
   if (p.fallback_needed) {
-    const u32 grid = u32(p.large_ctas);
-    sample_large_hist_kernel<DT, VEC><<<grid, kLargeThreads, 0, l.stream>>>(l.args);
+    // One wave of the kernel that holds fewer blocks per multiprocessor, so
+    // that no work item waits for a second wave.
+    auto hist = sample_large_hist_kernel<DT, VEC>;
+    auto collect = sample_large_collect_kernel<DT, VEC>;
+    const int per_sm = std::min(resident_blocks(hist, kLargeThreads, 0, l.device, kOp),
+                                resident_blocks(collect, kLargeThreads, 0, l.device, kOp));
+    const u32 grid = u32(std::min<int64_t>(int64_t(rows) * p.large_splits,
+                                           int64_t(device_limits(l.device, kOp).sm_count) * per_sm));
+    hist<<<grid, kLargeThreads, 0, l.stream>>>(l.args);
     check_launch(kOp);
-    sample_large_collect_kernel<DT, VEC><<<grid, kLargeThreads, 0, l.stream>>>(l.args);
+    collect<<<grid, kLargeThreads, 0, l.stream>>>(l.args);
     check_launch(kOp);
     sample_large_finish_kernel<<<rows, kLargeThreads, 0, l.stream>>>(l.args);
     check_launch(kOp);

@@ -3,13 +3,14 @@
 // Kernels on the caller's stream, nothing allocated, nothing read back:
 //  scan      grid (B, splits): one CTA scans one chunk of one row. Greedy rows
 //            keep the chunk's argmax, plain rows (no top-k/p/min-p) the chunk's
-//            Gumbel-max, filtered rows the chunk's top K candidates (K = top_k,
-//            or the workspace's per-chunk capacity) plus, when top-p needs it,
-//            the chunk's max and sum of exp(s - max). Filtered rows whose
-//            chunk keeps at most kListKeepMax (a top-k that small, or no
-//            top-k) take the list scan
-//            (per-warp lists, no per-tile barrier; the chunk's candidates
-//            handed over sorted), the others the general filtered scan.
+//            Gumbel-max, filtered rows the chunk's top K candidates (K = top_k;
+//            without a top-k kListKeepMax, or half the workspace's per-chunk
+//            capacity: filtered_keep) plus, when top-p needs it, the chunk's
+//            max and sum of exp(s - max). Filtered rows whose chunk keeps at
+//            most kListKeepMax take the list scan (per-warp lists, no per-tile
+//            barrier; the chunk's candidates handed over sorted), the others
+//            (a larger top-k, an explicit draw without top-k, T subnormal or
+//            huge) the general filtered scan.
 //  merge     grid B: combines the chunks (a row of one chunk is merged by its
 //            scan CTA, or drawn there from registers; on sm_90 the chunks of a
 //            small batch's row, launched as one thread-block cluster, by the
@@ -87,7 +88,7 @@ struct RowState {
 };
 
 // A flagged row's state across the large keep-set kernels
-// (sample_large_keep.cuh); zeroed by the merge when it flags the row.
+// (sample_large_keep.cuh); zeroed by the merge when it lists the row for them.
 struct LargeKeepRow {
   u64 best;  // Gumbel-max composite over the bins above the cut
   u64 above_mass;
@@ -395,10 +396,13 @@ __device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, con
 // list when that is less): enough for the nucleus of a peaked row, which the
 // merge then cuts from them. Rows whose keep-set reaches past the candidates
 // (top-p over a flat row) are flagged by the merge and taken by the large
-// keep-set kernels, which read the row again whatever the list held.
+// keep-set kernels, which read the row again whatever the list held. Rows of
+// an explicit draw, which those kernels do not take, keep half the list (the
+// general scan) and look among up to kSortCap, before the exact fallback.
 __device__ __forceinline__ u32 filtered_keep(const SampleArgs& a, const RowCfg& c) {
-  return c.p.top_k ? min(u32(c.p.top_k), u32(a.kchunk))
-                   : min(u32(kListKeepMax), max(1u, u32(a.kchunk) / 2));
+  if (c.p.top_k) return min(u32(c.p.top_k), u32(a.kchunk));
+  const u32 half = max(1u, u32(a.kchunk) / 2);
+  return c.has_u ? half : min(u32(kListKeepMax), half);
 }
 
 // Top-p measured on the whole row needs every token's mass.

@@ -350,9 +350,10 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
       m_count = n_inf;
     } else {
       // Without a top-k the keep-set is looked for among the best
-      // kListKeepMax (a peaked row's nucleus); a longer one is left to the
-      // large keep-set kernels.
-      m_count = min(valid, c.p.top_k ? min(u32(kSortCap), u32(c.p.top_k)) : u32(kListKeepMax));
+      // kListKeepMax (a peaked row's nucleus), or kSortCap for an explicit
+      // draw (filtered_keep); a longer one is flagged.
+      m_count = min(valid, c.p.top_k ? min(u32(kSortCap), u32(c.p.top_k))
+                                     : c.has_u ? u32(kSortCap) : u32(kListKeepMax));
     }
     // The top m_count candidates into `top`.
     __syncthreads();

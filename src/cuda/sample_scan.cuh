@@ -368,8 +368,9 @@ __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count,
 }
 
 // Filtered rows whose chunk keeps few candidates (keep <= kListKeepMax) and
-// whose tiles can be skipped by a bound (no full mass needed), the common
-// top-k case: each warp appends to its own list in shared memory and ranks it
+// whose logits can be compared with a bound (the common top-k case, and
+// top-p or min-p alone, whose chunk mass is summed beside the lists by
+// tile_mass_add): each warp appends to its own list in shared memory and ranks it
 // by itself, so the tiles need no block barrier (scan_filtered's per-tile
 // barrier and block selects are most of its time). The admission bound stays
 // block-wide without barriers: when its list has grown, a warp publishes its
@@ -509,8 +510,8 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     total = chunk_mass;
   }
   if (tid == 0) {
-    // Written in every case: a row the draw below flags is read by the large
-    // keep-set kernels from the record and the candidates.
+    // Written in every case: the merge reads it unless the draw below takes
+    // the row.
     store_filtered_record(a, row, chunk, bi, ni, n_out, lists.truncated, lists.kept_floor, total);
   }
   // A row of this one chunk that the merge would finish in its sorted warp

@@ -279,7 +279,8 @@ TEST_P(Sample, KeepSetEndsAtAPlantedRecord) {
 }
 
 // Top-p alone (min-p alone) rows whose keep-set ends near the length of the
-// GPU scans' candidate lists (64 or 128 a chunk): 700 tokens of equal logit
+// GPU scans' candidate lists (128 a chunk; 64 when a lone row of over 262,144
+// tokens spreads over 64 chunks): 700 tokens of equal logit
 // spread over the row above a low background, so the order among them is by
 // index, and a seed whose Gumbel record among them falls at the wanted
 // length. The row cut at the record draws the record; cut one shorter, it
@@ -287,7 +288,7 @@ TEST_P(Sample, KeepSetEndsAtAPlantedRecord) {
 TEST_P(Sample, NucleusAtTheCandidateListsLength) {
   uint64_t seed = 2900;
   constexpr int64_t kPlanted = 700;
-  for (int64_t vocab : {50021, 128256})
+  for (int64_t vocab : {50021, 128256, 262147})
     for (float temperature : {1.0f, 0.8f}) {
       std::vector<float> row(size_t(vocab), -12.0f);
       const int64_t stride = vocab / kPlanted;
@@ -356,6 +357,34 @@ TEST_P(Sample, NucleusAtTheCandidateListsLength) {
         expect_tokens_match(dev(), one);
       }
     }
+}
+
+// More rows whose keep-set reaches past their candidates (top-p alone over
+// flat logits) than a GPU holds blocks of the kernels that resolve them, so
+// each of those blocks takes several rows in turn; every sixth row of another
+// class (greedy, top-k, k50+p0.9) in between.
+TEST_P(Sample, ManyRowsPastTheirCandidates) {
+  const uint64_t seed = 2950;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase c;
+  c.rows = 700;
+  c.vocab = 8192 + 5;
+  std::vector<float> t, p;
+  std::vector<int32_t> k;
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const int kind = r % 6 == 5 ? int(r / 6 % 3) : 3;
+    t.push_back(kind == 0 ? 0.0f : 1.0f);
+    k.push_back(kind == 1 || kind == 2 ? 50 : 0);
+    p.push_back(kind == 2 ? 0.9f : kind == 3 ? 0.95f : 1.0f);
+  }
+  c.temperature = {true, t};
+  c.top_k = {true, k};
+  c.top_p = {true, p};
+  set_seeds(c, rng, true);
+  fill_logits(c, rng, false);
+  redraw_degenerate_rows(c, rng, false);
+  expect_tokens_match(dev(), c);
 }
 
 // A batch of copies of one row, each drawing with its own explicit u: u at the
