@@ -47,9 +47,39 @@ int64_t chunk_end(const RowJob& j, int64_t c) { return std::min(j.vocab, (c + 1)
 
 void finish(RowJob& j, int64_t token) { j.token = token; j.next = Next::kDone; }
 
+// Whether the m logits topk_pivot sampled (x-keys in j.r_key, largest score
+// ref) put the top_p nucleus of their own mass past half of them: a flat row,
+// whose nucleus no candidate list holds, so the scan neither lists nor sums
+// for it. Peaks the sample missed could only shorten the nucleus; such a row
+// takes the mass pass, as a flat one does.
+bool sample_looks_flat(RowJob& j, int64_t m, float ref) {
+  for (int64_t s = 0; s < m; ++s)
+    j.c_score[s] = nt_scaled_score(nt_key_to_float(j.r_key[s]), j.p.temperature);
+  kernels().exp_list(j.c_score, m, ref, j.c_mass);
+  constexpr int kUnits = 32;
+  double unit_mass[kUnits + 1] = {}, total = 0.0;  // sampled mass per unit of ref - s
+  int64_t unit_count[kUnits + 1] = {};
+  for (int64_t s = 0; s < m; ++s) {
+    if (j.c_score[s] == -INFINITY) continue;
+    const float d = ref - j.c_score[s];
+    const int u = d < float(kUnits) ? int(d) : kUnits;
+    unit_mass[u] += j.c_mass[s];
+    ++unit_count[u];
+    total += j.c_mass[s];
+  }
+  double done = 0.0;
+  int64_t count = 0;
+  for (int u = 0; u <= kUnits && done < double(j.p.top_p) * total; ++u) {
+    done += unit_mass[u];
+    count += unit_count[u];
+  }
+  return 2 * count > m;
+}
+
 // x-key pivot with, in expectation, a few times k logits at or above it. With
-// ref, also the score of the largest sampled logit when it is finite (left
-// as it is when the row is too short to sample).
+// ref, also the score of the largest sampled logit when it is finite; ref is
+// left as it is when the row is too short to sample, and for top-p alone on
+// a row whose sample looks flat, which gets no pivot (UINT32_MAX) either.
 uint32_t topk_pivot(RowJob& j, int64_t k, float* ref) {
   const int64_t m = j.vocab / kPivotStride;
   const double e = double(k) / kPivotStride;
@@ -63,6 +93,8 @@ uint32_t topk_pivot(RowJob& j, int64_t k, float* ref) {
   }
   if (ref != nullptr) {
     const float s = nt_scaled_score(nt_key_to_float(top), j.p.temperature);
+    // Top-p alone on a flat row: neither a list nor Z.
+    if (j.p.top_k <= 0 && std::isfinite(s) && sample_looks_flat(j, m, s)) return UINT32_MAX;
     if (std::isfinite(s)) *ref = s;
   }
   const PrefixEnd e_pivot = select_prefix(j.r_key, j.r_index, nullptr, m, 0.0, rank, j.c_key,
@@ -125,35 +157,6 @@ void topp_over_list(RowJob& j, int64_t n, bool z_from_list) {
   const PrefixEnd e = select_prefix(j.c_key, j.c_index, j.c_mass, n, j.before_list,
                                     double(j.p.top_p) * z, j.r_key, j.r_index, j.r_val);
   j.keep = shorter(j.keep, e);
-}
-
-// Whether the m logits topk_pivot sampled (x-keys in j.r_key, largest score
-// ref) put the top_p nucleus of their own mass past half of them: a flat row,
-// whose nucleus no candidate list holds, so the scan does not measure Z for
-// it. Peaks the sample missed could only shorten the nucleus; such a row takes
-// the mass pass, as a flat one does.
-bool sample_looks_flat(RowJob& j, int64_t m, float ref) {
-  for (int64_t s = 0; s < m; ++s)
-    j.c_score[s] = nt_scaled_score(nt_key_to_float(j.r_key[s]), j.p.temperature);
-  kernels().exp_list(j.c_score, m, ref, j.c_mass);
-  constexpr int kUnits = 32;
-  double unit_mass[kUnits + 1] = {}, total = 0.0;  // sampled mass per unit of ref - s
-  int64_t unit_count[kUnits + 1] = {};
-  for (int64_t s = 0; s < m; ++s) {
-    if (j.c_score[s] == -INFINITY) continue;
-    const float d = ref - j.c_score[s];
-    const int u = d < float(kUnits) ? int(d) : kUnits;
-    unit_mass[u] += j.c_mass[s];
-    ++unit_count[u];
-    total += j.c_mass[s];
-  }
-  double done = 0.0;
-  int64_t count = 0;
-  for (int u = 0; u <= kUnits && done < double(j.p.top_p) * total; ++u) {
-    done += unit_mass[u];
-    count += unit_count[u];
-  }
-  return 2 * count > m;
 }
 
 // Z from the scan's sums, when it has them: a reference, and no score more
@@ -356,8 +359,6 @@ void stage_start(RowJob& j) {
     j.compact_lo = topk_pivot(j, j.p.top_k, row_z ? &j.mass_ref : nullptr);
   } else if (row_z) {
     const uint32_t lo = topk_pivot(j, kTopPCandidates, &j.mass_ref);
-    if (!std::isnan(j.mass_ref) && sample_looks_flat(j, j.vocab / kPivotStride, j.mass_ref))
-      j.mass_ref = NAN;
     if (!std::isnan(j.mass_ref)) j.compact_lo = lo;
   }
 }
