@@ -16,8 +16,11 @@ constexpr int64_t kPivotStride = 64;  // the top-k pivot looks at every 64th log
 // of the row, whose Gumbel noise comes 32 tokens per Philox vector.
 constexpr int64_t kListDrawMax = 4096;
 // Top-p without top-k: the scan lists the tokens at or above a pivot for a few
-// times this many, which hold the nucleus of a peaked row.
+// times this many, which hold the nucleus of a peaked row. The pivot's sample
+// is read ahead of the scan, where each sampled logit is a DRAM access, so it
+// takes about kTopPSample logits (every 64th at least).
 constexpr int64_t kTopPCandidates = 512;
+constexpr int64_t kTopPSample = 512;
 
 // ---- keys ----------------------------------------------------------------------
 
@@ -76,18 +79,19 @@ bool sample_looks_flat(RowJob& j, int64_t m, float ref) {
   return 2 * count > m;
 }
 
-// x-key pivot with, in expectation, a few times k logits at or above it. With
-// ref, also the score of the largest sampled logit when it is finite; ref is
-// left as it is when the row is too short to sample, and for top-p alone on
-// a row whose sample looks flat, which gets no pivot (UINT32_MAX) either.
-uint32_t topk_pivot(RowJob& j, int64_t k, float* ref) {
-  const int64_t m = j.vocab / kPivotStride;
-  const double e = double(k) / kPivotStride;
+// x-key pivot from every stride-th logit with, in expectation, a few times k
+// logits at or above it. With ref, also the score of the largest sampled logit
+// when it is finite; ref is left as it is when the row is too short to sample,
+// and for top-p alone on a row whose sample looks flat, which gets no pivot
+// (UINT32_MAX) either.
+uint32_t topk_pivot(RowJob& j, int64_t k, float* ref, int64_t stride = kPivotStride) {
+  const int64_t m = j.vocab / stride;
+  const double e = double(k) / double(stride);
   const double rank = std::ceil(e + 3.0 * std::sqrt(e) + 3.0);
   if (m < 16 || rank >= double(m)) return x_threshold(NT_KEY_FIRST_FINITE, j.p.temperature, j.hi);
   uint32_t top = 0;
   for (int64_t s = 0; s < m; ++s) {
-    j.r_key[s] = nt_order_key(widen_element(j.x.data, j.x.dtype, s * kPivotStride + kPivotStride - 1));
+    j.r_key[s] = nt_order_key(widen_element(j.x.data, j.x.dtype, s * stride + stride - 1));
     j.r_index[s] = int32_t(s);
     top = std::max(top, j.r_key[s]);
   }
@@ -358,7 +362,7 @@ void stage_start(RowJob& j) {
   if (j.p.top_k > 0) {
     j.compact_lo = topk_pivot(j, j.p.top_k, row_z ? &j.mass_ref : nullptr);
   } else if (row_z) {
-    const uint32_t lo = topk_pivot(j, kTopPCandidates, &j.mass_ref);
+    const uint32_t lo = topk_pivot(j, kTopPCandidates, &j.mass_ref, std::max(kPivotStride, j.vocab / kTopPSample));
     if (!std::isnan(j.mass_ref)) j.compact_lo = lo;
   }
 }

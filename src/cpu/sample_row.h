@@ -10,7 +10,7 @@
 //            superset of the top k); for top-p without top-k (or joint mode)
 //            also the softmax mass Z, summed relative to the largest sampled
 //            score, and for top-p without top-k the tokens at or above a
-//            pivot for about a thousand candidates: when their mass reaches
+//            pivot for a thousand or more candidates: when their mass reaches
 //            top_p * Z, the keep-set is selected from them (rows whose sample
 //            looks flat skip this, as no such list holds their nucleus);
 //   mass:    only for top-p without top-k (or joint mode) that the scan did

@@ -507,9 +507,10 @@ TEST_P(Sample, FullyMaskedRowsGiveMinusOne) {
 }
 
 // Top-p alone on a row whose nucleus ends just inside or just past the CPU
-// scan's candidate list (the tokens at or above the 20th largest of every
-// 64th logit): 2000 tokens of distinct, falling logits, every 50th of them on
-// a sampled position (64 s + 63), so the list ends at nucleus token 950. A
+// scan's candidate list (at V = 128,256: the tokens at or above the 10th
+// largest of every 250th logit): 2000 tokens of distinct, falling logits,
+// every 50th of them on a sampled position (250 s + 249), the others past
+// those, so the list ends at nucleus token 450. A
 // seed puts a Gumbel record (a token beating every one before it in the
 // order) inside or past that end; the row cut at the record draws it, cut
 // one token shorter it cannot, so a keep-set resolved from a list that does
@@ -518,13 +519,13 @@ TEST_P(Sample, NucleusAroundTheScanCandidates) {
   constexpr int64_t kVocab = 128256, kNucleus = 2000;
   uint64_t seed = 3100;
   for (float temperature : {1.0f, 0.8f})
-    for (const std::array<int64_t, 2> window : {std::array<int64_t, 2>{900, 950}, {951, 1010}}) {
+    for (const std::array<int64_t, 2> window : {std::array<int64_t, 2>{400, 450}, {451, 510}}) {
       Rng rng(++seed);
       std::vector<float> row(static_cast<size_t>(kVocab));
       for (float& x : row) x = float(rng.uniform(-14.0, -12.0));
       std::vector<int64_t> position(static_cast<size_t>(kNucleus));  // nucleus token j, in the order
       for (int64_t j = 0; j < kNucleus; ++j) {
-        position[size_t(j)] = 64 * j + (j % 50 == 0 ? 63 : int64_t(rng.integer(0, 62)));
+        position[size_t(j)] = j % 50 == 0 ? 250 * (j / 50) + 249 : 10250 + 50 * j + rng.integer(0, 48);
         row[size_t(position[size_t(j)])] = -0.002f * float(j) - float(rng.uniform(0.0, 0.001));
       }
       // A seed with a record inside the window.
