@@ -362,7 +362,8 @@ void stage_start(RowJob& j) {
   if (j.p.top_k > 0) {
     j.compact_lo = topk_pivot(j, j.p.top_k, row_z ? &j.mass_ref : nullptr);
   } else if (row_z) {
-    const uint32_t lo = topk_pivot(j, kTopPCandidates, &j.mass_ref, std::max(kPivotStride, j.vocab / kTopPSample));
+    const int64_t stride = std::max(kPivotStride, j.vocab / kTopPSample);
+    const uint32_t lo = topk_pivot(j, kTopPCandidates, &j.mass_ref, stride);
     if (!std::isnan(j.mass_ref)) j.compact_lo = lo;
   }
 }
