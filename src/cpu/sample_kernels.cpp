@@ -32,6 +32,19 @@ int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int3
   return n;
 }
 
+int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, float temperature,
+                  float ref, int32_t* out, ScanStats* stats, double* mass) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t i = begin; i < end; ++i) {
+    const float s = nt_scaled_score(widen_element(row.data, row.dtype, i), temperature);
+    if (s == -INFINITY) continue;
+    const float d = s - ref;
+    lane[i & 7] += double(nt_portable_exp(d < kMassRefReach ? d : kMassRefReach));
+  }
+  *mass = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+  return scan(row, begin, end, lo, hi, out, stats);
+}
+
 double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, float s_max,
                       int n_binned, double* mass, uint32_t* count) {
   double rest[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -84,7 +97,7 @@ Cumulative cumulative(Row row, int64_t begin, int64_t end, const DrawSet& set, d
   return c;
 }
 
-constexpr Kernels kPortable{&scan, &mass_histogram, &exp_list, &gumbel_list, &gumbel_scan, &cumulative};
+constexpr Kernels kPortable{&scan, &scan_mass, &mass_histogram, &exp_list, &gumbel_list, &gumbel_scan, &cumulative};
 
 }  // namespace
 

@@ -246,9 +246,9 @@ struct ScanState {
 
 // One vector of scan(); `valid` only at the end of a range.
 template <bool kTail>
-inline void scan8(Row row, int64_t i, int64_t n, __m256i lo_key, __m256i hi_key, bool compact,
+inline void scan8(__m256 x, int64_t i, int64_t n, __m256i lo_key, __m256i hi_key, bool compact,
                   int32_t* out, ScanState* st) {
-  const __m256i key = signed_key8(load8(row, i, n));
+  const __m256i key = signed_key8(x);
   const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), lane_offsets());
   __m256i gt = _mm256_cmpgt_epi32(key, st->best);
   if (kTail) gt = _mm256_and_si256(gt, valid_lanes(n));
@@ -260,14 +260,8 @@ inline void scan8(Row row, int64_t i, int64_t n, __m256i lo_key, __m256i hi_key,
   for (int bits = mask_bits(in); bits != 0; bits &= bits - 1) out[st->n_out++] = int32_t(i + __builtin_ctz(bits));
 }
 
-int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int32_t* out,
-             ScanStats* stats) {
-  ScanState st;
-  const __m256i lo_key = signed_key(lo), hi_key = signed_key(hi);
-  const bool compact = lo <= hi;
-  int64_t i = begin;
-  for (; i + 8 <= end; i += 8) scan8<false>(row, i, 8, lo_key, hi_key, compact, out, &st);
-  if (i < end) scan8<true>(row, i, end - i, lo_key, hi_key, compact, out, &st);
+// The first token holding the largest key of a scan's lanes.
+ScanStats scan_result(const ScanState& st) {
   alignas(32) int32_t keys[8], idx[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(keys), st.best);
   _mm256_store_si256(reinterpret_cast<__m256i*>(idx), st.best_index);
@@ -278,7 +272,60 @@ int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int3
     if (keys[l] > top || (keys[l] == top && idx[l] < result.max_index)) { top = keys[l]; result.max_index = idx[l]; }
   }
   if (result.max_index >= 0) result.max_key = uint32_t(top) ^ kFlip;
-  *stats = result;
+  return result;
+}
+
+int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int32_t* out,
+             ScanStats* stats) {
+  ScanState st;
+  const __m256i lo_key = signed_key(lo), hi_key = signed_key(hi);
+  const bool compact = lo <= hi;
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) scan8<false>(load8(row, i, 8), i, 8, lo_key, hi_key, compact, out, &st);
+  if (i < end) scan8<true>(load8(row, i, end - i), i, end - i, lo_key, hi_key, compact, out, &st);
+  *stats = scan_result(st);
+  return st.n_out;
+}
+
+// Sums exp(min(s - ref, kMassRefReach)) of eight logits into two fp64 halves
+// (lanes 0-3, 4-7); lanes scoring -inf, the missing ones of a tail included,
+// add exp8(-inf) = 0.
+struct MassLanes {
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  double total() const {
+    alignas(32) double t[4];
+    _mm256_store_pd(t, _mm256_add_pd(lo, hi));
+    return (t[0] + t[2]) + (t[1] + t[3]);
+  }
+};
+
+inline void mass8(__m256 x, float temperature, __m256 ref, MassLanes* m) {
+  const __m256 d = _mm256_min_ps(_mm256_sub_ps(scaled8(x, temperature), ref), _mm256_set1_ps(kMassRefReach));
+  const __m256 q = exp8(d);
+  m->lo = _mm256_add_pd(m->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
+  m->hi = _mm256_add_pd(m->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(q, 1)));
+}
+
+int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, float temperature,
+                  float ref, int32_t* out, ScanStats* stats, double* mass) {
+  ScanState st;
+  MassLanes m;
+  const __m256i lo_key = signed_key(lo), hi_key = signed_key(hi);
+  const __m256 ref8 = _mm256_set1_ps(ref);
+  const bool compact = lo <= hi;
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    const __m256 x = load8(row, i, 8);
+    scan8<false>(x, i, 8, lo_key, hi_key, compact, out, &st);
+    mass8(x, temperature, ref8, &m);
+  }
+  if (i < end) {
+    const __m256 x = load8(row, i, end - i);
+    scan8<true>(x, i, end - i, lo_key, hi_key, compact, out, &st);
+    mass8(x, temperature, ref8, &m);
+  }
+  *stats = scan_result(st);
+  *mass = m.total();
   return st.n_out;
 }
 
@@ -502,7 +549,7 @@ Cumulative cumulative(Row row, int64_t begin, int64_t end, const DrawSet& set, d
   return c;
 }
 
-constexpr Kernels kAvx2{&scan, &mass_histogram, &exp_list, &gumbel_list, &gumbel_scan, &cumulative};
+constexpr Kernels kAvx2{&scan, &scan_mass, &mass_histogram, &exp_list, &gumbel_list, &gumbel_scan, &cumulative};
 
 }  // namespace
 

@@ -15,6 +15,12 @@ constexpr int64_t kPivotStride = 64;  // the top-k pivot looks at every 64th log
 // Keep-sets up to this size are drawn from their list; larger ones by a scan
 // of the row, whose Gumbel noise comes 32 tokens per Philox vector.
 constexpr int64_t kListDrawMax = 4096;
+// Top-p without top-k: the scan lists the tokens at or above a pivot for a few
+// times this many, which hold the nucleus of a peaked row. The pivot's sample
+// is read ahead of the scan, where each sampled logit is a DRAM access, so it
+// takes about kTopPSample logits (every 64th at least).
+constexpr int64_t kTopPCandidates = 512;
+constexpr int64_t kTopPSample = 512;
 
 // ---- keys ----------------------------------------------------------------------
 
@@ -44,15 +50,56 @@ int64_t chunk_end(const RowJob& j, int64_t c) { return std::min(j.vocab, (c + 1)
 
 void finish(RowJob& j, int64_t token) { j.token = token; j.next = Next::kDone; }
 
-// x-key pivot with, in expectation, a few times k logits at or above it.
-uint32_t topk_pivot(RowJob& j) {
-  const int64_t m = j.vocab / kPivotStride;
-  const double e = double(j.p.top_k) / kPivotStride;
+// Whether the m logits topk_pivot sampled (x-keys in j.r_key, largest score
+// ref) put the top_p nucleus of their own mass past half of them: a flat row,
+// whose nucleus no candidate list holds, so the scan neither lists nor sums
+// for it. Peaks the sample missed could only shorten the nucleus; such a row
+// takes the mass pass, as a flat one does.
+bool sample_looks_flat(RowJob& j, int64_t m, float ref) {
+  for (int64_t s = 0; s < m; ++s)
+    j.c_score[s] = nt_scaled_score(nt_key_to_float(j.r_key[s]), j.p.temperature);
+  kernels().exp_list(j.c_score, m, ref, j.c_mass);
+  constexpr int kUnits = 32;
+  double unit_mass[kUnits + 1] = {}, total = 0.0;  // sampled mass per unit of ref - s
+  int64_t unit_count[kUnits + 1] = {};
+  for (int64_t s = 0; s < m; ++s) {
+    if (j.c_score[s] == -INFINITY) continue;
+    const float d = ref - j.c_score[s];
+    const int u = d < float(kUnits) ? int(d) : kUnits;
+    unit_mass[u] += j.c_mass[s];
+    ++unit_count[u];
+    total += j.c_mass[s];
+  }
+  double done = 0.0;
+  int64_t count = 0;
+  for (int u = 0; u <= kUnits && done < double(j.p.top_p) * total; ++u) {
+    done += unit_mass[u];
+    count += unit_count[u];
+  }
+  return 2 * count > m;
+}
+
+// x-key pivot from every stride-th logit with, in expectation, a few times k
+// logits at or above it. With ref, also the score of the largest sampled logit
+// when it is finite; ref is left as it is when the row is too short to sample,
+// and for top-p alone on a row whose sample looks flat, which gets no pivot
+// (UINT32_MAX) either.
+uint32_t topk_pivot(RowJob& j, int64_t k, float* ref, int64_t stride = kPivotStride) {
+  const int64_t m = j.vocab / stride;
+  const double e = double(k) / double(stride);
   const double rank = std::ceil(e + 3.0 * std::sqrt(e) + 3.0);
   if (m < 16 || rank >= double(m)) return x_threshold(NT_KEY_FIRST_FINITE, j.p.temperature, j.hi);
+  uint32_t top = 0;
   for (int64_t s = 0; s < m; ++s) {
-    j.r_key[s] = nt_order_key(widen_element(j.x.data, j.x.dtype, s * kPivotStride + kPivotStride - 1));
+    j.r_key[s] = nt_order_key(widen_element(j.x.data, j.x.dtype, s * stride + stride - 1));
     j.r_index[s] = int32_t(s);
+    top = std::max(top, j.r_key[s]);
+  }
+  if (ref != nullptr) {
+    const float s = nt_scaled_score(nt_key_to_float(top), j.p.temperature);
+    // Top-p alone on a flat row: neither a list nor Z.
+    if (j.p.top_k <= 0 && std::isfinite(s) && sample_looks_flat(j, m, s)) return UINT32_MAX;
+    if (std::isfinite(s)) *ref = s;
   }
   const PrefixEnd e_pivot = select_prefix(j.r_key, j.r_index, nullptr, m, 0.0, rank, j.c_key,
                                           j.c_index, j.c_score);
@@ -116,14 +163,40 @@ void topp_over_list(RowJob& j, int64_t n, bool z_from_list) {
   j.keep = shorter(j.keep, e);
 }
 
+// Z from the scan's sums, when it has them: a reference, and no score more
+// than kMassRefReach above it (so that no term was clamped).
+bool z_from_scan(RowJob& j) {
+  if (!(j.s_max - j.mass_ref <= kMassRefReach)) return false;
+  double sum = 0.0;
+  for (int64_t c = 0; c < j.n_chunks; ++c) sum += j.chunks[c].mass;
+  j.z = sum * std::exp(double(j.mass_ref) - double(j.s_max));
+  return true;
+}
+
+// Top-p over n listed candidates that form a prefix of the order, given Z:
+// false when their mass falls short of top_p * Z (the nucleus spills past them).
+bool topp_over_prefix(RowJob& j, int64_t n) {
+  score_list(j, n);
+  kernels().exp_list(j.c_score, n, j.s_max, j.c_mass);
+  double listed = 0.0;
+  for (int64_t i = 0; i < n; ++i) listed += double(j.c_mass[i]);
+  const double target = double(j.p.top_p) * j.z;
+  if (n == 0 || listed < target) return false;
+  j.keep = shorter(j.keep, select_prefix(j.c_key, j.c_index, j.c_mass, n, 0.0, target, j.r_key,
+                                         j.r_index, j.r_val));
+  j.n_list = n;
+  return true;
+}
+
 // Mass bins worth filling for top-p without top-k. Far below s_max the bins
 // only add to Z, and a scatter per token is the mass pass's main cost, so
 // every 64th logit estimates how deep the target lies: the tokens left out
 // should hold a quarter of 1 - top_p of the mass. A sampled token with
 // p >= 1/64 is likely one of a few peaks rather than typical of 64 others, so
 // it counts once. If the target still lies beyond, the pass is redone with
-// every bin (stage_after_mass).
-int binned_estimate(RowJob& j) {
+// every bin (stage_after_mass). With z_known, the scan's Z replaces the
+// sample's estimate of it.
+int binned_estimate(RowJob& j, bool z_known) {
   const int64_t m = j.vocab / kPivotStride;
   if (m < 16) return kMassBins;
   for (int64_t s = 0; s < m; ++s)
@@ -140,7 +213,7 @@ int binned_estimate(RowJob& j) {
     unit_mass[d < float(kUnits) ? int(d) : kUnits] += weight * p;
     z += weight * p;
   }
-  const double budget = 0.25 * (1.0 - double(j.p.top_p)) * z;
+  const double budget = 0.25 * (1.0 - double(j.p.top_p)) * (z_known ? j.z : z);
   double tail = 0.0;
   int depth = kUnits + 1;
   for (int u = kUnits; u >= 0 && tail + unit_mass[u] <= budget; --u) {
@@ -277,18 +350,33 @@ void stage_start(RowJob& j) {
   j.hi = std::isinf(j.p.temperature) ? NT_KEY_POS_INF - 1 : NT_KEY_POS_INF;
   j.compact_lo = UINT32_MAX;
   j.compact_hi = j.hi;
+  j.mass_ref = NAN;
   j.n_list = -1;
   j.keep = PrefixEnd{NT_KEY_FIRST_FINITE, INT32_MAX};
   j.bound = -INFINITY;
   j.token = -1;
   j.next = Next::kScan;
-  if (!j.p.greedy && j.p.top_k > 0) j.compact_lo = topk_pivot(j);
+  if (j.p.greedy) return;
+  // Top-p over the whole row (at a finite temperature): Z from the scan.
+  const bool row_z = j.p.top_p < 1.0f && (j.p.top_k <= 0 || j.joint) && !std::isinf(j.p.temperature);
+  if (j.p.top_k > 0) {
+    j.compact_lo = topk_pivot(j, j.p.top_k, row_z ? &j.mass_ref : nullptr);
+  } else if (row_z) {
+    const int64_t stride = std::max(kPivotStride, j.vocab / kTopPSample);
+    const uint32_t lo = topk_pivot(j, kTopPCandidates, &j.mass_ref, stride);
+    if (!std::isnan(j.mass_ref)) j.compact_lo = lo;
+  }
 }
 
 void chunk_scan(RowJob& j, int64_t c) {
   ChunkOut& o = j.chunks[c];
-  o.n_found = kernels().scan(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo, j.compact_hi,
-                             j.c_index + chunk_begin(c), &o.stats);
+  if (std::isnan(j.mass_ref))
+    o.n_found = kernels().scan(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo, j.compact_hi,
+                               j.c_index + chunk_begin(c), &o.stats);
+  else
+    o.n_found = kernels().scan_mass(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo, j.compact_hi,
+                                    j.p.temperature, j.mass_ref, j.c_index + chunk_begin(c),
+                                    &o.stats, &o.mass);
 }
 
 void stage_after_scan(RowJob& j) {
@@ -356,7 +444,13 @@ void stage_after_scan(RowJob& j) {
   j.before_list = 0.0;
   if (j.p.top_p < 1.0f) {
     if (j.n_list < 0 || j.joint) {  // needs the mass of every finite score
-      j.n_binned = j.n_list < 0 ? binned_estimate(j) : 0;
+      const bool z_known = z_from_scan(j);
+      if (z_known && j.n_list >= 0) {  // joint mode
+        topp_over_list(j, j.n_list, false);
+        return stage_constraints_done(j);
+      }
+      if (z_known && topp_over_prefix(j, gather_found(j))) return stage_constraints_done(j);
+      j.n_binned = j.n_list < 0 ? binned_estimate(j, z_known) : 0;
       j.next = Next::kMass;
       return;
     }

@@ -7,9 +7,15 @@
 // between that work on small candidate lists:
 //   scan:    the largest logit (greedy, s_max, +inf); for top-k also the
 //            tokens at or above a pivot estimated from every 64th logit (a
-//            superset of the top k);
-//   mass:    only for top-p without top-k (or joint mode): the softmax mass Z
-//            and a histogram of the probabilities (cpu/sample_kernels.h);
+//            superset of the top k); for top-p without top-k (or joint mode)
+//            also the softmax mass Z, summed relative to the largest sampled
+//            score, and for top-p without top-k the tokens at or above a
+//            pivot for a thousand or more candidates: when their mass reaches
+//            top_p * Z, the keep-set is selected from them (rows whose sample
+//            looks flat skip this, as no such list holds their nucleus);
+//   mass:    only for top-p without top-k (or joint mode) that the scan did
+//            not settle: Z and a histogram of the probabilities
+//            (cpu/sample_kernels.h);
 //   compact: the tokens of the bin where the mass crosses top_p * Z (and
 //            those above it when they are few);
 //   draw:    Gumbel-max (or the explicit draw) over the keep-set, only when it
@@ -36,6 +42,7 @@ struct ChunkOut {
   ScanStats stats;
   int64_t n_found;
   double rest;  // mass of the scores beyond the binned range
+  double mass;  // scan with a mass reference: the chunk's sum of exp(s - ref)
   Best best;
   Cumulative cum;
 };
@@ -66,6 +73,7 @@ struct RowJob {
 
   uint32_t hi;          // larger x-keys are never kept (+inf logits when T = +inf)
   uint32_t compact_lo, compact_hi;  // x-key range of the next compaction; empty: none
+  float mass_ref;       // largest sampled score, the scan's reference for Z; NaN: no Z from the scan
   ScanStats stats;
   float s_max;
   uint32_t s_max_key;

@@ -8,7 +8,9 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/portable_exp.h"
@@ -126,6 +128,63 @@ TEST(PortableExp, Avx2KernelMatchesCore) {
   if (k == nullptr) GTEST_SKIP() << "AVX2 kernels not compiled in";
   if (!nt::cpu::use_avx2()) GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
   expect_kernel_matches_core(*k);
+}
+
+}  // namespace
+
+namespace {
+
+// scan_mass: the portable and AVX2 kernels agree bit for bit (found tokens,
+// largest key, mass), and the mass is the defined sum: exp(min(s - ref,
+// kMassRefReach)) over the scores above -inf, token i in lane i % 8, the lanes
+// combined ((0+4)+(2+6))+((1+5)+(3+7)). Rows hold -inf, NaN, +inf and scores
+// far above ref (clamped); lengths leave a partial last group.
+TEST(PortableExp, ScanMassKernelsAgree) {
+  namespace s = nt::cpu::sampling;
+  const s::Kernels* avx2 = s::avx2_kernels();
+  const bool have_avx2 = avx2 != nullptr && nt::cpu::use_avx2();
+  std::mt19937_64 rng(0x5ca7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int64_t n : {1, 7, 8, 61, 8192, 8195})
+    for (float temperature : {1.0f, 0.7f})
+      for (bool specials : {false, true}) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (float& v : x) v = normal(rng);
+        if (specials)
+          for (int64_t i = 0; i < n; i += 5) {
+            const float pick[] = {-INFINITY, NAN, INFINITY, 300.0f, -300.0f};
+            x[size_t(i)] = pick[rng() % 5];
+          }
+        const float ref = 2.5f;
+        const s::Row row{x.data(), NT_F32};
+        double lane[8] = {};
+        for (int64_t i = 0; i < n; ++i) {
+          const float sc = nt_scaled_score(x[size_t(i)], temperature);
+          if (sc == -INFINITY) continue;
+          const float d = sc - ref;
+          lane[i & 7] += double(nt_portable_exp(d < s::kMassRefReach ? d : s::kMassRefReach));
+        }
+        const double want =
+            ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+        const uint32_t lo = nt_order_key(1.0f), hi = nt_order_key(5.0f);
+        std::vector<int32_t> out_p(static_cast<size_t>(n)), out_a(static_cast<size_t>(n));
+        s::ScanStats st_p{}, st_a{};
+        double mass_p = -1.0, mass_a = -1.0;
+        const int64_t found_p = s::portable_kernels().scan_mass(row, 0, n, lo, hi, temperature, ref,
+                                                                out_p.data(), &st_p, &mass_p);
+        SCOPED_TRACE("n=" + std::to_string(n) + " T=" + std::to_string(temperature) +
+                     (specials ? " with specials" : ""));
+        EXPECT_EQ(mass_p, want);
+        EXPECT_TRUE(std::isfinite(mass_p));
+        if (!have_avx2) continue;
+        const int64_t found_a =
+            avx2->scan_mass(row, 0, n, lo, hi, temperature, ref, out_a.data(), &st_a, &mass_a);
+        EXPECT_EQ(std::memcmp(&mass_a, &mass_p, sizeof(double)), 0) << mass_a << " vs " << mass_p;
+        ASSERT_EQ(found_a, found_p);
+        for (int64_t i = 0; i < found_p; ++i) EXPECT_EQ(out_a[size_t(i)], out_p[size_t(i)]);
+        EXPECT_EQ(st_a.max_key, st_p.max_key);
+        EXPECT_EQ(st_a.max_index, st_p.max_index);
+      }
 }
 
 }  // namespace

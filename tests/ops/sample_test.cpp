@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -610,6 +611,70 @@ TEST_P(Sample, FullyMaskedRowsGiveMinusOne) {
       for (int64_t r : {0, 2, 3, 5}) EXPECT_EQ(tokens[size_t(r)], -1) << "row " << r;
       c.uniform = {0.3f, 0.9f, 0.0f, 1.0f, 0.5f, 0.99f};
       redraw_degenerate_rows(c, rng, false);
+      expect_tokens_match(dev(), c);
+    }
+}
+
+// Top-p alone on a row whose nucleus ends just inside or just past the CPU
+// scan's candidate list (at V = 128,256: the tokens at or above the 10th
+// largest of every 250th logit): 2000 tokens of distinct, falling logits,
+// every 50th of them on a sampled position (250 s + 249), the others past
+// those, so the list ends at nucleus token 450. A
+// seed puts a Gumbel record (a token beating every one before it in the
+// order) inside or past that end; the row cut at the record draws it, cut
+// one token shorter it cannot, so a keep-set resolved from a list that does
+// not hold the nucleus (or cut anywhere else) changes the token.
+TEST_P(Sample, NucleusAroundTheScanCandidates) {
+  constexpr int64_t kVocab = 128256, kNucleus = 2000;
+  uint64_t seed = 3100;
+  for (float temperature : {1.0f, 0.8f})
+    for (const std::array<int64_t, 2> window : {std::array<int64_t, 2>{400, 450}, {451, 510}}) {
+      Rng rng(++seed);
+      std::vector<float> row(static_cast<size_t>(kVocab));
+      for (float& x : row) x = float(rng.uniform(-14.0, -12.0));
+      std::vector<int64_t> position(static_cast<size_t>(kNucleus));  // nucleus token j, in the order
+      for (int64_t j = 0; j < kNucleus; ++j) {
+        position[size_t(j)] = j % 50 == 0 ? 250 * (j / 50) + 249 : 10250 + 50 * j + rng.integer(0, 48);
+        row[size_t(position[size_t(j)])] = -0.002f * float(j) - float(rng.uniform(0.0, 0.001));
+      }
+      // A seed with a record inside the window.
+      int64_t record = -1;
+      while (record < 0) {
+        ++seed;
+        float best = -INFINITY;
+        for (int64_t j = 0; j < kNucleus; ++j) {
+          const int64_t i = position[size_t(j)];
+          const float v = nt_perturbed_score(nt_scaled_score(row[size_t(i)], temperature),
+                                             nt_token_gumbel(seed, 0, 0, uint32_t(i)), 0);
+          if (v <= best) continue;
+          best = v;
+          if (j >= window[0] && j <= window[1]) record = j;
+        }
+      }
+      auto mass = [&](int64_t j) {
+        return std::exp(double(nt_scaled_score(row[size_t(position[size_t(j)])], temperature)));
+      };
+      double z = 0.0, before = 0.0;  // before: the mass ranked before the record
+      for (float x : row) z += std::exp(double(nt_scaled_score(x, temperature)));
+      for (int64_t j = 0; j < record; ++j) before += mass(j);
+      SCOPED_TRACE(seed_trace(seed) + " T=" + std::to_string(temperature) + " record=" +
+                   std::to_string(record));
+      SampleCase c;
+      c.rows = 2;
+      c.vocab = kVocab;
+      c.logits = row;
+      c.logits.insert(c.logits.end(), row.begin(), row.end());
+      c.temperature = scalar(temperature);
+      c.seed = per_row<uint64_t>({seed, seed});
+      c.offset = per_row<uint64_t>({0, 0});
+      // The middle of the record's mass step, and of the step before it.
+      c.top_p = per_row<float>({float((before + mass(record) / 2) / z),
+                                float((before - mass(record - 1) / 2) / z)});
+      for (int64_t r = 0; r < 2; ++r) {
+        const SampleReference ref = reference_sample(c, r);
+        ASSERT_FALSE(ref.degenerate) << "row " << r << ": " << ref.why_degenerate;
+        ASSERT_EQ(ref.token == position[size_t(record)], r == 0) << "row " << r << ": the construction";
+      }
       expect_tokens_match(dev(), c);
     }
 }
