@@ -36,10 +36,10 @@ int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi,
                   float ref, int32_t* out, ScanStats* stats, double* mass) {
   double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t i = begin; i < end; ++i) {
-    const float s = nt_scaled_score(widen_element(row.data, row.dtype, i), temperature);
-    if (s == -INFINITY) continue;
-    const float d = s - ref;
-    lane[i & 7] += double(nt_portable_exp(d < kMassRefReach ? d : kMassRefReach));
+    const float x = widen_element(row.data, row.dtype, i);
+    const float s = nt_scaled_score(x, temperature);
+    if (s == -INFINITY || nt_order_key(x) >= lo) continue;
+    lane[i & 7] += double(nt_portable_exp(s - ref));
   }
   *mass = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
   return scan(row, begin, end, lo, hi, out, stats);

@@ -33,13 +33,6 @@ constexpr int kMassBins = 512;
 constexpr float kMassBinScale = 16.0f;
 constexpr float kMassBinLast = float(kMassBins - 1);
 
-// scan_mass sums exp(min(s - ref, kMassRefReach)): the sum is the row's mass
-// relative to ref only when no score lies further above ref than this, and the
-// clamp keeps every term finite when one does. nt_portable_exp's arithmetic
-// holds for these positive arguments too (n <= 93: n * ln2_hi stays exact and
-// both halves of 2^n are normal).
-constexpr float kMassRefReach = 64.0f;
-
 inline int mass_bin(float s, float s_max) {
   const float t = (s_max - s) * kMassBinScale;
   return int(t < kMassBinLast ? t : kMassBinLast);
@@ -90,9 +83,11 @@ struct Kernels {
   // (nothing when lo > hi) and returns their number.
   int64_t (*scan)(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int32_t* out,
                   ScanStats* stats);
-  // scan(), and in *mass the sum of exp(min(s - ref, kMassRefReach)) over the
-  // scores s = x / T > -inf of [begin, end) (begin a multiple of 8), formed in
-  // eight lanes as mass_histogram's rest.
+  // scan(), and in *mass the sum of exp(s - ref) over the scores s = x / T > -inf
+  // of the tokens of [begin, end) (begin a multiple of 8) that it does not list
+  // (x-key below lo), formed in eight lanes as mass_histogram's rest. The
+  // caller's ref is at or above every such score (the pivot lo comes from
+  // logits scoring at most ref), so no term exceeds 1.
   int64_t (*scan_mass)(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi,
                        float temperature, float ref, int32_t* out, ScanStats* stats, double* mass);
   // For every finite score of [begin, end) (begin a multiple of 8), with

@@ -287,9 +287,9 @@ int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int3
   return st.n_out;
 }
 
-// Sums exp(min(s - ref, kMassRefReach)) of eight logits into two fp64 halves
-// (lanes 0-3, 4-7); lanes scoring -inf, the missing ones of a tail included,
-// add exp8(-inf) = 0.
+// Sums exp(s - ref) of the eight logits whose keys lie below lo_key into two
+// fp64 halves (lanes 0-3, 4-7); the other lanes, and those scoring -inf (the
+// missing ones of a tail included), add exp8(-inf) = 0.
 struct MassLanes {
   __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
   double total() const {
@@ -299,8 +299,10 @@ struct MassLanes {
   }
 };
 
-inline void mass8(__m256 x, float temperature, __m256 ref, MassLanes* m) {
-  const __m256 d = _mm256_min_ps(_mm256_sub_ps(scaled8(x, temperature), ref), _mm256_set1_ps(kMassRefReach));
+inline void mass8(__m256 x, float temperature, __m256 ref, __m256i lo_key, MassLanes* m) {
+  const __m256 below = _mm256_castsi256_ps(_mm256_cmpgt_epi32(lo_key, signed_key8(x)));
+  const __m256 d = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY),
+                                    _mm256_sub_ps(scaled8(x, temperature), ref), below);
   const __m256 q = exp8(d);
   m->lo = _mm256_add_pd(m->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
   m->hi = _mm256_add_pd(m->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(q, 1)));
@@ -317,12 +319,12 @@ int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi,
   for (; i + 8 <= end; i += 8) {
     const __m256 x = load8(row, i, 8);
     scan8<false>(x, i, 8, lo_key, hi_key, compact, out, &st);
-    mass8(x, temperature, ref8, &m);
+    mass8(x, temperature, ref8, lo_key, &m);
   }
   if (i < end) {
     const __m256 x = load8(row, i, end - i);
     scan8<true>(x, i, end - i, lo_key, hi_key, compact, out, &st);
-    mass8(x, temperature, ref8, &m);
+    mass8(x, temperature, ref8, lo_key, &m);
   }
   *stats = scan_result(st);
   *mass = m.total();

@@ -163,28 +163,32 @@ void topp_over_list(RowJob& j, int64_t n, bool z_from_list) {
   j.keep = shorter(j.keep, e);
 }
 
-// Z from the scan's sums, when it has them: a reference, and no score more
-// than kMassRefReach above it (so that no term was clamped).
-bool z_from_scan(RowJob& j) {
-  if (!(j.s_max - j.mass_ref <= kMassRefReach)) return false;
-  double sum = 0.0;
-  for (int64_t c = 0; c < j.n_chunks; ++c) sum += j.chunks[c].mass;
-  j.z = sum * std::exp(double(j.mass_ref) - double(j.s_max));
-  return true;
-}
-
-// Top-p over n listed candidates that form a prefix of the order, given Z:
-// false when their mass falls short of top_p * Z (the nucleus spills past them).
-bool topp_over_prefix(RowJob& j, int64_t n) {
+// Top-p alone from the scan (j.mass_ref set): the scan listed every token at
+// or above the pivot, a prefix of the order, and summed exp(s - mass_ref) over
+// the others, all of which score at or below mass_ref. Z is the listed
+// tokens' masses, exp(s - s_max) as the mass pass takes them, plus that sum
+// rescaled to s_max: the tokens that carry Z's bulk are measured from s_max,
+// and the rest from a reference at or above them, so Z keeps fp32 accuracy
+// however far s_max lies above the sample. Sets j.z and returns true when the
+// sums are usable; the keep-set is then settled here when the listed tokens
+// reach top_p * Z (*settled), else the mass pass finds it.
+bool topp_from_scan(RowJob& j, bool* settled) {
+  *settled = false;
+  double below = 0.0;
+  for (int64_t c = 0; c < j.n_chunks; ++c) below += j.chunks[c].mass;
+  if (!std::isfinite(below)) return false;
+  const int64_t n = gather_found(j);
   score_list(j, n);
   kernels().exp_list(j.c_score, n, j.s_max, j.c_mass);
   double listed = 0.0;
   for (int64_t i = 0; i < n; ++i) listed += double(j.c_mass[i]);
+  j.z = listed + below * std::exp(double(j.mass_ref) - double(j.s_max));
   const double target = double(j.p.top_p) * j.z;
-  if (n == 0 || listed < target) return false;
+  if (n == 0 || listed < target) return true;
   j.keep = shorter(j.keep, select_prefix(j.c_key, j.c_index, j.c_mass, n, 0.0, target, j.r_key,
                                          j.r_index, j.r_val));
   j.n_list = n;
+  *settled = true;
   return true;
 }
 
@@ -357,10 +361,10 @@ void stage_start(RowJob& j) {
   j.token = -1;
   j.next = Next::kScan;
   if (j.p.greedy) return;
-  // Top-p over the whole row (at a finite temperature): Z from the scan.
-  const bool row_z = j.p.top_p < 1.0f && (j.p.top_k <= 0 || j.joint) && !std::isinf(j.p.temperature);
+  // Top-p alone (at a finite temperature): a candidate list and Z from the scan.
+  const bool row_z = j.p.top_p < 1.0f && j.p.top_k <= 0 && !std::isinf(j.p.temperature);
   if (j.p.top_k > 0) {
-    j.compact_lo = topk_pivot(j, j.p.top_k, row_z ? &j.mass_ref : nullptr);
+    j.compact_lo = topk_pivot(j, j.p.top_k, nullptr);
   } else if (row_z) {
     const int64_t stride = std::max(kPivotStride, j.vocab / kTopPSample);
     const uint32_t lo = topk_pivot(j, kTopPCandidates, &j.mass_ref, stride);
@@ -444,12 +448,9 @@ void stage_after_scan(RowJob& j) {
   j.before_list = 0.0;
   if (j.p.top_p < 1.0f) {
     if (j.n_list < 0 || j.joint) {  // needs the mass of every finite score
-      const bool z_known = z_from_scan(j);
-      if (z_known && j.n_list >= 0) {  // joint mode
-        topp_over_list(j, j.n_list, false);
-        return stage_constraints_done(j);
-      }
-      if (z_known && topp_over_prefix(j, gather_found(j))) return stage_constraints_done(j);
+      bool settled = false;
+      const bool z_known = !std::isnan(j.mass_ref) && topp_from_scan(j, &settled);
+      if (settled) return stage_constraints_done(j);
       j.n_binned = j.n_list < 0 ? binned_estimate(j, z_known) : 0;
       j.next = Next::kMass;
       return;

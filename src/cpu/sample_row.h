@@ -7,12 +7,13 @@
 // between that work on small candidate lists:
 //   scan:    the largest logit (greedy, s_max, +inf); for top-k also the
 //            tokens at or above a pivot estimated from every 64th logit (a
-//            superset of the top k); for top-p without top-k (or joint mode)
-//            also the softmax mass Z, summed relative to the largest sampled
-//            score, and for top-p without top-k the tokens at or above a
-//            pivot for a thousand or more candidates: when their mass reaches
-//            top_p * Z, the keep-set is selected from them (rows whose sample
-//            looks flat skip this, as no such list holds their nucleus);
+//            superset of the top k); for top-p without top-k the tokens at or
+//            above a pivot estimated from about 512 sampled logits (a
+//            thousand or so), and the sum of exp(s - ref) over the others
+//            (ref: the largest sampled score, at or above them all), which
+//            with the listed tokens' masses gives Z: when the listed mass
+//            reaches top_p * Z, the keep-set is selected from them (rows whose
+//            sample looks flat skip this, as no such list holds their nucleus);
 //   mass:    only for top-p without top-k (or joint mode) that the scan did
 //            not settle: Z and a histogram of the probabilities
 //            (cpu/sample_kernels.h);
@@ -73,7 +74,7 @@ struct RowJob {
 
   uint32_t hi;          // larger x-keys are never kept (+inf logits when T = +inf)
   uint32_t compact_lo, compact_hi;  // x-key range of the next compaction; empty: none
-  float mass_ref;       // largest sampled score, the scan's reference for Z; NaN: no Z from the scan
+  float mass_ref;       // largest sampled score: the scan sums exp(s - mass_ref) below the pivot; NaN: no sum
   ScanStats stats;
   float s_max;
   uint32_t s_max_key;

@@ -135,10 +135,11 @@ TEST(PortableExp, Avx2KernelMatchesCore) {
 namespace {
 
 // scan_mass: the portable and AVX2 kernels agree bit for bit (found tokens,
-// largest key, mass), and the mass is the defined sum: exp(min(s - ref,
-// kMassRefReach)) over the scores above -inf, token i in lane i % 8, the lanes
-// combined ((0+4)+(2+6))+((1+5)+(3+7)). Rows hold -inf, NaN, +inf and scores
-// far above ref (clamped); lengths leave a partial last group.
+// largest key, mass), and the mass is the defined sum: exp(s - ref) over the
+// scores above -inf of the tokens not listed (key below lo), token i in lane
+// i % 8, the lanes combined ((0+4)+(2+6))+((1+5)+(3+7)). Rows hold -inf, NaN,
+// +inf and scores far above ref (all listed); lengths leave a partial last
+// group.
 TEST(PortableExp, ScanMassKernelsAgree) {
   namespace s = nt::cpu::sampling;
   const s::Kernels* avx2 = s::avx2_kernels();
@@ -158,15 +159,14 @@ TEST(PortableExp, ScanMassKernelsAgree) {
         const float ref = 2.5f;
         const s::Row row{x.data(), NT_F32};
         double lane[8] = {};
+        const uint32_t lo = nt_order_key(1.0f), hi = nt_order_key(5.0f);
         for (int64_t i = 0; i < n; ++i) {
           const float sc = nt_scaled_score(x[size_t(i)], temperature);
-          if (sc == -INFINITY) continue;
-          const float d = sc - ref;
-          lane[i & 7] += double(nt_portable_exp(d < s::kMassRefReach ? d : s::kMassRefReach));
+          if (sc == -INFINITY || nt_order_key(x[size_t(i)]) >= lo) continue;
+          lane[i & 7] += double(nt_portable_exp(sc - ref));
         }
         const double want =
             ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
-        const uint32_t lo = nt_order_key(1.0f), hi = nt_order_key(5.0f);
         std::vector<int32_t> out_p(static_cast<size_t>(n)), out_a(static_cast<size_t>(n));
         s::ScanStats st_p{}, st_a{};
         double mass_p = -1.0, mass_a = -1.0;

@@ -388,6 +388,30 @@ TEST_P(Sample, ManyRowsPastTheirCandidates) {
   expect_tokens_match(dev(), c);
 }
 
+// Top-p alone on a row whose peaks lie far (37) above every logit a sampling
+// pass would look at first, and whose top-p target lies 1.1e-6 Z past the
+// first peak's mass: Z must hold fp32 accuracy, not the rounding of scores
+// measured from a low reference, or the keep-set loses its second token.
+// The explicit draw at u = 1 takes the keep-set's last token.
+TEST_P(Sample, TopPAloneWithPeaksFarAboveTheRest) {
+  SampleCase c;
+  c.vocab = 65536;
+  c.logits.assign(size_t(c.vocab), -30.0f);
+  for (int64_t i = 63; i < c.vocab; i += 64) c.logits[size_t(i)] = -20.0f;
+  const float top = 40.0f + 3.0f * std::ldexp(1.0f, -18);
+  c.logits[0] = top;
+  c.logits[1] = top - 0.6875f;
+  c.logits[127] = 3.0f + 9.0f * std::ldexp(1.0f, -22);
+  double z = 0.0;
+  for (float x : c.logits) z += std::exp(double(x) - double(top));
+  c.top_p = scalar(float(1.0 / z + 1.1e-6));
+  c.uniform = {1.0f};
+  const SampleReference ref = reference_sample(c, 0);
+  ASSERT_FALSE(ref.degenerate) << ref.why_degenerate;
+  ASSERT_EQ(ref.token, 1) << "the test's construction";
+  expect_tokens_match(dev(), c);
+}
+
 // A batch of copies of one row, each drawing with its own explicit u: u at the
 // middle of chosen keep-set members' CDF intervals pins the keep-set and the
 // masses; u = 0, >= 1, < 0 and NaN check the edge rules.
