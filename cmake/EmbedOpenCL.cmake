@@ -9,7 +9,7 @@
 
 # In dependency order: every program begins with them, in this order (the
 # table's head; kEmbeddedCoreHeaderCount says how many).
-set(NEXTTOK_OPENCL_CORE_HEADERS portable.h philox.h portable_log.h portable_exp.h ordering.h sampling.h logprobs.h half.h
+set(NEXTTOK_OPENCL_CORE_HEADERS portable.h philox.h portable_log.h portable_exp.h fixed_mass.h ordering.h sampling.h logprobs.h half.h
     penalties.h verify.h)
 
 if(CMAKE_SCRIPT_MODE_FILE)

@@ -249,11 +249,9 @@ SampleCall check_sample(const nt_sample_args& a) {
   const bool per_row = a.temperature.per_row || a.top_k.per_row || a.top_p.per_row || a.min_p.per_row;
   const nt_row_params scalar = nt_resolve_row_params(a.temperature.scalar, a.top_k.scalar,
                                                      a.top_p.scalar, a.min_p.scalar, int32_t(vocab));
-  int vocab_bits = 0;
-  for (uint64_t v = uint64_t(vocab); v != 0; v >>= 1) ++vocab_bits;
   return SampleCall{a, rows, vocab, per_row, scalar, nt_row_class(scalar, present(a.uniform)),
                     present(a.uniform), (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0,
-                    a.tokens.dtype == NT_I32, std::clamp(62 - vocab_bits, 24, 40)};
+                    a.tokens.dtype == NT_I32, nt_mass_bits(uint64_t(vocab))};
 }
 
 namespace {
@@ -526,7 +524,7 @@ void check_verify_common(VerifyCall& c, const Args& a) {
   c.seed = a.seed;
   c.offset = a.offset;
   c.joint = (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0;
-  c.mass_bits = nt_verify_mass_bits(int32_t(c.vocab));
+  c.mass_bits = nt_mass_bits(uint64_t(c.vocab));
   c.out_ids = out_ids;
   c.num_emitted = num_emitted;
 }

@@ -93,7 +93,7 @@ struct VerifyCall {
   nt_param_i32 top_k;
   nt_param_u64 seed, offset;
   bool joint;
-  int mass_bits;                     // nt_verify_mass_bits(V)
+  int mass_bits;                     // nt_mass_bits(V)
   nt_tensor out_ids, num_emitted;
 };
 VerifyCall check_verify_draft(const nt_verify_draft_args& a);

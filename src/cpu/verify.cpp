@@ -59,7 +59,7 @@ struct TargetRow {
     if (inf_row) return s == INFINITY ? 1u : 0u;
     const uint32_t key = nt_order_key(s);
     if (s == -INFINITY || key < end_key || (key == end_key && x > end_index)) return 0;
-    return nt_verify_mass_of(s, s_max, bits);
+    return nt_mass_of(s, s_max, bits);
   }
 };
 
@@ -137,7 +137,7 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
   if (n_list < n_k) list_row(0);  // the pivot was above the k-th token
   t.s_max = nt_key_to_float(uint32_t(top >> 32));
   auto mass_of = [&](uint64_t c) {
-    return nt_verify_mass_of(nt_key_to_float(uint32_t(c >> 32)), t.s_max, t.bits);
+    return nt_mass_of(nt_key_to_float(uint32_t(c >> 32)), t.s_max, t.bits);
   };
   if (p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f) {  // no cut: every finite token
     t.n = n_fin;
@@ -173,13 +173,13 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
         } else {
           for (int64_t i = 0; i < V; ++i) {
             const float s = t.score(i);
-            if (s != -INFINITY) zk += nt_verify_mass_of(s, t.s_max, t.bits);
+            if (s != -INFINITY) zk += nt_mass_of(s, t.s_max, t.bits);
           }
         }
       } else {
         for (int64_t j = 0; j < n_k; ++j) zk += mass_of(at(j));
       }
-      const uint64_t target = nt_verify_scale(zk, p.top_p, 1);
+      const uint64_t target = nt_scale_u64(zk, p.top_p, 1);
       const int64_t z_count = std::min(c.joint ? n_fin : n_k, n_list);
       uint64_t acc = 0;
       n_p = c.joint ? n_fin : n_k;
@@ -233,7 +233,7 @@ int64_t draw_residual(const TargetRow& t, const RequestParams& rp, uint32_t tag,
   float best_key = 0.0f;
   for (int64_t j = 0; j < t.n; ++j) {
     const int64_t i = composite_index(t.members[j]);
-    const uint64_t m = t.inf_row ? 1u : nt_verify_mass_of(t.score(i), t.s_max, t.bits);
+    const uint64_t m = t.inf_row ? 1u : nt_mass_of(t.score(i), t.s_max, t.bits);
     const uint64_t r = nt_verify_residual(m, q[i], t.z);
     if (r == 0) continue;
     const float v = nt_verify_residual_key(r, nt_token_gumbel(rp.seed, rp.offset, tag, uint32_t(i)));

@@ -391,7 +391,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
     each([&](u32 i, float s) {
       if (s == -INFINITY || composite(nt_order_key(s), i) < cut) return;
       ++c;
-      m += nt_verify_mass_of(s, r.s_max, r.bits);
+      m += nt_mass_of(s, r.s_max, r.bits);
     });
     if (count) *count = fold_sum(c);
     return fold_sum(m);
@@ -502,7 +502,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
 #pragma unroll
       for (int u = 0; u < kPer; ++u) {
         const u32 e = u32(tid * kPer + u);
-        m[u] = e < nk ? nt_verify_mass_of(nt_key_to_float(composite_key(sorted[e])), r.s_max, r.bits)
+        m[u] = e < nk ? nt_mass_of(nt_key_to_float(composite_key(sorted[e])), r.s_max, r.bits)
                       : 0u;
         total += m[u];
       }
@@ -521,7 +521,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
     const u64 z_all = (p_on && a.joint) ? prefix(lowest, nullptr) : 0;
     if (p_on && p.top_p != 0.0f) {
       // The shortest prefix whose mass reaches the target (none: all k).
-      const u64 target = nt_verify_scale(a.joint ? z_all : zk, p.top_p, 1);
+      const u64 target = nt_scale_u64(a.joint ? z_all : zk, p.top_p, 1);
       for (u32 e = tid; e < nk; e += kRowThreads)
         if (mass[e] >= target && (e == 0 || mass[e - 1] < target)) top_p_len = e + 1;
     }
@@ -562,7 +562,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
     if (p_on) {
       const u64 cut_p = p.top_p == 0.0f
                             ? top
-                            : find_cut(lowest, top, true, nt_verify_scale(a.joint ? z_all : z_k, p.top_p, 1));
+                            : find_cut(lowest, top, true, nt_scale_u64(a.joint ? z_all : z_k, p.top_p, 1));
       cut = cut_p > cut ? cut_p : cut;
     }
     if (m_on) {  // the prefix ends before the first token below min_p
@@ -600,7 +600,7 @@ struct WalkRow {
     return s != -INFINITY && composite(nt_order_key(s), i) >= info.cut;
   }
   __device__ u64 mass_of_member(float s) const {
-    return info.state == kInfRow ? 1ull : nt_verify_mass_of(s, info.s_max, bits);
+    return info.state == kInfRow ? 1ull : nt_mass_of(s, info.s_max, bits);
   }
   // m_x: 0 outside the keep-set or [0, V).
   __device__ u64 mass(int64_t x) const {

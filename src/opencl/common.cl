@@ -126,29 +126,3 @@ void nt_wg_rank_sort_desc(__local const ulong* a, uint n, __local ulong* out) {
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 }
-
-/* ---- exact fixed-point arithmetic (no fp64: many devices lack it) ---- */
-
-/* floor(f * z), or the ceiling, exactly, for 0 <= f < 1 and z < 2^62: f is an
- * integer mantissa times 2^-shift, so the product is a shifted 128-bit one. */
-ulong nt_scale_u64(ulong z, float f, int round_up) {
-  const uint bits = as_uint(f);
-  const uint e = bits >> 23;
-  const ulong m = e ? (ulong)((bits & 0x7FFFFFu) | 0x800000u) : (ulong)(bits & 0x7FFFFFu);
-  const uint shift = e ? 150u - e : 149u; /* >= 24 since f < 1 */
-  const ulong lo = z * m, hi = mul_hi(z, m);
-  ulong q;
-  int rest;
-  if (shift >= 128u) {
-    q = 0;
-    rest = (lo | hi) != 0;
-  } else if (shift >= 64u) {
-    const uint s = shift - 64u;
-    q = hi >> s;
-    rest = lo != 0 || (s != 0 && (hi & ((1ul << s) - 1ul)) != 0);
-  } else {
-    q = (lo >> shift) | (hi << (64u - shift));
-    rest = (lo & ((1ul << shift) - 1ul)) != 0;
-  }
-  return q + (ulong)(round_up && rest);
-}

@@ -99,30 +99,6 @@ static inline float4 nt_exp4(float4 d) {
                   nt_portable_exp(d.s3));
 }
 
-/* p in [0, 1] as round-to-nearest-even(p * 2^bits), in integer arithmetic
- * (a float-to-integer conversion is a slow library call on some devices);
- * > 0 whenever p is, so that "the first member with mass" is the first with
- * p > 0, as in floating point. */
-static inline ulong nt_fixed_mass(float p, int bits) {
-  if (!(p > 0.0f)) return 0;
-  const uint u = as_uint(p), e = u >> 23;
-  const ulong mantissa = e ? (ulong)((u & 0x7FFFFFu) | 0x800000u) : (ulong)u;
-  const int shift = (int)max(e, 1u) - 150 + bits; /* p = mantissa * 2^(shift - bits) */
-  ulong m;
-  if (shift >= 0) {
-    m = mantissa << shift;
-  } else {
-    const uint down = (uint)min(-shift, 63);
-    const ulong q = mantissa >> down, rest = mantissa & ((1ul << down) - 1ul), mid = 1ul << (down - 1u);
-    m = q + (ulong)(rest > mid || (rest == mid && (q & 1ul)));
-  }
-  return m ? m : 1ul;
-}
-
-static inline ulong nt_mass_of(float s, float s_max, int bits) {
-  return nt_fixed_mass(nt_portable_exp(s - s_max), bits);
-}
-
 static inline ulong nt_composite_mass(ulong cv, float s_max, int bits) {
   return nt_mass_of(nt_key_to_float(nt_composite_key(cv)), s_max, bits);
 }

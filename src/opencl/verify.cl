@@ -42,7 +42,7 @@ static void nt_vrow_prefix(const nt_vrow* r, ulong cut, ulong* count, ulong* mas
     const float s = nt_vrow_score(r, i);
     if (s == -INFINITY || nt_composite(nt_order_key(s), i) < cut) continue;
     ++c;
-    m += nt_verify_mass_of(s, r->s_max, r->bits);
+    m += nt_mass_of(s, r->s_max, r->bits);
   }
   *count = c;
   *mass = m;
@@ -111,7 +111,7 @@ static nt_vrow nt_vrow_resolve(__global const nt_elem* x, uint vocab, nt_row_par
     nt_vrow_prefix(&r, cut_k, &c, &z_k);
   }
   if (p.top_p < 1.0f) {
-    const ulong target = nt_verify_scale(joint ? z_all : z_k, p.top_p, 1);
+    const ulong target = nt_scale_u64(joint ? z_all : z_k, p.top_p, 1);
     cut = max(cut, p.top_p == 0.0f ? top : nt_vrow_find_cut(&r, lowest, top, 1, target));
   }
   if (p.min_p > 0.0f) {
@@ -137,7 +137,7 @@ static ulong nt_vrow_mass(const nt_vrow* r, long x) {
   const float s = nt_vrow_score(r, (uint)x);
   if (r->inf_row) return s == INFINITY ? 1ul : 0ul;
   if (s == -INFINITY || nt_composite(nt_order_key(s), (uint)x) < r->cut) return 0;
-  return nt_verify_mass_of(s, r->s_max, r->bits);
+  return nt_mass_of(s, r->s_max, r->bits);
 }
 
 static int nt_vrow_member(const nt_vrow* r, uint i, float s) {
@@ -175,7 +175,7 @@ static long nt_vdraw_residual(const nt_vrow* r, ulong seed, ulong offset, uint t
   for (uint i = 0; i < r->vocab; ++i) {
     const float s = nt_vrow_score(r, i);
     if (!nt_vrow_member(r, i, s)) continue;
-    const ulong m = r->inf_row ? 1ul : nt_verify_mass_of(s, r->s_max, r->bits);
+    const ulong m = r->inf_row ? 1ul : nt_mass_of(s, r->s_max, r->bits);
     const ulong res = nt_verify_residual(m, q[i], r->z);
     if (res == 0ul) continue;
     const float v = nt_verify_residual_key(res, nt_token_gumbel(seed, offset, tag, i));
