@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cfloat>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -175,6 +176,18 @@ TEST(PortableExp, ScanMassKernelsAgree) {
         SCOPED_TRACE("n=" + std::to_string(n) + " T=" + std::to_string(temperature) +
                      (specials ? " with specials" : ""));
         EXPECT_EQ(mass_p, want);
+        // The listed tokens (keys in [lo, hi], in index order) and the first largest key.
+        std::vector<int32_t> listed;
+        int64_t top = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const uint32_t key = nt_order_key(x[size_t(i)]);
+          if (key >= lo && key <= hi) listed.push_back(int32_t(i));
+          if (key > nt_order_key(x[size_t(top)])) top = i;
+        }
+        ASSERT_EQ(found_p, int64_t(listed.size()));
+        EXPECT_TRUE(std::equal(listed.begin(), listed.end(), out_p.begin()));
+        EXPECT_EQ(st_p.max_index, top);
+        EXPECT_EQ(st_p.max_key, nt_order_key(x[size_t(top)]));
         EXPECT_TRUE(std::isfinite(mass_p));
         if (!have_avx2) continue;
         const int64_t found_a =

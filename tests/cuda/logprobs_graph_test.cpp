@@ -77,6 +77,14 @@ TEST(CudaGraph, SampleLogprobsReplaysWithNewSeeds) {
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
 
   std::vector<std::vector<int64_t>> replayed;
+  // Every output of the call (and nt_sample's tokens) poisoned before each run.
+  auto poison_outputs = [&] {
+    CUDA_OK(cudaMemsetAsync(d_tokens, 0x7F, size_t(rows) * 8, stream));
+    CUDA_OK(cudaMemsetAsync(d_plain, 0x7F, size_t(rows) * 8, stream));
+    CUDA_OK(cudaMemsetAsync(d_ids, 0x7F, size_t(rows) * (n + 1) * 4, stream));
+    CUDA_OK(cudaMemsetAsync(d_values, 0x7F, size_t(rows) * (n + 1) * 4, stream));
+    CUDA_OK(cudaMemsetAsync(d_ranks, 0x7F, size_t(rows) * 4, stream));
+  };
   for (int step = 0; step < 4; ++step) {
     std::vector<uint64_t> seeds(rows), offsets(rows);
     for (int r = 0; r < rows; ++r) {
@@ -85,14 +93,14 @@ TEST(CudaGraph, SampleLogprobsReplaysWithNewSeeds) {
     }
     CUDA_OK(cudaMemcpyAsync(d_seed, seeds.data(), rows * 8, cudaMemcpyHostToDevice, stream));
     CUDA_OK(cudaMemcpyAsync(d_offset, offsets.data(), rows * 8, cudaMemcpyHostToDevice, stream));
-    CUDA_OK(cudaMemsetAsync(d_values, 0x7F, size_t(rows) * (n + 1) * 4, stream));  // poison
+    poison_outputs();
     CUDA_OK(cudaGraphLaunch(exec, stream));
     const auto g_tokens = host_copy(d_tokens, rows, stream);
     const auto g_ids = host_copy(d_ids, size_t(rows) * (n + 1), stream);
     const auto g_values = host_copy(d_values, size_t(rows) * (n + 1), stream);
     const auto g_ranks = host_copy(d_ranks, rows, stream);
 
-    CUDA_OK(cudaMemsetAsync(d_values, 0x7F, size_t(rows) * (n + 1) * 4, stream));
+    poison_outputs();  // the eager call must write everything the replay wrote
     ASSERT_EQ(nt_sample_logprobs(&a, ws, bytes, stream), NT_OK) << nt_last_error();
     ASSERT_EQ(nt_sample(&plain, plain_ws, plain_bytes, stream), NT_OK) << nt_last_error();
     EXPECT_EQ(host_copy(d_tokens, rows, stream), g_tokens) << "step " << step;

@@ -60,9 +60,10 @@ LogprobsReference reference_logprobs_row(const float* logits, int64_t vocab,
                                          const RowSampleParams& p, const SampleReference& sample,
                                          int n, bool processed);
 // The tolerance of a returned value against the fp64 reference: equal when the
-// reference is infinite, else within kLogprobAbsTol + kLogprobRelTol * |ref|.
+// reference is infinite, else within kLogprobAbsTol (the contract) plus the
+// rounding of the fp32 result itself, kLogprobRelTol * |ref| (half an ulp).
 constexpr double kLogprobAbsTol = 1e-5;
-constexpr double kLogprobRelTol = 1e-6;
+constexpr double kLogprobRelTol = 0x1p-24;
 bool logprob_close(float got, double ref);
 
 // Positions of the k largest values, by (value desc, index asc); NaN ranks as -inf.

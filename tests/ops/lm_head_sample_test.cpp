@@ -967,6 +967,12 @@ TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
     tokens.upload(poison.data(), size_t(rows) * 8);
     const int64_t columns = n + 1;
     Buffer ids(d, size_t(rows * columns) * 4), values(d, size_t(rows * columns) * 4), ranks(d, size_t(rows) * 4);
+    // Poisoned, so that an unwritten output cannot pass for the expected one.
+    const std::vector<int32_t> poison_i32(size_t(rows * columns), kPoisonI32);
+    const std::vector<float> poison_values(size_t(rows * columns), poison_f32());
+    ids.upload(poison_i32.data(), size_t(rows * columns) * 4);
+    values.upload(poison_values.data(), size_t(rows * columns) * 4);
+    ranks.upload(poison_i32.data(), size_t(rows) * 4);
     auto request = [&](auto& args) {
       if (!logprobs) return;
       args.num_logprobs = n;
