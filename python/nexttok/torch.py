@@ -265,7 +265,7 @@ def _verify_tree_out(target_logits, candidates, width):
 
 def _lm_head_sample_dense(hidden, weight, bias, bitmask, tt, tv, kt, kv, pt, pv, mt, mv, st, sv,
                           ot, ov, joint):
-    tokens = _fused_tokens_out("lm_head_sample_dense", hidden, "hidden")
+    tokens = _tokens_out(hidden, "lm_head_sample_dense", "hidden")
     _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, tokens, None, 0, 1, 0,
                               *_params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov), joint,
                               _stream(weight), _alloc(weight))
@@ -274,7 +274,7 @@ def _lm_head_sample_dense(hidden, weight, bias, bitmask, tt, tv, kt, kv, pt, pv,
 
 def _lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask, tt, tv, kt,
                            kv, pt, pv, mt, mv, st, sv, ot, ov, joint):
-    tokens = _fused_tokens_out("lm_head_sample_binary", act_q, "act_q")
+    tokens = _tokens_out(act_q, "lm_head_sample_binary", "act_q")
     _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask, tokens,
                                None, 0, 1, 0,
                                *_params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov), joint,
@@ -284,7 +284,7 @@ def _lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitma
 
 def _lm_head_sample_dense_logprobs(hidden, weight, bias, bitmask, tt, tv, kt, kv, pt, pv, mt, mv,
                                    st, sv, ot, ov, joint, num_logprobs, processed):
-    outs = _fused_logprobs_out("lm_head_sample_dense", hidden, "hidden", num_logprobs)
+    outs = _logprobs_out(hidden, num_logprobs, "lm_head_sample_dense", "hidden")
     _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, outs[0], None, 0, 1, 0,
                               *_params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov), joint,
                               _stream(weight), _alloc(weight), num_logprobs, processed, *outs[1:])
@@ -294,7 +294,7 @@ def _lm_head_sample_dense_logprobs(hidden, weight, bias, bitmask, tt, tv, kt, kv
 def _lm_head_sample_binary_logprobs(act_q, act_scale, wq, wscale, bias, group_size, bitmask, tt,
                                     tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov, joint,
                                     num_logprobs, processed):
-    outs = _fused_logprobs_out("lm_head_sample_binary", act_q, "act_q", num_logprobs)
+    outs = _logprobs_out(act_q, num_logprobs, "lm_head_sample_binary", "act_q")
     _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask, outs[0],
                                None, 0, 1, 0,
                                *_params(tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov), joint,
@@ -302,39 +302,25 @@ def _lm_head_sample_binary_logprobs(act_q, act_scale, wq, wscale, bias, group_si
     return outs
 
 
-def _fused_logprobs_out(op, x, arg, n):
-    """tokens int64 [M], logprob_ids int32 [M, n+1], logprobs f32 [M, n+1], ranks int32 [M]."""
+def _mask_out(allowed):
+    rows, cols = _check_2d("bitmask_from_allowed", "allowed", allowed)
+    return allowed.new_empty((rows, (cols + 31) // 32), dtype=torch.int32)
+
+
+def _tokens_out(x, op="sample", arg="logits"):
+    """tokens int64 [rows] for the rows of x (sample's logits, a fused head's input)."""
+    rows, _ = _check_2d(op, arg, x)
+    return x.new_empty((rows,), dtype=torch.int64)
+
+
+def _logprobs_out(x, n, op="sample", arg="logits"):
+    """tokens int64 [B], logprob_ids int32 [B, n+1], logprobs f32 [B, n+1], ranks int32 [B]."""
     rows, _ = _check_2d(op, arg, x)
     columns = max(n, 0) + 1  # n outside 0..20 is left to the extension, whose check names it
     return (x.new_empty((rows,), dtype=torch.int64),
             x.new_empty((rows, columns), dtype=torch.int32),
             x.new_empty((rows, columns), dtype=torch.float32),
             x.new_empty((rows,), dtype=torch.int32))
-
-
-def _fused_tokens_out(op, x, arg):
-    rows, _ = _check_2d(op, arg, x)
-    return x.new_empty((rows,), dtype=torch.int64)
-
-
-def _mask_out(allowed):
-    rows, cols = _check_2d("bitmask_from_allowed", "allowed", allowed)
-    return allowed.new_empty((rows, (cols + 31) // 32), dtype=torch.int32)
-
-
-def _tokens_out(logits):
-    rows, _ = _check_2d("sample", "logits", logits)
-    return logits.new_empty((rows,), dtype=torch.int64)
-
-
-def _logprobs_out(logits, n):
-    """tokens int64 [B], logprob_ids int32 [B, n+1], logprobs f32 [B, n+1], ranks int32 [B]."""
-    rows, _ = _check_2d("sample", "logits", logits)
-    columns = max(n, 0) + 1  # n outside 0..20 is left to the extension, whose check names it
-    return (logits.new_empty((rows,), dtype=torch.int64),
-            logits.new_empty((rows, columns), dtype=torch.int32),
-            logits.new_empty((rows, columns), dtype=torch.float32),
-            logits.new_empty((rows,), dtype=torch.int32))
 
 
 def _topk_out(op, x, x_arg, w, w_arg, k):
@@ -386,14 +372,14 @@ _FAKES = {
         target, drafts, cu, width),
     "verify_tree": lambda target, cand, nxt, sib, width, *rest: _verify_tree_out(
         target, cand, width),
-    "lm_head_sample_dense": lambda hidden, *rest: _fused_tokens_out("lm_head_sample_dense",
-                                                                    hidden, "hidden"),
-    "lm_head_sample_binary": lambda act_q, *rest: _fused_tokens_out("lm_head_sample_binary",
-                                                                    act_q, "act_q"),
-    "lm_head_sample_dense_logprobs": lambda hidden, *rest: _fused_logprobs_out(
-        "lm_head_sample_dense", hidden, "hidden", rest[-2]),
-    "lm_head_sample_binary_logprobs": lambda act_q, *rest: _fused_logprobs_out(
-        "lm_head_sample_binary", act_q, "act_q", rest[-2]),
+    "lm_head_sample_dense": lambda hidden, *rest: _tokens_out(
+        hidden, "lm_head_sample_dense", "hidden"),
+    "lm_head_sample_binary": lambda act_q, *rest: _tokens_out(
+        act_q, "lm_head_sample_binary", "act_q"),
+    "lm_head_sample_dense_logprobs": lambda hidden, *rest: _logprobs_out(
+        hidden, rest[-2], "lm_head_sample_dense", "hidden"),
+    "lm_head_sample_binary_logprobs": lambda act_q, *rest: _logprobs_out(
+        act_q, rest[-2], "lm_head_sample_binary", "act_q"),
 }
 
 for _name, _schema in _SCHEMAS.items():
@@ -459,21 +445,14 @@ def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0, offse
                                  uniform, bool(joint), request[0], request[1], outs[1], outs[2],
                                  outs[3], _stream(logits), _alloc(logits))
             return outs
-        tokens = logits.new_empty(logits.shape[0], dtype=torch.int64)
+        tokens = _tokens_out(logits)
         _ext.sample(logits, tokens, temperature, top_k, top_p, min_p, seed, offset, uniform,
                     bool(joint), _stream(logits), _alloc(logits))
         return tokens
-    tt, tv = _split(op, "temperature", temperature, float)
-    kt, kv = _split(op, "top_k", top_k, _index)
-    pt, pv = _split(op, "top_p", top_p, float)
-    mt, mv = _split(op, "min_p", min_p, float)
-    st, sv = _split(op, "seed", seed, _i64)
-    ot, ov = _split(op, "offset", offset, _i64)
+    params = _split_params(op, temperature, top_k, top_p, min_p, seed, offset)
     if request is not None:
-        return _op["sample_logprobs"](logits, tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov,
-                                      uniform, bool(joint), request[0], request[1])
-    return _op["sample"](logits, tt, tv, kt, kv, pt, pv, mt, mv, st, sv, ot, ov, uniform,
-                         bool(joint))
+        return _op["sample_logprobs"](logits, *params, uniform, bool(joint), request[0], request[1])
+    return _op["sample"](logits, *params, uniform, bool(joint))
 
 
 def lm_head_topk_dense(hidden, weight, k=50, bias=None):
@@ -532,13 +511,13 @@ def lm_head_sample_dense(hidden, weight, bias=None, bitmask=None, temperature=1.
     request = None if logprobs is None else logprobs_request(op, logprobs, logprobs_mode)
     if _eager(hidden, weight, bias, bitmask, temperature, top_k, top_p, min_p, seed, offset):
         if request is not None:
-            outs = _fused_logprobs_out(op, hidden, "hidden", request[0])
+            outs = _logprobs_out(hidden, request[0], op, "hidden")
             _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, outs[0], None, 0, 1, 0,
                                       temperature, top_k, top_p, min_p, seed, offset, bool(joint),
                                       _stream(weight), _alloc(weight), request[0], request[1],
                                       *outs[1:])
             return outs
-        tokens = _fused_tokens_out(op, hidden, "hidden")
+        tokens = _tokens_out(hidden, op, "hidden")
         _ext.lm_head_sample_dense(hidden, weight, bias, bitmask, tokens, None, 0, 1, 0,
                                   temperature, top_k, top_p, min_p, seed, offset, bool(joint),
                                   _stream(weight), _alloc(weight))
@@ -558,13 +537,13 @@ def lm_head_sample_binary(act_q, act_scale, wq, wscale, bias=None, group_size=12
     if _eager(act_q, act_scale, wq, wscale, bias, bitmask, temperature, top_k, top_p, min_p,
               seed, offset):
         if request is not None:
-            outs = _fused_logprobs_out(op, act_q, "act_q", request[0])
+            outs = _logprobs_out(act_q, request[0], op, "act_q")
             _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask,
                                        outs[0], None, 0, 1, 0, temperature, top_k, top_p, min_p,
                                        seed, offset, bool(joint), _stream(wq), _alloc(wq),
                                        request[0], request[1], *outs[1:])
             return outs
-        tokens = _fused_tokens_out(op, act_q, "act_q")
+        tokens = _tokens_out(act_q, op, "act_q")
         _ext.lm_head_sample_binary(act_q, act_scale, wq, wscale, bias, group_size, bitmask,
                                    tokens, None, 0, 1, 0, temperature, top_k, top_p, min_p, seed,
                                    offset, bool(joint), _stream(wq), _alloc(wq))

@@ -327,9 +327,6 @@ void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_
   if (shard != nullptr)
     fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": argument 'logprob_ids': logprobs are not "
                                "supported by the vocabulary-parallel shard ops (use the single call)");
-  if (ref.device == NT_DEVICE_CUDA)
-    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": argument 'logprob_ids': logprobs are not "
-                               "supported on the cuda backend (CPU and OpenCL only)");
   check_logprobs_request(op, ref, ref_name, rows, "M, the rows of the input", lp.n, lp.mode,
                          "logprobs_mode", lp.ids, lp.logprobs, lp.ranks);
 }

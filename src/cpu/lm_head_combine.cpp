@@ -79,7 +79,7 @@ int64_t combine_row(const int64_t* const* rows, int shards, nt_row_params p, boo
     const int word = s_max_key == NT_KEY_POS_INF ? kPosInf : kPlain;
     Best b{0.0f, kNoId};
     for (int r = 0; r < shards; ++r)
-      if (id(rows[r][word]) != kNoId) b.offer(bits_float(low(rows[r][word])), id(rows[r][word]));
+      if (id(rows[r][word]) != kNoId) b.offer(nt_as_f32(low(rows[r][word])), id(rows[r][word]));
     return b.id == kNoId ? -1 : b.id;
   }
 
@@ -95,7 +95,7 @@ int64_t combine_row(const int64_t* const* rows, int shards, nt_row_params p, boo
     n_total += w[kFinite];
     for (int64_t c = 0; c < n; ++c) {
       const int64_t word = w[NT_LM_HEAD_SUMMARY_WORDS + c];
-      const float s = nt_scaled_score(bits_float(low(word)), t);
+      const float s = nt_scaled_score(nt_as_f32(low(word)), t);
       merged.push_back(Entry{nt_order_key(s), id(word), s});
     }
     if (n < w[kFinite]) {

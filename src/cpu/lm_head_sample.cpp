@@ -102,7 +102,7 @@ void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
   }
   out[summary::kSMax] = s_max_key;
   out[summary::kFinite] = finite;
-  out[summary::kPosInf] = summary::pack(summary::float_bits(pos_inf.value), pos_inf.id);
+  out[summary::kPosInf] = summary::pack(nt_as_u32(pos_inf.value), pos_inf.id);
   if (finite == 0 || s_max_key == NT_KEY_POS_INF) return;
 
   if (row_class == NT_ROW_PLAIN) {
@@ -121,7 +121,7 @@ void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
       const int32_t g = int32_t(start + word_local(list[f]));
       b.offer(s + nt_token_gumbel(seed, offset, tag, uint32_t(g)), g);
     }
-    out[summary::kPlain] = summary::pack(summary::float_bits(b.value), b.id);
+    out[summary::kPlain] = summary::pack(nt_as_u32(b.value), b.id);
     return;
   }
 
@@ -140,7 +140,7 @@ void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
   out[summary::kCandidates] = c;
   for (int64_t f = 0; f < c; ++f) {
     const int64_t i = word_local(list[f]);
-    out[NT_LM_HEAD_SUMMARY_WORDS + f] = summary::pack(summary::float_bits(logit(i)), int32_t(start + i));
+    out[NT_LM_HEAD_SUMMARY_WORDS + f] = summary::pack(nt_as_u32(logit(i)), int32_t(start + i));
   }
 }
 

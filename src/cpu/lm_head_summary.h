@@ -39,8 +39,6 @@ inline int64_t pack(uint32_t low, int32_t id) {
 }
 inline uint32_t low(int64_t w) { return uint32_t(uint64_t(w)); }
 inline int32_t id(int64_t w) { return int32_t(uint32_t(uint64_t(w) >> 32)); }
-inline uint32_t float_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-inline float bits_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline int64_t double_word(double d) { int64_t w; std::memcpy(&w, &d, 8); return w; }
 inline double word_double(int64_t w) { double d; std::memcpy(&d, &w, 8); return d; }
 

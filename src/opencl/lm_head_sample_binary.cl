@@ -2,7 +2,7 @@
  * of lm_head_topk_binary.cl (lane g mod 8 of fma(wscale, float(D), lane) in
  * increasing g, nt_lane_sum, one multiply by act_scale, one add of the bias),
  * so they are that head's, and the CPU backend's, bit for bit. Built after
- * lm_head_topk_binary.cl (nt_sign_dot32). One work-item a score. */
+ * lm_head_topk_binary.cl (nt_binary_group_sum). One work-item a score. */
 __kernel void nt_binary_write_scores(__global const char* act, ulong act_off, ulong act_stride,
                                      __global const float* act_scale, ulong act_scale_off,
                                      __global const uint* wq, ulong wq_off, ulong wq_stride,
@@ -13,21 +13,10 @@ __kernel void nt_binary_write_scores(__global const char* act, ulong act_off, ul
   const ulong i = get_global_id(0);
   if (i >= (ulong)rows * vocab) return;
   const uint m = (uint)(i / vocab), v = (uint)(i % vocab);
-  const uint groups = H / group, padded = (groups + 7u) & ~7u, words = group / 32u;
   const __global uint* signs = wq + wq_off + (ulong)v * wq_stride;
   const __global ushort* scales = wscale + wscale_off + (ulong)v * wscale_stride;
   const __global char* a = act + act_off + (ulong)m * act_stride;
-  float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (uint g = 0; g < padded; ++g) {
-    float scale = 0.0f;
-    int d = 0;
-    if (g < groups) {
-      scale = nt_f16_to_f32(scales[g]);
-      for (uint w = g * words; w < (g + 1u) * words; ++w) d += nt_sign_dot32(a + 32u * w, signs[w]);
-    }
-    lanes[g & 7u] = fma(scale, (float)d, lanes[g & 7u]);
-  }
-  float score = act_scale[act_scale_off + m] * nt_lane_sum(vload8(0, lanes));
+  float score = act_scale[act_scale_off + m] * nt_binary_group_sum(a, signs, scales, H / group, group / 32u);
   if (bias_dtype >= 0) score += nt_widen_dtype(bias, bias_off + v, bias_dtype);
   ((__global float*)(ws + scores_at))[i] = score;
 }

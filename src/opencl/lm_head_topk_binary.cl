@@ -18,6 +18,24 @@ static inline int nt_sign_dot32(__global const char* a, uint bits) {
   return x.x + x.y;
 }
 
+/* sum_g wscale[g] * D[g] of one activation row `a` against one vocabulary
+ * row (signs, scales), in the lane order above, before act_scale and bias. */
+static inline float nt_binary_group_sum(__global const char* a, const __global uint* signs,
+                                        const __global ushort* scales, uint groups, uint words) {
+  const uint padded = (groups + 7u) & ~7u;
+  float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (uint g = 0; g < padded; ++g) {
+    float scale = 0.0f;
+    int d = 0;
+    if (g < groups) {
+      scale = nt_f16_to_f32(scales[g]);
+      for (uint w = g * words; w < (g + 1u) * words; ++w) d += nt_sign_dot32(a + 32u * w, signs[w]);
+    }
+    lanes[g & 7u] = fma(scale, (float)d, lanes[g & 7u]);
+  }
+  return nt_lane_sum(vload8(0, lanes));
+}
+
 /* Work-item `item` scores vocabulary rows [item * rows_per_item, ...) against
  * the launch's activation rows [row_base, row_base + rows). */
 __kernel void nt_binary_scores(__global const char* act, ulong act_off, ulong act_stride,
@@ -35,24 +53,14 @@ __kernel void nt_binary_scores(__global const char* act, ulong act_off, ulong ac
   uint count[NT_MB_MAX], threshold[NT_MB_MAX];
   for (uint m = 0; m < rows; ++m) count[m] = threshold[m] = 0;
   const uint v0 = min(vocab, item * rows_per_item), v1 = min(vocab, v0 + rows_per_item);
-  const uint groups = H / group, padded = (groups + 7u) & ~7u, words = group / 32u;
+  const uint groups = H / group, words = group / 32u;
   for (uint v = v0; v < v1; ++v) {
     const __global uint* signs = wq + wq_off + (ulong)v * wq_stride;
     const __global ushort* scales = wscale + wscale_off + (ulong)v * wscale_stride;
     const float b = bias_dtype >= 0 ? nt_widen_dtype(bias, bias_off + v, bias_dtype) : 0.0f;
     for (uint m = 0; m < rows; ++m) {
       const __global char* a = act + act_off + (ulong)(row_base + m) * act_stride;
-      float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (uint g = 0; g < padded; ++g) {
-        float scale = 0.0f;
-        int d = 0;
-        if (g < groups) {
-          scale = nt_f16_to_f32(scales[g]);
-          for (uint w = g * words; w < (g + 1u) * words; ++w) d += nt_sign_dot32(a + 32u * w, signs[w]);
-        }
-        lanes[g & 7u] = fma(scale, (float)d, lanes[g & 7u]);
-      }
-      float score = act_scale[act_scale_off + row_base + m] * nt_lane_sum(vload8(0, lanes));
+      float score = act_scale[act_scale_off + row_base + m] * nt_binary_group_sum(a, signs, scales, groups, words);
       if (bias_dtype >= 0) score += b;
       nt_push(cand + ((ulong)m * items + item) * cap, &count[m], &threshold[m], cap, k, score, v);
     }
