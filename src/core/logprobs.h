@@ -44,6 +44,17 @@ NT_FN int nt_keep_member(nt_keep_set k, float x, nt_u32 i) {
   return key > k.key || (key == k.key && i <= k.index);
 }
 
+/* The value token i's log-probability is taken of, -inf when it has none: raw,
+ * the logit (NaN as -inf); processed, 0 for the sampled token of a
+ * NT_KEEP_ONE set, the score of a member (+inf for a NT_KEEP_POS_INF set), -inf
+ * outside the keep-set. */
+NT_FN float nt_logprob_base(float x, nt_u32 i, int processed, nt_keep_set k, nt_i32 token) {
+  if (!processed) return x != x ? -INFINITY : x;
+  if (k.kind == NT_KEEP_ONE) return (nt_i32)i == token ? 0.0f : -INFINITY;
+  if (!nt_keep_member(k, x, i)) return -INFINITY;
+  return k.kind == NT_KEEP_POS_INF ? INFINITY : nt_scaled_score(x, k.temperature);
+}
+
 /* Columns 1..n list the first n tokens of the logits' order: nt_ranks_before
  * over (nt_order_key(x), index), i.e. logit descending (NaN as -inf, -0 as
  * +0), index ascending; on the GPU backends the composite (key << 32 | ~index)

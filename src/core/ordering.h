@@ -31,4 +31,10 @@ NT_FN int nt_ranks_before(nt_u32 key_a, nt_i32 a, nt_u32 key_b, nt_i32 b) {
   return key_a > key_b || (key_a == key_b && a < b);
 }
 
+/* The same order as one integer: (key << 32) | ~index, larger first (key
+ * descending, then index ascending); distinct for distinct tokens. */
+NT_FN nt_u64 nt_composite(nt_u32 key, nt_u32 index) { return ((nt_u64)key << 32) | (nt_u64)(~index); }
+NT_FN nt_u32 nt_composite_key(nt_u64 c) { return (nt_u32)(c >> 32); }
+NT_FN nt_u32 nt_composite_index(nt_u64 c) { return ~(nt_u32)c; }
+
 #endif /* NEXTTOK_CORE_ORDERING_H */

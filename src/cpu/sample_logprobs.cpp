@@ -50,11 +50,7 @@ struct RowValues {
   // The value (logit or score) a token's log-probability is computed from, or
   // -inf when it has none (outside the keep-set, NaN, -inf).
   float base(float x, int32_t i) const {
-    if (!processed) return std::isnan(x) ? kNegInf : x;
-    if (keep.kind == NT_KEEP_ONE) return i == token ? 0.0f : kNegInf;
-    if (!nt_keep_member(keep, x, uint32_t(i))) return kNegInf;
-    return keep.kind == NT_KEEP_POS_INF ? std::numeric_limits<float>::infinity()
-                                        : nt_scaled_score(x, keep.temperature);
+    return nt_logprob_base(x, uint32_t(i), processed, keep, int32_t(token));
   }
   float value(float v) const {
     if (pos_inf) return v == std::numeric_limits<float>::infinity() ? pos_inf_value : kNegInf;

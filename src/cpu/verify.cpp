@@ -21,12 +21,6 @@
 namespace nt::cpu {
 namespace {
 
-// (score key, index) as one word, larger first: key high, index reversed low.
-inline uint64_t composite(uint32_t key, int64_t i) {
-  return uint64_t(key) << 32 | (0xFFFFFFFFu - uint32_t(i));
-}
-inline int64_t composite_index(uint64_t c) { return int64_t(0xFFFFFFFFu - uint32_t(c)); }
-
 // A request's sampling parameters, resolved (core/sampling.h).
 struct RequestParams {
   nt_row_params p;
@@ -109,7 +103,7 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
       const float s = t.score(i);
       if (s == -INFINITY) continue;
       const uint32_t key = nt_order_key(s);
-      const uint64_t c = composite(key, i);
+      const uint64_t c = nt_composite(key, uint32_t(i));
       ++n_fin;
       n_inf += s == INFINITY;
       top = std::max(top, c);
@@ -121,7 +115,7 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
   if (n_inf > 0) {  // +inf rows keep those tokens, one unit of mass each
     n_list = 0;
     for (int64_t i = 0; i < V; ++i)
-      if (t.score(i) == INFINITY) list[n_list++] = composite(NT_KEY_POS_INF, i);
+      if (t.score(i) == INFINITY) list[n_list++] = nt_composite(NT_KEY_POS_INF, uint32_t(i));
     t.inf_row = true;
     t.n = n_inf;
     t.z = uint64_t(n_inf);
@@ -143,7 +137,7 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
     t.n = n_fin;
     for (int64_t j = 0; j < n_fin; ++j) t.z += mass_of(list[j]);
     t.end_key = uint32_t(lowest >> 32);
-    t.end_index = composite_index(lowest);
+    t.end_index = int64_t(nt_composite_index(lowest));
     return t;
   }
   // The list is sorted (largest first) only as far as the cuts look:
@@ -204,7 +198,7 @@ TargetRow resolve_row(const VerifyCall& c, int64_t r, const RequestParams& rp, u
   t.n = std::max<int64_t>(1, std::min({n_k, n_p, n_m}));
   const uint64_t end = at(t.n - 1);
   t.end_key = uint32_t(end >> 32);
-  t.end_index = composite_index(end);
+  t.end_index = int64_t(nt_composite_index(end));
   for (int64_t j = 0; j < t.n; ++j) t.z += mass_of(list[j]);
   return t;
 }
@@ -215,7 +209,7 @@ int64_t draw_from_p(const TargetRow& t, const RequestParams& rp, uint32_t tag,
   int64_t best = -1;
   float best_score = 0.0f;
   for (int64_t j = 0; j < t.n; ++j) {
-    const int64_t i = composite_index(t.members[j]);
+    const int64_t i = int64_t(nt_composite_index(t.members[j]));
     if (std::find(excluded, excluded + n_excluded, i) != excluded + n_excluded) continue;
     const float g = nt_token_gumbel(rp.seed, rp.offset, tag, uint32_t(i));
     const float v = nt_perturbed_score(t.inf_row ? 0.0f : t.score(i), g, t.inf_row);
@@ -232,7 +226,7 @@ int64_t draw_residual(const TargetRow& t, const RequestParams& rp, uint32_t tag,
   int64_t best = -1;
   float best_key = 0.0f;
   for (int64_t j = 0; j < t.n; ++j) {
-    const int64_t i = composite_index(t.members[j]);
+    const int64_t i = int64_t(nt_composite_index(t.members[j]));
     const uint64_t m = t.inf_row ? 1u : nt_mass_of(t.score(i), t.s_max, t.bits);
     const uint64_t r = nt_verify_residual(m, q[i], t.z);
     if (r == 0) continue;

@@ -110,10 +110,8 @@ __device__ __forceinline__ LogprobRow logprob_row(const SampleArgs& a, const Row
 
 // The value token i's log-probability is taken of; -inf when it has none.
 __device__ __forceinline__ float logprob_base(float x, u32 i, const LogprobRow& r) {
-  if (!r.processed) return x != x ? -INFINITY : x;
-  if (r.k.kind == NT_KEEP_ONE) return (long long)i == r.token ? 0.0f : -INFINITY;
-  if (x < r.x_floor || !nt_keep_member(r.k, x, i)) return -INFINITY;
-  return r.k.kind == NT_KEEP_POS_INF ? INFINITY : nt_scaled_score(x, r.k.temperature);
+  if (r.processed && r.k.kind != NT_KEEP_ONE && x < r.x_floor) return -INFINITY;
+  return nt_logprob_base(x, i, r.processed, r.k, nt_i32(r.token));
 }
 
 __device__ __forceinline__ float logprob_value(float v, u32 n_pos_inf, float v_max, double log_z) {

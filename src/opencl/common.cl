@@ -3,11 +3,6 @@
  * work-group collectives. Work-groups have at most NT_WG_MAX items; every
  * function that holds a barrier must be reached by all of them. */
 
-/* One integer order over (score key, token): larger ranks first, i.e. score
- * descending, then index ascending; distinct for distinct tokens. */
-static inline ulong nt_composite(uint key, uint index) { return ((ulong)key << 32) | (ulong)(~index); }
-static inline uint nt_composite_index(ulong c) { return ~(uint)c; }
-static inline uint nt_composite_key(ulong c) { return (uint)(c >> 32); }
 
 /* nt_order_key (core/ordering.h) on four lanes, so that passes over a row
  * compare keys four at a time: NaN as -inf, -0 as +0, then the flip. */

@@ -34,14 +34,6 @@ static inline nt_keep_set nt_drawn_keep_set(const nt_row_state* st, __global uch
   return k;
 }
 
-/* The value token i's log-probability is taken of, -inf when it has none. */
-static inline float nt_logprob_base(float x, uint i, int processed, nt_keep_set k, long token) {
-  if (!processed) return isnan(x) ? -INFINITY : x;
-  if (k.kind == NT_KEEP_ONE) return (long)i == token ? 0.0f : -INFINITY;
-  if (!nt_keep_member(k, x, i)) return -INFINITY;
-  return k.kind == NT_KEEP_POS_INF ? INFINITY : nt_scaled_score(x, k.temperature);
-}
-
 static inline float nt_logprob_value(float v, uint n_pos_inf, float v_max, float log_z) {
   if (n_pos_inf > 0u) return v == INFINITY ? -nt_portable_log((float)n_pos_inf) : -INFINITY;
   return v == -INFINITY ? -INFINITY : (v - v_max) - log_z;
@@ -63,7 +55,7 @@ __kernel void nt_sample_logprobs(__global const nt_elem* logits, ulong logits_of
                                 : ((__global const long*)tokens)[tokens_off + r];
   const nt_keep_set k = nt_drawn_keep_set(&st, ws, r, token);
   const float token_base =
-      token >= 0 ? nt_logprob_base(nt_widen(row, (ulong)token), (uint)token, processed, k, token)
+      token >= 0 ? nt_logprob_base(nt_widen(row, (ulong)token), (uint)token, processed, k, (int)token)
                  : -INFINITY;
   const uint token_key = nt_order_key(token_base);
 
@@ -74,7 +66,7 @@ __kernel void nt_sample_logprobs(__global const nt_elem* logits, ulong logits_of
   uint best_key = NT_KEY_NEG_INF, n_pos_inf = 0u, rank = 0u;
   for (uint i = lid; i < vocab; i += size) {
     const float x = nt_widen(row, i);
-    const float v = nt_logprob_base(x, i, processed, k, token);
+    const float v = nt_logprob_base(x, i, processed, k, (int)token);
     const uint key = nt_order_key(v);
     best_key = max(best_key, key);
     n_pos_inf += v == INFINITY;
@@ -97,7 +89,7 @@ __kernel void nt_sample_logprobs(__global const nt_elem* logits, ulong logits_of
   ulong z = 0ul;
   const int need_z = token >= 0 && total_pos_inf == 0u;
   for (uint i = need_z ? lid : vocab; i < vocab; i += size) {
-    const float v = nt_logprob_base(nt_widen(row, i), i, processed, k, token);
+    const float v = nt_logprob_base(nt_widen(row, i), i, processed, k, (int)token);
     if (v != -INFINITY) z += nt_mass_of(v, v_max, mass_bits);
   }
   const ulong z_total = nt_wg_sum_u64(red, z);
@@ -128,7 +120,7 @@ __kernel void nt_sample_logprobs(__global const nt_elem* logits, ulong logits_of
       id_row[1 + j] = c != 0ul ? (int)id : -1;
       value_row[1 + j] =
           c != 0ul && token >= 0
-              ? nt_logprob_value(nt_logprob_base(nt_widen(row, id), id, processed, k, token),
+              ? nt_logprob_value(nt_logprob_base(nt_widen(row, id), id, processed, k, (int)token),
                                  total_pos_inf, v_max, log_z)
               : -INFINITY;
     }
