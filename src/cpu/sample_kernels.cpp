@@ -32,6 +32,11 @@ int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int3
   return n;
 }
 
+// Eight lanes' sums combined as the AVX2 kernels combine their halves.
+inline double fold8(const double (&lane)[8]) {
+  return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+}
+
 int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, float temperature,
                   float ref, int32_t* out, ScanStats* stats, double* mass) {
   double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -41,7 +46,7 @@ int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi,
     if (s == -INFINITY || nt_order_key(x) >= lo) continue;
     lane[i & 7] += double(nt_portable_exp(s - ref));
   }
-  *mass = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+  *mass = fold8(lane);
   return scan(row, begin, end, lo, hi, out, stats);
 }
 
@@ -60,7 +65,7 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
       rest[i & 7] += p;
     }
   }
-  return ((rest[0] + rest[4]) + (rest[2] + rest[6])) + ((rest[1] + rest[5]) + (rest[3] + rest[7]));
+  return fold8(rest);
 }
 
 void exp_list(const float* s, int64_t n, float s_max, float* p) {

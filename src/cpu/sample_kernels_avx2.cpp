@@ -292,6 +292,10 @@ int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int3
 // missing ones of a tail included), add exp8(-inf) = 0.
 struct MassLanes {
   __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  void add(__m256 q) {
+    lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
+    hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(q, 1)));
+  }
   double total() const {
     alignas(32) double t[4];
     _mm256_store_pd(t, _mm256_add_pd(lo, hi));
@@ -303,9 +307,7 @@ inline void mass8(__m256 x, float temperature, __m256 ref, __m256i lo_key, MassL
   const __m256 below = _mm256_castsi256_ps(_mm256_cmpgt_epi32(lo_key, signed_key8(x)));
   const __m256 d = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY),
                                     _mm256_sub_ps(scaled8(x, temperature), ref), below);
-  const __m256 q = exp8(d);
-  m->lo = _mm256_add_pd(m->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
-  m->hi = _mm256_add_pd(m->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(q, 1)));
+  m->add(exp8(d));
 }
 
 int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, float temperature,
@@ -335,7 +337,7 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
                       int n_binned, double* mass, uint32_t* count) {
   const __m256 top = _mm256_set1_ps(s_max);
   const __m256i binned_end = _mm256_set1_epi32(n_binned);
-  __m256d rest_lo = _mm256_setzero_pd(), rest_hi = _mm256_setzero_pd();
+  MassLanes rest;  // the scores past the binned range
   alignas(32) double p[8];
   alignas(32) int32_t bin[8];
   for (int64_t i = begin; i < end; i += 8) {
@@ -346,9 +348,7 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
     const __m256 t = _mm256_mul_ps(_mm256_sub_ps(top, s), _mm256_set1_ps(kMassBinScale));
     const __m256i b = _mm256_cvttps_epi32(_mm256_min_ps(t, _mm256_set1_ps(kMassBinLast)));
     const __m256 binned = _mm256_and_ps(finite, _mm256_castsi256_ps(_mm256_cmpgt_epi32(binned_end, b)));
-    const __m256 rest = _mm256_andnot_ps(binned, q);
-    rest_lo = _mm256_add_pd(rest_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(rest)));
-    rest_hi = _mm256_add_pd(rest_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(rest, 1)));
+    rest.add(_mm256_andnot_ps(binned, q));
     const int lanes = _mm256_movemask_ps(binned);
     if (lanes == 0) continue;
     // 128-bit stores: scalar loads from the upper half of a 256-bit store
@@ -374,9 +374,7 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
       ++count[bin[l]];
     }
   }
-  alignas(32) double t[4];
-  _mm256_store_pd(t, _mm256_add_pd(rest_lo, rest_hi));
-  return (t[0] + t[2]) + (t[1] + t[3]);
+  return rest.total();
 }
 
 void exp_list(const float* s, int64_t n, float s_max, float* p) {
