@@ -331,6 +331,22 @@ void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_
                          "logprobs_mode", lp.ids, lp.logprobs, lp.ranks);
 }
 
+// The scalars every vocabulary-parallel call shares: the whole vocabulary's
+// size, and the first row of `rows` (the Philox row tags).
+void check_shard_rows(const char* op, int64_t vocab_size, int64_t first_row, int64_t rows) {
+  if (vocab_size < 1 || vocab_size > INT32_MAX)
+    fail_argument(op, "vocab_size", "must be in [1, 2^31-1], got " + std::to_string(vocab_size));
+  if (first_row < 0 || first_row + rows > int64_t(UINT32_MAX) + 1)
+    fail_argument(op, "first_row", "must be >= 0 with first_row + M <= 2^32, got " +
+                                       std::to_string(first_row));
+}
+
+void check_summary_columns(const char* op, const char* name, const nt_tensor& summary) {
+  if (summary_candidates(summary) < 1)
+    fail_argument(op, name, "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
+                                std::to_string(summary.shape[1]));
+}
+
 void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
                       int64_t vocab, const nt_tensor& bitmask, const nt_lm_head_sampling& sampling,
                       const nt_tensor& tokens, const nt_lm_head_shard* shard,
@@ -347,19 +363,13 @@ void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name
         .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
     return;
   }
-  if (shard->vocab_size < 1 || shard->vocab_size > INT32_MAX)
-    fail_argument(op, "vocab_size", "must be in [1, 2^31-1], got " + std::to_string(shard->vocab_size));
+  check_shard_rows(op, shard->vocab_size, shard->first_row, rows);
   if (shard->vocab_start < 0 || shard->vocab_start > INT32_MAX - vocab)
     fail_argument(op, "vocab_start", "must be >= 0 with vocab_start + V_shard < 2^31, got " +
                                          std::to_string(shard->vocab_start));
-  if (shard->first_row < 0 || shard->first_row + rows > int64_t(UINT32_MAX) + 1)
-    fail_argument(op, "first_row", "must be >= 0 with first_row + M <= 2^32, got " +
-                                       std::to_string(shard->first_row));
   TensorCheck(op, "summary", shard->summary).required().rank(2).dtype({NT_I64})
       .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
-  if (summary_candidates(shard->summary) < 1)
-    fail_argument(op, "summary", "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
-                                     std::to_string(shard->summary.shape[1]));
+  check_summary_columns(op, "summary", shard->summary);
 }
 
 }  // namespace
@@ -384,21 +394,15 @@ void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const n
 void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
   const char* op = "lm_head_sample_combine";
   if (a.shards < 1) fail_argument(op, "shards", "must be >= 1, got " + std::to_string(a.shards));
-  if (a.vocab_size < 1 || a.vocab_size > INT32_MAX)
-    fail_argument(op, "vocab_size", "must be in [1, 2^31-1], got " + std::to_string(a.vocab_size));
   TensorCheck(op, "summaries", a.summaries).required().rank(2).dtype({NT_I64});
   if (a.summaries.device != NT_DEVICE_CPU)
     fail_argument(op, "summaries", "must be in host memory (device cpu)");
   if (a.summaries.shape[0] % a.shards != 0)
     fail_argument(op, "summaries", "has " + std::to_string(a.summaries.shape[0]) +
                                        " rows, not a multiple of shards = " + std::to_string(a.shards));
-  if (summary_candidates(a.summaries) < 1)
-    fail_argument(op, "summaries", "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
-                                       std::to_string(a.summaries.shape[1]));
+  check_summary_columns(op, "summaries", a.summaries);
   check_sampling(op, a.sampling);
-  if (a.first_row < 0 || a.first_row + a.summaries.shape[0] / a.shards > int64_t(UINT32_MAX) + 1)
-    fail_argument(op, "first_row", "must be >= 0 with first_row + M <= 2^32, got " +
-                                       std::to_string(a.first_row));
+  check_shard_rows(op, a.vocab_size, a.first_row, a.summaries.shape[0] / a.shards);
   TensorCheck(op, "tokens", a.tokens).required().rank(1).dtype({NT_I64, NT_I32})
       .same_device(a.summaries, "summaries").dim(0, a.summaries.shape[0] / a.shards,
                                                  "M, the rows of summaries / shards");
