@@ -57,13 +57,7 @@ void expect_logprobs_match(TestDevice& dev, const SampleCase& c, int n, uint32_t
 
 void set_random_params(SampleCase& c, Rng& rng, bool per_row_params) {
   set_configs(c, rng, per_row_params);
-  std::vector<uint64_t> s, o;
-  for (int64_t r = 0; r < (per_row_params ? c.rows : 1); ++r) {
-    s.push_back(rng.bits());
-    o.push_back(uint64_t(rng.integer(0, 1000)));
-  }
-  c.seed = {per_row_params, s};
-  c.offset = {per_row_params, o};
+  set_seeds(c, rng, per_row_params);
 }
 
 // Random rows of every kind of parameter set, every dtype, n in {0, 1, 5, 20},

@@ -30,6 +30,17 @@ inline void set_configs(SampleCase& c, Rng& rng, bool per_row_params) {
   c.min_p = {per_row_params, m};
 }
 
+// Random seeds and offsets for c: one per row when per_row_seeds, else scalars.
+inline void set_seeds(SampleCase& c, Rng& rng, bool per_row_seeds) {
+  std::vector<uint64_t> s, o;
+  for (int64_t r = 0; r < (per_row_seeds ? c.rows : 1); ++r) {
+    s.push_back(rng.bits());
+    o.push_back(rng.coin() ? rng.bits() : uint64_t(rng.integer(0, 1000)));
+  }
+  c.seed = {per_row_seeds, s};
+  c.offset = {per_row_seeds, o};
+}
+
 // Tokens of `dev` for case `c`: equal to the reference's (Gumbel-max bit for bit,
 // or the explicit draw), inside the keep-set, and equal to the CPU backend's.
 inline void expect_tokens_match(TestDevice& dev, const SampleCase& c) {

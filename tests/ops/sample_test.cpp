@@ -20,16 +20,6 @@ const nt_dtype kFloatTypes[] = {NT_F32, NT_F16, NT_BF16};
 
 class Sample : public DeviceTest {};
 
-void set_seeds(SampleCase& c, Rng& rng, bool per_row_seeds) {
-  std::vector<uint64_t> s, o;
-  for (int64_t r = 0; r < (per_row_seeds ? c.rows : 1); ++r) {
-    s.push_back(rng.bits());
-    o.push_back(rng.coin() ? rng.bits() : uint64_t(rng.integer(0, 1000)));
-  }
-  c.seed = {per_row_seeds, s};
-  c.offset = {per_row_seeds, o};
-}
-
 TEST_P(Sample, GreedyTakesTheFirstMaximum) {
   uint64_t seed = 1000;
   for (nt_dtype dtype : kFloatTypes)
