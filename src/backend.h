@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "core/fused_sample.h"
 #include "nexttok/nexttok.h"
 
 namespace nt {
@@ -88,6 +89,27 @@ class Backend {
                                      void* workspace, size_t workspace_bytes, void* stream) {
     (void)workspace; (void)workspace_bytes; (void)stream;
     unsupported(shard ? "lm_head_shard_binary" : "lm_head_sample_binary");
+  }
+
+  // A fused head's draw on the f32 scores it wrote (sa.logits): the bitmask
+  // applied in place, then nt_sample, or nt_sample_logprobs when lp asks for
+  // logprobs; and the workspace that draw needs.
+  size_t fused_draw_workspace_size(const nt_sample_args& sa, const FusedLogprobs& lp) {
+    return lp.requested() ? sample_logprobs_workspace_size(check_sample_logprobs(fused_logprobs_args(sa, lp)))
+                          : sample_workspace_size(check_sample(sa));
+  }
+  void fused_draw(const nt_sample_args& sa, const nt_tensor& bitmask, const FusedLogprobs& lp,
+                  void* workspace, size_t workspace_bytes, void* stream) {
+    if (present(bitmask)) {
+      nt_apply_token_bitmask_args m{};
+      m.logits = sa.logits;
+      m.bitmask = bitmask;
+      apply_token_bitmask(m, stream);
+    }
+    if (lp.requested())
+      sample_logprobs(check_sample_logprobs(fused_logprobs_args(sa, lp)), workspace, workspace_bytes, stream);
+    else
+      sample(check_sample(sa), workspace, workspace_bytes, stream);
   }
 
  protected:

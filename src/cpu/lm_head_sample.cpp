@@ -162,13 +162,8 @@ size_t fused_size(CpuBackend& cpu, const Fused& f) {
   size_t after;
   if (f.shard == nullptr) {
     static char placeholder;
-    const nt_sample_args sa = sample_args(&placeholder, f.rows, f.vocab, f.sampling, f.tokens);
-    if (f.logprobs.requested()) {
-      const nt_sample_logprobs_args la = fused_logprobs_args(sa, f.logprobs);
-      after = cpu.sample_logprobs_workspace_size(check_sample_logprobs(la));
-    } else {
-      after = cpu.sample_workspace_size(check_sample(sa));
-    }
+    after = cpu.fused_draw_workspace_size(
+        sample_args(&placeholder, f.rows, f.vocab, f.sampling, f.tokens), f.logprobs);
   } else {
     after = summary_bytes(f.vocab);
   }
@@ -189,20 +184,8 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
   write_scores(scores, f.vocab, shared);
 
   if (f.shard == nullptr) {
-    nt_tensor view = scores_matrix(scores, f.rows, f.vocab, NT_DEVICE_CPU);
-    if (present(f.bitmask)) {
-      nt_apply_token_bitmask_args m{};
-      m.logits = view;
-      m.bitmask = f.bitmask;
-      cpu.apply_token_bitmask(m, nullptr);
-    }
-    const nt_sample_args sa = sample_args(scores, f.rows, f.vocab, f.sampling, f.tokens);
-    if (f.logprobs.requested()) {
-      const nt_sample_logprobs_args la = fused_logprobs_args(sa, f.logprobs);
-      cpu.sample_logprobs(check_sample_logprobs(la), shared, shared_bytes, nullptr);
-    } else {
-      cpu.sample(check_sample(sa), shared, shared_bytes, nullptr);
-    }
+    cpu.fused_draw(sample_args(scores, f.rows, f.vocab, f.sampling, f.tokens), f.bitmask,
+                   f.logprobs, shared, shared_bytes, nullptr);
     return;
   }
 

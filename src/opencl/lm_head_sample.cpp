@@ -36,13 +36,7 @@ FusedLayout fused_layout(OpenclBackend& b, const nt_tensor& like, int64_t rows, 
                          const FusedLogprobs& lp) {
   static char placeholder;
   FusedLayout L;
-  const nt_sample_args sa = sample_args(&placeholder, 0, like, rows, vocab, s, tokens);
-  if (lp.requested()) {
-    const nt_sample_logprobs_args la = fused_logprobs_args(sa, lp);
-    L.sample_bytes = b.sample_logprobs_workspace_size(check_sample_logprobs(la));
-  } else {
-    L.sample_bytes = b.sample_workspace_size(check_sample(sa));
-  }
+  L.sample_bytes = b.fused_draw_workspace_size(sample_args(&placeholder, 0, like, rows, vocab, s, tokens), lp);
   L.scores_at = round_up(std::max(L.sample_bytes, widened_floats * 4), 256);
   L.bytes = L.scores_at + size_t(rows) * size_t(vocab) * 4;
   return L;
@@ -59,19 +53,8 @@ void mask_and_sample(OpenclBackend& b, const FusedLayout& L, void* workspace, co
                      int64_t rows, int64_t vocab, const nt_tensor& bitmask,
                      const nt_lm_head_sampling& s, const nt_tensor& tokens,
                      const FusedLogprobs& lp, void* stream) {
-  const nt_sample_args sa = sample_args(workspace, L.scores_at, like, rows, vocab, s, tokens);
-  if (present(bitmask)) {
-    nt_apply_token_bitmask_args m{};
-    m.logits = sa.logits;
-    m.bitmask = bitmask;
-    b.apply_token_bitmask(m, stream);
-  }
-  if (lp.requested()) {
-    const nt_sample_logprobs_args la = fused_logprobs_args(sa, lp);
-    b.sample_logprobs(check_sample_logprobs(la), workspace, L.sample_bytes, stream);
-  } else {
-    b.sample(check_sample(sa), workspace, L.sample_bytes, stream);
-  }
+  b.fused_draw(sample_args(workspace, L.scores_at, like, rows, vocab, s, tokens), bitmask, lp,
+               workspace, L.sample_bytes, stream);
 }
 
 }  // namespace
@@ -94,13 +77,13 @@ void OpenclBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a,
   const Queue q = queue_of(op, stream);
   const size_t rows = size_t(a.hidden.shape[0]), columns = size_t(a.weight.shape[1]);
   const size_t vocab = size_t(a.weight.shape[0]), h8 = round_up(columns, 8);
+  const FusedLayout L = fused_layout(*this, a.weight, int64_t(rows), int64_t(vocab),
+                                     round_up(rows, 4) * h8, a.sampling, a.tokens, fused_logprobs(a));
   guarded(op, [&] {
     const View hidden = view(op, "hidden", q, a.hidden);
     const View weight = view(op, "weight", q, a.weight);
     const View bias = present(a.bias) ? view(op, "bias", q, a.bias) : View{};
     if (rows == 0) return;
-    const FusedLayout L = fused_layout(*this, a.weight, int64_t(rows), int64_t(vocab),
-                                       round_up(rows, 4) * h8, a.sampling, a.tokens, fused_logprobs(a));
     check_workspace(op, L.bytes, workspace, workspace_bytes);
     const cl::Buffer ws = opencl::workspace(op, q, workspace, L.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_dense.cl", "lm_head_sample_dense.cl"},
@@ -118,8 +101,6 @@ void OpenclBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a,
     enqueue(scores, q, rows * vocab, work_group_size(scores, q, 256));
   });
   if (rows == 0) return;
-  const FusedLayout L = fused_layout(*this, a.weight, int64_t(rows), int64_t(vocab),
-                                     round_up(rows, 4) * h8, a.sampling, a.tokens, fused_logprobs(a));
   mask_and_sample(*this, L, workspace, a.weight, int64_t(rows), int64_t(vocab), a.bitmask, a.sampling,
                   a.tokens, fused_logprobs(a), stream);
 }
