@@ -213,7 +213,8 @@ NT_API nt_status nt_quantize_activations(const nt_quantize_activations_args* arg
  * The token that nt_sample returns on the head's own scores (the same
  * accumulation as nt_lm_head_topk_*) after the bitmask, for the same sampling
  * parameters, seed and offset (docs/SEMANTICS.md, "Fused hidden -> token").
- * CPU and OpenCL; CUDA answers NT_ERROR_UNSUPPORTED for now. */
+ * CPU, CUDA and OpenCL. The optional `scores` output receives those scores
+ * (before the bitmask), so that a caller can check the token against nt_sample. */
 
 /* Sampling parameters of the fused op: as in nt_sample_args, per-row arrays of
  * length M on the head's device. */
@@ -235,13 +236,16 @@ typedef struct nt_lm_head_sample_dense_args {
   nt_lm_head_sampling sampling;
   nt_tensor tokens;             /* i64 | i32 [M], written; -1 when a row allows no token */
   /* Optional logprobs, as nt_sample_logprobs returns them for the masked scores
-   * (absent when logprob_ids.data is NULL; the single calls on CPU and OpenCL
-   * only: the shard ops and CUDA answer NT_ERROR_UNSUPPORTED). */
+   * (absent when logprob_ids.data is NULL; the single call only: the shard
+   * ops answer NT_ERROR_UNSUPPORTED). */
   int32_t num_logprobs;         /* n, 0..NT_MAX_LOGPROBS */
   uint32_t logprobs_mode;       /* NT_LOGPROBS_RAW | NT_LOGPROBS_PROCESSED */
   nt_tensor logprob_ids;        /* i32 [M, n+1], written */
   nt_tensor logprobs;           /* f32 [M, n+1], written */
   nt_tensor ranks;              /* i32 [M], written */
+  /* Optional: the head's f32 scores [M, V] (V_shard for the shard ops) before
+   * the bitmask, written when data is not NULL. */
+  nt_tensor scores;
 } nt_lm_head_sample_dense_args;
 
 typedef struct nt_lm_head_sample_binary_args {
@@ -260,6 +264,7 @@ typedef struct nt_lm_head_sample_binary_args {
   nt_tensor logprob_ids;        /* i32 [M, n+1], written */
   nt_tensor logprobs;           /* f32 [M, n+1], written */
   nt_tensor ranks;              /* i32 [M], written */
+  nt_tensor scores;             /* optional f32 [M, V], as in nt_lm_head_sample_dense_args */
 } nt_lm_head_sample_binary_args;
 
 NT_API nt_status nt_lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args* args,

@@ -372,6 +372,14 @@ void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name
   check_summary_columns(op, "summary", shard->summary);
 }
 
+// The optional copy of the head's scores: f32 [M, V] beside the head.
+void check_fused_scores(const char* op, const nt_tensor& scores, const nt_tensor& ref, const char* ref_name,
+                        int64_t rows, int64_t vocab) {
+  if (!present(scores)) return;
+  TensorCheck(op, "scores", scores).rank(2).dtype({NT_F32}).same_device(ref, ref_name)
+      .dim(0, rows, "M, the rows of the input").dim(1, vocab, "V, the rows of the head");
+}
+
 }  // namespace
 
 void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard) {
@@ -380,6 +388,7 @@ void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_
   check_bias(op, a.bias, a.weight, vocab);
   check_fused_rest(op, a.weight, "weight", a.hidden.shape[0], vocab, a.bitmask, a.sampling, a.tokens,
                    shard, fused_logprobs(a));
+  check_fused_scores(op, a.scores, a.weight, "weight", a.hidden.shape[0], vocab);
 }
 
 void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard) {
@@ -389,6 +398,7 @@ void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const n
   check_bias(op, a.bias, a.wq, vocab);
   check_fused_rest(op, a.act_q, "act_q", rows, vocab, a.bitmask, a.sampling, a.tokens, shard,
                    fused_logprobs(a));
+  check_fused_scores(op, a.scores, a.act_q, "act_q", rows, vocab);
 }
 
 void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {

@@ -5,7 +5,8 @@
 // grammar-mask op and sampled by the sampling op, so the token is the one
 // nt_sample returns on those masked scores, by construction. With a logprobs
 // request the logprobs op samples them instead (same tokens, plus its
-// logprobs). The [M, V] scores live only in the caller's workspace.
+// logprobs). The [M, V] scores live in the caller's workspace, and are copied
+// to the `scores` output when one is given.
 //
 // Shard call (vocabulary-parallel): the same scores for the shard's rows, then
 // each row's summary (cpu/lm_head_summary.h) from one pass over them.
@@ -155,6 +156,7 @@ struct Fused {
   const nt_tensor& tokens;
   const nt_lm_head_shard* shard;
   FusedLogprobs logprobs;  // requested only without a shard (checked)
+  const nt_tensor& scores_out;  // optional copy of the scores
 };
 
 size_t fused_size(CpuBackend& cpu, const Fused& f) {
@@ -182,6 +184,9 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
   char* shared = base + L.shared;
   const size_t shared_bytes = needed - L.shared - kWorkspaceSlack;
   write_scores(scores, f.vocab, shared);
+  if (present(f.scores_out))
+    for (int64_t m = 0; m < f.rows; ++m)
+      std::copy_n(scores + m * f.vocab, f.vocab, reinterpret_cast<float*>(row_address(f.scores_out, m)));
 
   if (f.shard == nullptr) {
     cpu.fused_draw(sample_args(scores, f.rows, f.vocab, f.sampling, f.tokens), f.bitmask,
@@ -215,7 +220,7 @@ size_t CpuBackend::lm_head_sample_dense_workspace_size(const nt_lm_head_sample_d
                                                        const nt_lm_head_shard* shard) {
   const Fused f{"lm_head_sample_dense", a.hidden.shape[0], a.weight.shape[0],
                 dense_scores_bytes(a.hidden, a.weight), a.bitmask, a.sampling, a.tokens, shard,
-                fused_logprobs(a)};
+                fused_logprobs(a), a.scores};
   return fused_size(*this, f);
 }
 
@@ -223,7 +228,7 @@ void CpuBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, con
                                       void* workspace, size_t workspace_bytes, void*) {
   const Fused f{shard ? "lm_head_shard_dense" : "lm_head_sample_dense", a.hidden.shape[0],
                 a.weight.shape[0], dense_scores_bytes(a.hidden, a.weight), a.bitmask, a.sampling,
-                a.tokens, shard, fused_logprobs(a)};
+                a.tokens, shard, fused_logprobs(a), a.scores};
   fused_run(*this, f, workspace, workspace_bytes, [&](float* scores, int64_t stride, char* piece) {
     dense_scores(a.hidden, a.weight, a.bias, scores, stride, piece);
   });
@@ -233,7 +238,7 @@ size_t CpuBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_sample_
                                                         const nt_lm_head_shard* shard) {
   const BinaryHead head{a.act_q, a.act_scale, a.wq, a.wscale, a.bias, a.group_size};
   const Fused f{"lm_head_sample_binary", a.act_q.shape[0], a.wq.shape[0], binary_scores_bytes(head),
-                a.bitmask, a.sampling, a.tokens, shard, fused_logprobs(a)};
+                a.bitmask, a.sampling, a.tokens, shard, fused_logprobs(a), a.scores};
   return fused_size(*this, f);
 }
 
@@ -242,7 +247,8 @@ void CpuBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a,
                                        size_t workspace_bytes, void*) {
   const BinaryHead head{a.act_q, a.act_scale, a.wq, a.wscale, a.bias, a.group_size};
   const Fused f{shard ? "lm_head_shard_binary" : "lm_head_sample_binary", a.act_q.shape[0],
-                a.wq.shape[0], binary_scores_bytes(head), a.bitmask, a.sampling, a.tokens, shard, fused_logprobs(a)};
+                a.wq.shape[0], binary_scores_bytes(head), a.bitmask, a.sampling, a.tokens, shard, fused_logprobs(a),
+                a.scores};
   fused_run(*this, f, workspace, workspace_bytes, [&](float* scores, int64_t stride, char* piece) {
     binary_scores(head, scores, stride, piece);
   });

@@ -5,8 +5,9 @@
 // the call's in-order queue. The token is therefore the one nt_sample returns
 // on those masked scores, as on the CPU. Workspace (one cl_mem): from offset 0
 // first the dense head's hidden rows widened to f32 (read by the scoring
-// kernel only), later the sampler's workspace; then the [M, V] scores. The shard form (vocabulary-parallel summaries) is not
-// implemented on OpenCL.
+// kernel only), later the sampler's workspace; then the [M, V] scores (copied
+// to the `scores` output when one is given). The shard form
+// (vocabulary-parallel summaries) is not implemented on OpenCL.
 #include <algorithm>
 #include <string>
 
@@ -45,6 +46,17 @@ FusedLayout fused_layout(OpenclBackend& b, const nt_tensor& like, int64_t rows, 
 [[noreturn]] void no_shards(const char* op) {
   fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": not implemented on the opencl backend "
                              "(vocabulary-parallel summaries are CPU-only for now)");
+}
+
+// The scores, before the mask, into the caller's `scores` output when given.
+void copy_scores(const char* op, const Queue& q, const cl::Buffer& ws, const FusedLayout& L,
+                 const nt_tensor& out, size_t rows, size_t vocab) {
+  if (!present(out)) return;
+  const View dst = view(op, "scores", q, out);
+  const size_t row_bytes = vocab * 4;
+  const size_t dst_pitch = std::max(size_t(out.row_stride), vocab) * 4;
+  q.queue.enqueueCopyBufferRect(ws, dst.buffer, {L.scores_at, 0, 0}, {size_t(dst.offset) * 4, 0, 0},
+                                {row_bytes, rows, 1}, row_bytes, 0, dst_pitch, 0);
 }
 
 // Masks the scores in place and samples them into the tokens (and the logprobs
@@ -99,6 +111,7 @@ void OpenclBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a,
              cl_uint(columns), cl_uint(h8), cl_uint(rows), bias.buffer, bias.offset, bias_dtype, ws,
              cl_ulong(L.scores_at));
     enqueue(scores, q, rows * vocab, work_group_size(scores, q, 256));
+    copy_scores(op, q, ws, L, a.scores, rows, vocab);
   });
   if (rows == 0) return;
   mask_and_sample(*this, L, workspace, a.weight, int64_t(rows), int64_t(vocab), a.bitmask, a.sampling,
@@ -142,6 +155,7 @@ void OpenclBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a
              cl_uint(a.group_size), cl_uint(rows), bias.buffer, bias.offset, bias_dtype, ws,
              cl_ulong(L.scores_at));
     enqueue(scores, q, rows * vocab, work_group_size(scores, q, 256));
+    copy_scores(op, q, ws, L, a.scores, rows, vocab);
   });
   if (rows == 0) return;
   mask_and_sample(*this, L, workspace, a.wq, int64_t(rows), int64_t(vocab), a.bitmask, a.sampling,

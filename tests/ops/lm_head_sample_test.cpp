@@ -823,6 +823,11 @@ TEST(LmHeadSample, ErrorsNameTheArgument) {
   std::vector<int32_t> mask(3 * 2, -1);
   { auto b = a; b.bitmask = host(mask.data(), NT_I32, 3, 2); expect(b, "bitmask"); }
   { auto b = a; b.hidden.shape[1] = 7; expect(b, "hidden"); }
+  std::vector<float> scores(2 * 64, 7.0f);
+  { auto b = a; b.scores = host(scores.data(), NT_F32, 2, 63); expect(b, "scores"); }
+  { auto b = a; b.scores = host(scores.data(), NT_I32, 2, 64); expect(b, "scores"); }
+  { auto b = a; b.scores = host(scores.data(), NT_F32, 128); expect(b, "scores"); }
+  EXPECT_EQ(scores, std::vector<float>(2 * 64, 7.0f));
   {  // a workspace one byte short
     size_t bytes = 0;
     ASSERT_EQ(nt_lm_head_sample_dense_workspace_size(&a, &bytes), NT_OK);
@@ -895,8 +900,16 @@ TEST(LmHeadSample, EmptyBatchIsANoOp) {
 namespace ntt {
 namespace {
 
-// Every device against the CPU's token (itself the two-step path's, above):
-// inputs, per-row parameters, bitmask, tokens and workspace on the device.
+// The fused op on every device, inputs, per-row parameters, bitmask, outputs
+// and workspace on the device. Its token (and logprobs) must be the device's
+// own sample (sample_logprobs) on the scores the op writes out, after the
+// bitmask; those scores must be the head's own (lm_head_topk_* on the device
+// reports the same values, bit for bit) and the head's product (within
+// rounding of the fp64 reference). On the CPU and OpenCL, whose heads share
+// the CPU's arithmetic, they must also be head_scores' and the token the
+// CPU's. The shapes reach each CUDA scoring kernel: the generic f32 one, the
+// tensor-core ones (one pass and two), the binary decode kernel (M <= 2, G >=
+// 128), the binary pass kernels, and narrow groups.
 class LmHeadSampleOnDevice : public DeviceTest {};
 
 // The workspace query, then the call on a workspace of that size on d (kept in
@@ -912,118 +925,215 @@ nt_status query_then_run(TestDevice& d, const Args& a, nt_status (*query)(const 
   return run(&a, ws ? ws->handle() : nullptr, bytes, d.stream());
 }
 
-TEST_P(LmHeadSampleOnDevice, EqualsTheCpuToken) {
-  if (dev().type() == NT_DEVICE_CPU)
-    GTEST_SKIP() << "the CPU's token is the expectation here; the LmHeadSample suites check the "
-                    "CPU against the reference";
-  for (int c = 0; c < 6; ++c) {
-    Rng rng(9990 + c);
-    SCOPED_TRACE(seed_trace(rng.seed()));
-    const bool binary = c >= 4;
-    const int64_t rows = rng.integer(1, 6), vocab = rng.integer(1, 3000);
-    const nt_dtype dtypes[] = {NT_F32, NT_BF16, NT_F16};
-    Head h = binary ? binary_head(rng, rows, vocab, 256, c == 4 ? 128 : 64, rng.coin())
-                    : dense_head(rng, dtypes[c % 3], rows, vocab, rng.integer(1, 70), rng.coin());
-    int64_t words = 0;
-    const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
-    const Params p = draw_params(rng, rows, vocab, int(rng.integer(0, 7)), c % 2 == 1, c == 3);
-    const std::vector<int64_t> expected = run_fused(h, mask, words, p);
-    // Cases 2.. ask for logprobs too: the device's own sample_logprobs on the
-    // head's scores (the same scores as the CPU's: the token above says so).
-    const bool logprobs = c >= 2;
-    const int n = c * 4;
-    const uint32_t mode = c % 2 ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
-    const LogprobsResult want = logprobs
-        ? run_sample_logprobs(dev(), masked_case(h, head_scores(h), mask, words, p), n, mode)
-        : LogprobsResult{};
-
-    TestDevice& d = dev();
-    HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
-    std::vector<std::unique_ptr<Buffer>> keep;
-    auto put = [&](const nt_tensor& t) -> nt_tensor {
-      if (t.data == nullptr) return t;
-      const size_t elt = dtype_bytes(t.dtype);
-      const int64_t n = t.ndim == 1 ? t.shape[0] : t.shape[0] * t.row_stride;
-      keep.push_back(std::make_unique<Buffer>(d, size_t(n) * elt));
-      keep.back()->upload(t.data, size_t(n) * elt);
-      return t.ndim == 1 ? keep.back()->vector(t.dtype, t.shape[0])
-                         : keep.back()->matrix(t.dtype, t.shape[0], t.shape[1], t.row_stride);
-    };
-    auto put_param = [&](const void* per_row, size_t elt) -> const void* {
-      if (per_row == nullptr) return nullptr;
-      keep.push_back(std::make_unique<Buffer>(d, size_t(rows) * elt));
-      keep.back()->upload(per_row, size_t(rows) * elt);
-      return keep.back()->handle();
-    };
-    nt_lm_head_sampling s = binary ? host_args.binary.sampling : host_args.dense.sampling;
-    s.temperature.per_row = put_param(s.temperature.per_row, 4);
-    s.top_k.per_row = put_param(s.top_k.per_row, 4);
-    s.top_p.per_row = put_param(s.top_p.per_row, 4);
-    s.min_p.per_row = put_param(s.min_p.per_row, 4);
-    s.seed.per_row = put_param(s.seed.per_row, 8);
-    s.offset.per_row = put_param(s.offset.per_row, 8);
-    std::vector<int64_t> poison(size_t(rows), kPoisonI64);
-    Buffer tokens(d, size_t(rows) * 8);
-    tokens.upload(poison.data(), size_t(rows) * 8);
-    const int64_t columns = n + 1;
-    Buffer ids(d, size_t(rows * columns) * 4), values(d, size_t(rows * columns) * 4), ranks(d, size_t(rows) * 4);
-    // Poisoned, so that an unwritten output cannot pass for the expected one.
-    const std::vector<int32_t> poison_i32(size_t(rows * columns), kPoisonI32);
-    const std::vector<float> poison_values(size_t(rows * columns), poison_f32());
-    ids.upload(poison_i32.data(), size_t(rows * columns) * 4);
-    values.upload(poison_values.data(), size_t(rows * columns) * 4);
-    ranks.upload(poison_i32.data(), size_t(rows) * 4);
-    auto request = [&](auto& args) {
-      if (!logprobs) return;
-      args.num_logprobs = n;
-      args.logprobs_mode = mode;
-      args.logprob_ids = ids.matrix(NT_I32, rows, columns, columns);
-      args.logprobs = values.matrix(NT_F32, rows, columns, columns);
-      args.ranks = ranks.vector(NT_I32, rows);
-    };
-    nt_status st;
-    std::unique_ptr<Buffer> ws;
-    if (!binary) {
-      nt_lm_head_sample_dense_args a = host_args.dense;
-      a.hidden = put(a.hidden);
-      a.weight = put(a.weight);
-      a.bias = put(a.bias);
-      a.bitmask = put(a.bitmask);
-      a.sampling = s;
-      a.tokens = tokens.vector(NT_I64, rows);
-      request(a);
-      st = query_then_run(d, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, ws);
-    } else {
-      nt_lm_head_sample_binary_args a = host_args.binary;
-      a.act_q = put(a.act_q);
-      a.act_scale = put(a.act_scale);
-      a.wq = put(a.wq);
-      a.wscale = put(a.wscale);
-      a.bias = put(a.bias);
-      a.bitmask = put(a.bitmask);
-      a.sampling = s;
-      a.tokens = tokens.vector(NT_I64, rows);
-      request(a);
-      st = query_then_run(d, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary,
-                          ws);
-    }
-    if (d.type() == NT_DEVICE_CUDA) {  // refused, with a clear error, until the CUDA kernel exists
-      EXPECT_EQ(st, NT_ERROR_UNSUPPORTED) << "the CUDA fused head runs now: compare its tokens here";
-      EXPECT_NE(std::string(nt_last_error()).find("cuda"), std::string::npos) << nt_last_error();
-      return;
-    }
-    ASSERT_EQ(st, NT_OK) << nt_last_error();
-    d.sync();
-    EXPECT_EQ(from_device<int64_t>(tokens, size_t(rows)), expected)
-        << (binary ? "binary" : "dense") << " M=" << rows << " V=" << vocab;
-    if (!logprobs) continue;
-    EXPECT_EQ(from_device<int64_t>(tokens, size_t(rows)), want.tokens);
-    EXPECT_EQ(from_device<int32_t>(ids, size_t(rows * columns)), want.ids);
-    EXPECT_EQ(from_device<int32_t>(ranks, size_t(rows)), want.ranks);
-    const std::vector<float> got = from_device<float>(values, size_t(rows * columns));
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_EQ(f32_bits(got[i]), f32_bits(want.values[i])) << "logprob entry " << i;
+// lm_head_topk_* of the head on device d, k = min(V, 64): (values, indices).
+TopK head_topk(TestDevice& d, const Head& h) {
+  const int32_t k = int32_t(std::min<int64_t>(h.vocab, 64));
+  if (!h.binary) {
+    DenseCase c;
+    c.rows = h.rows;
+    c.vocab = h.vocab;
+    c.hidden = h.hidden;
+    c.dtype = h.dtype;
+    c.x = h.x;
+    c.weight = h.w;
+    c.bias = h.bias;
+    c.k = k;
+    return run_dense(d, c);
   }
+  BinaryCase c;
+  c.rows = h.rows;
+  c.vocab = h.vocab;
+  c.hidden = h.hidden;
+  c.group = h.group;
+  c.act_q = h.act_q;
+  c.act_scale = h.act_scale;
+  const int64_t words = h.hidden / 32;
+  c.signs.resize(size_t(h.vocab * h.hidden));
+  for (int64_t v = 0; v < h.vocab; ++v)
+    for (int64_t j = 0; j < h.hidden; ++j)
+      c.signs[size_t(v * h.hidden + j)] = (uint32_t(h.wq[size_t(v * words + j / 32)]) >> (j % 32)) & 1u ? 1 : -1;
+  for (uint16_t w : h.wscale) c.wscale.push_back(from_half_bits(NT_F16, w));
+  c.bias = h.bias;
+  c.k = k;
+  return run_binary(d, c);
+}
+
+// |score - fp64 product| within 1e-4 of the sum of the product's magnitudes:
+// tensor-core and fma accumulations both pass, a wrong row or column does not.
+void expect_near_product(const Head& h, const std::vector<float>& scores) {
+  for (int64_t m = 0; m < h.rows; ++m)
+    for (int64_t v = 0; v < h.vocab; ++v) {
+      double sum = 0.0, magnitude = 0.0;
+      if (!h.binary) {
+        for (int64_t j = 0; j < h.hidden; ++j) {
+          const double t = double(h.x[size_t(m * h.hidden + j)]) * double(h.w[size_t(v * h.hidden + j)]);
+          sum += t;
+          magnitude += std::fabs(t);
+        }
+      } else {
+        const int64_t groups = h.hidden / h.group, words = h.hidden / 32;
+        for (int64_t g = 0; g < groups; ++g) {
+          int64_t dot = 0, abs_dot = 0;
+          for (int64_t j = g * h.group; j < (g + 1) * h.group; ++j) {
+            const bool plus = (uint32_t(h.wq[size_t(v * words + j / 32)]) >> (j % 32)) & 1u;
+            const int a = h.act_q[size_t(m * h.hidden + j)];
+            dot += plus ? a : -a;
+            abs_dot += std::abs(a);
+          }
+          const double scale = from_half_bits(NT_F16, h.wscale[size_t(v * groups + g)]) * h.act_scale[size_t(m)];
+          sum += scale * double(dot);
+          magnitude += scale * double(abs_dot);
+        }
+      }
+      if (!h.bias.empty()) {
+        sum += h.bias[size_t(v)];
+        magnitude += std::fabs(h.bias[size_t(v)]);
+      }
+      const float got = scores[size_t(m * h.vocab + v)];
+      ASSERT_LE(std::fabs(double(got) - sum), 1e-4 * magnitude + 1e-6)
+          << "score of row " << m << ", token " << v << ": " << got << " against " << sum;
+    }
+}
+
+TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
+  struct Shape {
+    bool binary;
+    nt_dtype dtype;
+    int64_t rows_lo, rows_hi, hidden;  // hidden 0: any, else a multiple of 8 up to `hidden`
+    int32_t group;
+  };
+  const Shape shapes[] = {
+      {false, NT_F32, 1, 6, 0, 0},       {false, NT_BF16, 1, 8, 512, 0}, {false, NT_F16, 65, 70, 256, 0},
+      {true, NT_F32, 1, 2, 1024, 128},   {true, NT_F32, 3, 40, 512, 256}, {true, NT_F32, 1, 6, 256, 64},
+  };
+  int c = 0;
+  for (const Shape& shape : shapes)
+    for (int variant = 0; variant < 2; ++variant, ++c) {
+      Rng rng(9990 + c);
+      SCOPED_TRACE(seed_trace(rng.seed()));
+      const int64_t rows = rng.integer(shape.rows_lo, shape.rows_hi), vocab = rng.integer(1, 3000);
+      const int64_t hidden = shape.binary ? shape.hidden
+                             : shape.hidden == 0 ? rng.integer(1, 70)
+                                                 : 8 * rng.integer(1, shape.hidden / 8);
+      Head h = shape.binary ? binary_head(rng, rows, vocab, hidden, shape.group, rng.coin())
+                            : dense_head(rng, shape.dtype, rows, vocab, hidden, rng.coin());
+      int64_t words = 0;
+      const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+      const Params p = draw_params(rng, rows, vocab, int(rng.integer(0, 7)), variant == 1, c % 4 == 3);
+      const bool logprobs = variant == 1 || c % 3 == 0;
+      const int n = logprobs ? int(rng.integer(0, 20)) : 0;
+      const uint32_t mode = c % 2 ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+
+      TestDevice& d = dev();
+      HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
+      std::vector<std::unique_ptr<Buffer>> keep;
+      auto put = [&](const nt_tensor& t) -> nt_tensor {
+        if (t.data == nullptr) return t;
+        const size_t elt = dtype_bytes(t.dtype);
+        const int64_t count = t.ndim == 1 ? t.shape[0] : t.shape[0] * t.row_stride;
+        keep.push_back(std::make_unique<Buffer>(d, size_t(count) * elt));
+        keep.back()->upload(t.data, size_t(count) * elt);
+        return t.ndim == 1 ? keep.back()->vector(t.dtype, t.shape[0])
+                           : keep.back()->matrix(t.dtype, t.shape[0], t.shape[1], t.row_stride);
+      };
+      auto put_param = [&](const void* per_row, size_t elt) -> const void* {
+        if (per_row == nullptr) return nullptr;
+        keep.push_back(std::make_unique<Buffer>(d, size_t(rows) * elt));
+        keep.back()->upload(per_row, size_t(rows) * elt);
+        return keep.back()->handle();
+      };
+      nt_lm_head_sampling s = shape.binary ? host_args.binary.sampling : host_args.dense.sampling;
+      s.temperature.per_row = put_param(s.temperature.per_row, 4);
+      s.top_k.per_row = put_param(s.top_k.per_row, 4);
+      s.top_p.per_row = put_param(s.top_p.per_row, 4);
+      s.min_p.per_row = put_param(s.min_p.per_row, 4);
+      s.seed.per_row = put_param(s.seed.per_row, 8);
+      s.offset.per_row = put_param(s.offset.per_row, 8);
+      // Every output poisoned, so that an unwritten one cannot pass for the
+      // expected one; the scores' rows 3 apart beyond V (the gaps must stay).
+      const int64_t columns = n + 1, score_stride = vocab + 3;
+      Buffer tokens(d, size_t(rows) * 8), scores(d, size_t(rows * score_stride) * 4);
+      Buffer ids(d, size_t(rows * columns) * 4), values(d, size_t(rows * columns) * 4), ranks(d, size_t(rows) * 4);
+      const std::vector<int64_t> poison_i64(size_t(rows), kPoisonI64);
+      const std::vector<int32_t> poison_i32(size_t(rows * columns), kPoisonI32);
+      const std::vector<float> poison_values(size_t(rows * std::max(columns, score_stride)), poison_f32());
+      tokens.upload(poison_i64.data(), size_t(rows) * 8);
+      scores.upload(poison_values.data(), size_t(rows * score_stride) * 4);
+      ids.upload(poison_i32.data(), size_t(rows * columns) * 4);
+      values.upload(poison_values.data(), size_t(rows * columns) * 4);
+      ranks.upload(poison_i32.data(), size_t(rows) * 4);
+      auto outputs = [&](auto& args) {
+        args.sampling = s;
+        args.tokens = tokens.vector(NT_I64, rows);
+        args.scores = scores.matrix(NT_F32, rows, vocab, score_stride);
+        if (!logprobs) return;
+        args.num_logprobs = n;
+        args.logprobs_mode = mode;
+        args.logprob_ids = ids.matrix(NT_I32, rows, columns, columns);
+        args.logprobs = values.matrix(NT_F32, rows, columns, columns);
+        args.ranks = ranks.vector(NT_I32, rows);
+      };
+      nt_status st;
+      std::unique_ptr<Buffer> ws;
+      if (!shape.binary) {
+        nt_lm_head_sample_dense_args a = host_args.dense;
+        a.hidden = put(a.hidden);
+        a.weight = put(a.weight);
+        a.bias = put(a.bias);
+        a.bitmask = put(a.bitmask);
+        outputs(a);
+        st = query_then_run(d, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, ws);
+      } else {
+        nt_lm_head_sample_binary_args a = host_args.binary;
+        a.act_q = put(a.act_q);
+        a.act_scale = put(a.act_scale);
+        a.wq = put(a.wq);
+        a.wscale = put(a.wscale);
+        a.bias = put(a.bias);
+        a.bitmask = put(a.bitmask);
+        outputs(a);
+        st = query_then_run(d, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary, ws);
+      }
+      ASSERT_EQ(st, NT_OK) << nt_last_error();
+      d.sync();
+
+      // The scores: the gaps untouched, then the head's own and its product.
+      const std::vector<float> strided = from_device<float>(scores, size_t(rows * score_stride));
+      std::vector<float> own(size_t(rows * vocab));
+      for (int64_t m = 0; m < rows; ++m)
+        for (int64_t v = 0; v < score_stride; ++v) {
+          const float x = strided[size_t(m * score_stride + v)];
+          if (v < vocab) own[size_t(m * vocab + v)] = x;
+          else ASSERT_EQ(f32_bits(x), f32_bits(poison_f32())) << "row " << m << " gap " << v << " was written";
+        }
+      const TopK topk = head_topk(d, h);
+      for (int64_t m = 0; m < rows; ++m)
+        for (int64_t i = 0; i < topk.k; ++i) {
+          const int64_t v = topk.indices[size_t(m * topk.k + i)];
+          ASSERT_EQ(f32_bits(topk.values[size_t(m * topk.k + i)]), f32_bits(own[size_t(m * vocab + v)]))
+              << "row " << m << " token " << v << ": lm_head_topk's value is not the written score";
+        }
+      expect_near_product(h, own);
+      if (d.type() != NT_DEVICE_CUDA) {
+        EXPECT_EQ(own, head_scores(h)) << "the CPU heads' arithmetic";
+        EXPECT_EQ(from_device<int64_t>(tokens, size_t(rows)), run_fused(h, mask, words, p)) << "the CPU's token";
+      }
+
+      // The token (and logprobs): the device's own ops on those scores.
+      const SampleCase on_scores = masked_case(h, own, mask, words, p);
+      const std::vector<int64_t> got = from_device<int64_t>(tokens, size_t(rows));
+      if (!logprobs) {
+        EXPECT_EQ(got, run_sample(d, on_scores)) << "M=" << rows << " V=" << vocab;
+        continue;
+      }
+      const LogprobsResult want = run_sample_logprobs(d, on_scores, n, mode);
+      EXPECT_EQ(got, want.tokens) << "M=" << rows << " V=" << vocab;
+      EXPECT_EQ(from_device<int32_t>(ids, size_t(rows * columns)), want.ids);
+      EXPECT_EQ(from_device<int32_t>(ranks, size_t(rows)), want.ranks);
+      const std::vector<float> lp = from_device<float>(values, size_t(rows * columns));
+      for (size_t i = 0; i < lp.size(); ++i)
+        EXPECT_EQ(f32_bits(lp[i]), f32_bits(want.values[i])) << "logprob entry " << i;
+    }
 }
 
 NTT_INSTANTIATE_ON_DEVICES(LmHeadSampleOnDevice);
