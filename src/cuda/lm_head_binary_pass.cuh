@@ -181,11 +181,11 @@ __device__ __forceinline__ void binary_kstep(int32_t (&acc)[2][NT][4], const uin
 
 // kWide: G >= 128, where every lane's k-steps walk the same classes, so the
 // shifts are immediates.
-template <int NT, bool kWide>
+template <int NT, bool kWide, bool kScores>
 __global__ void __launch_bounds__(kThreads, 1) binary_mma_kernel(BinaryParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ topk::CtaShared<kWarps> topk_shared;
-  topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
+  topk::SinkOf<kScores, kWarps> topk(topk_shared, p.cand, p.rows);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int row_begin = blockIdx.x * p.rows_per_cta;

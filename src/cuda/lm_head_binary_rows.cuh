@@ -138,8 +138,9 @@ __device__ __forceinline__ int frag_word(int c, int m, int plane) {
   return ((box * R + m) * 2 + (j >> 2)) * 128 + (plane * 4 + (c & 3)) * 4 + (j & 3);
 }
 
-// WPG: sign words per group (4 or 8: G = 128 or 256); R: token rows (1 or 2).
-template <int WPG, int R>
+// WPG: sign words per group (4 or 8: G = 128 or 256); R: token rows (1 or 2);
+// kScores: every score written to p.cand.scores instead of the top-k lists.
+template <int WPG, int R, bool kScores>
 __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     binary_rows_kernel(const __grid_constant__ BinaryRowsParams p) {
   static_assert(WPG == 4 || WPG == 8, "group of 128 or 256 columns");
@@ -289,7 +290,8 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
   float act_scale[R];
 #pragma unroll
   for (int m = 0; m < R; ++m) act_scale[m] = m < p.rows ? p.act_scale[m] : 0.0f;
-  topk::Candidate* lists = p.warp_cand + (size_t(blockIdx.x) * kRowsWarps + warp) * R * p.warp_stride;
+  topk::Candidate* lists =
+      kScores ? nullptr : p.warp_cand + (size_t(blockIdx.x) * kRowsWarps + warp) * R * p.warp_stride;
   // ldmatrix addresses: lane l gives row (l % 8) + 8 ((l / 8) % 2) of piece
   // 2u + l / 16 of a box, so one x4 load hands lane (g, t) word t of rows g
   // and g + 8 of pieces 2u and 2u + 1 (the MMA's A registers for both).
@@ -428,6 +430,10 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
           const int row = tile_row0 + g + 8 * half;
           if (row >= cta_end) continue;
           const float score = add_bias(act_scale[m] * (half ? hi[m] : lo[m]), p.bias, row);
+          if constexpr (kScores) {
+            p.cand.scores[m * p.cand.score_stride + row] = score;
+            continue;
+          }
           // Rows come in increasing order: an equal key loses to the kept one.
           if (nt_order_key(score) > s.threshold[warp][m]) {
             const int slot = atomicAdd(&s.count[warp][m], 1);
@@ -438,7 +444,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     }
     __syncwarp();
     // A list that could not take the next tile is cut back to its k best.
-    for (int m = 0; m < p.rows; ++m) {
+    for (int m = 0; m < (kScores ? 0 : p.rows); ++m) {
       const int count = s.count[warp][m];
       if (count > p.warp_stride - kRowsTile && count > p.cand.k) {
         const uint32_t key = topk::warp_compact<16>(lists + size_t(m) * p.warp_stride, count, p.cand.k,
@@ -454,6 +460,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     if (stage == stages_end) stage = stages;
   }
   cp_async_wait<0>();
+  if constexpr (kScores) return;
 
   // The CTA's k best per token row over its warps' lists, into its slice of
   // the candidates (any order), with the key the merge may use as a floor.

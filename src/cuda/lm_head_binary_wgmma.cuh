@@ -173,7 +173,7 @@ template <int NT, int kSteps>
 constexpr bool kHalves = NT == 8 && kSteps == 4;
 
 // kSteps = G / 32 k-steps per group (G = 128 or 256).
-template <int NT, int kSteps>
+template <int NT, int kSteps, bool kScores>
 __global__ void __launch_bounds__(kBulkThreads, 1)
     binary_wgmma_bulk_kernel(const __grid_constant__ BinaryBulkParams bp) {
   const BinaryParams& p = bp.b;
@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
     return;
   }
   warpgroup_registers_claim<kScoringRegisters>();
-  topk::CtaTopk<kWgmmaWarps, kBulkTopkBarrier> topk(topk_shared, p.cand, p.rows);
+  topk::SinkOf<kScores, kWgmmaWarps, kBulkTopkBarrier> topk(topk_shared, p.cand, p.rows);
   float out[NT][4] = {};
   // Warp w scores tile rows 16w..16w+15 (warpgroup wg: rows [64wg, 64wg + 64)).
   // Rows g and g + 8 share their swizzle, (row / 2) % 4 = (g / 2) % 4.

@@ -73,7 +73,7 @@ __host__ __device__ constexpr int staged_stage_bytes(int n_tiles) {
 }
 using StagedTopkShared = topk::CtaShared<kStagedWarps>;
 
-template <bool kBf16, int NT>
+template <bool kBf16, int NT, bool kScores>
 __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const __grid_constant__ StagedParams p) {
   extern __shared__ unsigned char staged_smem[];
   __shared__ StagedTopkShared topk_shared;
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const _
     }
     return;
   }
-  topk::CtaTopk<kStagedWarps, kStagedTopkBarrier> topk(topk_shared, p.cand, p.rows);
+  topk::SinkOf<kScores, kStagedWarps, kStagedTopkBarrier> topk(topk_shared, p.cand, p.rows);
   const int g = lane >> 2, t = lane & 3;
 
   // Scores of this thread, out[m][n][i]: m16 block m of the warp's rows

@@ -11,7 +11,9 @@
 // (lm_head_binary_pass.cuh) for passes of up to 64 rows, binary_generic_kernel
 // otherwise. Before each pass of the two pass kernels, binary_prep_kernel
 // permutes the activations into the K order their MMAs read
-// (lm_head_binary.cuh); binary_mma_kernel's also get accumulator seeds.
+// (lm_head_binary.cuh); binary_mma_kernel's also get accumulator seeds. The
+// same kernels, instantiated with kScores, store every score instead
+// (lm_head_scores_binary, for the fused head).
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -84,11 +86,12 @@ struct GenericParams : BinaryOperands {
 // 64 vocabulary rows x up to 64 token rows per tile, each thread a 4 x 4
 // block: D from dp4a of 0/1 sign bytes (D = 2 * D_plus - sum(a)), then one
 // fmaf per group, in increasing g.
+template <bool kScores>
 __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams p) {
   __shared__ uint32_t w_tile[kGenericTileRows][kGenericWords + 1];
   __shared__ uint32_t x_tile[topk::kMaxRows][kGenericWords * 8 + 1];
   __shared__ topk::CtaShared<kWarps> topk_shared;
-  topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
+  topk::SinkOf<kScores, kWarps> topk(topk_shared, p.cand, p.rows);
 
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
   const int row_begin = blockIdx.x * p.rows_per_cta;
@@ -218,7 +221,7 @@ int scale_copy_bytes(const nt_lm_head_binary_args& a) {
 bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
   return dev.cc_major >= 9 && a.act_q.shape[1] % 1024 == 0 && scale_rows_one_box(a) &&
          tensor_map_encoder() != nullptr &&
-         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_rows_kernel<4, 1>), device);
+         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_rows_kernel<4, 1, false>), device);
 }
 
 // Warps and stages per warp of the bit-plane kernel (warps 0: it does not
@@ -295,7 +298,7 @@ bool wgmma_bulk_takes(const nt_lm_head_binary_args& a, const DeviceLimits& dev, 
   return dev.cc_major == 9 && (a.group_size == 128 || a.group_size == 256) && cols % kChunkCols == 0 &&
          row_alignment(a.wq) % 16 == 0 && scale_rows_one_box(a) &&
          bulk_stages(int(cols), a.group_size, widest, dev) >= 2 && tensor_map_encoder() != nullptr &&
-         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_wgmma_bulk_kernel<1, 4>), device);
+         kernel_has_sm90_code(reinterpret_cast<const void*>(binary_wgmma_bulk_kernel<1, 4, false>), device);
 #else
   (void)a, (void)dev, (void)device;
   return false;
@@ -350,13 +353,16 @@ struct Plan {
   WarpListPlan lists;
 };
 
-Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev) {
+// With `scores` (every score written out) there are no candidates: the
+// workspace holds the activations only.
+Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev, bool scores = false) {
   Plan p;
   const int64_t rows = a.act_q.shape[0];
   p.topk = make_topk_plan(a.wq.shape[0], rows, a.k, dev.sm_count);
+  if (scores) p.topk.counts_offset = p.topk.end = 0;
   p.act = act_layout(a.act_q.shape[1], a.group_size, p.topk.end);
   p.lists.offset = p.lists.end = p.act.end;
-  if (rows <= kRowsMaxTokenRows) {
+  if (rows <= kRowsMaxTokenRows && !scores) {
     // A warp takes every W-th 16-row tile of its CTA's range.
     const int tiles = (p.topk.rows_per_cta / kRowsTile + kRowsMinWarps - 1) / kRowsMinWarps;
     const int64_t rows_per_warp = int64_t(tiles) * kRowsTile;
@@ -380,7 +386,7 @@ struct Call {
   const nt_lm_head_binary_args& a;
   const Plan& plan;
   char* ws;  // aligned
-  topk::CandidateArgs cand;
+  topk::CandidateArgs cand;  // with scores: the call's first row
   BiasArgs bias;
   DeviceLimits dev;
   int device;
@@ -388,12 +394,13 @@ struct Call {
 };
 
 // The activations of a pass, rows m0 onward of the call (strides 0 for a
-// single row).
+// single row), and where its output goes.
 struct Pass {
   int rows;
   const int8_t* act_q;
   int64_t act_stride;
   const float* act_scale;
+  topk::CandidateArgs cand;
 };
 
 BinaryOperands operands(const nt_lm_head_binary_args& a, const Pass& pass) {
@@ -412,6 +419,7 @@ BinaryOperands operands(const nt_lm_head_binary_args& a, const Pass& pass) {
   return o;
 }
 
+template <bool kScores>
 void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
   const nt_lm_head_binary_args& a = c.a;
   BinaryRowsParams p{};
@@ -428,12 +436,13 @@ void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
                        scale_map_stride(a), kRowsTile, uint32_t(p.cols / p.group), CU_TENSOR_MAP_SWIZZLE_NONE, false)))
     refused_tensor_map();
   p.bias = c.bias;
-  p.cand = c.cand;
-  p.warp_cand = reinterpret_cast<topk::Candidate*>(c.ws + c.plan.lists.offset);
+  p.cand = pass.cand;
+  p.warp_cand = kScores ? nullptr : reinterpret_cast<topk::Candidate*>(c.ws + c.plan.lists.offset);
   p.warp_stride = c.plan.lists.stride;
   const bool wide_groups = a.group_size == 256;
-  auto kernel = p.rows == 1 ? (wide_groups ? binary_rows_kernel<8, 1> : binary_rows_kernel<4, 1>)
-                            : (wide_groups ? binary_rows_kernel<8, 2> : binary_rows_kernel<4, 2>);
+  auto kernel = p.rows == 1
+                    ? (wide_groups ? binary_rows_kernel<8, 1, kScores> : binary_rows_kernel<4, 1, kScores>)
+                    : (wide_groups ? binary_rows_kernel<8, 2, kScores> : binary_rows_kernel<4, 2, kScores>);
   // Raised once per device to the whole budget (a call's size depends on H).
   allow_dynamic_smem(kernel, rows_smem_budget(c.dev), c.device, kOp);
   const RowsLayout L = rows_layout(p.cols, p.group, p.rows, choice.tensor_copies);
@@ -441,26 +450,29 @@ void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
            c.stream>>>(p);
 }
 
+template <bool kScores>
 void launch_generic(const Call& c, const Pass& pass) {
   GenericParams p{};
   static_cast<BinaryOperands&>(p) = operands(c.a, pass);
   p.rows_per_cta = c.plan.topk.rows_per_cta;
   p.bias = c.bias;
-  p.cand = c.cand;
-  binary_generic_kernel<<<c.plan.topk.grid, kThreads, 0, c.stream>>>(p);
+  p.cand = pass.cand;
+  binary_generic_kernel<kScores><<<c.plan.topk.grid, kThreads, 0, c.stream>>>(p);
 }
 
+template <bool kScores>
 void launch_mma(const Call& c, BinaryParams p) {
   p.stages = std::min(kMaxStages, mma_smem_budget(c.dev) / stage_layout(p.group, p.rows).bytes);
   with_n_tiles(p.rows, [&](auto nt) {
     constexpr int NT = decltype(nt)::value;
     // G >= 128: every lane's k-steps walk the same classes (kWide).
-    auto kernel = p.group >= 128 ? binary_mma_kernel<NT, true> : binary_mma_kernel<NT, false>;
+    auto kernel = p.group >= 128 ? binary_mma_kernel<NT, true, kScores> : binary_mma_kernel<NT, false, kScores>;
     allow_dynamic_smem(kernel, mma_smem_budget(c.dev), c.device, kOp);
     kernel<<<c.plan.topk.grid, kThreads, p.stages * stage_layout(p.group, p.rows).bytes, c.stream>>>(p);
   });
 }
 
+template <bool kScores>
 void launch_wgmma_bulk(const Call& c, const BinaryParams& p) {
   with_n_tiles(p.rows, [&](auto nt) {
     constexpr int NT = decltype(nt)::value;
@@ -476,7 +488,7 @@ void launch_wgmma_bulk(const Call& c, const BinaryParams& p) {
         !encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2),
                         uint64_t(p.padded_cols), uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B, false))
       refused_tensor_map();
-    auto kernel = p.group == 128 ? binary_wgmma_bulk_kernel<NT, 4> : binary_wgmma_bulk_kernel<NT, 8>;
+    auto kernel = p.group == 128 ? binary_wgmma_bulk_kernel<NT, 4, kScores> : binary_wgmma_bulk_kernel<NT, 8, kScores>;
     allow_dynamic_smem(kernel, bulk_smem_budget(c.dev), c.device, kOp);
     kernel<<<c.plan.topk.grid, kBulkThreads, bulk_dynamic_bytes(B, bp.b.stages), c.stream>>>(bp);
   });
@@ -485,6 +497,7 @@ void launch_wgmma_bulk(const Call& c, const BinaryParams& p) {
 // A pass of a pass kernel: first the activations in the K order of its MMAs
 // (binary_mma_kernel's permuted layout with accumulator seeds, or the
 // warpgroup MMA's own order: it adds kMagicBits when it scales, no seeds).
+template <bool kScores>
 void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   const nt_lm_head_binary_args& a = c.a;
   PrepParams prep{};
@@ -506,9 +519,47 @@ void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   p.wq_copy = static_cast<int>(std::min<int64_t>(16, row_alignment(a.wq)));
   p.sign_flip = 0xC0C0C0C0u;
   p.bias = c.bias;
-  p.cand = c.cand;
-  if (bulk) launch_wgmma_bulk(c, p);
-  else launch_mma(c, p);
+  p.cand = pass.cand;
+  if (bulk) launch_wgmma_bulk<kScores>(c, p);
+  else launch_mma<kScores>(c, p);
+}
+
+void require_aligned_operands(const char* op, const nt_lm_head_binary_args& a) {
+  for (const auto& [name, t] : {std::pair<const char*, const nt_tensor&>{"act_scale", a.act_scale},
+                                {"wq", a.wq},
+                                {"wscale", a.wscale},
+                                {"bias", a.bias},
+                                {"values", a.values},
+                                {"indices", a.indices}})
+    require_natural_alignment(op, name, t);
+}
+
+// Rows [0, M) of the call in passes of its kernel, each pass's output going
+// to c.cand (with kScores, its scores from the pass's first row on), and
+// after(m0, rows) once each pass is launched. The decode kernel takes the
+// whole call as one pass.
+template <bool kScores, class After>
+void score_passes(const Call& c, After&& after) {
+  const nt_lm_head_binary_args& a = c.a;
+  const Choice choice = choose(a, c.dev, c.device);
+  const int pass_rows = choice.kernel == BinaryKernel::kMma ? mma_pass_rows(a.group_size, c.dev) : kPassRows;
+  for (int64_t m0 = 0; m0 < a.act_q.shape[0]; m0 += pass_rows) {
+    Pass pass{};
+    pass.rows = static_cast<int>(std::min<int64_t>(pass_rows, a.act_q.shape[0] - m0));
+    pass.act_q = static_cast<const int8_t*>(a.act_q.data) + m0 * a.act_q.row_stride;
+    pass.act_stride = pass.rows > 1 ? a.act_q.row_stride : 0;
+    pass.act_scale = static_cast<const float*>(a.act_scale.data) + m0;
+    pass.cand = c.cand;
+    if (kScores) pass.cand.scores = c.cand.scores + m0 * c.cand.score_stride;
+    switch (choice.kernel) {
+      case BinaryKernel::kRows: launch_rows<kScores>(c, pass, choice); break;
+      case BinaryKernel::kWgmmaBulk: launch_pass<kScores>(c, pass, true); break;
+      case BinaryKernel::kMma: launch_pass<kScores>(c, pass, false); break;
+      case BinaryKernel::kGeneric: launch_generic<kScores>(c, pass); break;
+    }
+    check_launch(kOp);
+    after(m0, pass.rows);
+  }
 }
 
 }  // namespace
@@ -524,16 +575,8 @@ size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
 void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_t workspace_bytes,
                          cudaStream_t stream) {
   using namespace lm_head;
-  const int64_t rows_total = a.act_q.shape[0];
-  if (rows_total == 0) return;
-  for (const auto& [name, t] : {std::pair<const char*, const nt_tensor&>{"act_scale", a.act_scale},
-                                {"wq", a.wq},
-                                {"wscale", a.wscale},
-                                {"bias", a.bias},
-                                {"values", a.values},
-                                {"indices", a.indices}})
-    require_natural_alignment(kOp, name, t);
-
+  if (a.act_q.shape[0] == 0) return;
+  require_aligned_operands(kOp, a);
   const int device = a.wq.device_id;
   DeviceScope scope(device, kOp);
   const DeviceLimits dev = device_limits(device, kOp);
@@ -542,25 +585,32 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_
   char* ws = aligned_workspace(workspace);
   const topk::MergeCall topk(candidate_args(plan.topk, ws), plan.topk.grid, device, dev, kOp);
   const Call call{a, plan, ws, topk.cand, BiasArgs{a.bias.data, a.bias.dtype}, dev, device, stream};
-  const Choice choice = choose(a, dev, device);
+  score_passes<false>(call, [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
+}
 
-  // The decode kernel takes the whole call as one pass.
-  const int pass_rows = choice.kernel == BinaryKernel::kMma ? mma_pass_rows(a.group_size, dev) : kPassRows;
-  for (int64_t m0 = 0; m0 < rows_total; m0 += pass_rows) {
-    Pass pass{};
-    pass.rows = static_cast<int>(std::min<int64_t>(pass_rows, rows_total - m0));
-    pass.act_q = static_cast<const int8_t*>(a.act_q.data) + m0 * a.act_q.row_stride;
-    pass.act_stride = pass.rows > 1 ? a.act_q.row_stride : 0;
-    pass.act_scale = static_cast<const float*>(a.act_scale.data) + m0;
-    switch (choice.kernel) {
-      case BinaryKernel::kRows: launch_rows(call, pass, choice); break;
-      case BinaryKernel::kWgmmaBulk: launch_pass(call, pass, true); break;
-      case BinaryKernel::kMma: launch_pass(call, pass, false); break;
-      case BinaryKernel::kGeneric: launch_generic(call, pass); break;
-    }
-    check_launch(kOp);
-    topk.merge(a.values, a.indices, m0, pass.rows, stream);
-  }
+size_t lm_head_scores_binary_workspace_size(const char* op, const nt_lm_head_binary_args& a) {
+  using namespace lm_head;
+  if (a.act_q.shape[0] == 0) return 0;
+  DeviceScope scope(a.wq.device_id, op);
+  return workspace_needed(plan_for(a, device_limits(a.wq.device_id, op), true));
+}
+
+void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, float* scores, int64_t stride,
+                           void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  using namespace lm_head;
+  if (a.act_q.shape[0] == 0) return;
+  require_aligned_operands(op, a);
+  const int device = a.wq.device_id;
+  DeviceScope scope(device, op);
+  const DeviceLimits dev = device_limits(device, op);
+  const Plan plan = plan_for(a, dev, true);
+  check_workspace(op, workspace_needed(plan), workspace, workspace_bytes);
+  topk::CandidateArgs out{};
+  out.scores = scores;
+  out.score_stride = stride;
+  const Call call{a, plan, aligned_workspace(workspace), out, BiasArgs{a.bias.data, a.bias.dtype}, dev, device,
+                  stream};
+  score_passes<true>(call, [](int64_t, int) {});
 }
 
 }  // namespace nt::cuda

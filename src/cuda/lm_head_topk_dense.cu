@@ -3,7 +3,8 @@
 // scored and selected in one pass over the weights; the [M,V] scores live only
 // in registers (see cuda/topk_cta.cuh and cuda/topk_merge.cuh for the top-k).
 // Token rows go in passes of up to 64, each pass one scoring kernel and the
-// merge.
+// merge. The same kernels, instantiated with kScores, store every score
+// instead (lm_head_scores_dense, for the fused head).
 //
 // One kernel per regime (choose() below; docs/SEMANTICS.md, "Kernel
 // choice"): dense_staged_kernel (cuda/lm_head_dense_staged.cuh) on sm_90,
@@ -78,11 +79,11 @@ __device__ __forceinline__ void stage_hidden(const uint16_t* hidden, int64_t hid
   }
 }
 
-template <bool kBf16, int NT, int D>
+template <bool kBf16, int NT, int D, bool kScores>
 __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ topk::CtaShared<kWarps> topk_shared;
-  topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
+  topk::SinkOf<kScores, kWarps> topk(topk_shared, p.cand, p.rows);
   constexpr int NG = NT < 4 ? NT : 4;  // n-tiles per partial-sum group
   static_assert(kBlocksPerChunk % D == 0, "a chunk must start at ring slot 0");
 
@@ -228,12 +229,12 @@ constexpr int kGenericK = 32;
 
 // 64 vocabulary rows x up to 64 token rows per tile, each thread a 4 x 4
 // block of scores accumulated with fmaf in increasing h.
-template <nt_dtype kType>
+template <nt_dtype kType, bool kScores>
 __global__ void __launch_bounds__(kThreads) dense_generic_kernel(DenseOperands p) {
   __shared__ float w_tile[kGenericTileRows][kGenericK + 1];
   __shared__ float x_tile[topk::kMaxRows][kGenericK + 1];
   __shared__ topk::CtaShared<kWarps> topk_shared;
-  topk::CtaTopk<kWarps> topk(topk_shared, p.cand, p.rows);
+  topk::SinkOf<kScores, kWarps> topk(topk_shared, p.cand, p.rows);
 
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
   const int row_begin = blockIdx.x * p.rows_per_cta;
@@ -313,7 +314,7 @@ DenseKernel choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
   // The staged kernel's code must be sm_90 code (older PTX has no bulk copies).
   const bool staged =
       dev.cc_major >= 9 && hidden_align >= 16 && staged_stages(dev, kPassRows) >= 2 &&
-      kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1>), a.weight.device_id) &&
+      kernel_has_sm90_code(reinterpret_cast<const void*>(dense_staged_kernel<true, 1, false>), a.weight.device_id) &&
       tensor_map_encoder() != nullptr;
   return staged ? DenseKernel::kStaged : DenseKernel::kMma;
 }
@@ -325,7 +326,7 @@ struct Pass : DenseOperands {
 // A staged pass: its tensor maps (a single-row matrix gets its own row length
 // as stride: the driver wants one even where no second row exists) and as
 // many stages as fit.
-template <bool kBf16, int NT>
+template <bool kBf16, int NT, bool kScores>
 void launch_staged(const nt_lm_head_dense_args& a, const Pass& pass, const DeviceLimits& dev, cudaStream_t stream) {
   StagedParams p{};
   const uint64_t dense_row = align_up(size_t(pass.cols) * 2, 16);
@@ -338,46 +339,48 @@ void launch_staged(const nt_lm_head_dense_args& a, const Pass& pass, const Devic
     fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
   static_cast<DenseOperands&>(p) = pass;
   p.stages = staged_stages(dev, pass.rows);
-  auto kernel = dense_staged_kernel<kBf16, NT>;
+  auto kernel = dense_staged_kernel<kBf16, NT, kScores>;
   allow_dynamic_smem(kernel, dev.max_smem_optin - kStagedStaticSmem, a.weight.device_id, kOp);
   kernel<<<pass.grid, kStagedThreads, staged_dynamic_bytes(p.stages, NT), stream>>>(p);
 }
 
 // D, the weight fragments in flight per thread, falls as the n-tiles' scores
 // take the registers.
-template <bool kBf16, int NT>
+template <bool kBf16, int NT, bool kScores>
 void launch_mma(const nt_lm_head_dense_args& a, const Pass& pass, const DeviceLimits& dev, cudaStream_t stream) {
   constexpr int D = NT <= 2 ? 8 : NT == 4 ? 4 : 2;
   DenseParams p{};
   static_cast<DenseOperands&>(p) = pass;
   p.hidden_copy = row_alignment(a.hidden) >= 8 ? 8 : 4;
-  auto kernel = dense_mma_kernel<kBf16, NT, D>;
+  auto kernel = dense_mma_kernel<kBf16, NT, D, kScores>;
   const int most = kStages * kPassRows * kTokenRowBytes;
   allow_dynamic_smem(kernel, std::min(most, dev.max_smem_optin - int(sizeof(topk::CtaShared<kWarps>))),
                      a.weight.device_id, kOp);
   kernel<<<pass.grid, kThreads, kStages * p.rows * kTokenRowBytes, stream>>>(p);
 }
 
-// The pass's kernel, instantiated for its dtype and n-tiles.
+// The pass's kernel, instantiated for its dtype and n-tiles, and for its
+// output: the top-k candidates, or every score (kScores).
+template <bool kScores>
 void launch(DenseKernel kernel, const nt_lm_head_dense_args& a, const Pass& pass, const DeviceLimits& dev,
             cudaStream_t stream) {
   const bool bf16 = a.weight.dtype == NT_BF16;
   switch (kernel) {
     case DenseKernel::kStaged:
       return with_n_tiles(pass.rows, [&](auto nt) {
-        if (bf16) launch_staged<true, decltype(nt)::value>(a, pass, dev, stream);
-        else launch_staged<false, decltype(nt)::value>(a, pass, dev, stream);
+        if (bf16) launch_staged<true, decltype(nt)::value, kScores>(a, pass, dev, stream);
+        else launch_staged<false, decltype(nt)::value, kScores>(a, pass, dev, stream);
       });
     case DenseKernel::kMma:
       return with_n_tiles(pass.rows, [&](auto nt) {
-        if (bf16) launch_mma<true, decltype(nt)::value>(a, pass, dev, stream);
-        else launch_mma<false, decltype(nt)::value>(a, pass, dev, stream);
+        if (bf16) launch_mma<true, decltype(nt)::value, kScores>(a, pass, dev, stream);
+        else launch_mma<false, decltype(nt)::value, kScores>(a, pass, dev, stream);
       });
     case DenseKernel::kGeneric:
       switch (a.weight.dtype) {
-        case NT_F32: return dense_generic_kernel<NT_F32><<<pass.grid, kThreads, 0, stream>>>(pass);
-        case NT_BF16: return dense_generic_kernel<NT_BF16><<<pass.grid, kThreads, 0, stream>>>(pass);
-        default: return dense_generic_kernel<NT_F16><<<pass.grid, kThreads, 0, stream>>>(pass);
+        case NT_F32: return dense_generic_kernel<NT_F32, kScores><<<pass.grid, kThreads, 0, stream>>>(pass);
+        case NT_BF16: return dense_generic_kernel<NT_BF16, kScores><<<pass.grid, kThreads, 0, stream>>>(pass);
+        default: return dense_generic_kernel<NT_F16, kScores><<<pass.grid, kThreads, 0, stream>>>(pass);
       }
   }
 }
@@ -389,6 +392,44 @@ TopkPlan plan_for(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
 // The workspace a call of this plan needs: the size query's answer, and what
 // the op checks the caller's workspace against.
 size_t workspace_needed(const TopkPlan& plan) { return plan.end + kWorkspaceSlack; }
+
+void require_aligned_operands(const char* op, const nt_lm_head_dense_args& a) {
+  for (const auto& [name, t] : {std::pair<const char*, const nt_tensor&>{"hidden", a.hidden},
+                                {"weight", a.weight},
+                                {"bias", a.bias},
+                                {"values", a.values},
+                                {"indices", a.indices}})
+    require_natural_alignment(op, name, t);
+}
+
+// Rows [0, M) of `a` in passes of one scoring kernel each, the pass's output
+// going to `out` (with kScores, its scores from the pass's first row on), and
+// after(m0, rows) once each pass is launched.
+template <bool kScores, class After>
+void score_passes(const nt_lm_head_dense_args& a, const TopkPlan& plan, const topk::CandidateArgs& out,
+                  const DeviceLimits& dev, cudaStream_t stream, After&& after) {
+  const DenseKernel kernel = choose(a, dev);
+  const int pass_rows = kernel == DenseKernel::kMma ? mma_pass_rows(dev) : kPassRows;
+  const size_t elt = dtype_size(a.weight.dtype);
+  for (int64_t m0 = 0; m0 < a.hidden.shape[0]; m0 += pass_rows) {
+    Pass pass{};
+    pass.rows = static_cast<int>(std::min<int64_t>(pass_rows, a.hidden.shape[0] - m0));
+    pass.weight = a.weight.data;
+    pass.weight_stride = a.weight.shape[0] > 1 ? a.weight.row_stride : 0;
+    pass.hidden = static_cast<const char*>(a.hidden.data) + m0 * a.hidden.row_stride * elt;
+    pass.hidden_stride = pass.rows > 1 ? a.hidden.row_stride : 0;
+    pass.cols = static_cast<int>(a.weight.shape[1]);
+    pass.vocab = static_cast<int>(a.weight.shape[0]);
+    pass.rows_per_cta = plan.rows_per_cta;
+    pass.grid = plan.grid;
+    pass.bias = BiasArgs{a.bias.data, a.bias.dtype};
+    pass.cand = out;
+    if (kScores) pass.cand.scores = out.scores + m0 * out.score_stride;
+    launch<kScores>(kernel, a, pass, dev, stream);
+    check_launch(kOp);
+    after(m0, pass.rows);
+  }
+}
 
 }  // namespace
 }  // namespace lm_head
@@ -403,42 +444,29 @@ size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
 void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
                         cudaStream_t stream) {
   using namespace lm_head;
-  const int64_t rows_total = a.hidden.shape[0];
-  if (rows_total == 0) return;
-  for (const auto& [name, t] : {std::pair<const char*, const nt_tensor&>{"hidden", a.hidden},
-                                {"weight", a.weight},
-                                {"bias", a.bias},
-                                {"values", a.values},
-                                {"indices", a.indices}})
-    require_natural_alignment(kOp, name, t);
-
+  if (a.hidden.shape[0] == 0) return;
+  require_aligned_operands(kOp, a);
   const int device = a.weight.device_id;
   DeviceScope scope(device, kOp);
   const DeviceLimits dev = device_limits(device, kOp);
   const TopkPlan plan = plan_for(a, dev);
   check_workspace(kOp, workspace_needed(plan), workspace, workspace_bytes);
   const topk::MergeCall topk(candidate_args(plan, aligned_workspace(workspace)), plan.grid, device, dev, kOp);
-  const DenseKernel kernel = choose(a, dev);
+  score_passes<false>(a, plan, topk.cand, dev, stream,
+                      [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
+}
 
-  const int pass_rows = kernel == DenseKernel::kMma ? mma_pass_rows(dev) : kPassRows;
-  const size_t elt = dtype_size(a.weight.dtype);
-  for (int64_t m0 = 0; m0 < rows_total; m0 += pass_rows) {
-    Pass pass{};
-    pass.rows = static_cast<int>(std::min<int64_t>(pass_rows, rows_total - m0));
-    pass.weight = a.weight.data;
-    pass.weight_stride = a.weight.shape[0] > 1 ? a.weight.row_stride : 0;
-    pass.hidden = static_cast<const char*>(a.hidden.data) + m0 * a.hidden.row_stride * elt;
-    pass.hidden_stride = pass.rows > 1 ? a.hidden.row_stride : 0;
-    pass.cols = static_cast<int>(a.weight.shape[1]);
-    pass.vocab = static_cast<int>(a.weight.shape[0]);
-    pass.rows_per_cta = plan.rows_per_cta;
-    pass.grid = plan.grid;
-    pass.bias = BiasArgs{a.bias.data, a.bias.dtype};
-    pass.cand = topk.cand;
-    launch(kernel, a, pass, dev, stream);
-    check_launch(kOp);
-    topk.merge(a.values, a.indices, m0, pass.rows, stream);
-  }
+void lm_head_scores_dense(const char* op, const nt_lm_head_dense_args& a, float* scores, int64_t stride,
+                          cudaStream_t stream) {
+  using namespace lm_head;
+  if (a.hidden.shape[0] == 0) return;
+  require_aligned_operands(op, a);
+  DeviceScope scope(a.weight.device_id, op);
+  const DeviceLimits dev = device_limits(a.weight.device_id, op);
+  topk::CandidateArgs out{};
+  out.scores = scores;
+  out.score_stride = stride;
+  score_passes<true>(a, plan_for(a, dev), out, dev, stream, [](int64_t, int) {});
 }
 
 }  // namespace nt::cuda

@@ -2,7 +2,8 @@
 // (nullptr = the legacy default stream); ops launch only on it, never
 // synchronize the host and never allocate. Sampling and the grammar mask are
 // its methods, one source file each (cuda/<op>.cu, device templates in
-// headers beside them); the LM-head ops forward to cuda/lm_head_ops.cuh.
+// headers beside them); the LM-head ops forward to cuda/lm_head_ops.cuh, and
+// the fused heads (cuda/lm_head_sample.cu) compose those with the others.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,6 +33,14 @@ class CudaBackend final : public Backend {
   size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) override;
   void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
                            size_t workspace_bytes, void* stream) override;
+  size_t lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args& a,
+                                             const nt_lm_head_shard* shard) override;
+  void lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard,
+                            void* workspace, size_t workspace_bytes, void* stream) override;
+  size_t lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
+                                              const nt_lm_head_shard* shard) override;
+  void lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard,
+                             void* workspace, size_t workspace_bytes, void* stream) override;
   void pack_weights(const nt_pack_weights_args& a, void* stream) override;
   void quantize_activations(const nt_quantize_activations_args& a, void* stream) override;
   size_t apply_penalties_workspace_size(const nt_apply_penalties_args& a) override;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/ordering.h"
 #include "cuda/block_select.cuh"
@@ -38,12 +39,15 @@ __device__ __forceinline__ int32_t index_of(uint64_t rank) {
 // thresholds (the key every one of the CTA's k best is at or above; 0 when the
 // CTA never cut its buffer). The largest threshold over the CTAs bounds the
 // row's k-th best from below, so the merge skips every candidate under it.
+// A kernel run with ScoreSink (below) writes its scores to `scores` instead.
 struct CandidateArgs {
   Candidate* cand;
   int32_t* counts;
   int mp_stride;
   int cap;
   int k;
+  float* scores;         // [pass rows][score_stride]: the pass's first row
+  int64_t score_stride;
 };
 
 constexpr int kMaxRows = 64;
@@ -378,5 +382,29 @@ struct CtaTopk {
       }
   }
 };
+
+// The other output of a scoring kernel: every score written out, score
+// (m, index) at scores[m * score_stride + index], for the fused heads
+// (cuda/lm_head_sample.cu). The interface of CtaTopk, so that one kernel body
+// serves both; nothing is selected, so there is nothing to cut or count.
+struct ScoreSink {
+  float* scores;
+  int64_t stride;
+
+  template <class Shared>
+  __device__ ScoreSink(Shared&, const CandidateArgs& a, int) : scores(a.scores), stride(a.score_stride) {}
+  __device__ __forceinline__ uint32_t threshold(int) const { return 0u; }
+  __device__ __forceinline__ void offer(int m, float score, int32_t index) {
+    scores[m * stride + index] = score;
+  }
+  __device__ __forceinline__ void offer_above(int m, uint32_t, float score, int32_t index) {
+    offer(m, score, index);
+  }
+  __device__ __forceinline__ void end_tile(int, bool) {}
+};
+
+// The sink of a kernel instantiated for scores (kScores) or for the top-k.
+template <bool kScores, int kWarps, int kBarrier = 0>
+using SinkOf = std::conditional_t<kScores, ScoreSink, CtaTopk<kWarps, kBarrier>>;
 
 }  // namespace nt::cuda::topk
