@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "cpu/row_io.h"
 
@@ -153,11 +154,7 @@ PrefixEnd list_end(const RowJob& j, int64_t n) {
 // then the prefix reaching top_p * z.
 void topp_over_list(RowJob& j, int64_t n, bool z_from_list) {
   kernels().exp_list(j.c_score, n, j.s_max, j.c_mass);
-  double z = j.z;
-  if (z_from_list) {
-    z = 0.0;
-    for (int64_t i = 0; i < n; ++i) z += double(j.c_mass[i]);
-  }
+  const double z = z_from_list ? std::accumulate(j.c_mass, j.c_mass + n, 0.0) : j.z;
   const PrefixEnd e = select_prefix(j.c_key, j.c_index, j.c_mass, n, j.before_list,
                                     double(j.p.top_p) * z, j.r_key, j.r_index, j.r_val);
   j.keep = shorter(j.keep, e);
@@ -180,8 +177,7 @@ bool topp_from_scan(RowJob& j, bool* settled) {
   const int64_t n = gather_found(j);
   score_list(j, n);
   kernels().exp_list(j.c_score, n, j.s_max, j.c_mass);
-  double listed = 0.0;
-  for (int64_t i = 0; i < n; ++i) listed += double(j.c_mass[i]);
+  const double listed = std::accumulate(j.c_mass, j.c_mass + n, 0.0);
   j.z = listed + below * std::exp(double(j.mass_ref) - double(j.s_max));
   const double target = double(j.p.top_p) * j.z;
   if (n == 0 || listed < target) return true;
@@ -478,18 +474,16 @@ void stage_after_mass(RowJob& j) {
       mass[b] += j.bin_mass[c * kMassBins + b];
       count[b] += j.bin_count[c * kMassBins + b];
     }
-  double z = 0.0, rest = 0.0;
-  for (int b = 0; b < binned; ++b) z += mass[b];
+  double rest = 0.0;
   for (int64_t c = 0; c < j.n_chunks; ++c) rest += j.chunks[c].rest;
-  z += rest;
-  j.z = z;
+  j.z = std::accumulate(mass, mass + binned, 0.0) + rest;
   if (j.n_list >= 0) {  // joint mode over the top-k list
     topp_over_list(j, j.n_list, false);
     return stage_constraints_done(j);
   }
   // The bin where the mass, from the top, reaches the target (the lowest
   // non-empty one when rounding leaves it short).
-  const double target = double(j.p.top_p) * z;
+  const double target = double(j.p.top_p) * j.z;
   int chosen = -1;
   bool crossed = false;
   double done = 0.0, before = 0.0;
