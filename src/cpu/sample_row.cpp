@@ -262,9 +262,10 @@ int64_t chunked_walk(const int32_t* index, const float* p, int64_t n, double tar
   return -1;
 }
 
+// The draw from a keep-set listed in c_index / c_score[0, n).
 void draw_from_list(RowJob& j, int64_t n) {
-  const int32_t* index = j.r_index;
-  float* score = j.r_val;
+  const int32_t* index = j.c_index;
+  float* score = j.c_score;
   if (j.has_uniform) {
     float* p = j.c_mass;
     kernels().exp_list(score, n, j.s_max, p);
@@ -300,13 +301,7 @@ void draw_from_list(RowJob& j, int64_t n) {
 void stage_constraints_done(RowJob& j) {
   if (j.p.min_p > 0.0f) j.keep = shorter(j.keep, PrefixEnd{minp_key(j), INT32_MAX});
   if (j.n_list >= 0) {
-    int64_t m = 0;
-    for (int64_t i = 0; i < j.n_list; ++i) {
-      if (!in_prefix(j.c_key[i], j.c_index[i], j.keep)) continue;
-      j.r_index[m] = j.c_index[i];
-      j.r_val[m] = j.c_score[i];
-      ++m;
-    }
+    const int64_t m = filter_list(j, j.n_list, j.keep);
     if (m <= kListDrawMax) return draw_from_list(j, m);
   }
   const float t = j.p.temperature;
