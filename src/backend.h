@@ -3,8 +3,8 @@
 // limits, all before its first launch, and throws nt::Error on failure.
 // An op with a workspace makes its plan once per call: the size query makes
 // it to answer, the op makes it, checks the caller's workspace against it
-// (check_workspace) and hands it to its launches. Default methods report the
-// op as unsupported, so a backend can grow op by op.
+// (check_workspace) and hands it to its launches. Every backend implements
+// every op but the fused heads, whose defaults report them as unsupported.
 #pragma once
 
 #include <cstddef>
@@ -23,56 +23,34 @@ class Backend {
   // Compiled in and has a usable device.
   virtual bool available() const = 0;
 
-  virtual void apply_token_bitmask(const nt_apply_token_bitmask_args&, void* stream) {
-    (void)stream; unsupported("apply_token_bitmask");
-  }
-  virtual void bitmask_from_allowed(const nt_bitmask_from_allowed_args&, void* stream) {
-    (void)stream; unsupported("bitmask_from_allowed");
-  }
+  virtual void apply_token_bitmask(const nt_apply_token_bitmask_args&, void* stream) = 0;
+  virtual void bitmask_from_allowed(const nt_bitmask_from_allowed_args&, void* stream) = 0;
   virtual size_t sample_workspace_size(const SampleCall&) { return 0; }
-  virtual void sample(const SampleCall&, void* workspace, size_t workspace_bytes, void* stream) {
-    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("sample");
-  }
+  virtual void sample(const SampleCall&, void* workspace, size_t workspace_bytes, void* stream) = 0;
   // sample plus logprobs: the sampler's own passes, then a logprobs pass that
   // reads the keep-set each row was drawn from.
   virtual size_t sample_logprobs_workspace_size(const SampleLogprobsCall&) { return 0; }
   virtual void sample_logprobs(const SampleLogprobsCall&, void* workspace, size_t workspace_bytes,
-                               void* stream) {
-    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("sample_logprobs");
-  }
+                               void* stream) = 0;
   virtual size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args&) { return 0; }
   virtual void lm_head_topk_dense(const nt_lm_head_dense_args&, void* workspace,
-                                  size_t workspace_bytes, void* stream) {
-    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("lm_head_topk_dense");
-  }
+                                  size_t workspace_bytes, void* stream) = 0;
   virtual size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args&) { return 0; }
   virtual void lm_head_topk_binary(const nt_lm_head_binary_args&, void* workspace,
-                                   size_t workspace_bytes, void* stream) {
-    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("lm_head_topk_binary");
-  }
-  virtual void pack_weights(const nt_pack_weights_args&, void* stream) {
-    (void)stream; unsupported("pack_weights");
-  }
-  virtual void quantize_activations(const nt_quantize_activations_args&, void* stream) {
-    (void)stream; unsupported("quantize_activations");
-  }
+                                   size_t workspace_bytes, void* stream) = 0;
+  virtual void pack_weights(const nt_pack_weights_args&, void* stream) = 0;
+  virtual void quantize_activations(const nt_quantize_activations_args&, void* stream) = 0;
   // Penalties and logit bias (in place; workspaces sized from the shapes only).
   virtual size_t apply_penalties_workspace_size(const nt_apply_penalties_args&) { return 0; }
   virtual void apply_penalties(const nt_apply_penalties_args&, void* workspace,
-                               size_t workspace_bytes, void* stream) {
-    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("apply_penalties");
-  }
+                               size_t workspace_bytes, void* stream) = 0;
   virtual size_t apply_logit_bias_workspace_size(const nt_apply_logit_bias_args&) { return 0; }
   virtual void apply_logit_bias(const nt_apply_logit_bias_args&, void* workspace,
-                                size_t workspace_bytes, void* stream) {
-    (void)workspace; (void)workspace_bytes; (void)stream; unsupported("apply_logit_bias");
-  }
+                                size_t workspace_bytes, void* stream) = 0;
   // Speculative verification, chain and tree layouts (VerifyCall says which).
   virtual size_t verify_workspace_size(const VerifyCall&) { return 0; }
   virtual void verify(const VerifyCall& call, void* workspace, size_t workspace_bytes,
-                      void* stream) {
-    (void)workspace; (void)workspace_bytes; (void)stream; unsupported(call.op);
-  }
+                      void* stream) = 0;
 
   // Hidden -> token: with shard == nullptr the sampled tokens, else the
   // shard's summary (nt_lm_head_shard).

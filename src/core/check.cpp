@@ -208,6 +208,95 @@ int64_t check_binary_head(const char* op, int32_t g, const nt_tensor& act_q, con
   return vocab;
 }
 
+// A logprobs request's count, mode and outputs (sample_logprobs and the fused
+// heads' single call): rows of the outputs = the rows of `ref`.
+void check_logprobs_request(const char* op, const nt_tensor& ref, const char* ref_name,
+                            int64_t rows, const char* rows_name, int32_t n, uint32_t mode,
+                            const char* mode_arg, const nt_tensor& ids, const nt_tensor& logprobs,
+                            const nt_tensor& ranks) {
+  if (n < 0 || n > NT_MAX_LOGPROBS)
+    fail_argument(op, "num_logprobs", "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) +
+                                          "], got " + std::to_string(n));
+  if (mode != NT_LOGPROBS_RAW && mode != NT_LOGPROBS_PROCESSED)
+    fail_argument(op, mode_arg, "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
+                                    std::to_string(mode));
+  const int64_t columns = int64_t(n) + 1;
+  TensorCheck(op, "logprob_ids", ids).required().rank(2).dtype({NT_I32}).same_device(ref, ref_name)
+      .dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
+  TensorCheck(op, "logprobs", logprobs).required().rank(2).dtype({NT_F32})
+      .same_device(ref, ref_name).dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
+  TensorCheck(op, "ranks", ranks).required().rank(1).dtype({NT_I32}).same_device(ref, ref_name)
+      .dim(0, rows, rows_name);
+}
+
+void check_in_place_logits(const char* op, const nt_tensor& logits) {
+  TensorCheck(op, "logits", logits).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
+  if (logits.shape[1] < 1) fail_argument(op, "logits", "must have at least one column (V >= 1)");
+  if (logits.shape[1] > INT32_MAX) fail_argument(op, "logits", "has more than 2^31-1 columns");
+  if (logits.shape[0] > INT32_MAX) fail_argument(op, "logits", "has more than 2^31-1 rows");
+}
+
+// A CSR list of ids per row: offsets [B+1] (i32 | i64) and ids i32 [N], or
+// absent (both null) unless required. The arguments' names are literals
+// ("prompt.offsets", "prompt.ids"): a valid call builds no string.
+void check_token_lists(const char* op, const char* offsets, const char* ids,
+                       const nt_token_lists& l, const nt_tensor& logits, bool required) {
+  if (!present(l.offsets)) {
+    if (required) fail_argument(op, offsets, "is required but its data pointer is null");
+    if (present(l.ids))
+      fail_argument(op, offsets, std::string("is null but '") + ids +
+                                     "' is given (a list is absent only when both are null)");
+    return;
+  }
+  TensorCheck(op, offsets, l.offsets).rank(1).dtype({NT_I32, NT_I64})
+      .same_device(logits, "logits").dim(0, logits.shape[0] + 1, "B+1, one more than the rows of logits");
+  TensorCheck(op, ids, l.ids).required().rank(1).dtype({NT_I32}).same_device(logits, "logits");
+  if (l.ids.shape[0] >= kMaxListIds)
+    fail_argument(op, ids, "has " + std::to_string(l.ids.shape[0]) +
+                               " ids; a list holds fewer than 2^30");
+}
+
+// What both layouts (nt_verify_draft_args, nt_verify_tree_args) share: the
+// target logits, sampling parameters, outputs.
+template <class Args>
+VerifyCall check_verify_common(const char* op, bool tree, const Args& a) {
+  VerifyCall c{};
+  c.op = op;
+  c.tree = tree;
+  const nt_tensor& target = a.target_logits;
+  const nt_tensor& out_ids = a.out_ids;
+  const nt_tensor& num_emitted = a.num_emitted;
+  TensorCheck(op, "target_logits", target).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
+  c.vocab = target.shape[1];
+  if (c.vocab < 1) fail_argument(op, "target_logits", "must have at least one column (V >= 1)");
+  if (c.vocab > INT32_MAX) fail_argument(op, "target_logits", "has more than 2^31-1 columns");
+  TensorCheck(op, "out_ids", out_ids).required().rank(2).dtype({NT_I32})
+      .same_device(target, "target_logits");
+  c.requests = out_ids.shape[0];
+  c.width = out_ids.shape[1];
+  if (c.requests >= NT_VERIFY_MAX_REQUESTS)
+    fail_argument(op, "out_ids", "has " + std::to_string(c.requests) +
+                                     " rows (requests); at most 2^19 - 1 are supported");
+  if (c.width < 1 || c.width > NT_VERIFY_MAX_POSITIONS)
+    fail_argument(op, "out_ids", "must have between 1 and 4096 columns, got " +
+                                     std::to_string(c.width));
+  TensorCheck(op, "num_emitted", num_emitted).required().rank(1).dtype({NT_I32})
+      .same_device(target, "target_logits").dim(0, c.requests, "B, the rows of out_ids");
+  check_sampling_scalars(op, a.temperature, a.top_k, a.top_p, a.min_p, a.flags);
+  c.target = target;
+  c.temperature = a.temperature;
+  c.top_k = a.top_k;
+  c.top_p = a.top_p;
+  c.min_p = a.min_p;
+  c.seed = a.seed;
+  c.offset = a.offset;
+  c.joint = (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0;
+  c.mass_bits = nt_mass_bits(uint64_t(c.vocab));
+  c.out_ids = out_ids;
+  c.num_emitted = num_emitted;
+  return c;
+}
+
 }  // namespace
 
 void check_apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
@@ -253,31 +342,6 @@ SampleCall check_sample(const nt_sample_args& a) {
                     present(a.uniform), (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0,
                     a.tokens.dtype == NT_I32, nt_mass_bits(uint64_t(vocab))};
 }
-
-namespace {
-
-// A logprobs request's count, mode and outputs (sample_logprobs and the fused
-// heads' single call): rows of the outputs = the rows of `ref`.
-void check_logprobs_request(const char* op, const nt_tensor& ref, const char* ref_name,
-                            int64_t rows, const char* rows_name, int32_t n, uint32_t mode,
-                            const char* mode_arg, const nt_tensor& ids, const nt_tensor& logprobs,
-                            const nt_tensor& ranks) {
-  if (n < 0 || n > NT_MAX_LOGPROBS)
-    fail_argument(op, "num_logprobs", "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) +
-                                          "], got " + std::to_string(n));
-  if (mode != NT_LOGPROBS_RAW && mode != NT_LOGPROBS_PROCESSED)
-    fail_argument(op, mode_arg, "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
-                                    std::to_string(mode));
-  const int64_t columns = int64_t(n) + 1;
-  TensorCheck(op, "logprob_ids", ids).required().rank(2).dtype({NT_I32}).same_device(ref, ref_name)
-      .dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
-  TensorCheck(op, "logprobs", logprobs).required().rank(2).dtype({NT_F32})
-      .same_device(ref, ref_name).dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
-  TensorCheck(op, "ranks", ranks).required().rank(1).dtype({NT_I32}).same_device(ref, ref_name)
-      .dim(0, rows, rows_name);
-}
-
-}  // namespace
 
 SampleLogprobsCall check_sample_logprobs(const nt_sample_logprobs_args& a) {
   const char* op = "sample_logprobs";
@@ -449,37 +513,6 @@ void check_workspace(const char* op, size_t needed, const void* workspace, size_
 }
 
 // ---- penalties and logit bias -------------------------------------------------
-namespace {
-
-void check_in_place_logits(const char* op, const nt_tensor& logits) {
-  TensorCheck(op, "logits", logits).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
-  if (logits.shape[1] < 1) fail_argument(op, "logits", "must have at least one column (V >= 1)");
-  if (logits.shape[1] > INT32_MAX) fail_argument(op, "logits", "has more than 2^31-1 columns");
-  if (logits.shape[0] > INT32_MAX) fail_argument(op, "logits", "has more than 2^31-1 rows");
-}
-
-// A CSR list of ids per row: offsets [B+1] (i32 | i64) and ids i32 [N], or
-// absent (both null) unless required. The arguments' names are literals
-// ("prompt.offsets", "prompt.ids"): a valid call builds no string.
-void check_token_lists(const char* op, const char* offsets, const char* ids,
-                       const nt_token_lists& l, const nt_tensor& logits, bool required) {
-  if (!present(l.offsets)) {
-    if (required) fail_argument(op, offsets, "is required but its data pointer is null");
-    if (present(l.ids))
-      fail_argument(op, offsets, std::string("is null but '") + ids +
-                                     "' is given (a list is absent only when both are null)");
-    return;
-  }
-  TensorCheck(op, offsets, l.offsets).rank(1).dtype({NT_I32, NT_I64})
-      .same_device(logits, "logits").dim(0, logits.shape[0] + 1, "B+1, one more than the rows of logits");
-  TensorCheck(op, ids, l.ids).required().rank(1).dtype({NT_I32}).same_device(logits, "logits");
-  if (l.ids.shape[0] >= kMaxListIds)
-    fail_argument(op, ids, "has " + std::to_string(l.ids.shape[0]) +
-                               " ids; a list holds fewer than 2^30");
-}
-
-}  // namespace
-
 void check_apply_penalties(const nt_apply_penalties_args& a) {
   const char* op = "apply_penalties";
   check_in_place_logits(op, a.logits);
@@ -499,54 +532,8 @@ void check_apply_logit_bias(const nt_apply_logit_bias_args& a) {
 }
 
 // ---- speculative verification ------------------------------------------------
-
-namespace {
-
-// What both layouts (nt_verify_draft_args, nt_verify_tree_args) share: the
-// target logits, sampling parameters, outputs.
-template <class Args>
-void check_verify_common(VerifyCall& c, const Args& a) {
-  const char* op = c.op;
-  const nt_tensor& target = a.target_logits;
-  const nt_tensor& out_ids = a.out_ids;
-  const nt_tensor& num_emitted = a.num_emitted;
-  TensorCheck(op, "target_logits", target).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
-  c.vocab = target.shape[1];
-  if (c.vocab < 1) fail_argument(op, "target_logits", "must have at least one column (V >= 1)");
-  if (c.vocab > INT32_MAX) fail_argument(op, "target_logits", "has more than 2^31-1 columns");
-  TensorCheck(op, "out_ids", out_ids).required().rank(2).dtype({NT_I32})
-      .same_device(target, "target_logits");
-  c.requests = out_ids.shape[0];
-  c.width = out_ids.shape[1];
-  if (c.requests >= NT_VERIFY_MAX_REQUESTS)
-    fail_argument(op, "out_ids", "has " + std::to_string(c.requests) +
-                                     " rows (requests); at most 2^19 - 1 are supported");
-  if (c.width < 1 || c.width > NT_VERIFY_MAX_POSITIONS)
-    fail_argument(op, "out_ids", "must have between 1 and 4096 columns, got " +
-                                     std::to_string(c.width));
-  TensorCheck(op, "num_emitted", num_emitted).required().rank(1).dtype({NT_I32})
-      .same_device(target, "target_logits").dim(0, c.requests, "B, the rows of out_ids");
-  check_sampling_scalars(op, a.temperature, a.top_k, a.top_p, a.min_p, a.flags);
-  c.target = target;
-  c.temperature = a.temperature;
-  c.top_k = a.top_k;
-  c.top_p = a.top_p;
-  c.min_p = a.min_p;
-  c.seed = a.seed;
-  c.offset = a.offset;
-  c.joint = (a.flags & NT_SAMPLE_TOP_P_JOINT) != 0;
-  c.mass_bits = nt_mass_bits(uint64_t(c.vocab));
-  c.out_ids = out_ids;
-  c.num_emitted = num_emitted;
-}
-
-}  // namespace
-
 VerifyCall check_verify_draft(const nt_verify_draft_args& a) {
-  VerifyCall c{};
-  c.op = "verify_draft";
-  c.tree = false;
-  check_verify_common(c, a);
+  VerifyCall c = check_verify_common("verify_draft", false, a);
   const char* op = c.op;
   TensorCheck(op, "draft_ids", a.draft_ids).rank(1).dtype({NT_I32})
       .same_device(a.target_logits, "target_logits");
@@ -569,10 +556,7 @@ VerifyCall check_verify_draft(const nt_verify_draft_args& a) {
 }
 
 VerifyCall check_verify_tree(const nt_verify_tree_args& a) {
-  VerifyCall c{};
-  c.op = "verify_tree";
-  c.tree = true;
-  check_verify_common(c, a);
+  VerifyCall c = check_verify_common("verify_tree", true, a);
   const char* op = c.op;
   TensorCheck(op, "candidates", a.candidates).required().rank(2).dtype({NT_I64})
       .same_device(a.target_logits, "target_logits").dim(0, c.requests, "B, the rows of out_ids");

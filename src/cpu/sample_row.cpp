@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "cpu/row_io.h"
 
@@ -153,11 +154,7 @@ PrefixEnd list_end(const RowJob& j, int64_t n) {
 // then the prefix reaching top_p * z.
 void topp_over_list(RowJob& j, int64_t n, bool z_from_list) {
   kernels().exp_list(j.c_score, n, j.s_max, j.c_mass);
-  double z = j.z;
-  if (z_from_list) {
-    z = 0.0;
-    for (int64_t i = 0; i < n; ++i) z += double(j.c_mass[i]);
-  }
+  const double z = z_from_list ? std::accumulate(j.c_mass, j.c_mass + n, 0.0) : j.z;
   const PrefixEnd e = select_prefix(j.c_key, j.c_index, j.c_mass, n, j.before_list,
                                     double(j.p.top_p) * z, j.r_key, j.r_index, j.r_val);
   j.keep = shorter(j.keep, e);
@@ -180,8 +177,7 @@ bool topp_from_scan(RowJob& j, bool* settled) {
   const int64_t n = gather_found(j);
   score_list(j, n);
   kernels().exp_list(j.c_score, n, j.s_max, j.c_mass);
-  double listed = 0.0;
-  for (int64_t i = 0; i < n; ++i) listed += double(j.c_mass[i]);
+  const double listed = std::accumulate(j.c_mass, j.c_mass + n, 0.0);
   j.z = listed + below * std::exp(double(j.mass_ref) - double(j.s_max));
   const double target = double(j.p.top_p) * j.z;
   if (n == 0 || listed < target) return true;
@@ -266,9 +262,10 @@ int64_t chunked_walk(const int32_t* index, const float* p, int64_t n, double tar
   return -1;
 }
 
+// The draw from a keep-set listed in c_index / c_score[0, n).
 void draw_from_list(RowJob& j, int64_t n) {
-  const int32_t* index = j.r_index;
-  float* score = j.r_val;
+  const int32_t* index = j.c_index;
+  float* score = j.c_score;
   if (j.has_uniform) {
     float* p = j.c_mass;
     kernels().exp_list(score, n, j.s_max, p);
@@ -304,13 +301,7 @@ void draw_from_list(RowJob& j, int64_t n) {
 void stage_constraints_done(RowJob& j) {
   if (j.p.min_p > 0.0f) j.keep = shorter(j.keep, PrefixEnd{minp_key(j), INT32_MAX});
   if (j.n_list >= 0) {
-    int64_t m = 0;
-    for (int64_t i = 0; i < j.n_list; ++i) {
-      if (!in_prefix(j.c_key[i], j.c_index[i], j.keep)) continue;
-      j.r_index[m] = j.c_index[i];
-      j.r_val[m] = j.c_score[i];
-      ++m;
-    }
+    const int64_t m = filter_list(j, j.n_list, j.keep);
     if (m <= kListDrawMax) return draw_from_list(j, m);
   }
   const float t = j.p.temperature;
@@ -478,18 +469,16 @@ void stage_after_mass(RowJob& j) {
       mass[b] += j.bin_mass[c * kMassBins + b];
       count[b] += j.bin_count[c * kMassBins + b];
     }
-  double z = 0.0, rest = 0.0;
-  for (int b = 0; b < binned; ++b) z += mass[b];
+  double rest = 0.0;
   for (int64_t c = 0; c < j.n_chunks; ++c) rest += j.chunks[c].rest;
-  z += rest;
-  j.z = z;
+  j.z = std::accumulate(mass, mass + binned, 0.0) + rest;
   if (j.n_list >= 0) {  // joint mode over the top-k list
     topp_over_list(j, j.n_list, false);
     return stage_constraints_done(j);
   }
   // The bin where the mass, from the top, reaches the target (the lowest
   // non-empty one when rounding leaves it short).
-  const double target = double(j.p.top_p) * z;
+  const double target = double(j.p.top_p) * j.z;
   int chosen = -1;
   bool crossed = false;
   double done = 0.0, before = 0.0;

@@ -65,12 +65,5 @@ __kernel void nt_binary_scores(__global const char* act, ulong act_off, ulong ac
       nt_push(cand + ((ulong)m * items + item) * cap, &count[m], &threshold[m], cap, k, score, v);
     }
   }
-  for (uint m = 0; m < rows; ++m) {
-    __global ulong* buf = cand + ((ulong)m * items + item) * cap;
-    if (count[m] > k) {
-      nt_select_best(buf, count[m], k);
-      count[m] = k;
-    }
-    counts[m * items + item] = count[m];
-  }
+  nt_store_counts(cand, counts, count, rows, items, item, cap, k);
 }

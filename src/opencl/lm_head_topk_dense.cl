@@ -108,12 +108,5 @@ __kernel void nt_dense_scores(__global const nt_elem* weight, ulong weight_off, 
       }
     }
   }
-  for (uint m = 0; m < rows; ++m) {
-    __global ulong* buf = cand + ((ulong)m * items + item) * cap;
-    if (count[m] > k) {
-      nt_select_best(buf, count[m], k);
-      count[m] = k;
-    }
-    counts[m * items + item] = count[m];
-  }
+  nt_store_counts(cand, counts, count, rows, items, item, cap, k);
 }

@@ -77,6 +77,19 @@ static inline void nt_push(__global ulong* buf, uint* count, uint* threshold, ui
   }
 }
 
+/* An item's scoring done: each row's buffer cut to its k best, and its count
+ * stored for the merge. */
+static inline void nt_store_counts(__global ulong* cand, __global uint* counts, uint* count,
+                                   uint rows, uint items, uint item, uint cap, uint k) {
+  for (uint m = 0; m < rows; ++m) {
+    if (count[m] > k) {
+      nt_select_best(cand + ((ulong)m * items + item) * cap, count[m], k);
+      count[m] = k;
+    }
+    counts[m * items + item] = count[m];
+  }
+}
+
 /* Sum of 8 lanes in the CPU backend's fixed tree, so both round alike. */
 static inline float nt_lane_sum(float8 a) {
   return ((a.s0 + a.s4) + (a.s2 + a.s6)) + ((a.s1 + a.s5) + (a.s3 + a.s7));
