@@ -224,7 +224,10 @@ TEST_F(CpuThreads, LmHeadSampleIndependentOfThreadCount) {
     ASSERT_EQ(nt_lm_head_sample_dense_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
     std::vector<uint8_t> ws(bytes);
     ASSERT_EQ(nt_lm_head_sample_dense(&a, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
-    nt_lm_head_shard shard{1000, 9000, 0, mat(summary.data(), NT_I64, rows, 8 + K)};
+    nt_lm_head_shard shard{};
+    shard.vocab_start = 1000;
+    shard.vocab_size = 9000;
+    shard.summary = mat(summary.data(), NT_I64, rows, 8 + K);
     ASSERT_EQ(nt_lm_head_shard_dense_workspace_size(&a, &shard, &bytes), NT_OK) << nt_last_error();
     ws.assign(bytes, 0);
     ASSERT_EQ(nt_lm_head_shard_dense(&a, &shard, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
