@@ -815,11 +815,13 @@ TEST(LmHeadSample, LogprobsErrors) {
 // ---- vocabulary-parallel logprobs --------------------------------------------------
 
 // One shard call with a logprobs request: the summaries [rows, S] and the
-// masked scores [rows, V_r] of shard r, outputs poisoned first.
+// masked scores [rows, V_r] of shard r (written with a row stride of V_r + 2,
+// the gaps poisoned and checked untouched), outputs poisoned first.
 struct ShardOut {
   std::vector<int64_t> summary;
-  std::vector<float> scores;
+  std::vector<float> scores;  // [rows, V_r], the gaps dropped
 };
+constexpr int64_t kScoresGap = 2;
 
 ShardOut shard_call_logprobs(const Head& padded, int64_t v0, int64_t v1, int64_t vocab, int64_t m0,
                              int64_t m1, const std::vector<int32_t>& mask, int64_t words,
@@ -827,7 +829,8 @@ ShardOut shard_call_logprobs(const Head& padded, int64_t v0, int64_t v1, int64_t
   const int64_t rows = m1 - m0, S = NT_LM_HEAD_SUMMARY_WORDS + K + NT_LM_HEAD_LOGPROBS_WORDS(n);
   ShardOut o;
   o.summary.assign(size_t(rows * S), kPoisonI64);
-  o.scores.assign(size_t(rows * (v1 - v0)), NAN);
+  const int64_t cols = v1 - v0, stride = cols + kScoresGap;
+  std::vector<float> strided(size_t(rows * stride), 7.0f);
   HeadArgs a = head_args(padded, v0, v1, m0, m1, mask, words, p, padded.bias);
   nt_lm_head_shard sh{};
   sh.vocab_start = v0;
@@ -836,7 +839,8 @@ ShardOut shard_call_logprobs(const Head& padded, int64_t v0, int64_t v1, int64_t
   sh.summary = host(o.summary.data(), NT_I64, rows, S);
   sh.num_logprobs = n;
   sh.logprobs_mode = mode;
-  sh.scores = host(o.scores.data(), NT_F32, rows, v1 - v0);
+  sh.scores = host(strided.data(), NT_F32, rows, cols);
+  sh.scores.row_stride = stride;
   size_t bytes = 0;
   if (!padded.binary) {
     EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&a.dense, &sh, &bytes), NT_OK) << nt_last_error();
@@ -846,6 +850,17 @@ ShardOut shard_call_logprobs(const Head& padded, int64_t v0, int64_t v1, int64_t
     EXPECT_EQ(nt_lm_head_shard_binary_workspace_size(&a.binary, &sh, &bytes), NT_OK) << nt_last_error();
     std::vector<uint8_t> ws(bytes);
     EXPECT_EQ(nt_lm_head_shard_binary(&a.binary, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  }
+  // The scores: the head's own, -inf where the bitmask disallows and past vocab_size.
+  const std::vector<float> want = head_scores(padded);
+  for (int64_t m = 0; m < rows; ++m) {
+    const std::vector<float> row = masked_row(want, m0 + m, padded.vocab, mask, words);
+    for (int64_t i = 0; i < cols; ++i) {
+      const float w = v0 + i >= vocab ? -INFINITY : row[size_t(v0 + i)];
+      EXPECT_EQ(f32_bits(strided[size_t(m * stride + i)]), f32_bits(w)) << "row " << m0 + m << " id " << v0 + i;
+      o.scores.push_back(strided[size_t(m * stride + i)]);
+    }
+    for (int64_t i = cols; i < stride; ++i) EXPECT_EQ(strided[size_t(m * stride + i)], 7.0f) << "gap";
   }
   return o;
 }
@@ -955,9 +970,10 @@ void expect_close_values(const std::vector<float>& got, const std::vector<float>
 // The sharded logprobs against the single call's on the real vocabulary: the
 // same tokens, ids and ranks; values within the tolerance. Rows with top-p,
 // whose mass the shards sum in another order, may differ only on degenerate inputs.
-void check_sharded_logprobs(const Head& h, const ShardPlan& plan, int64_t vocab,
-                            const std::vector<int32_t>& mask, int64_t words, const Params& p, int64_t K,
-                            int n, uint32_t mode, int* fallbacks) {
+// Returns the number of rows whose token is -1.
+int64_t check_sharded_logprobs(const Head& h, const ShardPlan& plan, int64_t vocab,
+                               const std::vector<int32_t>& mask, int64_t words, const Params& p, int64_t K,
+                               int n, uint32_t mode, int* fallbacks) {
   SCOPED_TRACE("n=" + std::to_string(n) + " mode=" + std::to_string(mode) + " K=" + std::to_string(K));
   Head real = h;
   real.vocab = vocab;
@@ -978,6 +994,7 @@ void check_sharded_logprobs(const Head& h, const ShardPlan& plan, int64_t vocab,
     EXPECT_EQ(got.ranks[size_t(m)], want.ranks[size_t(m)]) << "row " << m << ": " << describe(q);
     expect_close_values(got.values, want.values, m, n + 1);
   }
+  return std::count(want.tokens.begin(), want.tokens.end(), int64_t(-1));
 }
 
 // A head padded to a multiple of 64 rows, cut in `shards` ragged shards.
@@ -992,7 +1009,7 @@ ShardPlan ragged_plan(Rng& rng, int64_t padded_vocab, int shards) {
 
 void check_sharded_logprobs_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab, int shards,
                                  int combo, bool per_row, int64_t K, int n, uint32_t mode,
-                                 int* fallbacks, bool flat = false) {
+                                 int* fallbacks, bool flat = false, int* masked = nullptr) {
   Rng rng(seed);
   SCOPED_TRACE(seed_trace(seed) + " binary=" + std::to_string(binary) + " V=" + std::to_string(vocab) +
                " R=" + std::to_string(shards) + " combo=" + std::to_string(combo));
@@ -1007,11 +1024,12 @@ void check_sharded_logprobs_case(uint64_t seed, bool binary, int64_t rows, int64
   int64_t words = 0;
   const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
   const Params p = draw_params(rng, rows, vocab, combo, per_row, combo == 3 && per_row);
-  check_sharded_logprobs(h, plan, vocab, mask, words, p, K, n, mode, fallbacks);
+  const int64_t tokens = check_sharded_logprobs(h, plan, vocab, mask, words, p, K, n, mode, fallbacks);
+  if (masked != nullptr) *masked += int(tokens);
 }
 
 TEST(LmHeadSampleShardedLogprobs, EqualSingleCallEveryFilter) {
-  int fallbacks = 0;
+  int fallbacks = 0, masked = 0;
   uint64_t seed = 12000;
   for (int combo = 0; combo < 8; ++combo)
     for (int shards = 1; shards <= 4; ++shards)
@@ -1019,8 +1037,11 @@ TEST(LmHeadSampleShardedLogprobs, EqualSingleCallEveryFilter) {
         for (int n : {0, 1, 5, 20}) {
           ++seed;
           check_sharded_logprobs_case(seed, (seed % 5) == 0, 6, 900 + 131 * combo + shards, shards, combo,
-                                      (seed % 3) == 0, (seed % 4) == 0 ? 2 : 64, n, mode, &fallbacks);
+                                      (seed % 3) == 0, (seed % 4) == 0 ? 2 : 64, n, mode, &fallbacks,
+                                      false, &masked);
         }
+  EXPECT_GT(fallbacks, 0) << "no row took the fallback";
+  EXPECT_GT(masked, 0) << "no row was fully masked";
 }
 
 TEST(LmHeadSampleShardedLogprobs, FallbackOnFlatRows) {
@@ -1314,6 +1335,31 @@ TEST(LmHeadSample, EmptyBatchIsANoOp) {
   EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_OK) << nt_last_error();
   EXPECT_EQ(token, kPoisonI64);
   EXPECT_EQ(word, kPoisonI64);
+  // With a logprobs request: the shard call, the combine and the rank counts.
+  float score = 7.0f;
+  int32_t id = -7, rank = -7;
+  int64_t key = kPoisonI64;
+  sh.summary = host(&word, NT_I64, 0, NT_LM_HEAD_SUMMARY_WORDS + 4 + NT_LM_HEAD_LOGPROBS_WORDS(2));
+  sh.num_logprobs = 2;
+  sh.scores = host(&score, NT_F32, 0, 50);
+  ASSERT_EQ(nt_lm_head_shard_dense_workspace_size(&a.dense, &sh, &bytes), NT_OK) << nt_last_error();
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(nt_lm_head_shard_dense(&a.dense, &sh, nullptr, 0, nullptr), NT_OK) << nt_last_error();
+  c.summaries = sh.summary;
+  c.num_logprobs = 2;
+  c.logprob_ids = host(&id, NT_I32, 0, 3);
+  c.logprobs = host(&score, NT_F32, 0, 3);
+  c.ranks = host(&rank, NT_I32, 0);
+  c.rank_keys = host(&key, NT_I64, 0);
+  EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_OK) << nt_last_error();
+  nt_lm_head_shard_ranks_args r{host(&score, NT_F32, 0, 50), host(&key, NT_I64, 0), host(&rank, NT_I32, 0)};
+  EXPECT_EQ(nt_lm_head_shard_ranks(&r), NT_OK) << nt_last_error();
+  EXPECT_EQ(token, kPoisonI64);
+  EXPECT_EQ(word, kPoisonI64);
+  EXPECT_EQ(score, 7.0f);
+  EXPECT_EQ(id, -7);
+  EXPECT_EQ(rank, -7);
+  EXPECT_EQ(key, kPoisonI64);
 }
 
 }  // namespace
