@@ -18,6 +18,13 @@
 // Top-p's mass Z over every finite token is sum_r Z_r * exp(s_max_r - s_max)
 // in double (each Z_r relative to its shard's own maximum); over a top-k set it
 // is the sum of the set's probabilities in id order, as the CPU sampler forms it.
+//
+// With a logprobs request the row's keep-set (the outcome of the above) and
+// the summaries' logprobs words give cpu/sample_logprobs.cpp's values: the
+// normalizer rescaled from the shards' (raw; processed plain rows) or summed
+// over the merged keep-set (processed filtered rows), columns 1..n from the
+// shards' first n tokens merged. A rank the summaries cannot settle becomes a
+// rank key that every shard counts its scores against (lm_head_shard_ranks).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
