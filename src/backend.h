@@ -99,6 +99,8 @@ class Backend {
 // The combine of vocabulary-parallel summaries: host data, one implementation
 // (cpu/lm_head_combine.cpp).
 void lm_head_sample_combine(const nt_lm_head_sample_combine_args& a);
+// A shard's rank counts (nt_lm_head_shard_ranks): host data, cpu/lm_head_combine.cpp.
+void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a);
 
 // Each returns the backend's singleton, or nullptr when it is not compiled in.
 Backend* cpu_backend();

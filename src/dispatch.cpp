@@ -213,6 +213,13 @@ nt_status nt_lm_head_sample_combine(const nt_lm_head_sample_combine_args* args) 
   });
 }
 
+nt_status nt_lm_head_shard_ranks(const nt_lm_head_shard_ranks_args* args) {
+  return nt::entry("lm_head_shard_ranks", args, [&](const nt_lm_head_shard_ranks_args& a) {
+    nt::check_lm_head_shard_ranks(a);
+    nt::lm_head_shard_ranks(a);
+  });
+}
+
 nt_status nt_pack_weights(const nt_pack_weights_args* args, void* stream) {
   return nt::entry("pack_weights", args, [&](const nt_pack_weights_args& a) {
     nt::check_pack_weights(a);

@@ -236,8 +236,9 @@ typedef struct nt_lm_head_sample_dense_args {
   nt_lm_head_sampling sampling;
   nt_tensor tokens;             /* i64 | i32 [M], written; -1 when a row allows no token */
   /* Optional logprobs, as nt_sample_logprobs returns them for the masked scores
-   * (absent when logprob_ids.data is NULL; the single call only: the shard
-   * ops answer NT_ERROR_UNSUPPORTED). */
+   * (absent when logprob_ids.data is NULL; the single call only). The shard
+   * ops take their request in nt_lm_head_shard instead and refuse these fields
+   * (NT_ERROR_INVALID_ARGUMENT). */
   int32_t num_logprobs;         /* n, 0..NT_MAX_LOGPROBS */
   uint32_t logprobs_mode;       /* NT_LOGPROBS_RAW | NT_LOGPROBS_PROCESSED */
   nt_tensor logprob_ids;        /* i32 [M, n+1], written */
@@ -285,19 +286,38 @@ NT_API nt_status nt_lm_head_sample_binary(const nt_lm_head_sample_binary_args* a
  * The summary is opaque: i64 [M, NT_LM_HEAD_SUMMARY_WORDS + K], K >= 1 the
  * candidates a row keeps. Here `bitmask` is the full vocabulary's mask (word w
  * holds global ids 32w..32w+31) and per-row parameters have length M. The
- * shard ops run on the CPU backend (others answer NT_ERROR_UNSUPPORTED). */
+ * shard ops run on the CPU backend (others answer NT_ERROR_UNSUPPORTED).
+ *
+ * Logprobs (optional): a shard call with a request (nt_lm_head_shard.scores
+ * given) appends NT_LM_HEAD_LOGPROBS_WORDS(n) words to each summary row (its
+ * normalizer, +inf count and first n tokens by score: O(n) words) and writes
+ * its masked scores; the combine with the same request writes the logprobs and
+ * the part of each rank the summaries settle, plus a rank key per row; each
+ * shard counts its scores against those keys (nt_lm_head_shard_ranks) and the
+ * counts summed over the shards (one all-reduce of M words) complete the ranks:
+ * ranks[m] += sum over shards of counts[m]. */
 #define NT_LM_HEAD_SUMMARY_WORDS 8
+#define NT_LM_HEAD_LOGPROBS_WORDS(n) (4 + (n))
 
 typedef struct nt_lm_head_shard {
   int64_t vocab_start;  /* global id of the shard's row 0 */
   int64_t vocab_size;   /* V of the whole (unpadded) vocabulary */
   int64_t first_row;    /* batch index of the call's row 0: the Philox row tag of a
                            scalar seed is first_row + m (0 for a whole batch) */
-  nt_tensor summary;    /* i64 [M, NT_LM_HEAD_SUMMARY_WORDS + K], written */
+  nt_tensor summary;    /* i64 [M, NT_LM_HEAD_SUMMARY_WORDS + K], written; with a
+                           logprobs request [M, NT_LM_HEAD_SUMMARY_WORDS + K +
+                           NT_LM_HEAD_LOGPROBS_WORDS(num_logprobs)] */
+  /* Optional logprobs request, absent when scores.data is NULL. */
+  int32_t num_logprobs;   /* n, 0..NT_MAX_LOGPROBS */
+  uint32_t logprobs_mode; /* NT_LOGPROBS_RAW | NT_LOGPROBS_PROCESSED */
+  nt_tensor scores;       /* f32 [M, V_shard], written: the shard's masked scores (-inf
+                             where the bitmask disallows and for padding ids), for
+                             nt_lm_head_shard_ranks; the workspace then holds no copy */
 } nt_lm_head_shard;
 
-/* The tokens argument of `args` is ignored (may be absent); a logprobs request
- * (logprob_ids given) is refused with NT_ERROR_UNSUPPORTED. */
+/* The tokens argument of `args` is ignored (may be absent); its logprobs fields
+ * must be absent (NT_ERROR_INVALID_ARGUMENT naming logprob_ids): a shard's
+ * request is in `shard`. */
 NT_API nt_status nt_lm_head_shard_dense_workspace_size(const nt_lm_head_sample_dense_args* args,
                                                        const nt_lm_head_shard* shard,
                                                        size_t* bytes);
@@ -323,9 +343,32 @@ typedef struct nt_lm_head_sample_combine_args {
   int64_t first_row;            /* as in nt_lm_head_shard */
   nt_lm_head_sampling sampling; /* per-row arrays in host memory */
   nt_tensor tokens;             /* i64 | i32 [M], written (host memory) */
+  /* Optional logprobs (absent when logprob_ids.data is NULL), host memory: the
+   * summaries must come from shard calls with the same request. Layout and
+   * meaning as nt_lm_head_sample_dense's. A row whose token is
+   * NT_TOKEN_NEEDS_ALL_CANDIDATES gets id -2 in column 0, values -inf, rank 0
+   * and rank key -1 (its fallback combine writes them). */
+  int32_t num_logprobs;         /* n, 0..NT_MAX_LOGPROBS */
+  uint32_t logprobs_mode;       /* NT_LOGPROBS_RAW | NT_LOGPROBS_PROCESSED */
+  nt_tensor logprob_ids;        /* i32 [M, n+1], written */
+  nt_tensor logprobs;           /* f32 [M, n+1], written */
+  nt_tensor ranks;              /* i32 [M], written: the part of the rank the summaries
+                                   settle; add every shard's nt_lm_head_shard_ranks count */
+  nt_tensor rank_keys;          /* i64 [M], written: what the shards count (-1: nothing) */
 } nt_lm_head_sample_combine_args;
 
 NT_API nt_status nt_lm_head_sample_combine(const nt_lm_head_sample_combine_args* args);
+
+/* A shard's part of the ranks: counts[m] = the entries of scores row m whose
+ * ordering key (docs/SEMANTICS.md, "Ordering and ties") lies in
+ * [rank_keys[m] & 0xFFFFFFFF, rank_keys[m] >> 32] (-1 counts nothing). Host memory. */
+typedef struct nt_lm_head_shard_ranks_args {
+  nt_tensor scores;     /* f32 [M, V_shard]: the shard call's nt_lm_head_shard.scores */
+  nt_tensor rank_keys;  /* i64 [M]: the combine's */
+  nt_tensor counts;     /* i32 [M], written */
+} nt_lm_head_shard_ranks_args;
+
+NT_API nt_status nt_lm_head_shard_ranks(const nt_lm_head_shard_ranks_args* args);
 
 /* ---- penalties and logit bias (in place, before sampling) --------------------
  * Work is proportional to the ids, never to V. Order of a decode step: bitmask,

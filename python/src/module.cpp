@@ -221,14 +221,26 @@ struct FusedLogprobsView {
   }
 };
 
-// A shard call's extras, or nullptr for the single call (summary None).
+// A shard call's extras, or nullptr for the single call (summary None). With
+// `scores` (the shard's masked scores, written) the call carries the logprobs
+// request (num_logprobs, processed) in the shard, not in the head's arguments.
 struct ShardView {
-  View summary;
+  View summary, scores;
   nt_lm_head_shard shard{};
   ShardView(const char* op, nb::handle summary_arg, int64_t vocab_start, int64_t vocab_size,
-            int64_t first_row)
+            int64_t first_row, nb::handle scores_arg, int32_t num_logprobs, bool processed)
       : summary(optional_view(op, "summary", summary_arg, true)),
-        shard{vocab_start, vocab_size, first_row, summary.t} {}
+        scores(optional_view(op, "scores", scores_arg, true)) {
+    shard.vocab_start = vocab_start;
+    shard.vocab_size = vocab_size;
+    shard.first_row = first_row;
+    shard.summary = summary.t;
+    if (scores.t.data) {
+      shard.num_logprobs = num_logprobs;
+      shard.logprobs_mode = processed ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+      shard.scores = scores.t;
+    }
+  }
   const nt_lm_head_shard* get() const { return summary.t.data ? &shard : nullptr; }
 };
 
@@ -255,13 +267,13 @@ void lm_head_sample_dense(nb::handle hidden, nb::handle weight, nb::handle bias,
                           nb::handle min_p, nb::handle seed, nb::handle offset, bool joint,
                           uintptr_t stream, nb::handle alloc, int32_t num_logprobs,
                           bool processed, nb::handle logprob_ids, nb::handle logprobs,
-                          nb::handle ranks) {
+                          nb::handle ranks, nb::handle scores) {
   const bool sharded = !summary.is_none();
   const char* op = sharded ? "lm_head_shard_dense" : "lm_head_sample_dense";
   View h = view(op, "hidden", hidden), w = view(op, "weight", weight),
        b = optional_view(op, "bias", bias), m = optional_view(op, "bitmask", bitmask),
        t = optional_view(op, "tokens", tokens, true);
-  ShardView sv(op, summary, vocab_start, vocab_size, first_row);
+  ShardView sv(op, summary, vocab_start, vocab_size, first_row, scores, num_logprobs, processed);
   const FusedLogprobsView lp(op, num_logprobs, processed, logprob_ids, logprobs, ranks);
   nt_lm_head_sample_dense_args a{};
   a.hidden = h.t;
@@ -284,14 +296,14 @@ void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq
                            nb::handle min_p, nb::handle seed, nb::handle offset, bool joint,
                            uintptr_t stream, nb::handle alloc, int32_t num_logprobs,
                            bool processed, nb::handle logprob_ids, nb::handle logprobs,
-                           nb::handle ranks) {
+                           nb::handle ranks, nb::handle scores) {
   const bool sharded = !summary.is_none();
   const char* op = sharded ? "lm_head_shard_binary" : "lm_head_sample_binary";
   View q = view(op, "act_q", act_q), s = view(op, "act_scale", act_scale),
        w = view(op, "wq", wq), ws_ = view(op, "wscale", wscale),
        b = optional_view(op, "bias", bias), m = optional_view(op, "bitmask", bitmask),
        t = optional_view(op, "tokens", tokens, true);
-  ShardView sv(op, summary, vocab_start, vocab_size, first_row);
+  ShardView sv(op, summary, vocab_start, vocab_size, first_row, scores, num_logprobs, processed);
   const FusedLogprobsView lp(op, num_logprobs, processed, logprob_ids, logprobs, ranks);
   nt_lm_head_sample_binary_args a{};
   a.act_q = q.t;
@@ -313,10 +325,14 @@ void lm_head_sample_binary(nb::handle act_q, nb::handle act_scale, nb::handle wq
 void lm_head_sample_combine(nb::handle summaries, int32_t shards, int64_t vocab_size,
                             int64_t first_row, nb::handle tokens, nb::handle temperature,
                             nb::handle top_k, nb::handle top_p, nb::handle min_p,
-                            nb::handle seed, nb::handle offset, bool joint) {
+                            nb::handle seed, nb::handle offset, bool joint, int32_t num_logprobs,
+                            bool processed, nb::handle logprob_ids, nb::handle logprobs,
+                            nb::handle ranks, nb::handle rank_keys) {
   const char* op = "lm_head_sample_combine";
   View sm = view(op, "summaries", summaries), t = view(op, "tokens", tokens, true);
   SamplingParams sp(op, t.t, temperature, top_k, top_p, min_p, seed, offset, joint);
+  const FusedLogprobsView lp(op, num_logprobs, processed, logprob_ids, logprobs, ranks);
+  View keys = optional_view(op, "rank_keys", rank_keys, true);
   nt_lm_head_sample_combine_args a{};
   a.summaries = sm.t;
   a.shards = shards;
@@ -324,10 +340,26 @@ void lm_head_sample_combine(nb::handle summaries, int32_t shards, int64_t vocab_
   a.first_row = first_row;
   sp.set(a.sampling);
   a.tokens = t.t;
+  lp.set(a);
+  a.rank_keys = keys.t;
   nt_status st;
   {
     nb::gil_scoped_release unlocked;
     st = nt_lm_head_sample_combine(&a);
+  }
+  check(st);
+}
+
+// A shard's part of the ranks (nt_lm_head_shard_ranks), host arrays.
+void lm_head_shard_ranks(nb::handle scores, nb::handle rank_keys, nb::handle counts) {
+  const char* op = "lm_head_shard_ranks";
+  View sc = view(op, "scores", scores), k = view(op, "rank_keys", rank_keys),
+       c = view(op, "counts", counts, true);
+  nt_lm_head_shard_ranks_args a{sc.t, k.t, c.t};
+  nt_status st;
+  {
+    nb::gil_scoped_release unlocked;
+    st = nt_lm_head_shard_ranks(&a);
   }
   check(st);
 }
@@ -449,18 +481,24 @@ NB_MODULE(_nexttok, m) {
         a("vocab_size"), a("first_row"), a("temperature"), a("top_k"), a("top_p"), a("min_p"),
         a("seed"), a("offset"), a("joint"), a("stream"), a("alloc").none(),
         a("num_logprobs") = 0, a("processed") = false, a("logprob_ids").none() = nb::none(),
-        a("logprobs").none() = nb::none(), a("ranks").none() = nb::none());
+        a("logprobs").none() = nb::none(), a("ranks").none() = nb::none(),
+        a("scores").none() = nb::none());
   m.def("lm_head_sample_binary", &lm_head_sample_binary, a("act_q"), a("act_scale"), a("wq"),
         a("wscale"), a("bias").none(), a("group_size"), a("bitmask").none(), a("tokens").none(),
         a("summary").none(), a("vocab_start"), a("vocab_size"), a("first_row"), a("temperature"),
         a("top_k"), a("top_p"), a("min_p"), a("seed"), a("offset"), a("joint"), a("stream"),
         a("alloc").none(), a("num_logprobs") = 0, a("processed") = false,
         a("logprob_ids").none() = nb::none(), a("logprobs").none() = nb::none(),
-        a("ranks").none() = nb::none());
+        a("ranks").none() = nb::none(), a("scores").none() = nb::none());
   m.def("lm_head_sample_combine", &lm_head_sample_combine, a("summaries"), a("shards"),
         a("vocab_size"), a("first_row"), a("tokens"), a("temperature"), a("top_k"), a("top_p"),
-        a("min_p"), a("seed"), a("offset"), a("joint"));
+        a("min_p"), a("seed"), a("offset"), a("joint"), a("num_logprobs") = 0,
+        a("processed") = false, a("logprob_ids").none() = nb::none(),
+        a("logprobs").none() = nb::none(), a("ranks").none() = nb::none(),
+        a("rank_keys").none() = nb::none());
+  m.def("lm_head_shard_ranks", &lm_head_shard_ranks, a("scores"), a("rank_keys"), a("counts"));
   m.attr("LM_HEAD_SUMMARY_WORDS") = NT_LM_HEAD_SUMMARY_WORDS;
+  m.attr("LM_HEAD_LOGPROBS_WORDS") = NT_LM_HEAD_LOGPROBS_WORDS(0);
   m.attr("TOKEN_NEEDS_ALL_CANDIDATES") = NT_TOKEN_NEEDS_ALL_CANDIDATES;
   m.def("pack_weights", &pack_weights);
   m.def("quantize_activations", &quantize_activations);

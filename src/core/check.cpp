@@ -378,8 +378,8 @@ void check_sampling(const char* op, const nt_lm_head_sampling& s) {
 // What the fused ops share past the head's inputs: the bitmask, the sampling
 // parameters, and either the tokens or the shard and its summary.
 // The optional logprobs request: as sample_logprobs checks its own, named
-// after the fused op's arguments. Only the single call on CPU and OpenCL
-// computes logprobs; the shard forms and CUDA refuse a request.
+// after the fused op's arguments. The shard forms take theirs in the shard
+// (check_shard_logprobs) and refuse these fields.
 void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
                           const FusedLogprobs& lp, const nt_lm_head_shard* shard) {
   if (!lp.requested()) {
@@ -389,10 +389,20 @@ void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_
     return;
   }
   if (shard != nullptr)
-    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": argument 'logprob_ids': logprobs are not "
-                               "supported by the vocabulary-parallel shard ops (use the single call)");
+    fail_argument(op, "logprob_ids", "must be absent in a shard call: its logprobs request is "
+                                     "shard.num_logprobs / logprobs_mode / scores, and the "
+                                     "combine writes the logprobs");
   check_logprobs_request(op, ref, ref_name, rows, "M, the rows of the input", lp.n, lp.mode,
                          "logprobs_mode", lp.ids, lp.logprobs, lp.ranks);
+}
+
+void check_logprobs_count_mode(const char* op, int32_t n, uint32_t mode) {
+  if (n < 0 || n > NT_MAX_LOGPROBS)
+    fail_argument(op, "num_logprobs", "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) +
+                                          "], got " + std::to_string(n));
+  if (mode != NT_LOGPROBS_RAW && mode != NT_LOGPROBS_PROCESSED)
+    fail_argument(op, "logprobs_mode", "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
+                                           std::to_string(mode));
 }
 
 // The scalars every vocabulary-parallel call shares: the whole vocabulary's
@@ -405,10 +415,16 @@ void check_shard_rows(const char* op, int64_t vocab_size, int64_t first_row, int
                                        std::to_string(first_row));
 }
 
-void check_summary_columns(const char* op, const char* name, const nt_tensor& summary) {
-  if (summary_candidates(summary) < 1)
-    fail_argument(op, name, "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
-                                std::to_string(summary.shape[1]));
+void check_summary_columns(const char* op, const char* name, const nt_tensor& summary,
+                           int64_t logprobs_words = 0) {
+  if (summary_candidates(summary, logprobs_words) < 1)
+    fail_argument(op, name, logprobs_words == 0
+                      ? "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
+                            std::to_string(summary.shape[1])
+                      : std::string("must have NT_LM_HEAD_SUMMARY_WORDS + K + "
+                                    "NT_LM_HEAD_LOGPROBS_WORDS(num_logprobs) = ") + std::to_string(NT_LM_HEAD_SUMMARY_WORDS) + " + K + " +
+                            std::to_string(logprobs_words) + " columns with K >= 1, got " +
+                            std::to_string(summary.shape[1]));
 }
 
 void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
@@ -433,7 +449,13 @@ void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name
                                          std::to_string(shard->vocab_start));
   TensorCheck(op, "summary", shard->summary).required().rank(2).dtype({NT_I64})
       .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
-  check_summary_columns(op, "summary", shard->summary);
+  if (shard_logprobs(*shard)) {
+    check_logprobs_count_mode(op, shard->num_logprobs, shard->logprobs_mode);
+    TensorCheck(op, "scores", shard->scores).required().rank(2).dtype({NT_F32})
+        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input")
+        .dim(1, vocab, "V_shard, the rows of the shard's head");
+  }
+  check_summary_columns(op, "summary", shard->summary, shard_logprobs_words(*shard));
 }
 
 // The optional copy of the head's scores: f32 [M, V] beside the head.
@@ -474,12 +496,52 @@ void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
   if (a.summaries.shape[0] % a.shards != 0)
     fail_argument(op, "summaries", "has " + std::to_string(a.summaries.shape[0]) +
                                        " rows, not a multiple of shards = " + std::to_string(a.shards));
-  check_summary_columns(op, "summaries", a.summaries);
+  const bool lp = present(a.logprob_ids);
+  if (!lp && (present(a.logprobs) || present(a.ranks) || present(a.rank_keys)))
+    fail_argument(op, present(a.logprobs) ? "logprobs" : present(a.ranks) ? "ranks" : "rank_keys",
+                  "is given without logprob_ids (a logprobs request needs all four outputs)");
+  const int64_t lp_words = lp ? NT_LM_HEAD_LOGPROBS_WORDS(int64_t(a.num_logprobs)) : 0;
+  if (lp) check_logprobs_count_mode(op, a.num_logprobs, a.logprobs_mode);
+  check_summary_columns(op, "summaries", a.summaries, lp_words);
   check_sampling(op, a.sampling);
-  check_shard_rows(op, a.vocab_size, a.first_row, a.summaries.shape[0] / a.shards);
+  const int64_t rows = a.summaries.shape[0] / a.shards;
+  check_shard_rows(op, a.vocab_size, a.first_row, rows);
   TensorCheck(op, "tokens", a.tokens).required().rank(1).dtype({NT_I64, NT_I32})
-      .same_device(a.summaries, "summaries").dim(0, a.summaries.shape[0] / a.shards,
-                                                 "M, the rows of summaries / shards");
+      .same_device(a.summaries, "summaries").dim(0, rows, "M, the rows of summaries / shards");
+  if (lp) {
+    check_logprobs_request(op, a.summaries, "summaries", rows, "M, the rows of summaries / shards",
+                           a.num_logprobs, a.logprobs_mode, "logprobs_mode", a.logprob_ids,
+                           a.logprobs, a.ranks);
+    TensorCheck(op, "rank_keys", a.rank_keys).required().rank(1).dtype({NT_I64})
+        .same_device(a.summaries, "summaries").dim(0, rows, "M, the rows of summaries / shards");
+  }
+  // Every row must have been written with this call's request (word 7), so
+  // that its candidates and logprobs words are where this call reads them.
+  const int64_t want = lp ? 1 + int64_t(a.num_logprobs) + 256 * int64_t(a.logprobs_mode) : 0;
+  for (int64_t r = 0; r < a.summaries.shape[0]; ++r) {
+    const int64_t got = static_cast<const int64_t*>(a.summaries.data)[r * a.summaries.row_stride +
+                                                                        NT_LM_HEAD_SUMMARY_WORDS - 1];
+    if (got != want)
+      fail_argument(op, "summaries", "row " + std::to_string(r) + " was written " +
+                                         (got == 0 ? std::string("without a logprobs request")
+                                                   : "with another logprobs request (word 7 = " +
+                                                         std::to_string(got) + ")") +
+                                         (lp ? ", not this call's (num_logprobs " +
+                                                   std::to_string(a.num_logprobs) + ", mode " +
+                                                   std::to_string(a.logprobs_mode) + ")"
+                                             : ", but this call has none"));
+  }
+}
+
+void check_lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a) {
+  const char* op = "lm_head_shard_ranks";
+  TensorCheck(op, "scores", a.scores).required().rank(2).dtype({NT_F32});
+  if (a.scores.device != NT_DEVICE_CPU) fail_argument(op, "scores", "must be in host memory (device cpu)");
+  const int64_t rows = a.scores.shape[0];
+  TensorCheck(op, "rank_keys", a.rank_keys).required().rank(1).dtype({NT_I64})
+      .same_device(a.scores, "scores").dim(0, rows, "M, the rows of scores");
+  TensorCheck(op, "counts", a.counts).required().rank(1).dtype({NT_I32})
+      .same_device(a.scores, "scores").dim(0, rows, "M, the rows of scores");
 }
 
 void check_pack_weights(const nt_pack_weights_args& a) {

@@ -56,9 +56,16 @@ void check_lm_head_binary(const nt_lm_head_binary_args& a);
 void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard);
 void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard);
 void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a);
-// The candidates a summary row holds (its words past NT_LM_HEAD_SUMMARY_WORDS).
-inline int64_t summary_candidates(const nt_tensor& summary) {
-  return summary.shape[1] - NT_LM_HEAD_SUMMARY_WORDS;
+void check_lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a);
+// Whether a shard call carries a logprobs request, and the summary words it adds.
+inline bool shard_logprobs(const nt_lm_head_shard& shard) { return shard.scores.data != nullptr; }
+inline int64_t shard_logprobs_words(const nt_lm_head_shard& shard) {
+  return shard_logprobs(shard) ? NT_LM_HEAD_LOGPROBS_WORDS(int64_t(shard.num_logprobs)) : 0;
+}
+// The candidates a summary row holds (its words past NT_LM_HEAD_SUMMARY_WORDS,
+// less the `logprobs_words` of a logprobs request at its end).
+inline int64_t summary_candidates(const nt_tensor& summary, int64_t logprobs_words = 0) {
+  return summary.shape[1] - NT_LM_HEAD_SUMMARY_WORDS - logprobs_words;
 }
 void check_pack_weights(const nt_pack_weights_args& a);
 void check_quantize_activations(const nt_quantize_activations_args& a);

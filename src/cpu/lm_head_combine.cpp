@@ -18,6 +18,13 @@
 // Top-p's mass Z over every finite token is sum_r Z_r * exp(s_max_r - s_max)
 // in double (each Z_r relative to its shard's own maximum); over a top-k set it
 // is the sum of the set's probabilities in id order, as the CPU sampler forms it.
+//
+// With a logprobs request the row's keep-set (the outcome of the above) and
+// the summaries' logprobs words give cpu/sample_logprobs.cpp's values: the
+// normalizer rescaled from the shards' (raw; processed plain rows) or summed
+// over the merged keep-set (processed filtered rows), columns 1..n from the
+// shards' first n tokens merged. A rank the summaries cannot settle becomes a
+// rank key that every shard counts its scores against (lm_head_shard_ranks).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,10 +32,12 @@
 
 #include "backend.h"
 #include "core/check.h"
+#include "core/logprobs.h"
 #include "core/portable_exp.h"
 #include "core/sampling.h"
 #include "cpu/lm_head_summary.h"
 #include "cpu/row_io.h"
+#include "cpu/thread_pool.h"
 
 namespace nt {
 namespace {
@@ -40,6 +49,7 @@ struct Entry {
   uint32_t key;  // of s
   int32_t id;
   float s;
+  float x;
 };
 
 bool before(const Entry& a, const Entry& b) { return nt_ranks_before(a.key, a.id, b.key, b.id); }
@@ -57,9 +67,24 @@ uint32_t minp_key(uint32_t s_max_key, float s_max, float min_p) {
 
 constexpr int64_t kBeyond = INT64_MAX;  // a prefix length past the exact prefix
 
-int64_t combine_row(const int64_t* const* rows, int shards, nt_row_params p, bool joint,
+// A row's token and what the logprobs need of it: the keep-set it was drawn
+// from (core/logprobs.h; NT_KEEP_PREFIX of a filtered row: merged[0, len)),
+// and the token's x with the shard that holds it (for the x of a plain or
+// +inf draw, read from that shard's logprobs words).
+struct Outcome {
+  int64_t token = -1;
+  nt_keep_set keep{NT_KEEP_EMPTY, 0.0f, 0u, 0u};
+  float x = -INFINITY;  // the token's x (greedy and filtered rows)
+  int word = -1;        // kPlain or kPosInf: the token's x is in shard `shard`'s words
+  int shard = -1;
+  int64_t len = 0;      // filtered rows: the keep-set's length in `merged`
+};
+
+Outcome combine_row(const int64_t* const* rows, int shards, nt_row_params p, bool joint,
                     uint64_t seed, uint64_t offset, uint32_t tag, std::vector<Entry>& merged) {
   const int row_class = nt_row_class(p, 0);
+  Outcome o;
+  o.keep.temperature = p.temperature;
   if (row_class == NT_ROW_GREEDY) {
     uint32_t key = NT_KEY_NEG_INF;
     int32_t best = kNoId;
@@ -69,18 +94,32 @@ int64_t combine_row(const int64_t* const* rows, int shards, nt_row_params p, boo
       const uint32_t k = low(rows[r][kGreedy]);
       if (best == kNoId || nt_ranks_before(k, i, key, best)) { key = k; best = i; }
     }
-    return best == kNoId || key == NT_KEY_NEG_INF ? -1 : best;
+    if (best == kNoId || key == NT_KEY_NEG_INF) return o;
+    o.token = best;
+    o.keep.kind = NT_KEEP_ONE;
+    o.x = nt_key_to_float(key);
+    return o;
   }
 
   uint32_t s_max_key = NT_KEY_NEG_INF;
   for (int r = 0; r < shards; ++r) s_max_key = std::max(s_max_key, low(rows[r][kSMax]));
-  if (s_max_key == NT_KEY_NEG_INF) return -1;
+  if (s_max_key == NT_KEY_NEG_INF) return o;
   if (s_max_key == NT_KEY_POS_INF || row_class == NT_ROW_PLAIN) {
     const int word = s_max_key == NT_KEY_POS_INF ? kPosInf : kPlain;
     Best b{0.0f, kNoId};
     for (int r = 0; r < shards; ++r)
-      if (id(rows[r][word]) != kNoId) b.offer(nt_as_f32(low(rows[r][word])), id(rows[r][word]));
-    return b.id == kNoId ? -1 : b.id;
+      if (id(rows[r][word]) != kNoId) {
+        const int32_t before = b.id;
+        b.offer(nt_as_f32(low(rows[r][word])), id(rows[r][word]));
+        if (b.id != before) o.shard = r;
+      }
+    if (b.id == kNoId) return o;
+    o.token = b.id;
+    o.word = word;
+    // Plain rows keep every finite score: the prefix down to the first finite key.
+    if (word == kPosInf) o.keep.kind = NT_KEEP_POS_INF;
+    else o.keep = nt_keep_set{NT_KEEP_PREFIX, p.temperature, NT_KEY_FIRST_FINITE, uint32_t(INT32_MAX)};
+    return o;
   }
 
   // Filtered: merge the candidates; find the exact prefix.
@@ -88,15 +127,16 @@ int64_t combine_row(const int64_t* const* rows, int shards, nt_row_params p, boo
   merged.clear();
   int64_t n_total = 0;
   bool any_short = false;
-  Entry limit{0u, 0, 0.0f};  // the earliest last candidate of a shard that listed fewer than its tokens
+  Entry limit{0u, 0, 0.0f, 0.0f};  // the earliest last candidate of a shard that listed fewer than its tokens
   for (int r = 0; r < shards; ++r) {
     const int64_t* w = rows[r];
     const int64_t n = w[kCandidates];
     n_total += w[kFinite];
     for (int64_t c = 0; c < n; ++c) {
       const int64_t word = w[NT_LM_HEAD_SUMMARY_WORDS + c];
-      const float s = nt_scaled_score(nt_as_f32(low(word)), t);
-      merged.push_back(Entry{nt_order_key(s), id(word), s});
+      const float x = nt_as_f32(low(word));
+      const float s = nt_scaled_score(x, t);
+      merged.push_back(Entry{nt_order_key(s), id(word), s, x});
     }
     if (n < w[kFinite]) {
       const Entry last = merged.back();  // n >= 1 whenever the shard has a finite token
@@ -157,17 +197,149 @@ int64_t combine_row(const int64_t* const* rows, int shards, nt_row_params p, boo
     }
     len = std::min(len, n_p);
   }
-  if (len == kBeyond) return NT_TOKEN_NEEDS_ALL_CANDIDATES;
+  if (len == kBeyond) {
+    o.token = NT_TOKEN_NEEDS_ALL_CANDIDATES;
+    return o;
+  }
 
   // The first entry scores s_max: it draws first, and scores that cannot beat
   // it even with the largest noise skip theirs.
   Best b{-INFINITY, kNoId};
+  float x = -INFINITY;
   for (int64_t i = 0; i < len; ++i) {
     const Entry& e = merged[size_t(i)];
     if (b.id != kNoId && e.s + NT_GUMBEL_MAX < b.value) continue;
+    const int32_t before = b.id;
     b.offer(e.s + nt_token_gumbel(seed, offset, tag, uint32_t(e.id)), e.id);
+    if (b.id != before) x = e.x;
   }
-  return b.id == kNoId ? -1 : b.id;
+  if (b.id == kNoId) return o;
+  o.token = b.id;
+  o.x = x;
+  o.len = len;
+  const Entry& last = merged[size_t(len - 1)];
+  o.keep = nt_keep_set{NT_KEEP_PREFIX, p.temperature, last.key, uint32_t(last.id)};
+  return o;
+}
+
+constexpr float kNegInf = -INFINITY;
+
+// The smallest key k of x whose score key(nt_scaled_score(x_k, t)) reaches
+// `s_key` (t > 0): x -> x / t is monotone, so the finite x counted are those
+// with key(x) >= k (a bisection, as minp_key).
+uint32_t x_key_for_score(uint32_t s_key, float t) {
+  uint32_t lo = NT_KEY_FIRST_FINITE, up = NT_KEY_POS_INF - 1;
+  while (lo < up) {
+    const uint32_t mid = lo + (up - lo) / 2;
+    if (nt_order_key(nt_scaled_score(nt_key_to_float(mid), t)) >= s_key) up = mid; else lo = mid + 1;
+  }
+  return lo;
+}
+
+int64_t rank_key(uint32_t lo, uint32_t hi) { return int64_t((uint64_t(hi) << 32) | uint64_t(lo)); }
+
+// One row's logprobs (docs/SEMANTICS.md, "Vocabulary-parallel"): the same
+// values as cpu/sample_logprobs.cpp computes over the whole row, from the
+// shards' normalizers (rescaled to the largest maximum in fp64), the merged
+// first n tokens, and for a filtered row in processed mode its keep-set.
+void row_logprobs(const int64_t* const* rows, int shards, int64_t lp_at, int32_t n, bool processed,
+                  const Outcome& o, const std::vector<Entry>& merged, int32_t* ids, float* values,
+                  int32_t* rank, int64_t* key_out) {
+  // Columns 1..n: the first n tokens of the shards' lists (x key desc, id asc).
+  struct Top { uint32_t key; int32_t id; float x; };
+  std::vector<Top> top;
+  for (int r = 0; r < shards; ++r)
+    for (int32_t c = 0; c < n; ++c) {
+      const int64_t w = rows[r][lp_at + kLpTop + c];
+      if (id(w) == kNoId) break;
+      const float x = nt_as_f32(low(w));
+      top.push_back(Top{nt_order_key(x), id(w), x});
+    }
+  std::sort(top.begin(), top.end(),
+            [](const Top& a, const Top& b) { return nt_ranks_before(a.key, a.id, b.key, b.id); });
+  for (int32_t c = 0; c < n; ++c) ids[1 + c] = size_t(c) < top.size() ? top[size_t(c)].id : -1;
+  *key_out = -1;
+  *rank = 0;
+  if (o.token < 0) {
+    ids[0] = int32_t(o.token);  // -1, or NT_TOKEN_NEEDS_ALL_CANDIDATES (its fallback writes the row)
+    for (int32_t c = 0; c <= n; ++c) values[c] = kNegInf;
+    return;
+  }
+  const float x_tok = o.word >= 0 ? nt_as_f32(low(rows[o.shard][lp_at + (o.word == kPlain ? kLpPlainX
+                                                                                           : kLpPosInfX)]))
+                                  : o.x;
+
+  // The normalizer: max and log Z of the values (core/logprobs.h nt_logprob_base).
+  double max = 0.0, log_z = 0.0;
+  bool pos_inf = false;
+  float pos_inf_value = kNegInf;
+  int32_t settled = -1;  // the rank, when the summaries settle it
+  if (!processed) {
+    uint32_t max_key = NT_KEY_NEG_INF;
+    int64_t n_inf = 0;
+    for (int r = 0; r < shards; ++r) {
+      if (id(rows[r][kGreedy]) != kNoId) max_key = std::max(max_key, low(rows[r][kGreedy]));
+      n_inf += rows[r][lp_at + kLpPosInfCount];
+    }
+    if (n_inf > 0) {
+      pos_inf = true;
+      pos_inf_value = float(-std::log(double(n_inf)));
+    } else {
+      max = double(nt_key_to_float(max_key));
+      double z = 0.0;
+      for (int r = 0; r < shards; ++r) {
+        if (id(rows[r][kGreedy]) == kNoId) continue;
+        const float m_r = nt_key_to_float(low(rows[r][kGreedy]));
+        if (std::isfinite(m_r)) z += word_double(rows[r][lp_at + kLpMass]) * std::exp(double(m_r) - max);
+      }
+      log_z = std::log(z);
+    }
+    *key_out = rank_key(nt_order_key(x_tok), NT_KEY_POS_INF);
+  } else if (o.keep.kind == NT_KEEP_ONE) {
+    settled = 1;  // one-hot: max 0, Z 1
+  } else if (o.keep.kind == NT_KEEP_POS_INF) {
+    int64_t n_inf = 0;
+    for (int r = 0; r < shards; ++r) n_inf += rows[r][lp_at + kLpPosInfCount];
+    pos_inf = true;
+    pos_inf_value = float(-std::log(double(n_inf)));
+    settled = int32_t(n_inf);
+  } else if (o.len == 0) {  // plain: every finite score, Z from the shards
+    uint32_t s_max_key = NT_KEY_NEG_INF;
+    for (int r = 0; r < shards; ++r) s_max_key = std::max(s_max_key, low(rows[r][kSMax]));
+    max = double(nt_key_to_float(s_max_key));
+    double z = 0.0;
+    for (int r = 0; r < shards; ++r) {
+      const float m_r = nt_key_to_float(low(rows[r][kSMax]));
+      if (rows[r][kFinite] > 0 && std::isfinite(m_r))
+        z += word_double(rows[r][lp_at + kLpMass]) * std::exp(double(m_r) - max);
+    }
+    log_z = std::log(z);
+    const uint32_t s_tok = nt_order_key(nt_scaled_score(x_tok, o.keep.temperature));
+    *key_out = rank_key(x_key_for_score(s_tok, o.keep.temperature), NT_KEY_POS_INF - 1);
+  } else {  // filtered: the keep-set is merged[0, len)
+    max = double(merged[0].s);
+    double z = 0.0;
+    const uint32_t s_tok = nt_order_key(nt_scaled_score(x_tok, o.keep.temperature));
+    settled = 0;
+    for (int64_t i = 0; i < o.len; ++i) {
+      z += std::exp(double(merged[size_t(i)].s) - max);
+      settled += merged[size_t(i)].key >= s_tok;
+    }
+    log_z = std::log(z);
+  }
+  auto value = [&](float v) {
+    if (pos_inf) return v == INFINITY ? pos_inf_value : kNegInf;
+    if (v == kNegInf) return kNegInf;
+    return float((double(v) - max) - log_z);
+  };
+  auto base = [&](float x, int32_t i) {
+    return nt_logprob_base(x, uint32_t(i), processed ? 1 : 0, o.keep, int32_t(o.token));
+  };
+  ids[0] = int32_t(o.token);
+  values[0] = value(base(x_tok, int32_t(o.token)));
+  for (int32_t c = 0; c < n; ++c)
+    values[1 + c] = size_t(c) < top.size() ? value(base(top[size_t(c)].x, top[size_t(c)].id)) : kNegInf;
+  if (settled >= 0) *rank = settled;
 }
 
 }  // namespace
@@ -180,18 +352,46 @@ void lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
   const bool joint = (s.flags & NT_SAMPLE_TOP_P_JOINT) != 0;
   std::vector<const int64_t*> row_words(size_t(shards), nullptr);
   std::vector<Entry> merged;
+  const bool logprobs = a.logprob_ids.data != nullptr;
+  const int64_t lp_at = logprobs ? NT_LM_HEAD_SUMMARY_WORDS +
+                                       summary_candidates(a.summaries, NT_LM_HEAD_LOGPROBS_WORDS(int64_t(a.num_logprobs)))
+                                 : 0;
   for (int64_t m = 0; m < rows; ++m) {
     for (int r = 0; r < shards; ++r)
       row_words[size_t(r)] = reinterpret_cast<const int64_t*>(cpu::row_address(a.summaries, r * rows + m));
     const nt_row_params p = nt_resolve_row_params(row_param(s.temperature, m), row_param(s.top_k, m),
                                                   row_param(s.top_p, m), row_param(s.min_p, m),
                                                   int32_t(a.vocab_size));
-    const int64_t token = combine_row(row_words.data(), shards, p, joint, row_param(s.seed, m),
-                                      row_param(s.offset, m),
-                                      nt_row_tag(seeds_per_row, uint32_t(a.first_row + m)), merged);
-    if (a.tokens.dtype == NT_I32) static_cast<int32_t*>(a.tokens.data)[m] = int32_t(token);
-    else static_cast<int64_t*>(a.tokens.data)[m] = token;
+    const Outcome o = combine_row(row_words.data(), shards, p, joint, row_param(s.seed, m),
+                                  row_param(s.offset, m),
+                                  nt_row_tag(seeds_per_row, uint32_t(a.first_row + m)), merged);
+    if (a.tokens.dtype == NT_I32) static_cast<int32_t*>(a.tokens.data)[m] = int32_t(o.token);
+    else static_cast<int64_t*>(a.tokens.data)[m] = o.token;
+    if (logprobs)
+      row_logprobs(row_words.data(), shards, lp_at, a.num_logprobs,
+                   a.logprobs_mode == NT_LOGPROBS_PROCESSED, o, merged,
+                   reinterpret_cast<int32_t*>(cpu::row_address(a.logprob_ids, m)),
+                   reinterpret_cast<float*>(cpu::row_address(a.logprobs, m)),
+                   static_cast<int32_t*>(a.ranks.data) + m, static_cast<int64_t*>(a.rank_keys.data) + m);
   }
+}
+
+void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a) {
+  const int64_t rows = a.scores.shape[0], cols = a.scores.shape[1];
+  cpu::parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t m = begin; m < end; ++m) {
+      const uint64_t k = uint64_t(static_cast<const int64_t*>(a.rank_keys.data)[m]);
+      const uint32_t lo = uint32_t(k), hi = uint32_t(k >> 32);
+      const float* x = reinterpret_cast<const float*>(cpu::row_address(a.scores, m));
+      int32_t count = 0;
+      if (lo <= hi)
+        for (int64_t i = 0; i < cols; ++i) {
+          const uint32_t key = nt_order_key(x[i]);
+          count += key >= lo && key <= hi;
+        }
+      static_cast<int32_t*>(a.counts.data)[m] = count;
+    }
+  });
 }
 
 }  // namespace nt

@@ -9,7 +9,10 @@
 // to the `scores` output when one is given.
 //
 // Shard call (vocabulary-parallel): the same scores for the shard's rows, then
-// each row's summary (cpu/lm_head_summary.h) from one pass over them.
+// each row's summary (cpu/lm_head_summary.h) from one pass over them. With a
+// logprobs request the scores go to the caller's `shard.scores` (masked in
+// place there, for nt_lm_head_shard_ranks) and the summary rows end with the
+// logprobs words.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -36,9 +39,12 @@ struct Layout {
   size_t shared, total;
 };
 
-Layout make_layout(int64_t rows, int64_t vocab, size_t head_bytes, size_t after_bytes) {
+// Without scores in the workspace (a shard call with a logprobs request
+// writes them to the caller's tensor), the shared region starts at 0.
+Layout make_layout(int64_t rows, int64_t vocab, size_t head_bytes, size_t after_bytes,
+                   bool scores_in_workspace = true) {
   Layout L;
-  L.shared = align64(size_t(rows) * size_t(vocab) * sizeof(float));
+  L.shared = scores_in_workspace ? align64(size_t(rows) * size_t(vocab) * sizeof(float)) : 0;
   L.total = L.shared + std::max(head_bytes, after_bytes) + kWorkspaceSlack;
   return L;
 }
@@ -145,6 +151,85 @@ void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
   }
 }
 
+// The first n tokens of an order, (key desc, id asc), by insertion into a sorted
+// list of at most NT_MAX_LOGPROBS entries.
+struct TopList {
+  int32_t n = 0, cap = 0;
+  int32_t id[NT_MAX_LOGPROBS];
+  uint32_t key[NT_MAX_LOGPROBS];
+  float x[NT_MAX_LOGPROBS];
+
+  void offer(float v, int32_t i) {
+    const uint32_t k = nt_order_key(v);
+    if (n == cap && (cap == 0 || !nt_ranks_before(k, i, key[n - 1], id[n - 1]))) return;
+    int32_t at = n < cap ? n++ : n - 1;
+    while (at > 0 && nt_ranks_before(k, i, key[at - 1], id[at - 1])) {
+      key[at] = key[at - 1];
+      id[at] = id[at - 1];
+      x[at] = x[at - 1];
+      --at;
+    }
+    key[at] = k;
+    id[at] = i;
+    x[at] = v;
+  }
+};
+
+// Sets the shard's tokens the bitmask disallows, and its padding ids, to -inf.
+void mask_row(float* x, int64_t n, int64_t start, int64_t vocab_size, const uint32_t* mask,
+              int64_t mask_words) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t g = start + i;
+    const bool allowed = g < vocab_size &&
+                         (mask == nullptr ||
+                          (g / 32 < mask_words && ((mask[g / 32] >> (g % 32)) & 1u) != 0));
+    if (!allowed) x[i] = -INFINITY;
+  }
+}
+
+// A row's logprobs words (cpu/lm_head_summary.h) over its masked scores x[0,
+// n_tokens) (global ids start + i), after summarize_row wrote the header.
+void summarize_logprobs(const float* x, int64_t n_tokens, int64_t start, nt_row_params p,
+                        int32_t n_lp, bool processed, int64_t K, int64_t* out) {
+  int64_t* lp = out + NT_LM_HEAD_SUMMARY_WORDS + K;
+  const int row_class = nt_row_class(p, 0);
+  out[summary::kRequest] = summary::request_word(true, n_lp, processed ? 1u : 0u);
+
+  double z = 0.0;
+  int64_t n_pos_inf = 0;
+  if (!processed) {
+    const float max = nt_key_to_float(summary::low(out[summary::kGreedy]));
+    for (int64_t i = 0; i < n_tokens; ++i) n_pos_inf += x[i] == INFINITY;
+    if (std::isfinite(max))
+      for (int64_t i = 0; i < n_tokens; ++i)
+        if (std::isfinite(x[i])) z += std::exp(double(x[i]) - double(max));
+  } else if (row_class != NT_ROW_GREEDY) {
+    const float t = p.temperature;
+    const float s_max = nt_key_to_float(summary::low(out[summary::kSMax]));
+    const bool mass = row_class == NT_ROW_PLAIN && std::isfinite(s_max);
+    for (int64_t i = 0; i < n_tokens; ++i) {
+      const float s = nt_scaled_score(x[i], t);
+      n_pos_inf += s == INFINITY;
+      if (mass && std::isfinite(s)) z += std::exp(double(s) - double(s_max));
+    }
+  }
+  lp[summary::kLpMass] = summary::double_word(z);
+  lp[summary::kLpPosInfCount] = n_pos_inf;
+  auto x_of = [&](int64_t word) {
+    const int32_t g = summary::id(word);
+    return g == kNoId ? summary::pack(0u, kNoId) : summary::pack(nt_as_u32(x[g - start]), g);
+  };
+  lp[summary::kLpPlainX] = x_of(out[summary::kPlain]);
+  lp[summary::kLpPosInfX] = x_of(out[summary::kPosInf]);
+
+  TopList top;
+  top.cap = n_lp;
+  for (int64_t i = 0; i < n_tokens && n_lp > 0; ++i) top.offer(x[i], int32_t(start + i));
+  for (int32_t c = 0; c < n_lp; ++c)
+    lp[summary::kLpTop + c] = c < top.n ? summary::pack(nt_as_u32(top.x[c]), top.id[c])
+                                        : summary::pack(0u, kNoId);
+}
+
 // What the fused ops do once the head is known: `head_bytes` and
 // write_scores(scores, stride, piece) are the head's scoring pass.
 struct Fused {
@@ -159,6 +244,9 @@ struct Fused {
   const nt_tensor& scores_out;  // optional copy of the scores
 };
 
+// A shard call with a logprobs request writes its scores to shard.scores.
+bool scores_out(const Fused& f) { return f.shard != nullptr && shard_logprobs(*f.shard); }
+
 size_t fused_size(CpuBackend& cpu, const Fused& f) {
   if (f.rows == 0) return 0;
   size_t after;
@@ -169,7 +257,7 @@ size_t fused_size(CpuBackend& cpu, const Fused& f) {
   } else {
     after = summary_bytes(f.vocab);
   }
-  return make_layout(f.rows, f.vocab, f.head_bytes, after).total;
+  return make_layout(f.rows, f.vocab, f.head_bytes, after, !scores_out(f)).total;
 }
 
 template <class WriteScores>
@@ -178,15 +266,17 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
   if (f.rows == 0) return;
   const size_t needed = fused_size(cpu, f);
   check_workspace(f.op, needed, workspace, workspace_bytes);
-  const Layout L = make_layout(f.rows, f.vocab, 0, 0);  // the offsets depend on the shape only
+  const bool out = scores_out(f);
+  const Layout L = make_layout(f.rows, f.vocab, 0, 0, !out);  // the offsets depend on the shape only
   char* base = align_workspace(workspace);
-  float* scores = reinterpret_cast<float*>(base);
+  float* scores = out ? static_cast<float*>(f.shard->scores.data) : reinterpret_cast<float*>(base);
+  const int64_t stride = out ? f.shard->scores.row_stride : f.vocab;
   char* shared = base + L.shared;
   const size_t shared_bytes = needed - L.shared - kWorkspaceSlack;
-  write_scores(scores, f.vocab, shared);
+  write_scores(scores, stride, shared);
   if (present(f.scores_out))
     for (int64_t m = 0; m < f.rows; ++m)
-      std::copy_n(scores + m * f.vocab, f.vocab, reinterpret_cast<float*>(row_address(f.scores_out, m)));
+      std::copy_n(scores + m * stride, f.vocab, reinterpret_cast<float*>(row_address(f.scores_out, m)));
 
   if (f.shard == nullptr) {
     cpu.fused_draw(sample_args(scores, f.rows, f.vocab, f.sampling, f.tokens), f.bitmask,
@@ -196,8 +286,9 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
 
   const nt_lm_head_shard& sh = *f.shard;
   const nt_lm_head_sampling& s = f.sampling;
-  const int64_t K = summary_candidates(sh.summary);
+  const int64_t K = summary_candidates(sh.summary, shard_logprobs_words(sh));
   const bool seeds_per_row = s.seed.per_row != nullptr;
+  const int64_t mask_words = present(f.bitmask) ? f.bitmask.shape[1] : 0;
   parallel_for(f.rows, 1, [&](int64_t begin, int64_t end, int part) {
     uint64_t* list = reinterpret_cast<uint64_t*>(shared + size_t(part) * align64(size_t(f.vocab) * 8));
     for (int64_t m = begin; m < end; ++m) {
@@ -206,10 +297,17 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
                                                     int32_t(sh.vocab_size));
       const uint32_t* mask = present(f.bitmask)
           ? reinterpret_cast<const uint32_t*>(row_address(f.bitmask, m)) : nullptr;
-      summarize_row(scores + m * f.vocab, f.vocab, sh.vocab_start, sh.vocab_size, mask,
-                    present(f.bitmask) ? f.bitmask.shape[1] : 0, p, row_param(s.seed, m),
-                    row_param(s.offset, m), nt_row_tag(seeds_per_row, uint32_t(sh.first_row + m)), K,
-                    reinterpret_cast<int64_t*>(row_address(sh.summary, m)), list);
+      float* x = scores + m * stride;
+      int64_t* words = reinterpret_cast<int64_t*>(row_address(sh.summary, m));
+      if (out) mask_row(x, f.vocab, sh.vocab_start, sh.vocab_size, mask, mask_words);
+      summarize_row(x, f.vocab, sh.vocab_start, sh.vocab_size, mask, mask_words, p,
+                    row_param(s.seed, m), row_param(s.offset, m),
+                    nt_row_tag(seeds_per_row, uint32_t(sh.first_row + m)), K, words, list);
+      if (out) {
+        const int64_t n_tokens = std::max<int64_t>(0, std::min(f.vocab, sh.vocab_size - sh.vocab_start));
+        summarize_logprobs(x, n_tokens, sh.vocab_start, p, sh.num_logprobs,
+                           sh.logprobs_mode == NT_LOGPROBS_PROCESSED, K, words);
+      }
     }
   });
 }

@@ -14,9 +14,21 @@
 //   word 4  +inf draw: max of G over the tokens with s = +inf, the same way
 //   word 5  the number of tokens with a finite s
 //   word 6  n, the candidates written (min(K, word 5) for filtered rows, else 0)
-//   word 7  0
+//   word 7  the logprobs request: 0 without one, else 1 + n_lp + 256 * mode
 //   word 8 + i, i < n: candidate i, x's float bits (low) and its id (high),
 //           the first n tokens with a finite s in the order (s desc, id asc)
+// With a logprobs request (n_lp logprobs, mode raw | processed), the last
+// NT_LM_HEAD_LOGPROBS_WORDS(n_lp) words of the row, from B = 8 + K:
+//   word B      Z: raw, sum of exp(x - x_max) over the finite x, x_max from
+//               word 0; processed (non-greedy rows without a filter only),
+//               sum of exp(s - s_max) over the finite s, s_max from word 1;
+//               fp64 exp and sum, in id order, as double bits (else 0)
+//   word B + 1  the number of +inf values (raw: x; processed: s, non-greedy rows)
+//   word B + 2  the plain draw's x (float bits, low) and its id (high)
+//   word B + 3  the +inf draw's x and its id, the same way
+//   word B + 4 + c, c < n_lp: the first n_lp tokens of the shard in the order
+//               (x key desc, id asc), -inf and NaN x included, as (x bits, id);
+//               (0, kNoId) past the shard's tokens
 // Ids are global. Words a row's class does not use hold the values of an empty
 // shard (keys of -inf, no id, zero counts).
 #pragma once
@@ -29,8 +41,17 @@
 
 namespace nt::cpu::summary {
 
-enum Word : int { kGreedy = 0, kSMax, kMass, kPlain, kPosInf, kFinite, kCandidates, kReserved };
-static_assert(kReserved + 1 == NT_LM_HEAD_SUMMARY_WORDS, "summary header words");
+enum Word : int { kGreedy = 0, kSMax, kMass, kPlain, kPosInf, kFinite, kCandidates, kRequest };
+static_assert(kRequest + 1 == NT_LM_HEAD_SUMMARY_WORDS, "summary header words");
+
+// The logprobs words, from the end of the candidates.
+enum LogprobsWord : int { kLpMass = 0, kLpPosInfCount, kLpPlainX, kLpPosInfX, kLpTop };
+static_assert(kLpTop == NT_LM_HEAD_LOGPROBS_WORDS(0), "summary logprobs words");
+
+// Word 7 of a row written with (or without: requested false) a logprobs request.
+inline int64_t request_word(bool requested, int32_t n, uint32_t mode) {
+  return requested ? 1 + int64_t(n) + 256 * int64_t(mode) : 0;
+}
 
 constexpr int32_t kNoId = INT32_MAX;
 

@@ -214,7 +214,7 @@ TEST_F(CpuThreads, LmHeadSampleIndependentOfThreadCount) {
   a.sampling.top_p = {nullptr, 0.8f};
   a.sampling.min_p = {nullptr, 0.02f};
   a.sampling.seed = {nullptr, rng.bits()};
-  std::vector<int64_t> first_tokens, first_summary;
+  std::vector<int64_t> first_tokens, first_summary, first_lp_summary;
   for (int n : kThreadCounts) {
     ASSERT_EQ(nt_cpu_set_num_threads(n), NT_OK);
     std::vector<int64_t> tokens(size_t(rows), kPoisonI64), summary(size_t(rows * (8 + K)), kPoisonI64);
@@ -224,16 +224,32 @@ TEST_F(CpuThreads, LmHeadSampleIndependentOfThreadCount) {
     ASSERT_EQ(nt_lm_head_sample_dense_workspace_size(&a, &bytes), NT_OK) << nt_last_error();
     std::vector<uint8_t> ws(bytes);
     ASSERT_EQ(nt_lm_head_sample_dense(&a, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
-    nt_lm_head_shard shard{1000, 9000, 0, mat(summary.data(), NT_I64, rows, 8 + K)};
+    nt_lm_head_shard shard{};
+    shard.vocab_start = 1000;
+    shard.vocab_size = 9000;
+    shard.summary = mat(summary.data(), NT_I64, rows, 8 + K);
+    ASSERT_EQ(nt_lm_head_shard_dense_workspace_size(&a, &shard, &bytes), NT_OK) << nt_last_error();
+    ws.assign(bytes, 0);
+    ASSERT_EQ(nt_lm_head_shard_dense(&a, &shard, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+    // With a logprobs request (the summary's logprobs words and the scores).
+    const int64_t S = 8 + K + NT_LM_HEAD_LOGPROBS_WORDS(5);
+    std::vector<int64_t> lp_summary(size_t(rows * S), kPoisonI64);
+    std::vector<float> scores(size_t(rows * vocab), 7.0f);
+    shard.summary = mat(lp_summary.data(), NT_I64, rows, S);
+    shard.num_logprobs = 5;
+    shard.logprobs_mode = NT_LOGPROBS_PROCESSED;
+    shard.scores = mat(scores.data(), NT_F32, rows, vocab);
     ASSERT_EQ(nt_lm_head_shard_dense_workspace_size(&a, &shard, &bytes), NT_OK) << nt_last_error();
     ws.assign(bytes, 0);
     ASSERT_EQ(nt_lm_head_shard_dense(&a, &shard, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
     if (first_tokens.empty()) {
       first_tokens = tokens;
       first_summary = summary;
+      first_lp_summary = lp_summary;
     }
     EXPECT_EQ(tokens, first_tokens) << n << " threads";
     EXPECT_EQ(summary, first_summary) << n << " threads";
+    EXPECT_EQ(lp_summary, first_lp_summary) << n << " threads";
   }
 }
 

@@ -44,6 +44,16 @@ nt_tensor host(const void* data, nt_dtype dtype, int64_t rows, int64_t cols = -1
   return t;
 }
 
+// A shard without a logprobs request.
+nt_lm_head_shard shard_of(int64_t vocab_start, int64_t vocab_size, int64_t first_row, nt_tensor summary) {
+  nt_lm_head_shard sh{};
+  sh.vocab_start = vocab_start;
+  sh.vocab_size = vocab_size;
+  sh.first_row = first_row;
+  sh.summary = summary;
+  return sh;
+}
+
 float lane_tree(const float* a) {
   const float t0 = a[0] + a[4], t1 = a[1] + a[5], t2 = a[2] + a[6], t3 = a[3] + a[7];
   return (t0 + t2) + (t1 + t3);
@@ -458,7 +468,7 @@ std::vector<int64_t> shard_summaries(const Head& padded, const ShardPlan& plan, 
   for (int r = 0; r < shards; ++r) {
     const int64_t v0 = plan.cuts[size_t(r)], v1 = plan.cuts[size_t(r + 1)];
     HeadArgs a = head_args(padded, v0, v1, m0, m1, mask, words, p, padded.bias);
-    nt_lm_head_shard sh{v0, vocab, m0, host(all.data() + r * rows * S, NT_I64, rows, S)};
+    nt_lm_head_shard sh = shard_of(v0, vocab, m0, host(all.data() + r * rows * S, NT_I64, rows, S));
     size_t bytes = 0;
     if (!padded.binary) {
       EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&a.dense, &sh, &bytes), NT_OK) << nt_last_error();
@@ -707,7 +717,9 @@ void check_logprobs_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab
   ASSERT_EQ(got.values.size(), want.values.size());
   for (size_t i = 0; i < got.values.size(); ++i)
     EXPECT_EQ(f32_bits(got.values[i]), f32_bits(want.values[i])) << "entry " << i;
-  if (masked) EXPECT_EQ(got.tokens[0], -1);
+  if (masked) {
+    EXPECT_EQ(got.tokens[0], -1);
+  }
 }
 
 TEST(LmHeadSample, LogprobsEqualSampleLogprobsOnTheScores) {
@@ -763,12 +775,12 @@ TEST(LmHeadSample, LogprobsErrors) {
   { auto b = a; b.logprobs = nt_tensor{}; expect(b, NT_ERROR_INVALID_ARGUMENT, "logprobs"); }
   { auto b = a; b.ranks.shape[0] = 3; expect(b, NT_ERROR_INVALID_ARGUMENT, "ranks"); }
   { auto b = a; b.logprob_ids = nt_tensor{}; expect(b, NT_ERROR_INVALID_ARGUMENT, "logprobs"); }
-  // The shard ops refuse a request, naming it.
+  // The shard ops take their request in the shard, not in these fields.
   std::vector<int64_t> summary(2 * (NT_LM_HEAD_SUMMARY_WORDS + 4), kPoisonI64);
-  const nt_lm_head_shard sh{0, 64, 0, host(summary.data(), NT_I64, 2, NT_LM_HEAD_SUMMARY_WORDS + 4)};
+  const nt_lm_head_shard sh = shard_of(0, 64, 0, host(summary.data(), NT_I64, 2, NT_LM_HEAD_SUMMARY_WORDS + 4));
   size_t bytes = 0;
-  EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&a, &sh, &bytes), NT_ERROR_UNSUPPORTED);
-  EXPECT_EQ(nt_lm_head_shard_dense(&a, &sh, ws.data(), ws.size(), nullptr), NT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&a, &sh, &bytes), NT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nt_lm_head_shard_dense(&a, &sh, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(nt_last_error()).find("'logprob_ids'"), std::string::npos) << nt_last_error();
   EXPECT_EQ(summary, std::vector<int64_t>(summary.size(), kPoisonI64));
   Head hb = binary_head(rng, 2, 64, 256, 128, false);
@@ -778,7 +790,7 @@ TEST(LmHeadSample, LogprobsErrors) {
   b.logprob_ids = a.logprob_ids;
   b.logprobs = a.logprobs;
   b.ranks = a.ranks;
-  EXPECT_EQ(nt_lm_head_shard_binary(&b, &sh, ws.data(), ws.size(), nullptr), NT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(nt_lm_head_shard_binary(&b, &sh, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(nt_last_error()).find("'logprob_ids'"), std::string::npos) << nt_last_error();
   // The binary single call checks the request as the dense one does.
   b.tokens = a.tokens;
@@ -798,6 +810,442 @@ TEST(LmHeadSample, LogprobsErrors) {
     EXPECT_EQ(nt_lm_head_sample_dense(&a, exact.data(), with - 1, nullptr), NT_ERROR_WORKSPACE);
     untouched();
   }
+}
+
+// ---- vocabulary-parallel logprobs --------------------------------------------------
+
+// One shard call with a logprobs request: the summaries [rows, S] and the
+// masked scores [rows, V_r] of shard r (written with a row stride of V_r + 2,
+// the gaps poisoned and checked untouched), outputs poisoned first.
+struct ShardOut {
+  std::vector<int64_t> summary;
+  std::vector<float> scores;  // [rows, V_r], the gaps dropped
+};
+constexpr int64_t kScoresGap = 2;
+
+ShardOut shard_call_logprobs(const Head& padded, int64_t v0, int64_t v1, int64_t vocab, int64_t m0,
+                             int64_t m1, const std::vector<int32_t>& mask, int64_t words,
+                             const Params& p, int64_t K, int n, uint32_t mode) {
+  const int64_t rows = m1 - m0, S = NT_LM_HEAD_SUMMARY_WORDS + K + NT_LM_HEAD_LOGPROBS_WORDS(n);
+  ShardOut o;
+  o.summary.assign(size_t(rows * S), kPoisonI64);
+  const int64_t cols = v1 - v0, stride = cols + kScoresGap;
+  std::vector<float> strided(size_t(rows * stride), 7.0f);
+  HeadArgs a = head_args(padded, v0, v1, m0, m1, mask, words, p, padded.bias);
+  nt_lm_head_shard sh{};
+  sh.vocab_start = v0;
+  sh.vocab_size = vocab;
+  sh.first_row = m0;
+  sh.summary = host(o.summary.data(), NT_I64, rows, S);
+  sh.num_logprobs = n;
+  sh.logprobs_mode = mode;
+  sh.scores = host(strided.data(), NT_F32, rows, cols);
+  sh.scores.row_stride = stride;
+  size_t bytes = 0;
+  if (!padded.binary) {
+    EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&a.dense, &sh, &bytes), NT_OK) << nt_last_error();
+    std::vector<uint8_t> ws(bytes);
+    EXPECT_EQ(nt_lm_head_shard_dense(&a.dense, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  } else {
+    EXPECT_EQ(nt_lm_head_shard_binary_workspace_size(&a.binary, &sh, &bytes), NT_OK) << nt_last_error();
+    std::vector<uint8_t> ws(bytes);
+    EXPECT_EQ(nt_lm_head_shard_binary(&a.binary, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  }
+  // The scores: the head's own, -inf where the bitmask disallows and past vocab_size.
+  const std::vector<float> want = head_scores(padded);
+  for (int64_t m = 0; m < rows; ++m) {
+    const std::vector<float> row = masked_row(want, m0 + m, padded.vocab, mask, words);
+    for (int64_t i = 0; i < cols; ++i) {
+      const float w = v0 + i >= vocab ? -INFINITY : row[size_t(v0 + i)];
+      EXPECT_EQ(f32_bits(strided[size_t(m * stride + i)]), f32_bits(w)) << "row " << m0 + m << " id " << v0 + i;
+      o.scores.push_back(strided[size_t(m * stride + i)]);
+    }
+    for (int64_t i = cols; i < stride; ++i) EXPECT_EQ(strided[size_t(m * stride + i)], 7.0f) << "gap";
+  }
+  return o;
+}
+
+// The combine with a logprobs request over shards' summaries of `rows` rows
+// (stacked by shard); rank_keys out.
+LogprobsResult combine_logprobs(const std::vector<int64_t>& summaries, int shards, int64_t rows,
+                                int64_t vocab, int64_t m0, const Params& p, int n, uint32_t mode,
+                                std::vector<int64_t>* rank_keys) {
+  nt_lm_head_sample_combine_args c{};
+  const int64_t S = int64_t(summaries.size()) / (shards * rows);
+  c.summaries = host(summaries.data(), NT_I64, shards * rows, S);
+  c.shards = shards;
+  c.vocab_size = vocab;
+  c.first_row = m0;
+  HeadArgs shifted = head_args(Head{}, 0, 0, m0, m0 + rows, {}, 0, p, {});
+  c.sampling = shifted.dense.sampling;
+  LogprobsResult r;
+  r.columns = n + 1;
+  r.tokens.assign(size_t(rows), kPoisonI64);
+  r.ids.assign(size_t(rows * r.columns), -7);
+  r.values.assign(size_t(rows * r.columns), 7.0f);
+  r.ranks.assign(size_t(rows), -7);
+  rank_keys->assign(size_t(rows), kPoisonI64);
+  c.tokens = host(r.tokens.data(), NT_I64, rows);
+  c.num_logprobs = n;
+  c.logprobs_mode = mode;
+  c.logprob_ids = host(r.ids.data(), NT_I32, rows, r.columns);
+  c.logprobs = host(r.values.data(), NT_F32, rows, r.columns);
+  c.ranks = host(r.ranks.data(), NT_I32, rows);
+  c.rank_keys = host(rank_keys->data(), NT_I64, rows);
+  EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_OK) << nt_last_error();
+  return r;
+}
+
+std::vector<int32_t> shard_ranks(std::vector<float>& scores, int64_t rows, int64_t cols,
+                                 std::vector<int64_t>& rank_keys) {
+  std::vector<int32_t> counts(size_t(rows), -7);
+  nt_lm_head_shard_ranks_args a{host(scores.data(), NT_F32, rows, cols),
+                                host(rank_keys.data(), NT_I64, rows), host(counts.data(), NT_I32, rows)};
+  EXPECT_EQ(nt_lm_head_shard_ranks(&a), NT_OK) << nt_last_error();
+  return counts;
+}
+
+// The vocabulary-parallel logprobs, as nexttok.distributed composes them: the
+// shard calls, one gather, the combine, the fallback of -2 rows (every token a
+// candidate, each row alone, combined again), then each shard's rank counts
+// against the combine's keys, summed, added to the combine's ranks.
+LogprobsResult sharded_logprobs(const Head& padded, const ShardPlan& plan, int64_t vocab,
+                                const std::vector<int32_t>& mask, int64_t words, const Params& p,
+                                int64_t K, int n, uint32_t mode, int* fallbacks) {
+  const int shards = int(plan.cuts.size()) - 1;
+  const int64_t rows = padded.rows;
+  std::vector<ShardOut> outs;
+  std::vector<int64_t> all;
+  for (int r = 0; r < shards; ++r) {
+    outs.push_back(shard_call_logprobs(padded, plan.cuts[size_t(r)], plan.cuts[size_t(r + 1)], vocab, 0,
+                                       rows, mask, words, p, K, n, mode));
+    all.insert(all.end(), outs.back().summary.begin(), outs.back().summary.end());
+  }
+  std::vector<int64_t> keys;
+  LogprobsResult got = combine_logprobs(all, shards, rows, vocab, 0, p, n, mode, &keys);
+  int64_t widest = 0;
+  for (int r = 0; r < shards; ++r) widest = std::max(widest, plan.cuts[size_t(r + 1)] - plan.cuts[size_t(r)]);
+  for (int64_t m = 0; m < rows; ++m) {
+    if (got.tokens[size_t(m)] != NT_TOKEN_NEEDS_ALL_CANDIDATES) continue;
+    ++*fallbacks;
+    EXPECT_EQ(got.ids[size_t(m * got.columns)], NT_TOKEN_NEEDS_ALL_CANDIDATES);
+    EXPECT_EQ(keys[size_t(m)], -1);
+    std::vector<int64_t> one_all;
+    for (int r = 0; r < shards; ++r) {
+      const ShardOut o = shard_call_logprobs(padded, plan.cuts[size_t(r)], plan.cuts[size_t(r + 1)], vocab, m,
+                                             m + 1, mask, words, p, widest, n, mode);
+      one_all.insert(one_all.end(), o.summary.begin(), o.summary.end());
+    }
+    std::vector<int64_t> one_key;
+    const LogprobsResult one = combine_logprobs(one_all, shards, 1, vocab, m, p, n, mode, &one_key);
+    EXPECT_NE(one.tokens[0], NT_TOKEN_NEEDS_ALL_CANDIDATES);
+    got.tokens[size_t(m)] = one.tokens[0];
+    std::copy(one.ids.begin(), one.ids.end(), got.ids.begin() + m * got.columns);
+    std::copy(one.values.begin(), one.values.end(), got.values.begin() + m * got.columns);
+    got.ranks[size_t(m)] = one.ranks[0];
+    keys[size_t(m)] = one_key[0];
+  }
+  for (int r = 0; r < shards; ++r) {
+    const std::vector<int32_t> counts = shard_ranks(outs[size_t(r)].scores, rows,
+                                                    plan.cuts[size_t(r + 1)] - plan.cuts[size_t(r)], keys);
+    for (int64_t m = 0; m < rows; ++m) got.ranks[size_t(m)] += counts[size_t(m)];
+  }
+  return got;
+}
+
+// Values within 1e-5 + 2^-24 |ref| of the single call's (infinities exact).
+void expect_close_values(const std::vector<float>& got, const std::vector<float>& want, int64_t m,
+                         int64_t columns) {
+  for (int64_t c = 0; c < columns; ++c) {
+    const float g = got[size_t(m * columns + c)], w = want[size_t(m * columns + c)];
+    if (std::isinf(w) || std::isinf(g)) {
+      EXPECT_EQ(f32_bits(g), f32_bits(w)) << "row " << m << " column " << c;
+    } else {
+      EXPECT_LE(std::fabs(double(g) - double(w)), 1e-5 + std::ldexp(std::fabs(double(w)), -24))
+          << "row " << m << " column " << c << ": " << g << " vs " << w;
+    }
+  }
+}
+
+// The sharded logprobs against the single call's on the real vocabulary: the
+// same tokens, ids and ranks; values within the tolerance. Rows with top-p,
+// whose mass the shards sum in another order, may differ only on degenerate inputs.
+// Returns the number of rows whose token is -1.
+int64_t check_sharded_logprobs(const Head& h, const ShardPlan& plan, int64_t vocab,
+                               const std::vector<int32_t>& mask, int64_t words, const Params& p, int64_t K,
+                               int n, uint32_t mode, int* fallbacks) {
+  SCOPED_TRACE("n=" + std::to_string(n) + " mode=" + std::to_string(mode) + " K=" + std::to_string(K));
+  Head real = h;
+  real.vocab = vocab;
+  if (!real.bias.empty()) real.bias.resize(size_t(vocab));
+  const LogprobsResult want = run_fused_logprobs(real, mask, words, p, n, mode);
+  const LogprobsResult got = sharded_logprobs(h, plan, vocab, mask, words, p, K, n, mode, fallbacks);
+  const std::vector<float> scores = head_scores(real);
+  for (int64_t m = 0; m < h.rows; ++m) {
+    const RowSampleParams q = row_params(p, m);
+    if (q.top_p < 1.0f && got.tokens[size_t(m)] != want.tokens[size_t(m)]) {
+      const std::vector<float> row = masked_row(scores, m, vocab, mask, words);
+      if (reference_sample_row(row.data(), vocab, q).degenerate) continue;
+    }
+    EXPECT_EQ(got.tokens[size_t(m)], want.tokens[size_t(m)]) << "row " << m << ": " << describe(q);
+    for (int64_t c = 0; c <= n; ++c)
+      EXPECT_EQ(got.ids[size_t(m * (n + 1) + c)], want.ids[size_t(m * (n + 1) + c)])
+          << "row " << m << " column " << c << ": " << describe(q);
+    EXPECT_EQ(got.ranks[size_t(m)], want.ranks[size_t(m)]) << "row " << m << ": " << describe(q);
+    expect_close_values(got.values, want.values, m, n + 1);
+  }
+  return std::count(want.tokens.begin(), want.tokens.end(), int64_t(-1));
+}
+
+// A head padded to a multiple of 64 rows, cut in `shards` ragged shards.
+ShardPlan ragged_plan(Rng& rng, int64_t padded_vocab, int shards) {
+  ShardPlan plan;
+  plan.cuts.push_back(0);
+  for (int r = 1; r < shards; ++r)
+    plan.cuts.push_back(rng.integer(plan.cuts.back() + 1, padded_vocab - (shards - r)));
+  plan.cuts.push_back(padded_vocab);
+  return plan;
+}
+
+void check_sharded_logprobs_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab, int shards,
+                                 int combo, bool per_row, int64_t K, int n, uint32_t mode,
+                                 int* fallbacks, bool flat = false, int* masked = nullptr) {
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed) + " binary=" + std::to_string(binary) + " V=" + std::to_string(vocab) +
+               " R=" + std::to_string(shards) + " combo=" + std::to_string(combo));
+  const int64_t padded_vocab = (vocab + 63) / 64 * 64;
+  Head h = binary ? binary_head(rng, rows, padded_vocab, 256, 128, rng.coin())
+                  : dense_head(rng, rng.coin() ? NT_F32 : NT_BF16, rows, padded_vocab, 48, rng.coin());
+  if (flat && !h.binary) {
+    for (auto& v : h.w) v = round_to(h.dtype, v * 0.01f);
+    h.w_bytes = encode(h.dtype, h.w);
+  }
+  const ShardPlan plan = ragged_plan(rng, padded_vocab, shards);
+  int64_t words = 0;
+  const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+  const Params p = draw_params(rng, rows, vocab, combo, per_row, combo == 3 && per_row);
+  const int64_t tokens = check_sharded_logprobs(h, plan, vocab, mask, words, p, K, n, mode, fallbacks);
+  if (masked != nullptr) *masked += int(tokens);
+}
+
+TEST(LmHeadSampleShardedLogprobs, EqualSingleCallEveryFilter) {
+  int fallbacks = 0, masked = 0;
+  uint64_t seed = 12000;
+  for (int combo = 0; combo < 8; ++combo)
+    for (int shards = 1; shards <= 4; ++shards)
+      for (uint32_t mode : {uint32_t(NT_LOGPROBS_RAW), uint32_t(NT_LOGPROBS_PROCESSED)})
+        for (int n : {0, 1, 5, 20}) {
+          ++seed;
+          check_sharded_logprobs_case(seed, (seed % 5) == 0, 6, 900 + 131 * combo + shards, shards, combo,
+                                      (seed % 3) == 0, (seed % 4) == 0 ? 2 : 64, n, mode, &fallbacks,
+                                      false, &masked);
+        }
+  EXPECT_GT(fallbacks, 0) << "no row took the fallback";
+  EXPECT_GT(masked, 0) << "no row was fully masked";
+}
+
+TEST(LmHeadSampleShardedLogprobs, FallbackOnFlatRows) {
+  int fallbacks = 0;
+  for (int c = 0; c < 4; ++c)
+    for (uint32_t mode : {uint32_t(NT_LOGPROBS_RAW), uint32_t(NT_LOGPROBS_PROCESSED)})
+      check_sharded_logprobs_case(12500 + c, false, 4, 3000 + 17 * c, 2 + c % 3, 2 + 4 * (c % 2), false, 8,
+                                  c == 0 ? 0 : 5 * c, mode, &fallbacks, true);
+  EXPECT_GT(fallbacks, 0) << "no row took the fallback";
+}
+
+// V = 1, V not a multiple of 32, n past V (columns of id -1, -inf), most shards padding.
+TEST(LmHeadSampleShardedLogprobs, TinyVocabularies) {
+  int fallbacks = 0;
+  for (int64_t vocab : {1, 2, 33, 63})
+    for (int combo : {0, 2, 3, 5})
+      for (uint32_t mode : {uint32_t(NT_LOGPROBS_RAW), uint32_t(NT_LOGPROBS_PROCESSED)})
+        check_sharded_logprobs_case(12600 + vocab * 8 + combo, vocab == 33, 5, vocab, vocab == 1 ? 2 : 4,
+                                    combo, combo == 5, 2, 20, mode, &fallbacks);
+}
+
+// Odd per-row parameters and special scores (+-inf, NaN, overflow at a small T).
+TEST(LmHeadSampleShardedLogprobs, SpecialValues) {
+  for (int c = 0; c < 3; ++c) {
+    Rng rng(12700 + c);
+    SCOPED_TRACE(seed_trace(rng.seed()));
+    const int64_t rows = 9, vocab = 700, hidden = 16;
+    Head h = dense_head(rng, NT_F32, rows, vocab, hidden, false);
+    h.x[0] = INFINITY;                     // row 0: scores +-inf (and NaN where a weight is 0)
+    h.x[size_t(hidden + 2)] = NAN;         // row 1: every score NaN
+    h.x[size_t(2 * hidden)] = 1e30f;       // row 2: huge scores, +inf at a small T
+    h.x[size_t(8 * hidden)] = INFINITY;    // row 8: +-inf scores, greedy
+    h.x_bytes = encode(h.dtype, h.x);
+    Params p = draw_params(rng, rows, vocab, 7, true, false);
+    p.temperature = {1.0f, 0.8f, 1e-3f, INFINITY, NAN, 0.7f, 1.2f, 0.9f, 0.0f};
+    p.top_p[5] = -0.5f;   // keep the top token
+    p.min_p[6] = 3.0f;    // acts as 1
+    p.top_k[7] = -3;      // off
+    p.top_k[3] = 0;
+    p.top_p[3] = 1.0f;
+    p.min_p[3] = 0.0f;    // T = +inf, plain: every finite score counts 0
+    if (c == 1) {         // plain rows everywhere but the greedy ones
+      std::fill(p.top_k.begin(), p.top_k.end(), 0);
+      std::fill(p.top_p.begin(), p.top_p.end(), 1.0f);
+      std::fill(p.min_p.begin(), p.min_p.end(), 0.0f);
+    }
+    int fallbacks = 0;
+    for (int64_t K : {1, 16})
+      for (uint32_t mode : {uint32_t(NT_LOGPROBS_RAW), uint32_t(NT_LOGPROBS_PROCESSED)})
+        check_sharded_logprobs(h, ShardPlan{{0, 123, 400, vocab}}, vocab, {}, 0, p, K, 5, mode, &fallbacks);
+  }
+}
+
+// Ties: scores of few distinct values (a head of one hidden unit), so that
+// columns, ranks and keep-sets meet many equal scores across shards.
+TEST(LmHeadSampleShardedLogprobs, Ties) {
+  for (int c = 0; c < 4; ++c) {
+    Rng rng(12800 + c);
+    const int64_t rows = 4, vocab = 500;
+    Head h = dense_head(rng, NT_F32, rows, vocab, 1, false);
+    for (auto& v : h.w) v = float(rng.integer(-3, 3));
+    for (auto& v : h.x) v = 1.0f;
+    h.x_bytes = encode(h.dtype, h.x);
+    h.w_bytes = encode(h.dtype, h.w);
+    const Params p = draw_params(rng, rows, vocab, c * 2 + 1, true, false);
+    int fallbacks = 0;
+    for (uint32_t mode : {uint32_t(NT_LOGPROBS_RAW), uint32_t(NT_LOGPROBS_PROCESSED)})
+      check_sharded_logprobs(h, ShardPlan{{0, 77, 250, 251, vocab}}, vocab, {}, 0, p, 500, 20, mode,
+                             &fallbacks);
+  }
+}
+
+TEST(LmHeadSampleShardedLogprobs, Errors) {
+  Rng rng(12900);
+  Head h = dense_head(rng, NT_F32, 2, 64, 8, false);
+  const Params p = draw_params(rng, 2, 64, 1, false, false);
+  const int n = 3, K = 4, S = NT_LM_HEAD_SUMMARY_WORDS + K + NT_LM_HEAD_LOGPROBS_WORDS(n);
+  std::vector<int64_t> summary(2 * S, kPoisonI64);
+  std::vector<float> scores(2 * 64, 7.0f);
+  HeadArgs base = head_args(h, 0, 64, 0, 2, {}, 0, p, {});
+  nt_lm_head_sample_dense_args a = base.dense;
+  nt_lm_head_shard sh{};
+  sh.vocab_start = 0;
+  sh.vocab_size = 64;
+  sh.summary = host(summary.data(), NT_I64, 2, S);
+  sh.num_logprobs = n;
+  sh.logprobs_mode = NT_LOGPROBS_PROCESSED;
+  sh.scores = host(scores.data(), NT_F32, 2, 64);
+  std::vector<uint8_t> ws(1 << 20);
+  auto untouched = [&] {
+    EXPECT_EQ(summary, std::vector<int64_t>(summary.size(), kPoisonI64));
+    EXPECT_EQ(scores, std::vector<float>(scores.size(), 7.0f));
+  };
+  auto expect_shard = [&](const nt_lm_head_sample_dense_args& b, const nt_lm_head_shard& s, const char* arg) {
+    size_t bytes = 0;
+    EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&b, &s, &bytes), NT_ERROR_INVALID_ARGUMENT) << arg;
+    EXPECT_EQ(nt_lm_head_shard_dense(&b, &s, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT) << arg;
+    EXPECT_NE(std::string(nt_last_error()).find(std::string("'") + arg + "'"), std::string::npos)
+        << nt_last_error();
+    untouched();
+  };
+  { auto s = sh; s.num_logprobs = 21; expect_shard(a, s, "num_logprobs"); }
+  { auto s = sh; s.num_logprobs = -1; expect_shard(a, s, "num_logprobs"); }
+  { auto s = sh; s.logprobs_mode = 2; expect_shard(a, s, "logprobs_mode"); }
+  { auto s = sh; s.scores.dtype = NT_F16; expect_shard(a, s, "scores"); }
+  { auto s = sh; s.scores.shape[1] = 63; expect_shard(a, s, "scores"); }
+  { auto s = sh; s.scores.shape[0] = 1; expect_shard(a, s, "scores"); }
+  { auto s = sh; s.num_logprobs = n + K; expect_shard(a, s, "summary"); }  // K = 0 left
+  {  // the args' own logprobs fields: the single call's, not a shard's
+    std::vector<int32_t> ids(2 * 4, -7), ranks(2, -7);
+    std::vector<float> values(2 * 4, 7.0f);
+    auto b = a;
+    b.num_logprobs = n;
+    b.logprob_ids = host(ids.data(), NT_I32, 2, 4);
+    b.logprobs = host(values.data(), NT_F32, 2, 4);
+    b.ranks = host(ranks.data(), NT_I32, 2);
+    expect_shard(b, sh, "logprob_ids");
+    auto s = sh;
+    s.scores = nt_tensor{};
+    expect_shard(b, s, "logprob_ids");
+  }
+  {  // binary, the same checks
+    Head hb = binary_head(rng, 2, 64, 256, 128, false);
+    HeadArgs ab = head_args(hb, 0, 64, 0, 2, {}, 0, p, {});
+    auto s = sh;
+    s.num_logprobs = 21;
+    EXPECT_EQ(nt_lm_head_shard_binary(&ab.binary, &s, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(nt_last_error()).find("'num_logprobs'"), std::string::npos) << nt_last_error();
+    untouched();
+  }
+  // The combine: a valid summary first, then bad requests.
+  size_t bytes = 0;
+  ASSERT_EQ(nt_lm_head_shard_dense_workspace_size(&a, &sh, &bytes), NT_OK) << nt_last_error();
+  std::vector<uint8_t> exact(bytes);
+  ASSERT_EQ(nt_lm_head_shard_dense(&a, &sh, exact.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  std::vector<int64_t> tokens(2, kPoisonI64), keys(2, kPoisonI64);
+  std::vector<int32_t> ids(2 * (n + 1), -7), ranks(2, -7);
+  std::vector<float> values(2 * (n + 1), 7.0f);
+  nt_lm_head_sample_combine_args c{};
+  c.summaries = host(summary.data(), NT_I64, 2, S);
+  c.shards = 1;
+  c.vocab_size = 64;
+  c.sampling = a.sampling;
+  c.tokens = host(tokens.data(), NT_I64, 2);
+  c.num_logprobs = n;
+  c.logprobs_mode = NT_LOGPROBS_PROCESSED;
+  c.logprob_ids = host(ids.data(), NT_I32, 2, n + 1);
+  c.logprobs = host(values.data(), NT_F32, 2, n + 1);
+  c.ranks = host(ranks.data(), NT_I32, 2);
+  c.rank_keys = host(keys.data(), NT_I64, 2);
+  auto expect_combine = [&](const nt_lm_head_sample_combine_args& b, const char* arg) {
+    EXPECT_EQ(nt_lm_head_sample_combine(&b), NT_ERROR_INVALID_ARGUMENT) << arg;
+    EXPECT_NE(std::string(nt_last_error()).find(std::string("'") + arg + "'"), std::string::npos)
+        << nt_last_error();
+    EXPECT_EQ(tokens, std::vector<int64_t>(2, kPoisonI64));
+    EXPECT_EQ(keys, std::vector<int64_t>(2, kPoisonI64));
+    EXPECT_EQ(ids, std::vector<int32_t>(ids.size(), -7));
+    EXPECT_EQ(ranks, std::vector<int32_t>(2, -7));
+    EXPECT_EQ(values, std::vector<float>(values.size(), 7.0f));
+  };
+  { auto b = c; b.num_logprobs = 21; expect_combine(b, "num_logprobs"); }
+  { auto b = c; b.num_logprobs = -1; expect_combine(b, "num_logprobs"); }
+  { auto b = c; b.logprobs_mode = 5; expect_combine(b, "logprobs_mode"); }
+  // Another request than the summaries' (or none): their words are elsewhere.
+  { auto b = c; b.logprobs_mode = NT_LOGPROBS_RAW; expect_combine(b, "summaries"); }
+  { auto b = c; b.num_logprobs = 2; b.logprob_ids.shape[1] = b.logprobs.shape[1] = 3; expect_combine(b, "summaries"); }
+  {
+    auto b = c;
+    b.logprob_ids = b.logprobs = b.ranks = b.rank_keys = nt_tensor{};
+    expect_combine(b, "summaries");
+  }
+  { auto b = c; b.logprob_ids.shape[1] = n; expect_combine(b, "logprob_ids"); }
+  { auto b = c; b.logprob_ids.dtype = NT_I64; expect_combine(b, "logprob_ids"); }
+  { auto b = c; b.logprobs.dtype = NT_F16; expect_combine(b, "logprobs"); }
+  { auto b = c; b.ranks.shape[0] = 3; expect_combine(b, "ranks"); }
+  { auto b = c; b.rank_keys = nt_tensor{}; expect_combine(b, "rank_keys"); }
+  { auto b = c; b.rank_keys.dtype = NT_I32; expect_combine(b, "rank_keys"); }
+  { auto b = c; b.logprob_ids = nt_tensor{}; expect_combine(b, "logprobs"); }
+  ASSERT_EQ(nt_lm_head_sample_combine(&c), NT_OK) << nt_last_error();
+  // The rank counts.
+  std::vector<int32_t> counts(2, -7);
+  nt_lm_head_shard_ranks_args r{host(scores.data(), NT_F32, 2, 64), host(keys.data(), NT_I64, 2),
+                                host(counts.data(), NT_I32, 2)};
+  auto expect_ranks = [&](const nt_lm_head_shard_ranks_args& b, const char* arg) {
+    EXPECT_EQ(nt_lm_head_shard_ranks(&b), NT_ERROR_INVALID_ARGUMENT) << arg;
+    EXPECT_NE(std::string(nt_last_error()).find(std::string("'") + arg + "'"), std::string::npos)
+        << nt_last_error();
+    EXPECT_EQ(counts, std::vector<int32_t>(2, -7));
+  };
+  { auto b = r; b.scores.dtype = NT_F16; expect_ranks(b, "scores"); }
+  { auto b = r; b.scores = nt_tensor{}; expect_ranks(b, "scores"); }
+  { auto b = r; b.rank_keys.shape[0] = 1; expect_ranks(b, "rank_keys"); }
+  { auto b = r; b.counts.dtype = NT_I64; expect_ranks(b, "counts"); }
+  ASSERT_EQ(nt_lm_head_shard_ranks(&r), NT_OK) << nt_last_error();
+  // A rank key of -1 counts nothing; (lo, hi) counts the keys between.
+  std::vector<float> row = {1.0f, -INFINITY, NAN, 2.0f, INFINITY, -0.0f};
+  std::vector<int64_t> k2 = {-1, int64_t((uint64_t(0xFF800000u - 1) << 32) | 0x80000000u)  /* [key(+0), key(+inf) - 1] */};
+  std::vector<float> rows2 = row;
+  rows2.insert(rows2.end(), row.begin(), row.end());
+  std::vector<int32_t> c2(2, -7);
+  nt_lm_head_shard_ranks_args r2{host(rows2.data(), NT_F32, 2, 6), host(k2.data(), NT_I64, 2),
+                                 host(c2.data(), NT_I32, 2)};
+  ASSERT_EQ(nt_lm_head_shard_ranks(&r2), NT_OK) << nt_last_error();
+  EXPECT_EQ(c2, (std::vector<int32_t>{0, 3}));  // 1, 2 and -0 (key of +0)
 }
 
 // ---- errors ------------------------------------------------------------------------
@@ -844,11 +1292,11 @@ TEST(LmHeadSample, ErrorsNameTheArgument) {
   EXPECT_EQ(nt_lm_head_sample_binary(&ab.binary, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(nt_last_error()).find("'group_size'"), std::string::npos);
   std::vector<int64_t> summary(2 * NT_LM_HEAD_SUMMARY_WORDS, kPoisonI64);
-  nt_lm_head_shard sh{0, 64, 0, host(summary.data(), NT_I64, 2, NT_LM_HEAD_SUMMARY_WORDS)};
+  nt_lm_head_shard sh = shard_of(0, 64, 0, host(summary.data(), NT_I64, 2, NT_LM_HEAD_SUMMARY_WORDS));
   EXPECT_EQ(nt_lm_head_shard_dense(&a, &sh, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(nt_last_error()).find("'summary'"), std::string::npos);
   std::vector<int64_t> summary2(2 * (NT_LM_HEAD_SUMMARY_WORDS + 4), kPoisonI64);
-  sh = nt_lm_head_shard{-1, 64, 0, host(summary2.data(), NT_I64, 2, NT_LM_HEAD_SUMMARY_WORDS + 4)};
+  sh = shard_of(-1, 64, 0, host(summary2.data(), NT_I64, 2, NT_LM_HEAD_SUMMARY_WORDS + 4));
   EXPECT_EQ(nt_lm_head_shard_dense(&a, &sh, ws.data(), ws.size(), nullptr), NT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(nt_last_error()).find("'vocab_start'"), std::string::npos);
   EXPECT_EQ(summary2, std::vector<int64_t>(summary2.size(), kPoisonI64));
@@ -881,7 +1329,7 @@ TEST(LmHeadSample, EmptyBatchIsANoOp) {
   EXPECT_EQ(bytes, 0u);
   EXPECT_EQ(nt_lm_head_sample_dense(&a.dense, nullptr, 0, nullptr), NT_OK) << nt_last_error();
   int64_t word = kPoisonI64;
-  nt_lm_head_shard sh{0, 50, 0, host(&word, NT_I64, 0, NT_LM_HEAD_SUMMARY_WORDS + 4)};
+  nt_lm_head_shard sh = shard_of(0, 50, 0, host(&word, NT_I64, 0, NT_LM_HEAD_SUMMARY_WORDS + 4));
   EXPECT_EQ(nt_lm_head_shard_dense(&a.dense, &sh, nullptr, 0, nullptr), NT_OK) << nt_last_error();
   nt_lm_head_sample_combine_args c{};
   c.summaries = sh.summary;
@@ -892,6 +1340,31 @@ TEST(LmHeadSample, EmptyBatchIsANoOp) {
   EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_OK) << nt_last_error();
   EXPECT_EQ(token, kPoisonI64);
   EXPECT_EQ(word, kPoisonI64);
+  // With a logprobs request: the shard call, the combine and the rank counts.
+  float score = 7.0f;
+  int32_t id = -7, rank = -7;
+  int64_t key = kPoisonI64;
+  sh.summary = host(&word, NT_I64, 0, NT_LM_HEAD_SUMMARY_WORDS + 4 + NT_LM_HEAD_LOGPROBS_WORDS(2));
+  sh.num_logprobs = 2;
+  sh.scores = host(&score, NT_F32, 0, 50);
+  ASSERT_EQ(nt_lm_head_shard_dense_workspace_size(&a.dense, &sh, &bytes), NT_OK) << nt_last_error();
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(nt_lm_head_shard_dense(&a.dense, &sh, nullptr, 0, nullptr), NT_OK) << nt_last_error();
+  c.summaries = sh.summary;
+  c.num_logprobs = 2;
+  c.logprob_ids = host(&id, NT_I32, 0, 3);
+  c.logprobs = host(&score, NT_F32, 0, 3);
+  c.ranks = host(&rank, NT_I32, 0);
+  c.rank_keys = host(&key, NT_I64, 0);
+  EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_OK) << nt_last_error();
+  nt_lm_head_shard_ranks_args r{host(&score, NT_F32, 0, 50), host(&key, NT_I64, 0), host(&rank, NT_I32, 0)};
+  EXPECT_EQ(nt_lm_head_shard_ranks(&r), NT_OK) << nt_last_error();
+  EXPECT_EQ(token, kPoisonI64);
+  EXPECT_EQ(word, kPoisonI64);
+  EXPECT_EQ(score, 7.0f);
+  EXPECT_EQ(id, -7);
+  EXPECT_EQ(rank, -7);
+  EXPECT_EQ(key, kPoisonI64);
 }
 
 }  // namespace

@@ -151,7 +151,7 @@ def test_logprobs_errors_name_the_argument():
                                  1.0, 0, 1.0, 0.0, 0, 0, False, 0, None, 21, False, ids, values,
                                  ranks)
     summary = np.zeros((2, _sharded_summary_words() + 4), np.int64)
-    with pytest.raises(Exception, match="'logprob_ids'"):  # shards refuse a request
+    with pytest.raises(ValueError, match="'logprob_ids'"):  # a shard's request is in the shard
         ext.lm_head_sample_dense(hidden, weight, None, None, None, summary, 0, 64, 0,
                                  1.0, 0, 1.0, 0.0, 0, 0, False, 0, None, 2, False, ids, values,
                                  ranks)
@@ -168,36 +168,64 @@ def shard_cuts(rng, padded, shards):
     return [0, *map(int, cuts), padded]
 
 
-def sharded_numpy(hidden, weight, bias, mask, vocab, cuts, p, k):
+def sharded_numpy(hidden, weight, bias, mask, vocab, cuts, p, k, request=None):
     """Every rank of the cut head in this process: summarize returns each shard's
-    summaries, gather stacks them by rank."""
+    summaries, gather stacks them by rank; with a logprobs request (n, processed),
+    count_ranks sums every shard's counts (the all-reduce)."""
     shards = len(cuts) - 1
+    rows = hidden.shape[0]
+    lp_words = 0 if request is None else _sharded.logprobs_words(request[0])
 
-    def launch(r, m, first_row, out, rp):
+    def launch(r, m, first_row, out, rp, scores):
+        lp = () if request is None else (request[0], request[1], None, None, None, scores)
         ext.lm_head_sample_dense(
             hidden[m], weight[cuts[r]:cuts[r + 1]],
             None if bias is None else bias[cuts[r]:cuts[r + 1]],
             None if mask is None else mask[m], None, out, cuts[r], vocab, first_row,
-            *(rp[n] for n in _sharded.PARAMS), False, 0, None)
+            *(rp[n] for n in _sharded.PARAMS), False, 0, None, *lp)
 
     def summarize(which, k):
-        out = []
+        out, all_scores = [], []
         for r in range(shards):
-            n = hidden.shape[0] if which is None else len(which)
-            summary = np.empty((n, _sharded.SUMMARY_WORDS + k), dtype=np.int64)
+            n = rows if which is None else len(which)
+            summary = np.full((n, _sharded.SUMMARY_WORDS + k + lp_words), 0x7f7f, np.int64)
+            scores = np.full((n, cuts[r + 1] - cuts[r]), np.nan, np.float32)
             if which is None:
-                launch(r, slice(None), 0, summary, p)
+                launch(r, slice(None), 0, summary, p, scores)
             else:
                 for i, m in enumerate(which):
-                    launch(r, slice(m, m + 1), m, summary[i:i + 1], _sharded.row_params(p, m))
+                    launch(r, slice(m, m + 1), m, summary[i:i + 1], _sharded.row_params(p, m),
+                           scores[i:i + 1])
             out.append(summary)
-        return out
+            all_scores.append(scores)
+        return out if request is None else (out, all_scores)
 
     def gather(summaries):
         return np.concatenate(summaries), shards
 
-    return _sharded.resolve(hidden.shape[0], vocab, _sharded.candidates(k, p["top_k"], vocab), p,
-                            p, False, summarize, gather, lambda n: np.empty(n, np.int64))
+    def count_ranks(all_scores, keys):
+        total = np.zeros(rows, np.int32)
+        for scores in all_scores:
+            counts = np.full(rows, -7, np.int32)
+            ext.lm_head_shard_ranks(scores, keys, counts)
+            total += counts
+        return total
+
+    return _sharded.resolve(rows, vocab, _sharded.candidates(k, p["top_k"], vocab), p, p, False,
+                            summarize, gather, lambda n: np.full(n, -7, np.int64), request,
+                            count_ranks)
+
+
+def assert_logprobs_equal(got, want):
+    """Sharded against single-call logprobs: tokens, ids and ranks exactly; values
+    within 1e-5 + 2^-24 |ref| (infinities exact)."""
+    for g, w in zip((got[0], got[1], got[3]), (want[0], want[1], want[3])):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    g, w = np.asarray(got[2], np.float64), np.asarray(want[2], np.float64)
+    assert g.dtype == w.dtype and g.shape == w.shape
+    inf = np.isinf(w)
+    np.testing.assert_array_equal(g[inf], w[inf])
+    assert np.all(np.abs(g[~inf] - w[~inf]) <= 1e-5 + np.abs(w[~inf]) * 2.0**-24), (g, w)
 
 
 @pytest.mark.parametrize("combo", range(8))
@@ -216,6 +244,71 @@ def test_sharded_equals_single_call(combo, shards):
     tokens = sharded_numpy(hidden, weight, bias, mask, vocab, shard_cuts(rng, padded, shards), p,
                            k=8 if combo >= 6 else 64)
     np.testing.assert_array_equal(tokens, single)
+
+
+@pytest.mark.parametrize("combo", range(8))
+@pytest.mark.parametrize("shards", [1, 2, 3, 4])
+@pytest.mark.parametrize("mode", ["raw", "processed"])
+def test_sharded_logprobs_equal_single_call(combo, shards, mode):
+    rng = np.random.default_rng(700 + combo * 16 + shards * 2 + (mode == "processed"))
+    m, vocab, h = 5, int(rng.integers(300, 2000)), 16
+    padded = (vocab + 63) // 64 * 64
+    hidden, weight, bias = dense_case(rng, m, padded, h, combo % 2 == 1)
+    if combo >= 6:
+        weight *= np.float32(0.01)  # flat rows: the fallback
+    mask = random_mask(rng, m, vocab) if combo % 3 != 2 else None
+    p = params_for(rng, m, vocab, combo, combo in (3, 5))
+    n = (0, 1, 5, 20)[(combo + shards) % 4]
+    single = nexttok.lm_head_sample_dense(hidden, weight[:vocab].copy(),
+                                          None if bias is None else bias[:vocab].copy(), mask,
+                                          logprobs=n, logprobs_mode=mode, **p)
+    got = sharded_numpy(hidden, weight, bias, mask, vocab, shard_cuts(rng, padded, shards), p,
+                        k=8 if combo >= 6 else 64, request=(n, mode == "processed"))
+    assert got[1].shape == (m, n + 1) and got[1].dtype == np.int32
+    assert got[2].dtype == np.float32 and got[3].dtype == np.int32
+    assert_logprobs_equal(got, single)
+
+
+def test_sharded_logprobs_errors_name_the_argument():
+    rng = np.random.default_rng(800)
+    hidden, weight, _ = dense_case(rng, 2, 64, 8, False)
+    words = _sharded.SUMMARY_WORDS + 4 + _sharded.logprobs_words(3)
+    summary = np.full((2, words), 0x7f7f, np.int64)
+    scores = np.zeros((2, 64), np.float32)
+
+    def shard(n=3, processed=False, sc=scores, sm=summary):
+        ext.lm_head_sample_dense(hidden, weight, None, None, None, sm, 0, 64, 0, 1.0, 0, 1.0, 0.0,
+                                 0, 0, False, 0, None, n, processed, None, None, None, sc)
+
+    with pytest.raises(ValueError, match="'num_logprobs'"):
+        shard(n=21)
+    with pytest.raises(TypeError, match="'scores'"):  # dtype errors are TypeErrors
+        shard(sc=np.zeros((2, 64), np.float16))
+    with pytest.raises(ValueError, match="'scores'"):
+        shard(sc=np.zeros((2, 63), np.float32))
+    with pytest.raises(ValueError, match="'summary'"):
+        shard(sm=np.zeros((2, _sharded.SUMMARY_WORDS + _sharded.logprobs_words(3)), np.int64))
+    assert np.all(summary == 0x7f7f)
+    shard()
+    ids, values = np.zeros((2, 4), np.int32), np.zeros((2, 4), np.float32)
+    ranks, keys, tokens = np.zeros(2, np.int32), np.zeros(2, np.int64), np.zeros(2, np.int64)
+
+    def combine(n=3, processed=False, i=ids, k=keys):
+        ext.lm_head_sample_combine(summary, 1, 64, 0, tokens, 1.0, 0, 1.0, 0.0, 0, 0, False, n,
+                                   processed, i, values, ranks, k)
+
+    with pytest.raises(ValueError, match="'summaries'"):  # written with another request
+        combine(processed=True)
+    with pytest.raises(ValueError, match="'logprob_ids'"):
+        combine(i=np.zeros((2, 3), np.int32))
+    with pytest.raises(TypeError, match="'rank_keys'"):
+        combine(k=np.zeros(2, np.int32))
+    combine()
+    with pytest.raises(TypeError, match="'counts'"):
+        ext.lm_head_shard_ranks(scores, keys, np.zeros(2, np.int64))
+    counts = np.full(2, -7, np.int32)
+    ext.lm_head_shard_ranks(scores, keys, counts)
+    assert np.all(counts >= 0)
 
 
 def test_fallback_is_taken():
@@ -295,6 +388,27 @@ def _gloo_worker(rank, world, port, seed, result_dir):
                                                 wscale[:vocab].copy(), None, 128, mask, **p)
         np.save(os.path.join(result_dir, f"rank{rank}.npy"),
                 np.stack([tokens.numpy(), single, btokens.numpy(), bsingle]))
+        # Logprobs (issue 39): both modes and heads, the single call's.
+        lp = {}
+        for name, n, mode in (("raw", 5, "raw"), ("processed", 20, "processed")):
+            got = ntd.lm_head_sample(
+                torch.from_numpy(hidden), torch.from_numpy(weight[lo:hi].copy()),
+                torch.from_numpy(bias[lo:hi].copy()), torch.from_numpy(mask), **tp,
+                vocab_start=lo, vocab_size=vocab, candidates=8, logprobs=n, logprobs_mode=mode)
+            want = nexttok.lm_head_sample_dense(hidden, weight[:vocab].copy(), bias[:vocab].copy(),
+                                                mask, logprobs=n, logprobs_mode=mode, **p)
+            lp.update({f"{name}_got{i}": got[i].numpy() for i in range(4)})
+            lp.update({f"{name}_want{i}": np.asarray(want[i]) for i in range(4)})
+        got = ntd.lm_head_sample_binary(
+            torch.from_numpy(act_q), torch.from_numpy(act_scale), torch.from_numpy(wq[lo:hi].copy()),
+            torch.from_numpy(wscale[lo:hi].copy()), None, 128, torch.from_numpy(mask), **tp,
+            vocab_start=lo, vocab_size=vocab, candidates=8, logprobs=1, logprobs_mode="processed")
+        want = nexttok.lm_head_sample_binary(act_q, act_scale, wq[:vocab].copy(),
+                                             wscale[:vocab].copy(), None, 128, mask, logprobs=1,
+                                             logprobs_mode="processed", **p)
+        lp.update({f"binary_got{i}": got[i].numpy() for i in range(4)})
+        lp.update({f"binary_want{i}": np.asarray(want[i]) for i in range(4)})
+        np.savez(os.path.join(result_dir, f"lp{rank}.npz"), **lp)
     finally:
         dist.destroy_process_group()
 
@@ -314,6 +428,24 @@ def test_gloo_every_rank_gets_the_single_call_token(world, tmp_path):
     for r in results:  # every rank: the single call's tokens
         np.testing.assert_array_equal(r[0], results[0][1])
         np.testing.assert_array_equal(r[2], results[0][3])
+    for r in range(world):  # and its logprobs
+        lp = np.load(tmp_path / f"lp{r}.npz")
+        for name in ("raw", "processed", "binary"):
+            assert_logprobs_equal([lp[f"{name}_got{i}"] for i in range(4)],
+                                  [lp[f"{name}_want{i}"] for i in range(4)])
+
+
+def test_distributed_logprobs_errors_name_the_argument():
+    _torch_or_skip()
+    import torch
+
+    import nexttok.distributed as ntd
+
+    h, w = torch.zeros((2, 8)), torch.zeros((64, 8))
+    with pytest.raises(ValueError, match="'logprobs'"):
+        ntd.lm_head_sample(h, w, vocab_start=0, vocab_size=64, logprobs=21)
+    with pytest.raises(ValueError, match="'logprobs_mode'"):
+        ntd.lm_head_sample(h, w, vocab_start=0, vocab_size=64, logprobs=2, logprobs_mode="log")
 
 
 # ---- torch ops ------------------------------------------------------------------------
