@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define NT_VERSION_MAJOR 0
-#define NT_VERSION_MINOR 1
+#define NT_VERSION_MINOR 2
 #define NT_VERSION_PATCH 0
 
 /* ---- status codes ------------------------------------------------------ */
@@ -286,7 +286,8 @@ NT_API nt_status nt_lm_head_sample_binary(const nt_lm_head_sample_binary_args* a
  * The summary is opaque: i64 [M, NT_LM_HEAD_SUMMARY_WORDS + K], K >= 1 the
  * candidates a row keeps. Here `bitmask` is the full vocabulary's mask (word w
  * holds global ids 32w..32w+31) and per-row parameters have length M. The
- * shard ops run on the CPU backend (others answer NT_ERROR_UNSUPPORTED).
+ * shard ops run on the CPU and CUDA backends (OpenCL answers NT_ERROR_UNSUPPORTED;
+ * CUDA answers it for a logprobs request).
  *
  * Logprobs (optional): a shard call with a request (nt_lm_head_shard.scores
  * given) appends NT_LM_HEAD_LOGPROBS_WORDS(n) words to each summary row (its

@@ -1,14 +1,16 @@
-// lm_head_sample_dense / _binary on CUDA (docs/SEMANTICS.md, "Fused hidden ->
-// token"). The heads' own scoring kernels write every score into the
-// workspace (cuda/lm_head_ops.cuh: the kernels and arithmetic of
-// lm_head_topk_*, with a sink that stores instead of selecting), the bitmask
-// op masks them in place and sample (sample_logprobs for a logprobs request)
-// draws from them, all on the call's stream: the token is nt_sample's on
-// those masked scores by construction, as on the CPU and OpenCL.
+// lm_head_sample_dense / _binary and their shard forms on CUDA
+// (docs/SEMANTICS.md, "Fused hidden -> token"). The heads' own scoring kernels
+// write every score into the workspace (cuda/lm_head_ops.cuh: the kernels and
+// arithmetic of lm_head_topk_*, with a sink that stores instead of selecting).
+// Single call: the bitmask op masks the scores in place and sample
+// (sample_logprobs for a logprobs request) draws from them, all on the call's
+// stream, so the token is nt_sample's on those masked scores by construction,
+// as on the CPU and OpenCL. Shard call: summary_kernel writes each row's
+// summary (the words of cpu/lm_head_summary.h) from the shard's scores, one
+// CTA a row, for nt_lm_head_sample_combine on the host.
 // Workspace: the [M, V] scores (256-byte aligned), then one region that the
-// scoring pass's scratch (the binary head's permuted activations) and the
-// sampler's workspace share, one after the other on the stream.
-// The shard forms (vocabulary-parallel summaries) are not implemented on CUDA.
+// scoring pass's scratch (the binary head's permuted activations) and then the
+// sampler's workspace, or the summaries' lists, share.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,9 +18,15 @@
 
 #include "core/check.h"
 #include "core/fused_sample.h"
+#include "core/ordering.h"
+#include "core/portable_exp.h"
+#include "core/sampling.h"
+#include "cuda/block_select.cuh"
 #include "cuda/device.cuh"
 #include "cuda/lm_head_ops.cuh"
+#include "cuda/load.cuh"
 #include "cuda/ops.cuh"
+#include "cuda/sample_launch.cuh"
 
 namespace nt::cuda {
 namespace {
@@ -29,41 +37,286 @@ struct FusedLayout {
   size_t total;
 };
 
+FusedLayout fused_layout(int64_t rows, int64_t vocab, size_t head_bytes, size_t after_bytes) {
+  FusedLayout L;
+  L.scores_bytes = align_up(size_t(rows) * size_t(vocab) * 4, 256);
+  L.shared_bytes = align_up(std::max(head_bytes, after_bytes), 256);
+  L.total = L.scores_bytes + L.shared_bytes + kWorkspaceSlack;
+  return L;
+}
+
 nt_sample_args sample_args(float* scores, int64_t rows, int64_t vocab, int device,
                            const nt_lm_head_sampling& s, const nt_tensor& tokens) {
   return fused_sample_args(scores_matrix(scores, rows, vocab, NT_DEVICE_CUDA, device), s, tokens);
 }
 
-// The layout for a head whose scoring pass needs `head_bytes` of scratch.
-FusedLayout fused_layout(CudaBackend& b, int64_t rows, int64_t vocab, int device, size_t head_bytes,
-                         const nt_lm_head_sampling& s, const nt_tensor& tokens, const FusedLogprobs& lp) {
-  static float placeholder;
-  FusedLayout L;
-  L.scores_bytes = align_up(size_t(rows) * size_t(vocab) * 4, 256);
-  const size_t draw = b.fused_draw_workspace_size(sample_args(&placeholder, rows, vocab, device, s, tokens), lp);
-  L.shared_bytes = align_up(std::max(head_bytes, draw), 256);
-  L.total = L.scores_bytes + L.shared_bytes + kWorkspaceSlack;
+// ---- the shard summary ------------------------------------------------------------
+
+constexpr int kSummaryThreads = 512;
+constexpr int kSummaryWarps = kSummaryThreads / 32;
+constexpr int32_t kNoId = INT32_MAX;
+
+// Per row: the finite tokens' composites (any order), then the K best of them,
+// sorted, in a power-of-two list.
+struct SummaryLists {
+  int64_t sorted_stride;
+  size_t sorted_at, bytes;
+};
+
+SummaryLists summary_lists(int64_t rows, int64_t vocab, int64_t candidates) {
+  SummaryLists L;
+  L.sorted_stride = 1;
+  while (L.sorted_stride < std::min(candidates, vocab)) L.sorted_stride *= 2;
+  L.sorted_at = align_up(size_t(rows) * size_t(vocab) * 8, 256);
+  L.bytes = L.sorted_at + size_t(rows) * size_t(L.sorted_stride) * 8;
   return L;
 }
 
-[[noreturn]] void no_shards(const char* op) {
-  fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": not implemented on the cuda backend "
-                             "(vocabulary-parallel summaries are CPU-only for now)");
+struct SummaryArgs {
+  const float* scores;  // [M, V_r]
+  int64_t vocab;        // V_r
+  int64_t vocab_start, vocab_size, first_row;
+  const uint32_t* mask;  // null: none
+  int64_t mask_stride, mask_words;
+  nt_lm_head_sampling sampling;
+  int64_t* summary;
+  int64_t summary_stride, candidates;
+  u64* items;   // [M][V_r]
+  u64* sorted;  // [M][sorted_stride]
+  int64_t sorted_stride;
+};
+
+struct SummaryShared {
+  SelectScratch select;
+  u64 greedy[kSummaryWarps], pos_inf[kSummaryWarps], plain[kSummaryWarps];
+  u32 s_max[kSummaryWarps];
+  double mass[kSummaryWarps];
+  u32 finite, gathered;
+};
+
+__device__ __forceinline__ int64_t pack_word(u32 low, int32_t id) {
+  return int64_t((u64(u32(id)) << 32) | u64(low));
 }
 
-// After the scoring pass: the copy the caller asked for, the mask, the draw.
-template <class Args>
-void mask_and_sample(CudaBackend& b, const char* op, const Args& a, const FusedLayout& L, char* ws, int64_t rows,
-                     int64_t vocab, int device, cudaStream_t stream) {
-  float* scores = reinterpret_cast<float*>(ws);
-  if (present(a.scores)) {
-    const size_t pitch = size_t(std::max<int64_t>(a.scores.row_stride, vocab)) * 4;
-    check_cuda(cudaMemcpy2DAsync(a.scores.data, pitch, scores, size_t(vocab) * 4, size_t(vocab) * 4,
-                                 size_t(rows), cudaMemcpyDeviceToDevice, stream),
-               op);
+// The block's maximum of one value per thread (every thread gets it).
+__device__ __forceinline__ u64 block_max(u64 v, u64* warp_part) {
+  v = warp_max(v);
+  __syncthreads();
+  if (lane_index() == 0) warp_part[threadIdx.x / 32] = v;
+  __syncthreads();
+  u64 r = 0;
+  for (int w = 0; w < kSummaryWarps; ++w) r = warp_part[w] > r ? warp_part[w] : r;
+  return r;
+}
+
+// Row blockIdx.x's summary over the shard's tokens (cpu/lm_head_summary.h lists
+// the words; the CPU's summarize_row is the definition). The mass is summed in a
+// fixed order (each thread's strided share, then the warps' and the block's
+// trees), so a row's summary is the same on every run.
+__global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryArgs a) {
+  __shared__ SummaryShared sh;
+  const u32 m = blockIdx.x;
+  const int tid = int(threadIdx.x);
+  const float* x = a.scores + int64_t(m) * a.vocab;
+  int64_t* out = a.summary + int64_t(m) * a.summary_stride;
+  u64* items = a.items + int64_t(m) * a.vocab;
+  u64* sorted = a.sorted + int64_t(m) * a.sorted_stride;
+  const int64_t n_tokens = max(int64_t(0), min(a.vocab, a.vocab_size - a.vocab_start));
+  const nt_lm_head_sampling& s = a.sampling;
+  const nt_row_params p = nt_resolve_row_params(param_at(s.temperature, m), param_at(s.top_k, m),
+                                                param_at(s.top_p, m), param_at(s.min_p, m),
+                                                int32_t(a.vocab_size));
+  const int cls = nt_row_class(p, 0);
+  const u64 seed = param_at(s.seed, m), offset = param_at(s.offset, m);
+  const u32 tag = nt_row_tag(s.seed.per_row != nullptr, u32(a.first_row + m));
+  const uint32_t* mask = a.mask ? a.mask + int64_t(m) * a.mask_stride : nullptr;
+  auto logit = [&](int64_t i) {
+    const int64_t g = a.vocab_start + i;
+    const bool allowed = mask == nullptr || (g / 32 < a.mask_words && ((mask[g / 32] >> (g % 32)) & 1u) != 0);
+    return allowed ? x[i] : -INFINITY;
+  };
+  if (tid == 0) sh.finite = 0;
+  __syncthreads();
+
+  // One pass: the greedy maximum of x; s's maximum, the best +inf draw, the
+  // finite count, the plain draw, and (filtered rows) the finite composites.
+  u64 greedy = 0, pos_inf = 0, plain = 0;
+  u32 s_max = NT_KEY_NEG_INF;
+  const bool listing = cls == NT_ROW_FILTERED;
+  for (int64_t i0 = 0; i0 < n_tokens; i0 += kSummaryThreads) {
+    const int64_t i = i0 + tid;
+    const bool in = i < n_tokens;
+    const u32 id = u32(a.vocab_start + i);
+    const float xi = in ? logit(i) : -INFINITY;
+    const u64 gk = in ? composite(nt_order_key(xi), id) : 0;
+    greedy = gk > greedy ? gk : greedy;
+    bool finite = false;
+    u64 c = 0;
+    if (in && cls != NT_ROW_GREEDY) {
+      const float si = nt_scaled_score(xi, p.temperature);
+      const u32 k = nt_order_key(si);
+      s_max = k > s_max ? k : s_max;
+      if (k == NT_KEY_POS_INF) {
+        const u64 d = composite(nt_order_key(nt_perturbed_score(si, nt_token_gumbel(seed, offset, tag, id), 1)), id);
+        pos_inf = d > pos_inf ? d : pos_inf;
+      } else if (k != NT_KEY_NEG_INF) {
+        finite = true;
+        c = composite(k, id);
+        if (cls == NT_ROW_PLAIN) {
+          const u64 d = composite(nt_order_key(si + nt_token_gumbel(seed, offset, tag, id)), id);
+          plain = d > plain ? d : plain;
+        }
+      }
+    }
+    const u32 slot = warp_append(finite, &sh.finite);
+    if (finite && listing) items[slot] = c;
   }
-  b.fused_draw(sample_args(scores, rows, vocab, device, a.sampling, a.tokens), a.bitmask, fused_logprobs(a),
-               ws + L.scores_bytes, L.shared_bytes, stream);
+  greedy = block_max(greedy, reinterpret_cast<u64*>(sh.greedy));
+  __syncthreads();
+  const u32 finite = sh.finite;
+  if (cls == NT_ROW_GREEDY || n_tokens == 0) {
+    if (tid == 0) {
+      for (int w = 0; w < NT_LM_HEAD_SUMMARY_WORDS; ++w) out[w] = 0;
+      out[1] = NT_KEY_NEG_INF;
+      out[0] = n_tokens == 0 ? pack_word(NT_KEY_NEG_INF, kNoId) : pack_word(composite_key(greedy), int32_t(composite_index(greedy)));
+      out[3] = pack_word(0u, kNoId);
+      out[4] = pack_word(0u, kNoId);
+    }
+    return;
+  }
+  s_max = u32(block_max(s_max, reinterpret_cast<u64*>(sh.pos_inf)));
+  __syncthreads();
+  pos_inf = block_max(pos_inf, reinterpret_cast<u64*>(sh.pos_inf));
+  __syncthreads();
+  plain = block_max(plain, reinterpret_cast<u64*>(sh.plain));
+  const bool settled = finite == 0 || s_max == NT_KEY_POS_INF;
+  const int64_t n = settled || cls != NT_ROW_FILTERED ? 0 : min(a.candidates, int64_t(finite));
+
+  // Filtered rows: the mass for top-p, then the first n composites in order.
+  double z = 0.0;
+  if (!settled && cls == NT_ROW_FILTERED && p.top_p < 1.0f) {
+    const float sm = nt_key_to_float(s_max);
+    for (int64_t i = tid; i < n_tokens; i += kSummaryThreads) {
+      const float si = nt_scaled_score(logit(i), p.temperature);
+      const u32 k = nt_order_key(si);
+      if (k != NT_KEY_NEG_INF && k != NT_KEY_POS_INF) z += double(nt_portable_exp(si - sm));
+    }
+    z = warp_sum(z);
+    if (lane_index() == 0) sh.mass[tid / 32] = z;
+    __syncthreads();
+    z = 0.0;
+    for (int w = 0; w < kSummaryWarps; ++w) z += sh.mass[w];
+  }
+  if (n > 0) {
+    const u64 kth = block_select_kth<kSummaryThreads>(items, int(finite), u32(n), sh.select);
+    if (tid == 0) sh.gathered = 0;
+    __syncthreads();
+    int64_t padded = 1;
+    while (padded < n) padded *= 2;
+    for (int64_t i0 = 0; i0 < finite; i0 += kSummaryThreads) {
+      const int64_t i = i0 + tid;
+      const u64 c = i < finite ? items[i] : 0;
+      const bool take = c >= kth && c != 0;
+      const u32 slot = warp_append(take, &sh.gathered);
+      if (take) sorted[slot] = c;
+    }
+    for (int64_t i = n + tid; i < padded; i += kSummaryThreads) sorted[i] = 0;
+    bitonic_sort_desc<kSummaryThreads>(sorted, int(padded));
+    for (int64_t f = tid; f < n; f += kSummaryThreads) {
+      const u32 id = composite_index(sorted[f]);
+      out[NT_LM_HEAD_SUMMARY_WORDS + f] = pack_word(nt_as_u32(logit(int64_t(id) - a.vocab_start)), int32_t(id));
+    }
+  }
+  if (tid == 0) {
+    out[0] = pack_word(composite_key(greedy), int32_t(composite_index(greedy)));
+    out[1] = s_max;
+    out[2] = __double_as_longlong(z);
+    out[3] = plain != 0 && !settled && cls == NT_ROW_PLAIN
+                 ? pack_word(nt_as_u32(nt_key_to_float(composite_key(plain))), int32_t(composite_index(plain)))
+                 : pack_word(0u, kNoId);
+    out[4] = pos_inf != 0 ? pack_word(nt_as_u32(nt_key_to_float(composite_key(pos_inf))), int32_t(composite_index(pos_inf)))
+                          : pack_word(0u, kNoId);
+    out[5] = finite;
+    out[6] = n;
+    out[7] = 0;
+  }
+}
+
+// The scores' copy for the caller, when asked for.
+void copy_scores(const char* op, const nt_tensor& out, const float* scores, int64_t rows, int64_t vocab,
+                 cudaStream_t stream) {
+  if (!present(out)) return;
+  const size_t pitch = size_t(std::max<int64_t>(out.row_stride, vocab)) * 4;
+  check_cuda(cudaMemcpy2DAsync(out.data, pitch, scores, size_t(vocab) * 4, size_t(vocab) * 4, size_t(rows),
+                               cudaMemcpyDeviceToDevice, stream),
+             op);
+}
+
+// The shared region's later use: the draw's workspace, or the summaries' lists.
+template <class Args>
+size_t after_scores(CudaBackend& b, const Args& a, int64_t rows, int64_t vocab, int device,
+                    const nt_lm_head_shard* shard) {
+  if (shard != nullptr) return summary_lists(rows, vocab, summary_candidates(shard->summary)).bytes;
+  static float placeholder;
+  return b.fused_draw_workspace_size(sample_args(&placeholder, rows, vocab, device, a.sampling, a.tokens),
+                                     fused_logprobs(a));
+}
+
+// After the scoring pass: the copy the caller asked for, then the mask and the
+// draw (single call) or the summaries (shard call).
+template <class Args>
+void finish(CudaBackend& b, const char* op, const Args& a, const nt_lm_head_shard* shard, const FusedLayout& L,
+            char* ws, int64_t rows, int64_t vocab, int device, cudaStream_t stream) {
+  float* scores = reinterpret_cast<float*>(ws);
+  copy_scores(op, a.scores, scores, rows, vocab, stream);
+  char* shared = ws + L.scores_bytes;
+  if (shard == nullptr) {
+    b.fused_draw(sample_args(scores, rows, vocab, device, a.sampling, a.tokens), a.bitmask, fused_logprobs(a),
+                 shared, L.shared_bytes, stream);
+    return;
+  }
+  const SummaryLists lists = summary_lists(rows, vocab, summary_candidates(shard->summary));
+  SummaryArgs s{};
+  s.scores = scores;
+  s.vocab = vocab;
+  s.vocab_start = shard->vocab_start;
+  s.vocab_size = shard->vocab_size;
+  s.first_row = shard->first_row;
+  if (present(a.bitmask)) {
+    s.mask = static_cast<const uint32_t*>(a.bitmask.data);
+    s.mask_stride = a.bitmask.shape[0] > 1 ? a.bitmask.row_stride : 0;
+    s.mask_words = a.bitmask.shape[1];
+  }
+  s.sampling = a.sampling;
+  s.summary = static_cast<int64_t*>(shard->summary.data);
+  s.summary_stride = shard->summary.row_stride;
+  s.candidates = summary_candidates(shard->summary);
+  s.items = reinterpret_cast<u64*>(shared);
+  s.sorted = reinterpret_cast<u64*>(shared + lists.sorted_at);
+  s.sorted_stride = lists.sorted_stride;
+  summary_kernel<<<unsigned(rows), kSummaryThreads, 0, stream>>>(s);
+  check_launch(op);
+}
+
+// The limits of what follows the scoring pass, checked before its first launch.
+template <class Args>
+void check_limits(const char* op, const Args& a, const nt_lm_head_shard* shard, int64_t rows, int64_t vocab,
+                  int device) {
+  if (shard == nullptr) {
+    static float placeholder;
+    check_sample_limits(op, check_sample(sample_args(&placeholder, rows, vocab, device, a.sampling, a.tokens)));
+  } else if (rows > INT32_MAX) {
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": the CUDA backend takes at most 2^31-1 rows, got " +
+                                   std::to_string(rows));
+  }
+}
+
+// A shard's logprobs request (its masked scores for nt_lm_head_shard_ranks) is
+// CPU-only for now.
+void refuse_shard_logprobs(const char* op, const nt_lm_head_shard* shard) {
+  if (shard != nullptr && shard_logprobs(*shard))
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": argument 'scores' of the shard: logprobs of the "
+                               "vocabulary-parallel form are not implemented on the cuda backend");
 }
 
 nt_lm_head_dense_args dense_head(const nt_lm_head_sample_dense_args& a) {
@@ -87,60 +340,66 @@ nt_lm_head_binary_args binary_head(const nt_lm_head_sample_binary_args& a) {
   return h;
 }
 
+const char* dense_op(const nt_lm_head_shard* shard) { return shard ? "lm_head_shard_dense" : "lm_head_sample_dense"; }
+const char* binary_op(const nt_lm_head_shard* shard) {
+  return shard ? "lm_head_shard_binary" : "lm_head_sample_binary";
+}
+
 }  // namespace
 
 size_t CudaBackend::lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args& a,
                                                         const nt_lm_head_shard* shard) {
-  if (shard) no_shards("lm_head_shard_dense");
-  const int64_t rows = a.hidden.shape[0];
+  refuse_shard_logprobs(dense_op(shard), shard);
+  const int64_t rows = a.hidden.shape[0], vocab = a.weight.shape[0];
   if (rows == 0) return 0;
-  return fused_layout(*this, rows, a.weight.shape[0], a.weight.device_id, 0, a.sampling, a.tokens,
-                      fused_logprobs(a)).total;
+  return fused_layout(rows, vocab, 0, after_scores(*this, a, rows, vocab, a.weight.device_id, shard)).total;
 }
 
 void CudaBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard,
                                        void* workspace, size_t workspace_bytes, void* stream) {
-  const char* op = "lm_head_sample_dense";
-  if (shard) no_shards("lm_head_shard_dense");
+  const char* op = dense_op(shard);
+  refuse_shard_logprobs(op, shard);
   const int64_t rows = a.hidden.shape[0], vocab = a.weight.shape[0];
   if (rows == 0) return;
   const int device = a.weight.device_id;
   DeviceScope scope(device, op);
-  const FusedLayout L = fused_layout(*this, rows, vocab, device, 0, a.sampling, a.tokens, fused_logprobs(a));
+  const FusedLayout L = fused_layout(rows, vocab, 0, after_scores(*this, a, rows, vocab, device, shard));
   check_workspace(op, L.total, workspace, workspace_bytes);
+  check_limits(op, a, shard, rows, vocab, device);
   char* ws = aligned_workspace(workspace);
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   lm_head_scores_dense(op, dense_head(a), reinterpret_cast<float*>(ws), vocab, s);
-  mask_and_sample(*this, op, a, L, ws, rows, vocab, device, s);
+  finish(*this, op, a, shard, L, ws, rows, vocab, device, s);
 }
 
 size_t CudaBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
                                                          const nt_lm_head_shard* shard) {
-  const char* op = "lm_head_sample_binary";
-  if (shard) no_shards("lm_head_shard_binary");
-  const int64_t rows = a.act_q.shape[0];
+  const char* op = binary_op(shard);
+  refuse_shard_logprobs(op, shard);
+  const int64_t rows = a.act_q.shape[0], vocab = a.wq.shape[0];
   if (rows == 0) return 0;
-  return fused_layout(*this, rows, a.wq.shape[0], a.wq.device_id,
-                      lm_head_scores_binary_workspace_size(op, binary_head(a)), a.sampling, a.tokens,
-                      fused_logprobs(a)).total;
+  return fused_layout(rows, vocab, lm_head_scores_binary_workspace_size(op, binary_head(a)),
+                      after_scores(*this, a, rows, vocab, a.wq.device_id, shard)).total;
 }
 
 void CudaBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard,
                                         void* workspace, size_t workspace_bytes, void* stream) {
-  const char* op = "lm_head_sample_binary";
-  if (shard) no_shards("lm_head_shard_binary");
+  const char* op = binary_op(shard);
+  refuse_shard_logprobs(op, shard);
   const int64_t rows = a.act_q.shape[0], vocab = a.wq.shape[0];
   if (rows == 0) return;
   const int device = a.wq.device_id;
   DeviceScope scope(device, op);
   const nt_lm_head_binary_args head = binary_head(a);
   const size_t head_bytes = lm_head_scores_binary_workspace_size(op, head);
-  const FusedLayout L = fused_layout(*this, rows, vocab, device, head_bytes, a.sampling, a.tokens, fused_logprobs(a));
+  const FusedLayout L =
+      fused_layout(rows, vocab, head_bytes, after_scores(*this, a, rows, vocab, device, shard));
   check_workspace(op, L.total, workspace, workspace_bytes);
+  check_limits(op, a, shard, rows, vocab, device);
   char* ws = aligned_workspace(workspace);
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   lm_head_scores_binary(op, head, reinterpret_cast<float*>(ws), vocab, ws + L.scores_bytes, head_bytes, s);
-  mask_and_sample(*this, op, a, L, ws, rows, vocab, device, s);
+  finish(*this, op, a, shard, L, ws, rows, vocab, device, s);
 }
 
 }  // namespace nt::cuda
