@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -1380,22 +1381,92 @@ namespace {
 // reports the same values, bit for bit) and the head's product (within
 // rounding of the fp64 reference). On the CPU and OpenCL, whose heads share
 // the CPU's arithmetic, they must also be head_scores' and the token the
-// CPU's. The shapes reach each CUDA scoring kernel: the generic f32 one, the
-// tensor-core ones (one pass and two), the binary decode kernel (M <= 2, G >=
-// 128), the binary pass kernels, and narrow groups.
+// CPU's. The shapes reach every CUDA scoring kernel on an H100: the generic
+// f32 one, the staged tensor-core one (one pass and two), the warp-MMA one
+// (hidden rows 4-byte aligned), the binary decode kernel (M <= 2, G >= 128),
+// the binary bulk kernel (G = 128, H = 1024; two passes), the binary warp-MMA
+// one (few groups, and G = 64), the binary generic one (scale rows 2-byte
+// aligned); and, at V near 40,000, CTAs that walk several tiles.
 class LmHeadSampleOnDevice : public DeviceTest {};
 
-// The workspace query, then the call on a workspace of that size on d (kept in
-// ws); the first status that is not NT_OK.
+// Copies of host arguments on device d, kept alive with the uploader.
+class Uploader {
+ public:
+  explicit Uploader(TestDevice& d) : d_(d) {}
+  nt_tensor put(const nt_tensor& t) {
+    if (t.data == nullptr) return t;
+    const size_t elt = dtype_bytes(t.dtype);
+    const int64_t count = t.ndim == 1 ? t.shape[0] : t.shape[0] * t.row_stride;
+    Buffer& b = buffer(size_t(count) * elt);
+    b.upload(t.data, size_t(count) * elt);
+    return t.ndim == 1 ? b.vector(t.dtype, t.shape[0]) : b.matrix(t.dtype, t.shape[0], t.shape[1], t.row_stride);
+  }
+  nt_lm_head_sampling put(nt_lm_head_sampling s, int64_t rows) {
+    auto param = [&](const void* per_row, size_t elt) -> const void* {
+      if (per_row == nullptr) return nullptr;
+      Buffer& b = buffer(size_t(rows) * elt);
+      b.upload(per_row, size_t(rows) * elt);
+      return b.handle();
+    };
+    s.temperature.per_row = param(s.temperature.per_row, 4);
+    s.top_k.per_row = param(s.top_k.per_row, 4);
+    s.top_p.per_row = param(s.top_p.per_row, 4);
+    s.min_p.per_row = param(s.min_p.per_row, 4);
+    s.seed.per_row = param(s.seed.per_row, 8);
+    s.offset.per_row = param(s.offset.per_row, 8);
+    return s;
+  }
+  nt_lm_head_sample_dense_args put(nt_lm_head_sample_dense_args a, int64_t rows) {
+    a.hidden = put(a.hidden);
+    a.weight = put(a.weight);
+    a.bias = put(a.bias);
+    a.bitmask = put(a.bitmask);
+    a.sampling = put(a.sampling, rows);
+    return a;
+  }
+  nt_lm_head_sample_binary_args put(nt_lm_head_sample_binary_args a, int64_t rows) {
+    a.act_q = put(a.act_q);
+    a.act_scale = put(a.act_scale);
+    a.wq = put(a.wq);
+    a.wscale = put(a.wscale);
+    a.bias = put(a.bias);
+    a.bitmask = put(a.bitmask);
+    a.sampling = put(a.sampling, rows);
+    return a;
+  }
+  // A device buffer of `bytes`, every byte 0xFF.
+  Buffer& buffer(size_t bytes) {
+    keep_.push_back(std::make_unique<Buffer>(d_, std::max<size_t>(bytes, 1)));
+    const std::vector<uint8_t> poison(std::max<size_t>(bytes, 1), 0xFF);
+    keep_.back()->upload(poison.data(), poison.size());
+    return *keep_.back();
+  }
+
+ private:
+  TestDevice& d_;
+  std::vector<std::unique_ptr<Buffer>> keep_;
+};
+
+// The workspace query, then the call on a workspace of that size on d (poisoned,
+// so that a value the op reads before writing shows); the first status that is not NT_OK.
+template <class Args, class Shard>
+nt_status query_then_run(Uploader& up, const Args& a, const Shard* shard,
+                         nt_status (*query)(const Args*, const Shard*, size_t*),
+                         nt_status (*run)(const Args*, const Shard*, void*, size_t, void*), void* stream) {
+  size_t bytes = 0;
+  nt_status st = query(&a, shard, &bytes);
+  if (st != NT_OK) return st;
+  void* ws = bytes ? up.buffer(bytes).handle() : nullptr;
+  return run(&a, shard, ws, bytes, stream);
+}
 template <class Args>
-nt_status query_then_run(TestDevice& d, const Args& a, nt_status (*query)(const Args*, size_t*),
-                         nt_status (*run)(const Args*, void*, size_t, void*),
-                         std::unique_ptr<Buffer>& ws) {
+nt_status query_then_run(Uploader& up, const Args& a, nt_status (*query)(const Args*, size_t*),
+                         nt_status (*run)(const Args*, void*, size_t, void*), void* stream) {
   size_t bytes = 0;
   nt_status st = query(&a, &bytes);
   if (st != NT_OK) return st;
-  if (bytes) ws = std::make_unique<Buffer>(d, bytes);
-  return run(&a, ws ? ws->handle() : nullptr, bytes, d.stream());
+  void* ws = bytes ? up.buffer(bytes).handle() : nullptr;
+  return run(&a, ws, bytes, stream);
 }
 
 // lm_head_topk_* of the head on device d, k = min(V, 64): (values, indices).
@@ -1472,19 +1543,30 @@ TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
   struct Shape {
     bool binary;
     nt_dtype dtype;
-    int64_t rows_lo, rows_hi, hidden;  // hidden 0: any, else a multiple of 8 up to `hidden`
+    int64_t rows_lo, rows_hi, hidden;  // dense hidden 0: any, else a multiple of 8 up to `hidden`
     int32_t group;
+    int64_t vocab_lo = 1, vocab_hi = 3000, hidden_pad = 0;  // pad: hidden rows H + pad apart
   };
   const Shape shapes[] = {
-      {false, NT_F32, 1, 6, 0, 0},       {false, NT_BF16, 1, 8, 512, 0}, {false, NT_F16, 65, 70, 256, 0},
-      {true, NT_F32, 1, 2, 1024, 128},   {true, NT_F32, 3, 40, 512, 256}, {true, NT_F32, 1, 6, 256, 64},
+      {false, NT_F32, 1, 6, 0, 0},
+      {false, NT_BF16, 1, 8, 512, 0},
+      {false, NT_F16, 65, 70, 256, 0},
+      {false, NT_BF16, 2, 9, 256, 0, 1, 3000, 2},
+      {false, NT_BF16, 1, 3, 64, 0, 34000, 40000},
+      {true, NT_F32, 1, 2, 1024, 128},
+      {true, NT_F32, 1, 2, 1024, 128, 34000, 40000},
+      {true, NT_F32, 3, 70, 1024, 128},
+      {true, NT_F32, 3, 40, 512, 256},
+      {true, NT_F32, 1, 6, 256, 64},
+      {true, NT_F32, 3, 6, 192, 64},
   };
   int c = 0;
   for (const Shape& shape : shapes)
     for (int variant = 0; variant < 2; ++variant, ++c) {
       Rng rng(9990 + c);
-      SCOPED_TRACE(seed_trace(rng.seed()));
-      const int64_t rows = rng.integer(shape.rows_lo, shape.rows_hi), vocab = rng.integer(1, 3000);
+      SCOPED_TRACE(seed_trace(rng.seed()) + " shape " + std::to_string(c / 2));
+      const int64_t rows = rng.integer(shape.rows_lo, shape.rows_hi);
+      const int64_t vocab = rng.integer(shape.vocab_lo, shape.vocab_hi);
       const int64_t hidden = shape.binary ? shape.hidden
                              : shape.hidden == 0 ? rng.integer(1, 70)
                                                  : 8 * rng.integer(1, shape.hidden / 8);
@@ -1498,45 +1580,27 @@ TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
       const uint32_t mode = c % 2 ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
 
       TestDevice& d = dev();
+      Uploader up(d);
       HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
-      std::vector<std::unique_ptr<Buffer>> keep;
-      auto put = [&](const nt_tensor& t) -> nt_tensor {
-        if (t.data == nullptr) return t;
-        const size_t elt = dtype_bytes(t.dtype);
-        const int64_t count = t.ndim == 1 ? t.shape[0] : t.shape[0] * t.row_stride;
-        keep.push_back(std::make_unique<Buffer>(d, size_t(count) * elt));
-        keep.back()->upload(t.data, size_t(count) * elt);
-        return t.ndim == 1 ? keep.back()->vector(t.dtype, t.shape[0])
-                           : keep.back()->matrix(t.dtype, t.shape[0], t.shape[1], t.row_stride);
-      };
-      auto put_param = [&](const void* per_row, size_t elt) -> const void* {
-        if (per_row == nullptr) return nullptr;
-        keep.push_back(std::make_unique<Buffer>(d, size_t(rows) * elt));
-        keep.back()->upload(per_row, size_t(rows) * elt);
-        return keep.back()->handle();
-      };
-      nt_lm_head_sampling s = shape.binary ? host_args.binary.sampling : host_args.dense.sampling;
-      s.temperature.per_row = put_param(s.temperature.per_row, 4);
-      s.top_k.per_row = put_param(s.top_k.per_row, 4);
-      s.top_p.per_row = put_param(s.top_p.per_row, 4);
-      s.min_p.per_row = put_param(s.min_p.per_row, 4);
-      s.seed.per_row = put_param(s.seed.per_row, 8);
-      s.offset.per_row = put_param(s.offset.per_row, 8);
-      // Every output poisoned, so that an unwritten one cannot pass for the
-      // expected one; the scores' rows 3 apart beyond V (the gaps must stay).
+      std::vector<uint8_t> padded;  // the hidden rows hidden_pad elements apart
+      if (shape.hidden_pad > 0) {
+        const size_t e = dtype_bytes(h.dtype), row = size_t(hidden) * e, stride = size_t(hidden + shape.hidden_pad) * e;
+        padded.assign(size_t(rows) * stride, 0);
+        for (int64_t m = 0; m < rows; ++m)
+          std::copy_n(h.x_bytes.data() + size_t(m) * row, row, padded.data() + size_t(m) * stride);
+        host_args.dense.hidden.data = padded.data();
+        host_args.dense.hidden.row_stride = hidden + shape.hidden_pad;
+      }
+      // Every output poisoned (Uploader::buffer), so that an unwritten one
+      // cannot pass for the expected one; the scores' rows 3 apart beyond V
+      // (the gaps must stay).
       const int64_t columns = n + 1, score_stride = vocab + 3;
-      Buffer tokens(d, size_t(rows) * 8), scores(d, size_t(rows * score_stride) * 4);
-      Buffer ids(d, size_t(rows * columns) * 4), values(d, size_t(rows * columns) * 4), ranks(d, size_t(rows) * 4);
-      const std::vector<int64_t> poison_i64(size_t(rows), kPoisonI64);
-      const std::vector<int32_t> poison_i32(size_t(rows * columns), kPoisonI32);
-      const std::vector<float> poison_values(size_t(rows * std::max(columns, score_stride)), poison_f32());
-      tokens.upload(poison_i64.data(), size_t(rows) * 8);
-      scores.upload(poison_values.data(), size_t(rows * score_stride) * 4);
-      ids.upload(poison_i32.data(), size_t(rows * columns) * 4);
-      values.upload(poison_values.data(), size_t(rows * columns) * 4);
-      ranks.upload(poison_i32.data(), size_t(rows) * 4);
+      Buffer& tokens = up.buffer(size_t(rows) * 8);
+      Buffer& scores = up.buffer(size_t(rows * score_stride) * 4);
+      Buffer& ids = up.buffer(size_t(rows * columns) * 4);
+      Buffer& values = up.buffer(size_t(rows * columns) * 4);
+      Buffer& ranks = up.buffer(size_t(rows) * 4);
       auto outputs = [&](auto& args) {
-        args.sampling = s;
         args.tokens = tokens.vector(NT_I64, rows);
         args.scores = scores.matrix(NT_F32, rows, vocab, score_stride);
         if (!logprobs) return;
@@ -1547,25 +1611,14 @@ TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
         args.ranks = ranks.vector(NT_I32, rows);
       };
       nt_status st;
-      std::unique_ptr<Buffer> ws;
       if (!shape.binary) {
-        nt_lm_head_sample_dense_args a = host_args.dense;
-        a.hidden = put(a.hidden);
-        a.weight = put(a.weight);
-        a.bias = put(a.bias);
-        a.bitmask = put(a.bitmask);
+        nt_lm_head_sample_dense_args a = up.put(host_args.dense, rows);
         outputs(a);
-        st = query_then_run(d, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, ws);
+        st = query_then_run(up, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, d.stream());
       } else {
-        nt_lm_head_sample_binary_args a = host_args.binary;
-        a.act_q = put(a.act_q);
-        a.act_scale = put(a.act_scale);
-        a.wq = put(a.wq);
-        a.wscale = put(a.wscale);
-        a.bias = put(a.bias);
-        a.bitmask = put(a.bitmask);
+        nt_lm_head_sample_binary_args a = up.put(host_args.binary, rows);
         outputs(a);
-        st = query_then_run(d, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary, ws);
+        st = query_then_run(up, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary, d.stream());
       }
       ASSERT_EQ(st, NT_OK) << nt_last_error();
       d.sync();
@@ -1577,7 +1630,7 @@ TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
         for (int64_t v = 0; v < score_stride; ++v) {
           const float x = strided[size_t(m * score_stride + v)];
           if (v < vocab) own[size_t(m * vocab + v)] = x;
-          else ASSERT_EQ(f32_bits(x), f32_bits(poison_f32())) << "row " << m << " gap " << v << " was written";
+          else ASSERT_EQ(f32_bits(x), 0xFFFFFFFFu) << "row " << m << " gap " << v << " was written";
         }
       const TopK topk = head_topk(d, h);
       for (int64_t m = 0; m < rows; ++m)
@@ -1586,7 +1639,7 @@ TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
           ASSERT_EQ(f32_bits(topk.values[size_t(m * topk.k + i)]), f32_bits(own[size_t(m * vocab + v)]))
               << "row " << m << " token " << v << ": lm_head_topk's value is not the written score";
         }
-      expect_near_product(h, own);
+      ASSERT_NO_FATAL_FAILURE(expect_near_product(h, own));
       if (d.type() != NT_DEVICE_CUDA) {
         EXPECT_EQ(own, head_scores(h)) << "the CPU heads' arithmetic";
         EXPECT_EQ(from_device<int64_t>(tokens, size_t(rows)), run_fused(h, mask, words, p)) << "the CPU's token";
@@ -1607,6 +1660,75 @@ TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
       for (size_t i = 0; i < lp.size(); ++i)
         EXPECT_EQ(f32_bits(lp[i]), f32_bits(want.values[i])) << "logprob entry " << i;
     }
+}
+
+// The shard summaries on the device equal the CPU's, word for word (the mass,
+// a double summed in another order, within 1e-12 of it): a dense f32 head with
+// H = 1, whose scores are one rounded product plus the bias on every backend,
+// with +-inf and NaN weights among them; random shards of a padded vocabulary,
+// bitmasks (fully masked rows among them), every filter combination, per-row
+// parameters, K from 1 to past the shard (the fallback's "every token").
+// OpenCL refuses the shard ops.
+TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
+  TestDevice& d = dev();
+  if (d.type() == NT_DEVICE_CPU) GTEST_SKIP() << "the CPU's summaries are the expectation here";
+  for (int c = 0; c < 16; ++c) {
+    Rng rng(9700 + c);
+    SCOPED_TRACE(seed_trace(rng.seed()));
+    const int64_t rows = rng.integer(1, 5), total = c % 8 == 7 ? rng.integer(34000, 40000) : rng.integer(2, 5000);
+    const int64_t vocab = total - rng.integer(0, std::min<int64_t>(total - 1, 70));  // padding past vocab
+    Head h = dense_head(rng, NT_F32, rows, total, 1, rng.coin());
+    for (int s = 0; s < 3; ++s) {
+      const float special[] = {INFINITY, -INFINITY, NAN};
+      if (rng.coin(0.3)) h.w[size_t(rng.integer(0, total - 1))] = special[s];
+    }
+    h.w_bytes = encode(NT_F32, h.w);
+    int64_t words = 0;
+    const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+    const Params p = draw_params(rng, rows, vocab, c % 8, c >= 8, false);
+    const int64_t v0 = rng.integer(0, total - 1), v1 = rng.integer(v0 + 1, total);
+    const int64_t K = c % 4 == 3 ? v1 - v0 + rng.integer(0, 3) : rng.integer(1, 64);
+    const int64_t S = NT_LM_HEAD_SUMMARY_WORDS + K;
+    const int64_t first_row = rng.integer(0, 1000);
+    SCOPED_TRACE("M=" + std::to_string(rows) + " shard [" + std::to_string(v0) + ", " + std::to_string(v1) +
+                 ") of V=" + std::to_string(vocab) + " K=" + std::to_string(K));
+
+    HeadArgs host_args = head_args(h, v0, v1, 0, rows, mask, words, p, h.bias);
+    std::vector<int64_t> want(size_t(rows * S), kPoisonI64);
+    nt_lm_head_shard sh = shard_of(v0, vocab, first_row, host(want.data(), NT_I64, rows, S));
+    size_t bytes = 0;
+    ASSERT_EQ(nt_lm_head_shard_dense_workspace_size(&host_args.dense, &sh, &bytes), NT_OK) << nt_last_error();
+    std::vector<uint8_t> ws(bytes);
+    ASSERT_EQ(nt_lm_head_shard_dense(&host_args.dense, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+
+    Uploader up(d);
+    Buffer& summary = up.buffer(size_t(rows * S) * 8);
+    const nt_lm_head_sample_dense_args a = up.put(host_args.dense, rows);
+    const nt_lm_head_shard on_device = shard_of(v0, vocab, first_row, summary.matrix(NT_I64, rows, S));
+    const nt_status st = query_then_run(up, a, &on_device, nt_lm_head_shard_dense_workspace_size,
+                                        nt_lm_head_shard_dense, d.stream());
+    if (d.type() == NT_DEVICE_OPENCL) {
+      EXPECT_EQ(st, NT_ERROR_UNSUPPORTED) << nt_last_error();
+      return;
+    }
+    ASSERT_EQ(st, NT_OK) << nt_last_error();
+    d.sync();
+    const std::vector<int64_t> got = from_device<int64_t>(summary, size_t(rows * S));
+    for (int64_t m = 0; m < rows; ++m) {
+      const int64_t n = want[size_t(m * S + 6)];  // the candidates written; the rest stays poisoned
+      for (int64_t w = 0; w < NT_LM_HEAD_SUMMARY_WORDS + n; ++w) {
+        const int64_t g = got[size_t(m * S + w)], e = want[size_t(m * S + w)];
+        if (w == 2 && g != e) {
+          double zg, ze;
+          std::memcpy(&zg, &g, 8);
+          std::memcpy(&ze, &e, 8);
+          EXPECT_NEAR(zg, ze, 1e-12 * ze) << "row " << m << ": the mass";
+          continue;
+        }
+        EXPECT_EQ(g, e) << "row " << m << " word " << w;
+      }
+    }
+  }
 }
 
 NTT_INSTANTIATE_ON_DEVICES(LmHeadSampleOnDevice);
