@@ -57,7 +57,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--cuda", default="0", help="1/ON when the CUDA backend is built in")
     p.add_argument("--archs", default="", help="CUDA architectures, e.g. 80,89,90")
-    p.add_argument("--version", default="0.1.0")
+    p.add_argument("--version", default="0.2.0")
     p.add_argument("--variant", help="override the variant directory name")
     a = p.parse_args()
     cuda = a.cuda.upper() in ("1", "ON", "TRUE")

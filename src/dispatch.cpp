@@ -313,7 +313,11 @@ const char* nt_status_string(nt_status status) {
   return "unknown status";
 }
 
-const char* nt_version_string(void) { return "0.1.0"; }
+#define NT_STRINGIFY_(x) #x
+#define NT_STRINGIFY(x) NT_STRINGIFY_(x)
+const char* nt_version_string(void) {
+  return NT_STRINGIFY(NT_VERSION_MAJOR) "." NT_STRINGIFY(NT_VERSION_MINOR) "." NT_STRINGIFY(NT_VERSION_PATCH);
+}
 
 int nt_backend_available(nt_device_type device) {
   const nt::Backend* b = nt::compiled_backend(device);

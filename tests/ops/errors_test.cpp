@@ -546,7 +546,7 @@ TEST(Library, StatusStringsAndVersion) {
   for (nt_status s : {NT_OK, NT_ERROR_INVALID_ARGUMENT, NT_ERROR_UNSUPPORTED, NT_ERROR_BACKEND_UNAVAILABLE,
                       NT_ERROR_WORKSPACE, NT_ERROR_BACKEND, NT_ERROR_INTERNAL})
     EXPECT_GT(std::string(nt_status_string(s)).size(), 0u);
-  EXPECT_STREQ(nt_version_string(), "0.1.0");
+  EXPECT_STREQ(nt_version_string(), "0.2.0");
 }
 
 }  // namespace
