@@ -91,7 +91,7 @@ def small_heads(seed, m, vocab, cols):
 
 
 def run_checks(chk):
-    for seed, (m, vocab, cols) in enumerate([(1, 5000, 1024), (16, 32000, 512), (70, 3001, 256)]):
+    for seed, (m, vocab, cols) in enumerate([(1, 5000, 1024), (16, 32000, 1024), (40, 20000, 1024), (70, 3001, 256)]):
         heads = small_heads(100 + seed, m, vocab, cols)
         mask = random_bitmask(m, vocab, rng(200 + seed))
         allowed = unpack(mask, vocab)
