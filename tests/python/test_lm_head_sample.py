@@ -3,7 +3,8 @@ path. The head's own scores are written out by lm_head_topk_* with k = V (its
 values are the head's scores, bit for bit); the fused token must equal sample()
 after apply_token_bitmask on them. The sharded path runs every shard in this
 process through nexttok._sharded (numpy, no collective), and with torch
-installed through nexttok.distributed on 2 and 4 gloo processes."""
+installed through nexttok.distributed on 2 and 4 gloo processes (and, on a
+machine with two GPUs or more, NCCL processes with one GPU each)."""
 import os
 
 import numpy as np
@@ -433,6 +434,74 @@ def test_gloo_every_rank_gets_the_single_call_token(world, tmp_path):
         for name in ("raw", "processed", "binary"):
             assert_logprobs_equal([lp[f"{name}_got{i}"] for i in range(4)],
                                   [lp[f"{name}_want{i}"] for i in range(4)])
+
+
+# ---- torch.distributed (NCCL, one GPU a rank) ----------------------------------------
+
+def _nccl_worker(rank, world, port, seed, result_dir):
+    import torch
+    import torch.distributed as dist
+
+    import nexttok.distributed as ntd
+
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        dev = torch.device("cuda", rank)
+        rng = np.random.default_rng(seed)
+        out = []
+        for case in range(6):
+            m, vocab, h = (1, 16, 64)[case % 3], int(rng.integers(30000, 130000)), 512
+            padded = (vocab + 63) // 64 * 64
+            per = padded // world
+            cuts = [min(padded, r * (per + 1)) for r in range(world)] + [padded]
+            lo, hi = cuts[rank], cuts[rank + 1]
+            g = torch.Generator(device=dev).manual_seed(seed + case)  # the same head on every rank
+            hidden = torch.randn(m, h, generator=g, device=dev).to(torch.bfloat16)
+            weight = (torch.randn(padded, h, generator=g, device=dev) / h ** 0.5).to(torch.bfloat16)
+            bits = torch.rand(m, vocab, generator=g, device=dev) < 0.5
+            bits[:, 0] = True
+            mask = nexttok.bitmask_from_allowed(bits)
+            kw = [dict(top_k=50, top_p=0.9), dict(), dict(temperature=0.0), dict(top_p=0.9),
+                  dict(top_k=20, min_p=0.05), dict(top_p=0.8, temperature=0.7)][case]
+            if case == 5:  # per-row parameters on the GPU
+                kw = dict(top_p=torch.full((m,), 0.8, device=dev), seed=torch.arange(m, device=dev) * 7 + 1,
+                          temperature=torch.full((m,), 0.7, device=dev))
+            sharded = ntd.lm_head_sample(hidden, weight[lo:hi].contiguous(), None, mask, **kw,
+                                         vocab_start=lo, vocab_size=vocab, candidates=64)
+            single = nexttok.lm_head_sample_dense(hidden, weight[:vocab].contiguous(), None, mask, **kw)
+            out.append(np.stack([sharded.cpu().numpy(), single.cpu().numpy()]))
+        np.savez(os.path.join(result_dir, f"nccl{rank}.npz"), *out)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_nccl_every_rank_gets_the_single_call_token(tmp_path):
+    """Two GPUs or more: each rank's shard on its own GPU, the summaries gathered by
+    NCCL; every rank's tokens are its single call's on the whole head (bf16 heads,
+    V 30,000 to 130,000, M = 1, 16, 64, greedy, plain and filtered rows; on inputs
+    this random no top-p cut falls within the rounding that separates the shards'
+    mass from the single call's)."""
+    _torch_or_skip()
+    import socket
+
+    import torch
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+
+    if not nexttok.cuda_compiled or torch.cuda.device_count() < 2 or not dist.is_nccl_available():
+        pytest.skip("needs nexttok with CUDA, NCCL and two GPUs")
+    world = min(torch.cuda.device_count(), 4)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_nccl_worker, args=(world, port, 900, str(tmp_path)), nprocs=world, join=True)
+    first = np.load(tmp_path / "nccl0.npz")
+    for r in range(world):
+        got = np.load(tmp_path / f"nccl{r}.npz")
+        for case in got.files:
+            np.testing.assert_array_equal(got[case][0], got[case][1], err_msg=f"rank {r} {case}")
+            np.testing.assert_array_equal(got[case][0], first[case][0], err_msg=f"rank {r} {case}")
 
 
 def test_distributed_logprobs_errors_name_the_argument():
