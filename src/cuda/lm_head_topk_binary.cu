@@ -191,7 +191,9 @@ uint64_t scale_map_stride(const nt_lm_head_binary_args& a) {
                                : align_up(size_t(2 * (a.act_q.shape[1] / a.group_size)), 16);
 }
 
-void refused_tensor_map() { fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map"); }
+void refused_tensor_map(const char* op) {
+  fail(NT_ERROR_BACKEND, std::string(op) + ": the CUDA driver refused a tensor map");
+}
 
 // Whether a block of scale rows lands in one bulk copy (both bulk-copy
 // kernels): rows a multiple of 16 bytes and at most 256 halves (one box), at
@@ -391,6 +393,7 @@ struct Call {
   DeviceLimits dev;
   int device;
   cudaStream_t stream;
+  const char* op;  // the call's, for its errors
 };
 
 // The activations of a pass, rows m0 onward of the call (strides 0 for a
@@ -434,7 +437,7 @@ void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
                              kRowsTile, uint32_t(p.cols / 1024)) ||
        !encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(p.vocab), uint64_t(p.cols / p.group),
                        scale_map_stride(a), kRowsTile, uint32_t(p.cols / p.group), CU_TENSOR_MAP_SWIZZLE_NONE, false)))
-    refused_tensor_map();
+    refused_tensor_map(c.op);
   p.bias = c.bias;
   p.cand = pass.cand;
   p.warp_cand = kScores ? nullptr : reinterpret_cast<topk::Candidate*>(c.ws + c.plan.lists.offset);
@@ -444,7 +447,7 @@ void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
                     ? (wide_groups ? binary_rows_kernel<8, 1, kScores> : binary_rows_kernel<4, 1, kScores>)
                     : (wide_groups ? binary_rows_kernel<8, 2, kScores> : binary_rows_kernel<4, 2, kScores>);
   // Raised once per device to the whole budget (a call's size depends on H).
-  allow_dynamic_smem(kernel, rows_smem_budget(c.dev), c.device, kOp);
+  allow_dynamic_smem(kernel, rows_smem_budget(c.dev), c.device, c.op);
   const RowsLayout L = rows_layout(p.cols, p.group, p.rows, choice.tensor_copies);
   kernel<<<c.plan.topk.grid, 32 * choice.rows.warps, rows_smem_bytes(L, choice.rows.warps, choice.rows.stages),
            c.stream>>>(p);
@@ -467,7 +470,7 @@ void launch_mma(const Call& c, BinaryParams p) {
     constexpr int NT = decltype(nt)::value;
     // G >= 128: every lane's k-steps walk the same classes (kWide).
     auto kernel = p.group >= 128 ? binary_mma_kernel<NT, true, kScores> : binary_mma_kernel<NT, false, kScores>;
-    allow_dynamic_smem(kernel, mma_smem_budget(c.dev), c.device, kOp);
+    allow_dynamic_smem(kernel, mma_smem_budget(c.dev), c.device, c.op);
     kernel<<<c.plan.topk.grid, kThreads, p.stages * stage_layout(p.group, p.rows).bytes, c.stream>>>(p);
   });
 }
@@ -487,9 +490,9 @@ void launch_wgmma_bulk(const Call& c, const BinaryParams& p) {
                         kBulkBoxRows, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false) ||
         !encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2),
                         uint64_t(p.padded_cols), uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B, false))
-      refused_tensor_map();
+      refused_tensor_map(c.op);
     auto kernel = p.group == 128 ? binary_wgmma_bulk_kernel<NT, 4, kScores> : binary_wgmma_bulk_kernel<NT, 8, kScores>;
-    allow_dynamic_smem(kernel, bulk_smem_budget(c.dev), c.device, kOp);
+    allow_dynamic_smem(kernel, bulk_smem_budget(c.dev), c.device, c.op);
     kernel<<<c.plan.topk.grid, kBulkThreads, bulk_dynamic_bytes(B, bp.b.stages), c.stream>>>(bp);
   });
 }
@@ -508,7 +511,7 @@ void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   prep.k_order = bulk ? 1 : 0;
   const dim3 prep_grid(unsigned((prep.cols + kPrepCols - 1) / kPrepCols), unsigned(pass.rows));
   binary_prep_kernel<<<prep_grid, 256, 0, c.stream>>>(prep);
-  check_launch(kOp);
+  check_launch(c.op);
 
   BinaryParams p{};
   static_cast<BinaryOperands&>(p) = prep;
@@ -557,7 +560,7 @@ void score_passes(const Call& c, After&& after) {
       case BinaryKernel::kMma: launch_pass<kScores>(c, pass, false); break;
       case BinaryKernel::kGeneric: launch_generic<kScores>(c, pass); break;
     }
-    check_launch(kOp);
+    check_launch(c.op);
     after(m0, pass.rows);
   }
 }
@@ -584,7 +587,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_
   check_workspace(kOp, workspace_needed(plan), workspace, workspace_bytes);
   char* ws = aligned_workspace(workspace);
   const topk::MergeCall topk(candidate_args(plan.topk, ws), plan.topk.grid, device, dev, kOp);
-  const Call call{a, plan, ws, topk.cand, BiasArgs{a.bias.data, a.bias.dtype}, dev, device, stream};
+  const Call call{a, plan, ws, topk.cand, BiasArgs{a.bias.data, a.bias.dtype}, dev, device, stream, kOp};
   score_passes<false>(call, [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
 }
 
@@ -609,7 +612,7 @@ void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, floa
   out.scores = scores;
   out.score_stride = stride;
   const Call call{a, plan, aligned_workspace(workspace), out, BiasArgs{a.bias.data, a.bias.dtype}, dev, device,
-                  stream};
+                  stream, op};
   score_passes<true>(call, [](int64_t, int) {});
 }
 

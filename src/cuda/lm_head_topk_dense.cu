@@ -321,6 +321,7 @@ DenseKernel choose(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
 
 struct Pass : DenseOperands {
   int grid;
+  const char* op;  // the call's, for its errors
 };
 
 // A staged pass: its tensor maps (a single-row matrix gets its own row length
@@ -336,11 +337,11 @@ void launch_staged(const nt_lm_head_dense_args& a, const Pass& pass, const Devic
                       kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, true) ||
       !encode_map_u16(&p.hidden_map, pass.hidden, uint64_t(pass.rows), uint64_t(pass.cols), h_row, uint32_t(NT * 8),
                       kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, false))
-    fail(NT_ERROR_BACKEND, std::string(kOp) + ": the CUDA driver refused a tensor map");
+    fail(NT_ERROR_BACKEND, std::string(pass.op) + ": the CUDA driver refused a tensor map");
   static_cast<DenseOperands&>(p) = pass;
   p.stages = staged_stages(dev, pass.rows);
   auto kernel = dense_staged_kernel<kBf16, NT, kScores>;
-  allow_dynamic_smem(kernel, dev.max_smem_optin - kStagedStaticSmem, a.weight.device_id, kOp);
+  allow_dynamic_smem(kernel, dev.max_smem_optin - kStagedStaticSmem, a.weight.device_id, pass.op);
   kernel<<<pass.grid, kStagedThreads, staged_dynamic_bytes(p.stages, NT), stream>>>(p);
 }
 
@@ -355,7 +356,7 @@ void launch_mma(const nt_lm_head_dense_args& a, const Pass& pass, const DeviceLi
   auto kernel = dense_mma_kernel<kBf16, NT, D, kScores>;
   const int most = kStages * kPassRows * kTokenRowBytes;
   allow_dynamic_smem(kernel, std::min(most, dev.max_smem_optin - int(sizeof(topk::CtaShared<kWarps>))),
-                     a.weight.device_id, kOp);
+                     a.weight.device_id, pass.op);
   kernel<<<pass.grid, kThreads, kStages * p.rows * kTokenRowBytes, stream>>>(p);
 }
 
@@ -404,10 +405,10 @@ void require_aligned_operands(const char* op, const nt_lm_head_dense_args& a) {
 
 // Rows [0, M) of `a` in passes of one scoring kernel each, the pass's output
 // going to `out` (with kScores, its scores from the pass's first row on), and
-// after(m0, rows) once each pass is launched.
+// after(m0, rows) once each pass is launched; errors name `op`.
 template <bool kScores, class After>
-void score_passes(const nt_lm_head_dense_args& a, const TopkPlan& plan, const topk::CandidateArgs& out,
-                  const DeviceLimits& dev, cudaStream_t stream, After&& after) {
+void score_passes(const char* op, const nt_lm_head_dense_args& a, const TopkPlan& plan,
+                  const topk::CandidateArgs& out, const DeviceLimits& dev, cudaStream_t stream, After&& after) {
   const DenseKernel kernel = choose(a, dev);
   const int pass_rows = kernel == DenseKernel::kMma ? mma_pass_rows(dev) : kPassRows;
   const size_t elt = dtype_size(a.weight.dtype);
@@ -422,11 +423,12 @@ void score_passes(const nt_lm_head_dense_args& a, const TopkPlan& plan, const to
     pass.vocab = static_cast<int>(a.weight.shape[0]);
     pass.rows_per_cta = plan.rows_per_cta;
     pass.grid = plan.grid;
+    pass.op = op;
     pass.bias = BiasArgs{a.bias.data, a.bias.dtype};
     pass.cand = out;
     if (kScores) pass.cand.scores = out.scores + m0 * out.score_stride;
     launch<kScores>(kernel, a, pass, dev, stream);
-    check_launch(kOp);
+    check_launch(op);
     after(m0, pass.rows);
   }
 }
@@ -452,7 +454,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
   const TopkPlan plan = plan_for(a, dev);
   check_workspace(kOp, workspace_needed(plan), workspace, workspace_bytes);
   const topk::MergeCall topk(candidate_args(plan, aligned_workspace(workspace)), plan.grid, device, dev, kOp);
-  score_passes<false>(a, plan, topk.cand, dev, stream,
+  score_passes<false>(kOp, a, plan, topk.cand, dev, stream,
                       [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
 }
 
@@ -466,7 +468,7 @@ void lm_head_scores_dense(const char* op, const nt_lm_head_dense_args& a, float*
   topk::CandidateArgs out{};
   out.scores = scores;
   out.score_stride = stride;
-  score_passes<true>(a, plan_for(a, dev), out, dev, stream, [](int64_t, int) {});
+  score_passes<true>(op, a, plan_for(a, dev), out, dev, stream, [](int64_t, int) {});
 }
 
 }  // namespace nt::cuda
