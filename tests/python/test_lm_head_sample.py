@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import nexttok
+from conftest import require_device, torch_devices
 from nexttok import _sharded
 from nexttok import _nexttok as ext
 
@@ -518,6 +519,49 @@ def test_distributed_logprobs_errors_name_the_argument():
 
 
 # ---- torch ops ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", torch_devices())
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("case", range(3))
+def test_torch_on_device_equals_two_step_on_its_scores(torch, device, binary, case):
+    """On each torch device: the fused op's tokens (and logprobs) equal sample() on the
+    head's own scores after the bitmask, those scores written out by lm_head_topk with
+    k = V on the same device (the same kernels: on CUDA the scores differ from the CPU's
+    in rounding, so the device is compared with itself). Per-row parameters on the device."""
+    require_device(device)
+    rng = np.random.default_rng(800 + 10 * case + binary)
+    m, v = (1, 5, 70)[case], int(rng.integers(100, 2049))
+    mask = torch.from_numpy(random_mask(rng, m, v)).to(device)
+    p = params_for(rng, m, v, 7 if case else 2, case == 2)
+    tp = {n: (torch.from_numpy(x.view(np.int64) if x.dtype == np.uint64 else x).to(device)
+              if isinstance(x, np.ndarray) else x) for n, x in p.items()}
+    if binary:
+        x = torch.from_numpy(rng.standard_normal((m, 1024)).astype(np.float32)).to(device)
+        act_q, act_scale = nexttok.quantize_activations(x)
+        signs = torch.from_numpy(np.where(rng.random((v, 1024)) < 0.5, 1, -1).astype(np.int8)).to(device)
+        wq = nexttok.pack_weights(signs)
+        wscale = torch.from_numpy(rng.uniform(0.5, 1.5, (v, 8)).astype(np.float16)).to(device)
+        head = topk_head = (act_q, act_scale, wq, wscale, None, 128)
+        fused, topk = nexttok.lm_head_sample_binary, nexttok.lm_head_topk_binary
+    else:
+        dtype = (torch.bfloat16, torch.float32, torch.float16)[case]
+        hidden = torch.from_numpy(rng.standard_normal((m, 256)).astype(np.float32)).to(device, dtype)
+        weight = (torch.from_numpy(rng.standard_normal((v, 256)).astype(np.float32)) / 16).to(device, dtype)
+        head, topk_head = (hidden, weight, None), (hidden, weight)
+        fused, topk = nexttok.lm_head_sample_dense, nexttok.lm_head_topk_dense
+    values, indices = topk(*topk_head, k=v)
+    scores = torch.empty((m, v), dtype=torch.float32, device=device).scatter_(1, indices, values)
+    nexttok.apply_token_bitmask(scores, mask)
+    tokens = fused(*head, mask, **tp)
+    assert tokens.device.type == device and tokens.dtype == torch.int64
+    assert torch.equal(tokens, nexttok.sample(scores, **tp))
+    got = fused(*head, mask, **tp, logprobs=5, logprobs_mode="processed" if case % 2 else "raw")
+    want = nexttok.sample(scores, **tp, logprobs=5, logprobs_mode="processed" if case % 2 else "raw")
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert torch.equal(g.view(torch.int32) if g.dtype == torch.float32 else g,
+                           w.view(torch.int32) if w.dtype == torch.float32 else w)
+
 
 def test_torch_op_eager_and_compiled(torch):
     rng = np.random.default_rng(600)
