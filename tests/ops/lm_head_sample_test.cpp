@@ -1667,26 +1667,45 @@ TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
 // H = 1, whose scores are one rounded product plus the bias on every backend,
 // with +-inf and NaN weights among them; random shards of a padded vocabulary,
 // bitmasks (fully masked rows among them), every filter combination, per-row
-// parameters, K from 1 to past the shard (the fallback's "every token").
-// OpenCL refuses the shard ops.
+// parameters, K from 1 to past the shard (the fallback's "every token"). Then
+// planted cases: a shard of padding only, a bitmask a word short that ends
+// inside the shard, +inf scores in plain rows, and weights in {-1, 0, 1}
+// (ties everywhere). OpenCL refuses the shard ops.
 TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
   TestDevice& d = dev();
   if (d.type() == NT_DEVICE_CPU) GTEST_SKIP() << "the CPU's summaries are the expectation here";
-  for (int c = 0; c < 16; ++c) {
+  enum Planted { kRandom, kPaddingOnly, kShortMask, kPlainPosInf, kTies };
+  for (int c = 0; c < 24; ++c) {
+    const Planted planted = c < 16 ? kRandom : Planted(1 + (c - 16) % 4);
     Rng rng(9700 + c);
-    SCOPED_TRACE(seed_trace(rng.seed()));
-    const int64_t rows = rng.integer(1, 5), total = c % 8 == 7 ? rng.integer(34000, 40000) : rng.integer(2, 5000);
-    const int64_t vocab = total - rng.integer(0, std::min<int64_t>(total - 1, 70));  // padding past vocab
-    Head h = dense_head(rng, NT_F32, rows, total, 1, rng.coin());
-    for (int s = 0; s < 3; ++s) {
+    SCOPED_TRACE(seed_trace(rng.seed()) + " planted " + std::to_string(int(planted)));
+    const int64_t rows = rng.integer(1, 5), total = c % 8 == 7 ? rng.integer(34000, 40000) : rng.integer(64, 5000);
+    int64_t vocab = total - rng.integer(0, std::min<int64_t>(total - 1, 70));  // padding past vocab
+    Head h = dense_head(rng, NT_F32, rows, total, 1, planted != kTies && rng.coin());
+    for (int s = 0; s < 3 && planted == kRandom; ++s) {
       const float special[] = {INFINITY, -INFINITY, NAN};
       if (rng.coin(0.3)) h.w[size_t(rng.integer(0, total - 1))] = special[s];
     }
+    if (planted == kTies)
+      for (float& w : h.w) w = float(rng.integer(-1, 1));
+    int64_t v0 = rng.integer(0, total - 1), v1 = rng.integer(v0 + 1, total);
+    if (planted == kPaddingOnly) {
+      vocab = std::max<int64_t>(1, total / 2);
+      v0 = rng.integer(vocab, total - 1);
+      v1 = rng.integer(v0 + 1, total);
+    }
+    if (planted == kPlainPosInf)
+      for (int i = 0; i < 3; ++i) h.w[size_t(rng.integer(v0, v1 - 1))] = INFINITY;
     h.w_bytes = encode(NT_F32, h.w);
     int64_t words = 0;
-    const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
-    const Params p = draw_params(rng, rows, vocab, c % 8, c >= 8, false);
-    const int64_t v0 = rng.integer(0, total - 1), v1 = rng.integer(v0 + 1, total);
+    std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+    if (planted == kShortMask) {  // words end at a multiple of 32 inside the shard
+      const int64_t end = std::min(vocab, (v0 + v1) / 2);
+      words = std::max<int64_t>(1, end / 32);
+      mask = bench_bitmask(rng, rows, words * 32, MaskKind::Random50);
+    }
+    Params p = draw_params(rng, rows, vocab, planted == kPlainPosInf ? 0 : c % 8, c >= 8 && c < 16, false);
+    if (planted == kTies) std::fill(p.temperature.begin(), p.temperature.end(), 1.0f);
     const int64_t K = c % 4 == 3 ? v1 - v0 + rng.integer(0, 3) : rng.integer(1, 64);
     const int64_t S = NT_LM_HEAD_SUMMARY_WORDS + K;
     const int64_t first_row = rng.integer(0, 1000);
@@ -1728,6 +1747,90 @@ TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
         EXPECT_EQ(g, e) << "row " << m << " word " << w;
       }
     }
+  }
+}
+
+// The vocabulary-parallel path on the device, end to end: every shard's summary
+// on the device, gathered and combined on the host (the fallback rows summarized
+// again with every token a candidate), gives the device's single call's tokens,
+// for dense bf16 and binary heads (their tensor-core kernels), 2 and 3 ragged
+// shards of a padded vocabulary, bitmasks and per-row parameters of every class.
+// Rows with top-p may differ only where a cut falls within the rounding between
+// the shards' masses and the single call's, which these random inputs avoid.
+TEST_P(LmHeadSampleOnDevice, ShardTokensAreTheSingleCalls) {
+  TestDevice& d = dev();
+  if (d.type() == NT_DEVICE_CPU) GTEST_SKIP() << "LmHeadSampleSharded covers the CPU";
+  for (int c = 0; c < 8; ++c) {
+    Rng rng(9800 + c);
+    SCOPED_TRACE(seed_trace(rng.seed()));
+    const bool binary = c % 2 == 1;
+    const int64_t rows = rng.integer(1, 6), vocab = rng.integer(3000, 20000), total = (vocab + 63) / 64 * 64;
+    const int shards = 2 + c % 3 / 2;
+    Head h = binary ? binary_head(rng, rows, total, 1024, 128, rng.coin())
+                    : dense_head(rng, NT_BF16, rows, total, 64, rng.coin());
+    int64_t words = 0;
+    const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+    const Params p = draw_params(rng, rows, vocab, c % 8, true, false);
+    std::vector<int64_t> cuts = {0};
+    for (int r = 1; r < shards; ++r) cuts.push_back(cuts.back() + rng.integer(1, (total - cuts.back()) / 2));
+    cuts.push_back(total);
+    int64_t widest = 0;
+    for (int r = 0; r < shards; ++r) widest = std::max(widest, cuts[size_t(r + 1)] - cuts[size_t(r)]);
+
+    // Rows [m0, m1) of every shard, K candidates each, on the device; the host's copy.
+    auto summaries = [&](int64_t m0, int64_t m1, int64_t K) {
+      const int64_t n = m1 - m0, S = NT_LM_HEAD_SUMMARY_WORDS + K;
+      std::vector<int64_t> all;
+      for (int r = 0; r < shards; ++r) {
+        const int64_t v0 = cuts[size_t(r)], v1 = cuts[size_t(r + 1)];
+        HeadArgs host_args = head_args(h, v0, v1, m0, m1, mask, words, p, h.bias);
+        Uploader up(d);
+        Buffer& summary = up.buffer(size_t(n * S) * 8);
+        const nt_lm_head_shard sh = shard_of(v0, vocab, m0, summary.matrix(NT_I64, n, S));
+        const nt_status st = binary
+            ? query_then_run(up, up.put(host_args.binary, n), &sh, nt_lm_head_shard_binary_workspace_size,
+                             nt_lm_head_shard_binary, d.stream())
+            : query_then_run(up, up.put(host_args.dense, n), &sh, nt_lm_head_shard_dense_workspace_size,
+                             nt_lm_head_shard_dense, d.stream());
+        if (st != NT_OK) return std::make_pair(st, all);
+        d.sync();
+        const std::vector<int64_t> one = from_device<int64_t>(summary, size_t(n * S));
+        all.insert(all.end(), one.begin(), one.end());
+      }
+      return std::make_pair(NT_OK, all);
+    };
+    auto first = summaries(0, rows, 16);
+    if (d.type() == NT_DEVICE_OPENCL) {
+      EXPECT_EQ(first.first, NT_ERROR_UNSUPPORTED) << nt_last_error();
+      return;
+    }
+    ASSERT_EQ(first.first, NT_OK) << nt_last_error();
+    std::vector<int64_t> tokens = combine(first.second, shards, rows, vocab, 0, p);
+    for (int64_t m = 0; m < rows; ++m) {
+      if (tokens[size_t(m)] != NT_TOKEN_NEEDS_ALL_CANDIDATES) continue;
+      auto again = summaries(m, m + 1, widest);
+      ASSERT_EQ(again.first, NT_OK) << nt_last_error();
+      tokens[size_t(m)] = combine(again.second, shards, 1, vocab, m, p)[0];
+    }
+
+    // The single call on the device over the unpadded head.
+    Uploader up(d);
+    HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
+    Buffer& single = up.buffer(size_t(rows) * 8);
+    nt_status st;
+    if (binary) {
+      nt_lm_head_sample_binary_args a = up.put(host_args.binary, rows);
+      a.tokens = single.vector(NT_I64, rows);
+      st = query_then_run(up, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary, d.stream());
+    } else {
+      nt_lm_head_sample_dense_args a = up.put(host_args.dense, rows);
+      a.tokens = single.vector(NT_I64, rows);
+      st = query_then_run(up, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, d.stream());
+    }
+    ASSERT_EQ(st, NT_OK) << nt_last_error();
+    d.sync();
+    EXPECT_EQ(tokens, from_device<int64_t>(single, size_t(rows)))
+        << (binary ? "binary" : "dense") << " M=" << rows << " V=" << vocab << " shards=" << shards;
   }
 }
 
