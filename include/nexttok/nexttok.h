@@ -362,7 +362,8 @@ NT_API nt_status nt_lm_head_sample_combine(const nt_lm_head_sample_combine_args*
 
 /* A shard's part of the ranks: counts[m] = the entries of scores row m whose
  * ordering key (docs/SEMANTICS.md, "Ordering and ties") lies in
- * [rank_keys[m] & 0xFFFFFFFF, rank_keys[m] >> 32] (-1 counts nothing). Host memory. */
+ * [(uint64_t)rank_keys[m] & 0xFFFFFFFF, (uint64_t)rank_keys[m] >> 32] (-1 counts
+ * nothing). Host memory. */
 typedef struct nt_lm_head_shard_ranks_args {
   nt_tensor scores;     /* f32 [M, V_shard]: the shard call's nt_lm_head_shard.scores */
   nt_tensor rank_keys;  /* i64 [M]: the combine's */

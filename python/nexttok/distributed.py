@@ -14,7 +14,9 @@ together, with every token of each shard a candidate.
 
 With logprobs=n the calls return (tokens, logprob_ids, logprobs, ranks) as
 nexttok.lm_head_sample_dense(..., logprobs=n) does: the summaries grow by O(n)
-words a row, and one all_reduce of M int32 counts completes the ranks."""
+words a row, and one all_reduce of M int32 counts completes the ranks. The
+logprobs take CPU tensors for now (the rank counts read host memory); the
+tokens alone run on CPU (gloo) and CUDA (NCCL) tensors."""
 import torch
 import torch.distributed as dist
 
@@ -70,9 +72,13 @@ def _run(x, device_tensor, vocab_size, candidates, params, joint, group, launch,
             torch.from_numpy(values).to(x.device), torch.from_numpy(ranks).to(x.device))
 
 
-def _check_shard(op, vocab_start, vocab_size):
+def _check_shard(op, vocab_start, vocab_size, request, head):
     if vocab_start is None or vocab_size is None:
         raise TypeError(f"{op}: arguments 'vocab_start' and 'vocab_size' are required")
+    if request is not None and head.device.type != "cpu":
+        raise ValueError(f"{op}: argument 'logprobs': the vocabulary-parallel logprobs take CPU "
+                         f"tensors for now (the head is on {head.device}); the tokens alone "
+                         "run on any device")
 
 
 def _lp_args(request, scores):
@@ -95,8 +101,8 @@ def lm_head_sample(hidden, weight, bias=None, bitmask=None, temperature=1.0, top
     "processed", (tokens, logprob_ids int32 [M, n+1], logprobs float32 [M, n+1],
     ranks int32 [M]) as the single call returns them."""
     op = "distributed.lm_head_sample"
-    _check_shard(op, vocab_start, vocab_size)
     request = None if logprobs is None else logprobs_request(op, logprobs, logprobs_mode)
+    _check_shard(op, vocab_start, vocab_size, request, weight)
     params = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed,
                   offset=offset)
 
@@ -117,8 +123,8 @@ def lm_head_sample_binary(act_q, act_scale, wq, wscale, bias=None, group_size=12
     """lm_head_sample for the 1-bit head: wq [V_r, H/32] and wscale [V_r, H/G] are this
     rank's shard."""
     op = "distributed.lm_head_sample_binary"
-    _check_shard(op, vocab_start, vocab_size)
     request = None if logprobs is None else logprobs_request(op, logprobs, logprobs_mode)
+    _check_shard(op, vocab_start, vocab_size, request, wq)
     params = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed,
                   offset=offset)
 

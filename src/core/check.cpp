@@ -210,16 +210,21 @@ int64_t check_binary_head(const char* op, int32_t g, const nt_tensor& act_q, con
 
 // A logprobs request's count, mode and outputs (sample_logprobs and the fused
 // heads' single call): rows of the outputs = the rows of `ref`.
+// A logprobs request's count n and mode; `n_arg` and `mode_arg` name them.
+void check_logprobs_count_mode(const char* op, int32_t n, uint32_t mode, const char* n_arg,
+                               const char* mode_arg) {
+  if (n < 0 || n > NT_MAX_LOGPROBS)
+    fail_argument(op, n_arg, "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) + "], got " + std::to_string(n));
+  if (mode != NT_LOGPROBS_RAW && mode != NT_LOGPROBS_PROCESSED)
+    fail_argument(op, mode_arg, "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
+                                    std::to_string(mode));
+}
+
 void check_logprobs_request(const char* op, const nt_tensor& ref, const char* ref_name,
                             int64_t rows, const char* rows_name, int32_t n, uint32_t mode,
                             const char* mode_arg, const nt_tensor& ids, const nt_tensor& logprobs,
                             const nt_tensor& ranks) {
-  if (n < 0 || n > NT_MAX_LOGPROBS)
-    fail_argument(op, "num_logprobs", "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) +
-                                          "], got " + std::to_string(n));
-  if (mode != NT_LOGPROBS_RAW && mode != NT_LOGPROBS_PROCESSED)
-    fail_argument(op, mode_arg, "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
-                                    std::to_string(mode));
+  check_logprobs_count_mode(op, n, mode, "num_logprobs", mode_arg);
   const int64_t columns = int64_t(n) + 1;
   TensorCheck(op, "logprob_ids", ids).required().rank(2).dtype({NT_I32}).same_device(ref, ref_name)
       .dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
@@ -396,14 +401,6 @@ void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_
                          "logprobs_mode", lp.ids, lp.logprobs, lp.ranks);
 }
 
-void check_logprobs_count_mode(const char* op, int32_t n, uint32_t mode) {
-  if (n < 0 || n > NT_MAX_LOGPROBS)
-    fail_argument(op, "num_logprobs", "must be in [0, " + std::to_string(NT_MAX_LOGPROBS) +
-                                          "], got " + std::to_string(n));
-  if (mode != NT_LOGPROBS_RAW && mode != NT_LOGPROBS_PROCESSED)
-    fail_argument(op, "logprobs_mode", "must be NT_LOGPROBS_RAW (0) or NT_LOGPROBS_PROCESSED (1), got " +
-                                           std::to_string(mode));
-}
 
 // The scalars every vocabulary-parallel call shares: the whole vocabulary's
 // size, and the first row of `rows` (the Philox row tags).
@@ -450,8 +447,9 @@ void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name
   TensorCheck(op, "summary", shard->summary).required().rank(2).dtype({NT_I64})
       .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
   if (shard_logprobs(*shard)) {
-    check_logprobs_count_mode(op, shard->num_logprobs, shard->logprobs_mode);
-    TensorCheck(op, "scores", shard->scores).required().rank(2).dtype({NT_F32})
+    check_logprobs_count_mode(op, shard->num_logprobs, shard->logprobs_mode, "shard.num_logprobs",
+                              "shard.logprobs_mode");
+    TensorCheck(op, "shard.scores", shard->scores).required().rank(2).dtype({NT_F32})
         .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input")
         .dim(1, vocab, "V_shard, the rows of the shard's head");
   }
@@ -501,7 +499,7 @@ void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
     fail_argument(op, present(a.logprobs) ? "logprobs" : present(a.ranks) ? "ranks" : "rank_keys",
                   "is given without logprob_ids (a logprobs request needs all four outputs)");
   const int64_t lp_words = lp ? NT_LM_HEAD_LOGPROBS_WORDS(int64_t(a.num_logprobs)) : 0;
-  if (lp) check_logprobs_count_mode(op, a.num_logprobs, a.logprobs_mode);
+  if (lp) check_logprobs_count_mode(op, a.num_logprobs, a.logprobs_mode, "num_logprobs", "logprobs_mode");
   check_summary_columns(op, "summaries", a.summaries, lp_words);
   check_sampling(op, a.sampling);
   const int64_t rows = a.summaries.shape[0] / a.shards;

@@ -380,11 +380,12 @@ void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a) {
   const int64_t rows = a.scores.shape[0], cols = a.scores.shape[1];
   cpu::parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t m = begin; m < end; ++m) {
-      const uint64_t k = uint64_t(static_cast<const int64_t*>(a.rank_keys.data)[m]);
+      const int64_t word = static_cast<const int64_t*>(a.rank_keys.data)[m];
+      const uint64_t k = uint64_t(word);
       const uint32_t lo = uint32_t(k), hi = uint32_t(k >> 32);
       const float* x = reinterpret_cast<const float*>(cpu::row_address(a.scores, m));
       int32_t count = 0;
-      if (lo <= hi)
+      if (word != -1 && lo <= hi)
         for (int64_t i = 0; i < cols; ++i) {
           const uint32_t key = nt_order_key(x[i]);
           count += key >= lo && key <= hi;

@@ -26,6 +26,7 @@
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/thread_pool.h"
+#include "cpu/top_list.h"
 
 namespace nt::cpu {
 namespace {
@@ -63,6 +64,11 @@ inline uint64_t order_word(uint32_t key, int64_t local) { return (uint64_t(~key)
 inline uint32_t word_key(uint64_t w) { return ~uint32_t(w >> 32); }
 inline int64_t word_local(uint64_t w) { return int64_t(uint32_t(w)); }
 
+// Whether a bitmask of `words` words per row (null: none) allows global id g.
+inline bool mask_allows(const uint32_t* mask, int64_t words, int64_t g) {
+  return mask == nullptr || (g / 32 < words && ((mask[g / 32] >> (g % 32)) & 1u) != 0);
+}
+
 // One row's summary (cpu/lm_head_summary.h) over x[0, n), the scores of
 // global ids start + i; `list` holds n words.
 void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
@@ -71,12 +77,7 @@ void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
   const int row_class = nt_row_class(p, 0);
   // Tokens of the shard: ids below vocab_size; a disallowed one scores -inf.
   const int64_t n_tokens = std::max<int64_t>(0, std::min(n, vocab_size - start));
-  auto logit = [&](int64_t i) {
-    const int64_t g = start + i;
-    const bool allowed = mask == nullptr ||
-                         (g / 32 < mask_words && ((mask[g / 32] >> (g % 32)) & 1u) != 0);
-    return allowed ? x[i] : -INFINITY;
-  };
+  auto logit = [&](int64_t i) { return mask_allows(mask, mask_words, start + i) ? x[i] : -INFINITY; };
   for (int w = 0; w < NT_LM_HEAD_SUMMARY_WORDS; ++w) out[w] = 0;
   out[summary::kSMax] = NT_KEY_NEG_INF;
   out[summary::kPlain] = summary::pack(0u, kNoId);
@@ -151,39 +152,12 @@ void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
   }
 }
 
-// The first n tokens of an order, (key desc, id asc), by insertion into a sorted
-// list of at most NT_MAX_LOGPROBS entries.
-struct TopList {
-  int32_t n = 0, cap = 0;
-  int32_t id[NT_MAX_LOGPROBS];
-  uint32_t key[NT_MAX_LOGPROBS];
-  float x[NT_MAX_LOGPROBS];
-
-  void offer(float v, int32_t i) {
-    const uint32_t k = nt_order_key(v);
-    if (n == cap && (cap == 0 || !nt_ranks_before(k, i, key[n - 1], id[n - 1]))) return;
-    int32_t at = n < cap ? n++ : n - 1;
-    while (at > 0 && nt_ranks_before(k, i, key[at - 1], id[at - 1])) {
-      key[at] = key[at - 1];
-      id[at] = id[at - 1];
-      x[at] = x[at - 1];
-      --at;
-    }
-    key[at] = k;
-    id[at] = i;
-    x[at] = v;
-  }
-};
-
 // Sets the shard's tokens the bitmask disallows, and its padding ids, to -inf.
 void mask_row(float* x, int64_t n, int64_t start, int64_t vocab_size, const uint32_t* mask,
               int64_t mask_words) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t g = start + i;
-    const bool allowed = g < vocab_size &&
-                         (mask == nullptr ||
-                          (g / 32 < mask_words && ((mask[g / 32] >> (g % 32)) & 1u) != 0));
-    if (!allowed) x[i] = -INFINITY;
+    if (g >= vocab_size || !mask_allows(mask, mask_words, g)) x[i] = -INFINITY;
   }
 }
 
@@ -224,9 +198,9 @@ void summarize_logprobs(const float* x, int64_t n_tokens, int64_t start, nt_row_
 
   TopList top;
   top.cap = n_lp;
-  for (int64_t i = 0; i < n_tokens && n_lp > 0; ++i) top.offer(x[i], int32_t(start + i));
+  for (int64_t i = 0; i < n_tokens && n_lp > 0; ++i) top.offer(nt_order_key(x[i]), int32_t(start + i));
   for (int32_t c = 0; c < n_lp; ++c)
-    lp[summary::kLpTop + c] = c < top.n ? summary::pack(nt_as_u32(top.x[c]), top.id[c])
+    lp[summary::kLpTop + c] = c < top.n ? summary::pack(nt_as_u32(x[top.index[c] - start]), top.index[c])
                                         : summary::pack(0u, kNoId);
 }
 

@@ -10,6 +10,7 @@
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/sample_row.h"
+#include "cpu/top_list.h"
 
 namespace nt::cpu {
 namespace {
@@ -17,26 +18,6 @@ namespace {
 using sampling::RowJob;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// The first n tokens of the logits' order (nt_ranks_before of the logits' keys), by
-// insertion into a sorted list of at most NT_MAX_LOGPROBS entries.
-struct TopList {
-  int32_t n = 0, cap = 0;
-  int32_t index[NT_MAX_LOGPROBS];
-  uint32_t key[NT_MAX_LOGPROBS];
-
-  void offer(uint32_t k, int32_t i) {
-    if (n == cap && (cap == 0 || !nt_ranks_before(k, i, key[n - 1], index[n - 1]))) return;
-    int32_t at = n < cap ? n++ : n - 1;
-    while (at > 0 && nt_ranks_before(k, i, key[at - 1], index[at - 1])) {
-      key[at] = key[at - 1];
-      index[at] = index[at - 1];
-      --at;
-    }
-    key[at] = k;
-    index[at] = i;
-  }
-};
 
 // The log-probability of every token of one row, as the mode defines it.
 struct RowValues {

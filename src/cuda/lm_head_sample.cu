@@ -315,7 +315,7 @@ void check_limits(const char* op, const Args& a, const nt_lm_head_shard* shard, 
 // CPU-only for now.
 void refuse_shard_logprobs(const char* op, const nt_lm_head_shard* shard) {
   if (shard != nullptr && shard_logprobs(*shard))
-    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": argument 'scores' of the shard: logprobs of the "
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": argument 'shard.scores': logprobs of the "
                                "vocabulary-parallel form are not implemented on the cuda backend");
 }
 
