@@ -240,7 +240,8 @@ __device__ __forceinline__ bool prefix_matches(u64 v, u64 prefix, int depth) {
 }
 
 // The k-th largest (1 <= k <= n) of the distinct values items[0, n) in shared
-// memory. Every thread of the block calls it; it begins and ends with a barrier.
+// or global memory, written before the call by any thread of the block. Every
+// thread of the block calls it; it begins and ends with a barrier.
 template <int NT>
 __device__ u64 block_select_kth(const u64* items, int n, u32 k, SelectScratch& s) {
   const int tid = int(threadIdx.x);
@@ -374,7 +375,7 @@ __device__ __forceinline__ void choose_bucket_by_targets(MassScratch& s, u32 bas
   }
 }
 
-// ---- bitonic sort, descending, n a power of two, in shared memory ----------
+// ---- bitonic sort, descending, n a power of two, in shared or global memory --
 template <int NT>
 __device__ void bitonic_sort_desc(u64* a, int n) {
   __syncthreads();

@@ -89,7 +89,6 @@ struct SummaryArgs {
 struct SummaryShared {
   SelectScratch select;
   u64 greedy[kSummaryWarps], pos_inf[kSummaryWarps], plain[kSummaryWarps];
-  u32 s_max[kSummaryWarps];
   double mass[kSummaryWarps];
   u32 finite, gathered;
 };
@@ -216,7 +215,7 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
     for (int64_t i0 = 0; i0 < finite; i0 += kSummaryThreads) {
       const int64_t i = i0 + tid;
       const u64 c = i < finite ? items[i] : 0;
-      const bool take = c >= kth && c != 0;
+      const bool take = c >= kth;
       const u32 slot = warp_append(take, &sh.gathered);
       if (take) sorted[slot] = c;
     }
