@@ -69,6 +69,11 @@ class Backend {
     unsupported(shard ? "lm_head_shard_binary" : "lm_head_sample_binary");
   }
 
+  // A shard's rank counts (nt_lm_head_shard_ranks), on the shard's device.
+  virtual void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args&, void* stream) {
+    (void)stream; unsupported("lm_head_shard_ranks");
+  }
+
   // A fused head's draw on the f32 scores it wrote (sa.logits): the bitmask
   // applied in place, then nt_sample, or nt_sample_logprobs when lp asks for
   // logprobs; and the workspace that draw needs.
@@ -99,8 +104,6 @@ class Backend {
 // The combine of vocabulary-parallel summaries: host data, one implementation
 // (cpu/lm_head_combine.cpp).
 void lm_head_sample_combine(const nt_lm_head_sample_combine_args& a);
-// A shard's rank counts (nt_lm_head_shard_ranks): host data, cpu/lm_head_combine.cpp.
-void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a);
 
 // Each returns the backend's singleton, or nullptr when it is not compiled in.
 Backend* cpu_backend();

@@ -213,10 +213,10 @@ nt_status nt_lm_head_sample_combine(const nt_lm_head_sample_combine_args* args) 
   });
 }
 
-nt_status nt_lm_head_shard_ranks(const nt_lm_head_shard_ranks_args* args) {
+nt_status nt_lm_head_shard_ranks(const nt_lm_head_shard_ranks_args* args, void* stream) {
   return nt::entry("lm_head_shard_ranks", args, [&](const nt_lm_head_shard_ranks_args& a) {
     nt::check_lm_head_shard_ranks(a);
-    nt::lm_head_shard_ranks(a);
+    nt::backend_for(a.scores.device)->lm_head_shard_ranks(a, stream);
   });
 }
 

@@ -286,8 +286,7 @@ NT_API nt_status nt_lm_head_sample_binary(const nt_lm_head_sample_binary_args* a
  * The summary is opaque: i64 [M, NT_LM_HEAD_SUMMARY_WORDS + K], K >= 1 the
  * candidates a row keeps. Here `bitmask` is the full vocabulary's mask (word w
  * holds global ids 32w..32w+31) and per-row parameters have length M. The
- * shard ops run on the CPU and CUDA backends (OpenCL answers NT_ERROR_UNSUPPORTED;
- * CUDA answers it for a logprobs request).
+ * shard ops run on the CPU and CUDA backends (OpenCL answers NT_ERROR_UNSUPPORTED).
  *
  * Logprobs (optional): a shard call with a request (nt_lm_head_shard.scores
  * given) appends NT_LM_HEAD_LOGPROBS_WORDS(n) words to each summary row (its
@@ -363,14 +362,14 @@ NT_API nt_status nt_lm_head_sample_combine(const nt_lm_head_sample_combine_args*
 /* A shard's part of the ranks: counts[m] = the entries of scores row m whose
  * ordering key (docs/SEMANTICS.md, "Ordering and ties") lies in
  * [(uint64_t)rank_keys[m] & 0xFFFFFFFF, (uint64_t)rank_keys[m] >> 32] (-1 counts
- * nothing). Host memory. */
+ * nothing). All three on the shard's device (CPU and CUDA), on `stream`. */
 typedef struct nt_lm_head_shard_ranks_args {
   nt_tensor scores;     /* f32 [M, V_shard]: the shard call's nt_lm_head_shard.scores */
   nt_tensor rank_keys;  /* i64 [M]: the combine's */
   nt_tensor counts;     /* i32 [M], written */
 } nt_lm_head_shard_ranks_args;
 
-NT_API nt_status nt_lm_head_shard_ranks(const nt_lm_head_shard_ranks_args* args);
+NT_API nt_status nt_lm_head_shard_ranks(const nt_lm_head_shard_ranks_args* args, void* stream);
 
 /* ---- penalties and logit bias (in place, before sampling) --------------------
  * Work is proportional to the ids, never to V. Order of a decode step: bitmask,

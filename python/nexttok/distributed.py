@@ -14,9 +14,7 @@ together, with every token of each shard a candidate.
 
 With logprobs=n the calls return (tokens, logprob_ids, logprobs, ranks) as
 nexttok.lm_head_sample_dense(..., logprobs=n) does: the summaries grow by O(n)
-words a row, and one all_reduce of M int32 counts completes the ranks. The
-logprobs take CPU tensors for now (the rank counts read host memory); the
-tokens alone run on CPU (gloo) and CUDA (NCCL) tensors."""
+words a row, and one all_reduce of M int32 counts completes the ranks."""
 import torch
 import torch.distributed as dist
 
@@ -56,9 +54,9 @@ def _run(x, device_tensor, vocab_size, candidates, params, joint, group, launch,
         return torch.cat(parts).cpu(), shards
 
     def count_ranks(scores, keys):
-        counts = torch.empty(rows, dtype=torch.int32)
-        _ext.lm_head_shard_ranks(scores.cpu(), torch.from_numpy(keys), counts)
-        counts = counts.to(device_tensor.device)
+        counts = torch.empty(rows, dtype=torch.int32, device=scores.device)
+        _ext.lm_head_shard_ranks(scores, torch.from_numpy(keys).to(scores.device), counts,
+                                 _stream(scores))
         dist.all_reduce(counts, group=group)
         return counts.cpu().numpy()
 
@@ -72,13 +70,9 @@ def _run(x, device_tensor, vocab_size, candidates, params, joint, group, launch,
             torch.from_numpy(values).to(x.device), torch.from_numpy(ranks).to(x.device))
 
 
-def _check_shard(op, vocab_start, vocab_size, request, head):
+def _check_shard(op, vocab_start, vocab_size):
     if vocab_start is None or vocab_size is None:
         raise TypeError(f"{op}: arguments 'vocab_start' and 'vocab_size' are required")
-    if request is not None and head.device.type != "cpu":
-        raise ValueError(f"{op}: argument 'logprobs': the vocabulary-parallel logprobs take CPU "
-                         f"tensors for now (the head is on {head.device}); the tokens alone "
-                         "run on any device")
 
 
 def _lp_args(request, scores):
@@ -102,7 +96,7 @@ def lm_head_sample(hidden, weight, bias=None, bitmask=None, temperature=1.0, top
     ranks int32 [M]) as the single call returns them."""
     op = "distributed.lm_head_sample"
     request = None if logprobs is None else logprobs_request(op, logprobs, logprobs_mode)
-    _check_shard(op, vocab_start, vocab_size, request, weight)
+    _check_shard(op, vocab_start, vocab_size)
     params = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed,
                   offset=offset)
 
@@ -124,7 +118,7 @@ def lm_head_sample_binary(act_q, act_scale, wq, wscale, bias=None, group_size=12
     rank's shard."""
     op = "distributed.lm_head_sample_binary"
     request = None if logprobs is None else logprobs_request(op, logprobs, logprobs_mode)
-    _check_shard(op, vocab_start, vocab_size, request, wq)
+    _check_shard(op, vocab_start, vocab_size)
     params = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed,
                   offset=offset)
 

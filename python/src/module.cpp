@@ -350,8 +350,8 @@ void lm_head_sample_combine(nb::handle summaries, int32_t shards, int64_t vocab_
   check(st);
 }
 
-// A shard's part of the ranks (nt_lm_head_shard_ranks), host arrays.
-void lm_head_shard_ranks(nb::handle scores, nb::handle rank_keys, nb::handle counts) {
+// A shard's part of the ranks (nt_lm_head_shard_ranks), arrays on the shard's device.
+void lm_head_shard_ranks(nb::handle scores, nb::handle rank_keys, nb::handle counts, uintptr_t stream) {
   const char* op = "lm_head_shard_ranks";
   View sc = view(op, "scores", scores), k = view(op, "rank_keys", rank_keys),
        c = view(op, "counts", counts, true);
@@ -359,7 +359,7 @@ void lm_head_shard_ranks(nb::handle scores, nb::handle rank_keys, nb::handle cou
   nt_status st;
   {
     nb::gil_scoped_release unlocked;
-    st = nt_lm_head_shard_ranks(&a);
+    st = nt_lm_head_shard_ranks(&a, reinterpret_cast<void*>(stream));
   }
   check(st);
 }
@@ -496,7 +496,8 @@ NB_MODULE(_nexttok, m) {
         a("processed") = false, a("logprob_ids").none() = nb::none(),
         a("logprobs").none() = nb::none(), a("ranks").none() = nb::none(),
         a("rank_keys").none() = nb::none());
-  m.def("lm_head_shard_ranks", &lm_head_shard_ranks, a("scores"), a("rank_keys"), a("counts"));
+  m.def("lm_head_shard_ranks", &lm_head_shard_ranks, a("scores"), a("rank_keys"), a("counts"),
+        a("stream") = 0);
   m.attr("LM_HEAD_SUMMARY_WORDS") = NT_LM_HEAD_SUMMARY_WORDS;
   m.attr("LM_HEAD_LOGPROBS_WORDS") = NT_LM_HEAD_LOGPROBS_WORDS(0);
   m.attr("TOKEN_NEEDS_ALL_CANDIDATES") = NT_TOKEN_NEEDS_ALL_CANDIDATES;

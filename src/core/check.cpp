@@ -534,7 +534,6 @@ void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
 void check_lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a) {
   const char* op = "lm_head_shard_ranks";
   TensorCheck(op, "scores", a.scores).required().rank(2).dtype({NT_F32});
-  if (a.scores.device != NT_DEVICE_CPU) fail_argument(op, "scores", "must be in host memory (device cpu)");
   const int64_t rows = a.scores.shape[0];
   TensorCheck(op, "rank_keys", a.rank_keys).required().rank(1).dtype({NT_I64})
       .same_device(a.scores, "scores").dim(0, rows, "M, the rows of scores");

@@ -36,6 +36,7 @@
 #include "core/portable_exp.h"
 #include "core/sampling.h"
 #include "cpu/lm_head_summary.h"
+#include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/thread_pool.h"
 
@@ -376,7 +377,7 @@ void lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
   }
 }
 
-void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a) {
+void cpu::CpuBackend::lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a, void*) {
   const int64_t rows = a.scores.shape[0], cols = a.scores.shape[1];
   cpu::parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t m = begin; m < end; ++m) {

@@ -56,6 +56,11 @@ constexpr int kSummaryThreads = 512;
 constexpr int kSummaryWarps = kSummaryThreads / 32;
 constexpr int32_t kNoId = INT32_MAX;
 
+// K, the candidates a shard's summary row keeps (its logprobs words excluded).
+int64_t shard_candidates(const nt_lm_head_shard& shard) {
+  return summary_candidates(shard.summary, shard_logprobs_words(shard));
+}
+
 // Per row: the finite tokens' composites (any order), then the K best of them,
 // sorted, in a power-of-two list.
 struct SummaryLists {
@@ -84,6 +89,12 @@ struct SummaryArgs {
   u64* items;   // [M][V_r]
   u64* sorted;  // [M][sorted_stride]
   int64_t sorted_stride;
+  // The logprobs request (n_lp < 0: none): its words after the candidates, and
+  // the masked scores for nt_lm_head_shard_ranks.
+  int32_t n_lp;
+  uint32_t lp_mode;
+  float* masked;
+  int64_t masked_stride;
 };
 
 struct SummaryShared {
@@ -91,6 +102,8 @@ struct SummaryShared {
   u64 greedy[kSummaryWarps], pos_inf[kSummaryWarps], plain[kSummaryWarps];
   double mass[kSummaryWarps];
   u32 finite, gathered;
+  int64_t header[NT_LM_HEAD_SUMMARY_WORDS];
+  u64 top[32];  // the logprobs' first n tokens, sorted
 };
 
 __device__ __forceinline__ int64_t pack_word(u32 low, int32_t id) {
@@ -108,10 +121,21 @@ __device__ __forceinline__ u64 block_max(u64 v, u64* warp_part) {
   return r;
 }
 
+// The block's sum of one double per thread, in a fixed order (each warp's
+// tree, then the warps in order): the same value on every run.
+__device__ __forceinline__ double block_sum(double v, double* warp_part) {
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane_index() == 0) warp_part[threadIdx.x / 32] = v;
+  __syncthreads();
+  double r = 0.0;
+  for (int w = 0; w < kSummaryWarps; ++w) r += warp_part[w];
+  return r;
+}
+
 // Row blockIdx.x's summary over the shard's tokens (cpu/lm_head_summary.h lists
-// the words; the CPU's summarize_row is the definition). The mass is summed in a
-// fixed order (each thread's strided share, then the warps' and the block's
-// trees), so a row's summary is the same on every run.
+// the words; the CPU's summarize_row and summarize_logprobs are the definition).
+// Sums are fixed-order block sums, so a row's summary is the same on every run.
 __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryArgs a) {
   __shared__ SummaryShared sh;
   const u32 m = blockIdx.x;
@@ -170,75 +194,152 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
     const u32 slot = warp_append(finite, &sh.finite);
     if (finite && listing) items[slot] = c;
   }
-  greedy = block_max(greedy, reinterpret_cast<u64*>(sh.greedy));
+  greedy = block_max(greedy, sh.greedy);
   __syncthreads();
   const u32 finite = sh.finite;
-  if (cls == NT_ROW_GREEDY || n_tokens == 0) {
-    if (tid == 0) {
-      for (int w = 0; w < NT_LM_HEAD_SUMMARY_WORDS; ++w) out[w] = 0;
-      out[1] = NT_KEY_NEG_INF;
-      out[0] = n_tokens == 0 ? pack_word(NT_KEY_NEG_INF, kNoId) : pack_word(composite_key(greedy), int32_t(composite_index(greedy)));
-      out[3] = pack_word(0u, kNoId);
-      out[4] = pack_word(0u, kNoId);
+  if (tid == 0) {
+    for (int w = 0; w < NT_LM_HEAD_SUMMARY_WORDS; ++w) sh.header[w] = 0;
+    sh.header[1] = NT_KEY_NEG_INF;
+    sh.header[0] = n_tokens == 0 ? pack_word(NT_KEY_NEG_INF, kNoId)
+                                 : pack_word(composite_key(greedy), int32_t(composite_index(greedy)));
+    sh.header[3] = pack_word(0u, kNoId);
+    sh.header[4] = pack_word(0u, kNoId);
+  }
+  if (cls != NT_ROW_GREEDY && n_tokens > 0) {
+    s_max = u32(block_max(s_max, sh.pos_inf));
+    pos_inf = block_max(pos_inf, sh.pos_inf);
+    plain = block_max(plain, sh.plain);
+    const bool settled = finite == 0 || s_max == NT_KEY_POS_INF;
+    const int64_t n = settled || cls != NT_ROW_FILTERED ? 0 : min(a.candidates, int64_t(finite));
+
+    // Filtered rows: the mass for top-p, then the first n composites in order.
+    double z = 0.0;
+    if (!settled && cls == NT_ROW_FILTERED && p.top_p < 1.0f) {
+      const float sm = nt_key_to_float(s_max);
+      for (int64_t i = tid; i < n_tokens; i += kSummaryThreads) {
+        const float si = nt_scaled_score(logit(i), p.temperature);
+        const u32 k = nt_order_key(si);
+        if (k != NT_KEY_NEG_INF && k != NT_KEY_POS_INF) z += double(nt_portable_exp(si - sm));
+      }
+      z = block_sum(z, sh.mass);
     }
+    if (n > 0) {
+      const u64 kth = block_select_kth<kSummaryThreads>(items, int(finite), u32(n), sh.select);
+      if (tid == 0) sh.gathered = 0;
+      __syncthreads();
+      int64_t padded = 1;
+      while (padded < n) padded *= 2;
+      for (int64_t i0 = 0; i0 < finite; i0 += kSummaryThreads) {
+        const int64_t i = i0 + tid;
+        const u64 c = i < finite ? items[i] : 0;
+        const bool take = c >= kth;
+        const u32 slot = warp_append(take, &sh.gathered);
+        if (take) sorted[slot] = c;
+      }
+      for (int64_t i = n + tid; i < padded; i += kSummaryThreads) sorted[i] = 0;
+      bitonic_sort_desc<kSummaryThreads>(sorted, int(padded));
+      for (int64_t f = tid; f < n; f += kSummaryThreads) {
+        const u32 id = composite_index(sorted[f]);
+        out[NT_LM_HEAD_SUMMARY_WORDS + f] = pack_word(nt_as_u32(logit(int64_t(id) - a.vocab_start)), int32_t(id));
+      }
+    }
+    if (tid == 0) {
+      sh.header[1] = s_max;
+      sh.header[2] = __double_as_longlong(z);
+      if (plain != 0 && !settled && cls == NT_ROW_PLAIN)
+        sh.header[3] = pack_word(nt_as_u32(nt_key_to_float(composite_key(plain))), int32_t(composite_index(plain)));
+      if (pos_inf != 0)
+        sh.header[4] = pack_word(nt_as_u32(nt_key_to_float(composite_key(pos_inf))), int32_t(composite_index(pos_inf)));
+      sh.header[5] = finite;
+      sh.header[6] = n;
+    }
+  }
+  __syncthreads();
+  if (a.n_lp < 0) {
+    if (tid < NT_LM_HEAD_SUMMARY_WORDS) out[tid] = sh.header[tid];
     return;
   }
-  s_max = u32(block_max(s_max, reinterpret_cast<u64*>(sh.pos_inf)));
-  __syncthreads();
-  pos_inf = block_max(pos_inf, reinterpret_cast<u64*>(sh.pos_inf));
-  __syncthreads();
-  plain = block_max(plain, reinterpret_cast<u64*>(sh.plain));
-  const bool settled = finite == 0 || s_max == NT_KEY_POS_INF;
-  const int64_t n = settled || cls != NT_ROW_FILTERED ? 0 : min(a.candidates, int64_t(finite));
 
-  // Filtered rows: the mass for top-p, then the first n composites in order.
+  // The logprobs words (cpu/lm_head_sample.cpp, summarize_logprobs) and the
+  // masked scores.
+  float* masked = a.masked + int64_t(m) * a.masked_stride;
+  for (int64_t i = tid; i < a.vocab; i += kSummaryThreads) masked[i] = i < n_tokens ? logit(i) : -INFINITY;
+  const bool processed = a.lp_mode == NT_LOGPROBS_PROCESSED;
   double z = 0.0;
-  if (!settled && cls == NT_ROW_FILTERED && p.top_p < 1.0f) {
-    const float sm = nt_key_to_float(s_max);
+  int64_t pos_inf_count = 0;
+  if (!processed) {
+    const float xmax = nt_key_to_float(u32(sh.header[0]));
+    for (int64_t i = tid; i < n_tokens; i += kSummaryThreads) {
+      const float xi = logit(i);
+      pos_inf_count += xi == INFINITY;
+      if (isfinite(xmax) && isfinite(xi)) z += exp(double(xi) - double(xmax));
+    }
+  } else if (cls != NT_ROW_GREEDY) {
+    const float sm = nt_key_to_float(u32(sh.header[1]));
+    const bool mass = cls == NT_ROW_PLAIN && isfinite(sm);
     for (int64_t i = tid; i < n_tokens; i += kSummaryThreads) {
       const float si = nt_scaled_score(logit(i), p.temperature);
-      const u32 k = nt_order_key(si);
-      if (k != NT_KEY_NEG_INF && k != NT_KEY_POS_INF) z += double(nt_portable_exp(si - sm));
+      pos_inf_count += si == INFINITY;
+      if (mass && isfinite(si)) z += exp(double(si) - double(sm));
     }
-    z = warp_sum(z);
-    if (lane_index() == 0) sh.mass[tid / 32] = z;
-    __syncthreads();
-    z = 0.0;
-    for (int w = 0; w < kSummaryWarps; ++w) z += sh.mass[w];
   }
-  if (n > 0) {
-    const u64 kth = block_select_kth<kSummaryThreads>(items, int(finite), u32(n), sh.select);
+  z = block_sum(z, sh.mass);
+  pos_inf_count = int64_t(block_sum(double(pos_inf_count), sh.mass));  // exact: counts below 2^53
+  // The first n_lp tokens by (x key desc, id asc), -inf and NaN included.
+  const int32_t top_n = int32_t(min(int64_t(a.n_lp), n_tokens));
+  if (top_n > 0) {
+    for (int64_t i = tid; i < n_tokens; i += kSummaryThreads)
+      items[i] = composite(nt_order_key(logit(i)), u32(a.vocab_start + i));
+    const u64 kth = block_select_kth<kSummaryThreads>(items, int(n_tokens), u32(top_n), sh.select);
     if (tid == 0) sh.gathered = 0;
+    if (tid < 32) sh.top[tid] = 0;
     __syncthreads();
-    int64_t padded = 1;
-    while (padded < n) padded *= 2;
-    for (int64_t i0 = 0; i0 < finite; i0 += kSummaryThreads) {
+    for (int64_t i0 = 0; i0 < n_tokens; i0 += kSummaryThreads) {
       const int64_t i = i0 + tid;
-      const u64 c = i < finite ? items[i] : 0;
-      const bool take = c >= kth;
+      const bool take = i < n_tokens && items[i] >= kth;
       const u32 slot = warp_append(take, &sh.gathered);
-      if (take) sorted[slot] = c;
+      if (take) sh.top[slot] = items[i];
     }
-    for (int64_t i = n + tid; i < padded; i += kSummaryThreads) sorted[i] = 0;
-    bitonic_sort_desc<kSummaryThreads>(sorted, int(padded));
-    for (int64_t f = tid; f < n; f += kSummaryThreads) {
-      const u32 id = composite_index(sorted[f]);
-      out[NT_LM_HEAD_SUMMARY_WORDS + f] = pack_word(nt_as_u32(logit(int64_t(id) - a.vocab_start)), int32_t(id));
-    }
+    bitonic_sort_desc<kSummaryThreads>(sh.top, 32);
   }
   if (tid == 0) {
-    out[0] = pack_word(composite_key(greedy), int32_t(composite_index(greedy)));
-    out[1] = s_max;
-    out[2] = __double_as_longlong(z);
-    out[3] = plain != 0 && !settled && cls == NT_ROW_PLAIN
-                 ? pack_word(nt_as_u32(nt_key_to_float(composite_key(plain))), int32_t(composite_index(plain)))
-                 : pack_word(0u, kNoId);
-    out[4] = pos_inf != 0 ? pack_word(nt_as_u32(nt_key_to_float(composite_key(pos_inf))), int32_t(composite_index(pos_inf)))
-                          : pack_word(0u, kNoId);
-    out[5] = finite;
-    out[6] = n;
-    out[7] = 0;
+    int64_t* lp = out + NT_LM_HEAD_SUMMARY_WORDS + a.candidates;
+    sh.header[7] = 1 + int64_t(a.n_lp) + 256 * int64_t(processed ? 1 : 0);
+    lp[0] = __double_as_longlong(z);
+    lp[1] = pos_inf_count;
+    for (int w = 0; w < 2; ++w) {
+      const int32_t g = int32_t(uint32_t(u64(sh.header[3 + w]) >> 32));
+      lp[2 + w] = g == kNoId ? pack_word(0u, kNoId) : pack_word(nt_as_u32(logit(int64_t(g) - a.vocab_start)), g);
+    }
+    for (int32_t c = 0; c < a.n_lp; ++c) {
+      const u32 id = composite_index(sh.top[c]);
+      lp[4 + c] = c < top_n ? pack_word(nt_as_u32(logit(int64_t(id) - a.vocab_start)), int32_t(id))
+                            : pack_word(0u, kNoId);
+    }
   }
+  __syncthreads();
+  if (tid < NT_LM_HEAD_SUMMARY_WORDS) out[tid] = sh.header[tid];
+}
+
+// The shard's rank counts (nt_lm_head_shard_ranks): block (chunk, row) counts its
+// share of row m's keys in [lo, hi] and adds it to counts[m] (zeroed first);
+// integer adds, so the order they land in does not matter.
+constexpr int kRanksThreads = 256;
+
+__global__ void __launch_bounds__(kRanksThreads) shard_ranks_kernel(const float* scores, int64_t stride,
+                                                                    int64_t cols, const int64_t* keys,
+                                                                    int32_t* counts) {
+  const int64_t m = blockIdx.x;
+  const int64_t word = keys[m];
+  const u32 lo = u32(u64(word)), hi = u32(u64(word) >> 32);
+  if (word == -1 || lo > hi) return;
+  int32_t c = 0;
+  for (int64_t i = int64_t(blockIdx.y) * kRanksThreads + threadIdx.x; i < cols; i += int64_t(gridDim.y) * kRanksThreads) {
+    const u32 k = nt_order_key(scores[m * stride + i]);
+    c += k >= lo && k <= hi;
+  }
+  c = warp_sum(c);
+  if (lane_index() == 0 && c != 0) atomicAdd(&counts[m], c);
 }
 
 // The scores' copy for the caller, when asked for.
@@ -255,7 +356,7 @@ void copy_scores(const char* op, const nt_tensor& out, const float* scores, int6
 template <class Args>
 size_t after_scores(CudaBackend& b, const Args& a, int64_t rows, int64_t vocab, int device,
                     const nt_lm_head_shard* shard) {
-  if (shard != nullptr) return summary_lists(rows, vocab, summary_candidates(shard->summary)).bytes;
+  if (shard != nullptr) return summary_lists(rows, vocab, shard_candidates(*shard)).bytes;
   static float placeholder;
   return b.fused_draw_workspace_size(sample_args(&placeholder, rows, vocab, device, a.sampling, a.tokens),
                                      fused_logprobs(a));
@@ -274,7 +375,7 @@ void finish(CudaBackend& b, const char* op, const Args& a, const nt_lm_head_shar
                  shared, L.shared_bytes, stream);
     return;
   }
-  const SummaryLists lists = summary_lists(rows, vocab, summary_candidates(shard->summary));
+  const SummaryLists lists = summary_lists(rows, vocab, shard_candidates(*shard));
   SummaryArgs s{};
   s.scores = scores;
   s.vocab = vocab;
@@ -289,10 +390,17 @@ void finish(CudaBackend& b, const char* op, const Args& a, const nt_lm_head_shar
   s.sampling = a.sampling;
   s.summary = static_cast<int64_t*>(shard->summary.data);
   s.summary_stride = shard->summary.row_stride;
-  s.candidates = summary_candidates(shard->summary);
+  s.candidates = shard_candidates(*shard);
   s.items = reinterpret_cast<u64*>(shared);
   s.sorted = reinterpret_cast<u64*>(shared + lists.sorted_at);
   s.sorted_stride = lists.sorted_stride;
+  s.n_lp = -1;
+  if (shard_logprobs(*shard)) {
+    s.n_lp = shard->num_logprobs;
+    s.lp_mode = shard->logprobs_mode;
+    s.masked = static_cast<float*>(shard->scores.data);
+    s.masked_stride = shard->scores.row_stride;
+  }
   summary_kernel<<<unsigned(rows), kSummaryThreads, 0, stream>>>(s);
   check_launch(op);
 }
@@ -308,14 +416,6 @@ void check_limits(const char* op, const Args& a, const nt_lm_head_shard* shard, 
     fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": the CUDA backend takes at most 2^31-1 rows, got " +
                                    std::to_string(rows));
   }
-}
-
-// A shard's logprobs request (its masked scores for nt_lm_head_shard_ranks) is
-// CPU-only for now.
-void refuse_shard_logprobs(const char* op, const nt_lm_head_shard* shard) {
-  if (shard != nullptr && shard_logprobs(*shard))
-    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": argument 'shard.scores': logprobs of the "
-                               "vocabulary-parallel form are not implemented on the cuda backend");
 }
 
 nt_lm_head_dense_args dense_head(const nt_lm_head_sample_dense_args& a) {
@@ -348,7 +448,6 @@ const char* binary_op(const nt_lm_head_shard* shard) {
 
 size_t CudaBackend::lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args& a,
                                                         const nt_lm_head_shard* shard) {
-  refuse_shard_logprobs(dense_op(shard), shard);
   const int64_t rows = a.hidden.shape[0], vocab = a.weight.shape[0];
   if (rows == 0) return 0;
   return fused_layout(rows, vocab, 0, after_scores(*this, a, rows, vocab, a.weight.device_id, shard)).total;
@@ -357,7 +456,6 @@ size_t CudaBackend::lm_head_sample_dense_workspace_size(const nt_lm_head_sample_
 void CudaBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard,
                                        void* workspace, size_t workspace_bytes, void* stream) {
   const char* op = dense_op(shard);
-  refuse_shard_logprobs(op, shard);
   const int64_t rows = a.hidden.shape[0], vocab = a.weight.shape[0];
   if (rows == 0) return;
   const int device = a.weight.device_id;
@@ -374,7 +472,6 @@ void CudaBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, co
 size_t CudaBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
                                                          const nt_lm_head_shard* shard) {
   const char* op = binary_op(shard);
-  refuse_shard_logprobs(op, shard);
   const int64_t rows = a.act_q.shape[0], vocab = a.wq.shape[0];
   if (rows == 0) return 0;
   return fused_layout(rows, vocab, lm_head_scores_binary_workspace_size(op, binary_head(a)),
@@ -384,7 +481,6 @@ size_t CudaBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_sample
 void CudaBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard,
                                         void* workspace, size_t workspace_bytes, void* stream) {
   const char* op = binary_op(shard);
-  refuse_shard_logprobs(op, shard);
   const int64_t rows = a.act_q.shape[0], vocab = a.wq.shape[0];
   if (rows == 0) return;
   const int device = a.wq.device_id;
@@ -399,6 +495,24 @@ void CudaBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, 
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   lm_head_scores_binary(op, head, reinterpret_cast<float*>(ws), vocab, ws + L.scores_bytes, head_bytes, s);
   finish(*this, op, a, shard, L, ws, rows, vocab, device, s);
+}
+
+void CudaBackend::lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a, void* stream) {
+  const char* op = "lm_head_shard_ranks";
+  const int64_t rows = a.scores.shape[0], cols = a.scores.shape[1];
+  if (rows == 0) return;
+  if (rows > INT32_MAX)
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": the CUDA backend takes at most 2^31-1 rows, got " +
+                                   std::to_string(rows));
+  DeviceScope scope(a.scores.device_id, op);
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  check_cuda(cudaMemsetAsync(a.counts.data, 0, size_t(rows) * 4, s), op);
+  if (cols == 0) return;
+  const unsigned chunks = unsigned(std::min<int64_t>((cols + 8 * kRanksThreads - 1) / (8 * kRanksThreads), 64));
+  shard_ranks_kernel<<<dim3(unsigned(rows), chunks), kRanksThreads, 0, s>>>(
+      static_cast<const float*>(a.scores.data), rows > 1 ? a.scores.row_stride : 0, cols,
+      static_cast<const int64_t*>(a.rank_keys.data), static_cast<int32_t*>(a.counts.data));
+  check_launch(op);
 }
 
 }  // namespace nt::cuda

@@ -78,5 +78,10 @@ inline uint32_t f32_bits(float x) {
   std::memcpy(&u, &x, 4);
   return u;
 }
+inline float f32_from_bits(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
 
 }  // namespace ntt

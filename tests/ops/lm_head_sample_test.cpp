@@ -902,7 +902,7 @@ std::vector<int32_t> shard_ranks(std::vector<float>& scores, int64_t rows, int64
   std::vector<int32_t> counts(size_t(rows), -7);
   nt_lm_head_shard_ranks_args a{host(scores.data(), NT_F32, rows, cols),
                                 host(rank_keys.data(), NT_I64, rows), host(counts.data(), NT_I32, rows)};
-  EXPECT_EQ(nt_lm_head_shard_ranks(&a), NT_OK) << nt_last_error();
+  EXPECT_EQ(nt_lm_head_shard_ranks(&a, nullptr), NT_OK) << nt_last_error();
   return counts;
 }
 
@@ -1229,7 +1229,7 @@ TEST(LmHeadSampleShardedLogprobs, Errors) {
   nt_lm_head_shard_ranks_args r{host(scores.data(), NT_F32, 2, 64), host(keys.data(), NT_I64, 2),
                                 host(counts.data(), NT_I32, 2)};
   auto expect_ranks = [&](const nt_lm_head_shard_ranks_args& b, const char* arg) {
-    EXPECT_EQ(nt_lm_head_shard_ranks(&b), NT_ERROR_INVALID_ARGUMENT) << arg;
+    EXPECT_EQ(nt_lm_head_shard_ranks(&b, nullptr), NT_ERROR_INVALID_ARGUMENT) << arg;
     EXPECT_NE(std::string(nt_last_error()).find(std::string("'") + arg + "'"), std::string::npos)
         << nt_last_error();
     EXPECT_EQ(counts, std::vector<int32_t>(2, -7));
@@ -1238,7 +1238,7 @@ TEST(LmHeadSampleShardedLogprobs, Errors) {
   { auto b = r; b.scores = nt_tensor{}; expect_ranks(b, "scores"); }
   { auto b = r; b.rank_keys.shape[0] = 1; expect_ranks(b, "rank_keys"); }
   { auto b = r; b.counts.dtype = NT_I64; expect_ranks(b, "counts"); }
-  ASSERT_EQ(nt_lm_head_shard_ranks(&r), NT_OK) << nt_last_error();
+  ASSERT_EQ(nt_lm_head_shard_ranks(&r, nullptr), NT_OK) << nt_last_error();
   // A rank key of -1 counts nothing; (lo, hi) counts the keys between.
   std::vector<float> row = {1.0f, -INFINITY, NAN, 2.0f, INFINITY, -0.0f};
   std::vector<int64_t> k2 = {-1, int64_t((uint64_t(0xFF800000u - 1) << 32) | 0x80000000u)  /* [key(+0), key(+inf) - 1] */};
@@ -1247,7 +1247,7 @@ TEST(LmHeadSampleShardedLogprobs, Errors) {
   std::vector<int32_t> c2(2, -7);
   nt_lm_head_shard_ranks_args r2{host(rows2.data(), NT_F32, 2, 6), host(k2.data(), NT_I64, 2),
                                  host(c2.data(), NT_I32, 2)};
-  ASSERT_EQ(nt_lm_head_shard_ranks(&r2), NT_OK) << nt_last_error();
+  ASSERT_EQ(nt_lm_head_shard_ranks(&r2, nullptr), NT_OK) << nt_last_error();
   EXPECT_EQ(c2, (std::vector<int32_t>{0, 3}));  // 1, 2 and -0 (key of +0)
 }
 
@@ -1361,7 +1361,7 @@ TEST(LmHeadSample, EmptyBatchIsANoOp) {
   c.rank_keys = host(&key, NT_I64, 0);
   EXPECT_EQ(nt_lm_head_sample_combine(&c), NT_OK) << nt_last_error();
   nt_lm_head_shard_ranks_args r{host(&score, NT_F32, 0, 50), host(&key, NT_I64, 0), host(&rank, NT_I32, 0)};
-  EXPECT_EQ(nt_lm_head_shard_ranks(&r), NT_OK) << nt_last_error();
+  EXPECT_EQ(nt_lm_head_shard_ranks(&r, nullptr), NT_OK) << nt_last_error();
   EXPECT_EQ(token, kPoisonI64);
   EXPECT_EQ(word, kPoisonI64);
   EXPECT_EQ(score, 7.0f);
@@ -1714,18 +1714,36 @@ TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
     SCOPED_TRACE("M=" + std::to_string(rows) + " shard [" + std::to_string(v0) + ", " + std::to_string(v1) +
                  ") of V=" + std::to_string(vocab) + " K=" + std::to_string(K));
 
+    // Every third case with a logprobs request: its words after the candidates,
+    // and the masked scores, which the rank counts then read.
+    const bool lp = c % 3 == 1;
+    const int32_t n_lp = lp ? int32_t(rng.integer(0, 20)) : 0;
+    const uint32_t lp_mode = c % 2 ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+    const int64_t W = S + (lp ? NT_LM_HEAD_LOGPROBS_WORDS(int64_t(n_lp)) : 0), V_r = v1 - v0;
     HeadArgs host_args = head_args(h, v0, v1, 0, rows, mask, words, p, h.bias);
-    std::vector<int64_t> want(size_t(rows * S), kPoisonI64);
-    nt_lm_head_shard sh = shard_of(v0, vocab, first_row, host(want.data(), NT_I64, rows, S));
+    std::vector<int64_t> want(size_t(rows * W), kPoisonI64);
+    std::vector<float> want_masked(size_t(rows * V_r), 7.0f);
+    nt_lm_head_shard sh = shard_of(v0, vocab, first_row, host(want.data(), NT_I64, rows, W));
+    if (lp) {
+      sh.num_logprobs = n_lp;
+      sh.logprobs_mode = lp_mode;
+      sh.scores = host(want_masked.data(), NT_F32, rows, V_r);
+    }
     size_t bytes = 0;
     ASSERT_EQ(nt_lm_head_shard_dense_workspace_size(&host_args.dense, &sh, &bytes), NT_OK) << nt_last_error();
     std::vector<uint8_t> ws(bytes);
     ASSERT_EQ(nt_lm_head_shard_dense(&host_args.dense, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
 
     Uploader up(d);
-    Buffer& summary = up.buffer(size_t(rows * S) * 8);
+    Buffer& summary = up.buffer(size_t(rows * W) * 8);
+    Buffer& masked = up.buffer(size_t(rows * V_r) * 4);
     const nt_lm_head_sample_dense_args a = up.put(host_args.dense, rows);
-    const nt_lm_head_shard on_device = shard_of(v0, vocab, first_row, summary.matrix(NT_I64, rows, S));
+    nt_lm_head_shard on_device = shard_of(v0, vocab, first_row, summary.matrix(NT_I64, rows, W));
+    if (lp) {
+      on_device.num_logprobs = n_lp;
+      on_device.logprobs_mode = lp_mode;
+      on_device.scores = masked.matrix(NT_F32, rows, V_r);
+    }
     const nt_status st = query_then_run(up, a, &on_device, nt_lm_head_shard_dense_workspace_size,
                                         nt_lm_head_shard_dense, d.stream());
     if (d.type() == NT_DEVICE_OPENCL) {
@@ -1734,21 +1752,51 @@ TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
     }
     ASSERT_EQ(st, NT_OK) << nt_last_error();
     d.sync();
-    const std::vector<int64_t> got = from_device<int64_t>(summary, size_t(rows * S));
-    for (int64_t m = 0; m < rows; ++m) {
-      const int64_t n = want[size_t(m * S + 6)];  // the candidates written; the rest stays poisoned
-      for (int64_t w = 0; w < NT_LM_HEAD_SUMMARY_WORDS + n; ++w) {
-        const int64_t g = got[size_t(m * S + w)], e = want[size_t(m * S + w)];
-        if (w == 2 && g != e) {
-          double zg, ze;
-          std::memcpy(&zg, &g, 8);
-          std::memcpy(&ze, &e, 8);
-          EXPECT_NEAR(zg, ze, 1e-12 * ze) << "row " << m << ": the mass";
-          continue;
-        }
-        EXPECT_EQ(g, e) << "row " << m << " word " << w;
+    const std::vector<int64_t> got = from_device<int64_t>(summary, size_t(rows * W));
+    // A NaN's bits are the backend's own (CUDA's arithmetic gives the canonical
+    // NaN, x86 keeps the operand's payload): NaN scores compare as NaN.
+    auto same_float = [](uint32_t a, uint32_t b) {
+      return a == b || (std::isnan(f32_from_bits(a)) && std::isnan(f32_from_bits(b)));
+    };
+    auto expect_word = [&](int64_t m, int64_t w, bool mass) {
+      const int64_t g = got[size_t(m * W + w)], e = want[size_t(m * W + w)];
+      if (w >= S + 2 && g != e && (uint64_t(g) >> 32) == (uint64_t(e) >> 32) &&
+          same_float(uint32_t(g), uint32_t(e)))
+        return;  // an (x, id) word whose x is NaN on both
+      if (mass && g != e) {  // a double summed in another order
+        double zg, ze;
+        std::memcpy(&zg, &g, 8);
+        std::memcpy(&ze, &e, 8);
+        EXPECT_NEAR(zg, ze, 1e-12 * ze) << "row " << m << " word " << w << ": a mass";
+        return;
       }
+      EXPECT_EQ(g, e) << "row " << m << " word " << w;
+    };
+    for (int64_t m = 0; m < rows; ++m) {
+      const int64_t n = want[size_t(m * W + 6)];  // the candidates written; the rest stays poisoned
+      for (int64_t w = 0; w < NT_LM_HEAD_SUMMARY_WORDS + n; ++w) expect_word(m, w, w == 2);
+      for (int64_t w = S; w < W; ++w) expect_word(m, w, w == S);
     }
+    if (!lp) continue;
+    const std::vector<float> got_masked = from_device<float>(masked, size_t(rows * V_r));
+    for (size_t i = 0; i < got_masked.size(); ++i)
+      EXPECT_TRUE(same_float(f32_bits(got_masked[i]), f32_bits(want_masked[i])))
+          << "masked score " << i << ": " << got_masked[i] << " vs " << want_masked[i];
+    // The rank counts of random key ranges (and -1) on the device's masked scores.
+    std::vector<int64_t> keys(static_cast<size_t>(rows));
+    for (auto& k : keys) {
+      const uint32_t lo = uint32_t(rng.bits()), hi = uint32_t(rng.bits());
+      k = rng.coin(0.2) ? -1 : int64_t((uint64_t(std::max(lo, hi)) << 32) | std::min(lo, hi));
+    }
+    std::vector<int32_t> want_counts(size_t(rows), -7);
+    nt_lm_head_shard_ranks_args r{host(want_masked.data(), NT_F32, rows, V_r), host(keys.data(), NT_I64, rows),
+                                  host(want_counts.data(), NT_I32, rows)};
+    ASSERT_EQ(nt_lm_head_shard_ranks(&r, nullptr), NT_OK) << nt_last_error();
+    Buffer& counts = up.buffer(size_t(rows) * 4);
+    nt_lm_head_shard_ranks_args rd{masked.matrix(NT_F32, rows, V_r), up.put(r.rank_keys), counts.vector(NT_I32, rows)};
+    ASSERT_EQ(nt_lm_head_shard_ranks(&rd, d.stream()), NT_OK) << nt_last_error();
+    d.sync();
+    EXPECT_EQ(from_device<int32_t>(counts, size_t(rows)), want_counts) << "the rank counts";
   }
 }
 
