@@ -457,6 +457,20 @@ struct ShardPlan {
   std::vector<int64_t> cuts;  // shard r holds padded rows [cuts[r], cuts[r+1])
 };
 
+// One shard call on the host, the dense or the binary head's, with the workspace it asks for.
+void run_shard(bool binary, const HeadArgs& a, const nt_lm_head_shard& sh) {
+  size_t bytes = 0;
+  if (!binary) {
+    EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&a.dense, &sh, &bytes), NT_OK) << nt_last_error();
+    std::vector<uint8_t> ws(bytes);
+    EXPECT_EQ(nt_lm_head_shard_dense(&a.dense, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  } else {
+    EXPECT_EQ(nt_lm_head_shard_binary_workspace_size(&a.binary, &sh, &bytes), NT_OK) << nt_last_error();
+    std::vector<uint8_t> ws(bytes);
+    EXPECT_EQ(nt_lm_head_shard_binary(&a.binary, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+  }
+}
+
 // Summaries of every shard for rows [m0, m1), K candidates (0: every row of the shard).
 std::vector<int64_t> shard_summaries(const Head& padded, const ShardPlan& plan, int64_t vocab,
                                      int64_t m0, int64_t m1, const std::vector<int32_t>& mask,
@@ -470,16 +484,7 @@ std::vector<int64_t> shard_summaries(const Head& padded, const ShardPlan& plan, 
     const int64_t v0 = plan.cuts[size_t(r)], v1 = plan.cuts[size_t(r + 1)];
     HeadArgs a = head_args(padded, v0, v1, m0, m1, mask, words, p, padded.bias);
     nt_lm_head_shard sh = shard_of(v0, vocab, m0, host(all.data() + r * rows * S, NT_I64, rows, S));
-    size_t bytes = 0;
-    if (!padded.binary) {
-      EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&a.dense, &sh, &bytes), NT_OK) << nt_last_error();
-      std::vector<uint8_t> ws(bytes);
-      EXPECT_EQ(nt_lm_head_shard_dense(&a.dense, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
-    } else {
-      EXPECT_EQ(nt_lm_head_shard_binary_workspace_size(&a.binary, &sh, &bytes), NT_OK) << nt_last_error();
-      std::vector<uint8_t> ws(bytes);
-      EXPECT_EQ(nt_lm_head_shard_binary(&a.binary, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
-    }
+    run_shard(padded.binary, a, sh);
   }
   return all;
 }
@@ -842,16 +847,7 @@ ShardOut shard_call_logprobs(const Head& padded, int64_t v0, int64_t v1, int64_t
   sh.logprobs_mode = mode;
   sh.scores = host(strided.data(), NT_F32, rows, cols);
   sh.scores.row_stride = stride;
-  size_t bytes = 0;
-  if (!padded.binary) {
-    EXPECT_EQ(nt_lm_head_shard_dense_workspace_size(&a.dense, &sh, &bytes), NT_OK) << nt_last_error();
-    std::vector<uint8_t> ws(bytes);
-    EXPECT_EQ(nt_lm_head_shard_dense(&a.dense, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
-  } else {
-    EXPECT_EQ(nt_lm_head_shard_binary_workspace_size(&a.binary, &sh, &bytes), NT_OK) << nt_last_error();
-    std::vector<uint8_t> ws(bytes);
-    EXPECT_EQ(nt_lm_head_shard_binary(&a.binary, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
-  }
+  run_shard(padded.binary, a, sh);
   // The scores: the head's own, -inf where the bitmask disallows and past vocab_size.
   const std::vector<float> want = head_scores(padded);
   for (int64_t m = 0; m < rows; ++m) {
@@ -1729,10 +1725,7 @@ TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
       sh.logprobs_mode = lp_mode;
       sh.scores = host(want_masked.data(), NT_F32, rows, V_r);
     }
-    size_t bytes = 0;
-    ASSERT_EQ(nt_lm_head_shard_dense_workspace_size(&host_args.dense, &sh, &bytes), NT_OK) << nt_last_error();
-    std::vector<uint8_t> ws(bytes);
-    ASSERT_EQ(nt_lm_head_shard_dense(&host_args.dense, &sh, ws.data(), bytes, nullptr), NT_OK) << nt_last_error();
+    ASSERT_NO_FATAL_FAILURE(run_shard(false, host_args, sh));
 
     Uploader up(d);
     Buffer& summary = up.buffer(size_t(rows * W) * 8);
