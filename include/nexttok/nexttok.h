@@ -312,7 +312,7 @@ typedef struct nt_lm_head_shard {
   uint32_t logprobs_mode; /* NT_LOGPROBS_RAW | NT_LOGPROBS_PROCESSED */
   nt_tensor scores;       /* f32 [M, V_shard], written: the shard's masked scores (-inf
                              where the bitmask disallows and for padding ids), for
-                             nt_lm_head_shard_ranks; the workspace then holds no copy */
+                             nt_lm_head_shard_ranks (on the CPU the workspace then holds no copy) */
 } nt_lm_head_shard;
 
 /* The tokens argument of `args` is ignored (may be absent); its logprobs fields

@@ -1692,8 +1692,13 @@ TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
       v0 = rng.integer(vocab, total - 1);
       v1 = rng.integer(v0 + 1, total);
     }
-    if (planted == kPlainPosInf)
+    if (c % 9 == 4) v1 = std::min(total, v0 + rng.integer(1, 12));  // fewer tokens than n_lp
+    if (planted == kPlainPosInf) {  // row 0 scores +inf there; row 1, with x = 0, NaN
       for (int i = 0; i < 3; ++i) h.w[size_t(rng.integer(v0, v1 - 1))] = INFINITY;
+      h.x[0] = std::fabs(h.x[0]) + 0.5f;
+      if (rows > 1) h.x[1] = 0.0f;
+      h.x_bytes = encode(NT_F32, h.x);
+    }
     h.w_bytes = encode(NT_F32, h.w);
     int64_t words = 0;
     std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
@@ -1710,11 +1715,12 @@ TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
     SCOPED_TRACE("M=" + std::to_string(rows) + " shard [" + std::to_string(v0) + ", " + std::to_string(v1) +
                  ") of V=" + std::to_string(vocab) + " K=" + std::to_string(K));
 
-    // Every third case with a logprobs request: its words after the candidates,
+    // Every third case with a logprobs request (raw and processed in turn; n = 0,
+    // and n past the shard's tokens, among them): its words after the candidates,
     // and the masked scores, which the rank counts then read.
     const bool lp = c % 3 == 1;
-    const int32_t n_lp = lp ? int32_t(rng.integer(0, 20)) : 0;
-    const uint32_t lp_mode = c % 2 ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+    const int32_t n_lp = !lp || c % 9 == 1 ? 0 : c % 9 == 4 ? 20 : int32_t(rng.integer(1, 20));
+    const uint32_t lp_mode = (c / 3) % 2 ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
     const int64_t W = S + (lp ? NT_LM_HEAD_LOGPROBS_WORDS(int64_t(n_lp)) : 0), V_r = v1 - v0;
     HeadArgs host_args = head_args(h, v0, v1, 0, rows, mask, words, p, h.bias);
     std::vector<int64_t> want(size_t(rows * W), kPoisonI64);
@@ -1730,6 +1736,8 @@ TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
     Uploader up(d);
     Buffer& summary = up.buffer(size_t(rows * W) * 8);
     Buffer& masked = up.buffer(size_t(rows * V_r) * 4);
+    const std::vector<float> finite_poison(size_t(rows * V_r), 7.0f);  // a NaN poison would pass for a NaN score
+    masked.upload(finite_poison.data(), finite_poison.size() * 4);
     const nt_lm_head_sample_dense_args a = up.put(host_args.dense, rows);
     nt_lm_head_shard on_device = shard_of(v0, vocab, first_row, summary.matrix(NT_I64, rows, W));
     if (lp) {
@@ -1779,7 +1787,8 @@ TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
     std::vector<int64_t> keys(static_cast<size_t>(rows));
     for (auto& k : keys) {
       const uint32_t lo = uint32_t(rng.bits()), hi = uint32_t(rng.bits());
-      k = rng.coin(0.2) ? -1 : int64_t((uint64_t(std::max(lo, hi)) << 32) | std::min(lo, hi));
+      k = rng.coin(0.2) ? -1 : rng.coin(0.2) ? int64_t((uint64_t(hi) << 32) | lo)  // lo > hi at times
+                                             : int64_t((uint64_t(std::max(lo, hi)) << 32) | std::min(lo, hi));
     }
     std::vector<int32_t> want_counts(size_t(rows), -7);
     nt_lm_head_shard_ranks_args r{host(want_masked.data(), NT_F32, rows, V_r), host(keys.data(), NT_I64, rows),
