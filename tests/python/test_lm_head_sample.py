@@ -286,7 +286,7 @@ def test_sharded_logprobs_errors_name_the_argument():
 
     with pytest.raises(ValueError, match="'shard.num_logprobs'"):
         shard(n=21)
-    with pytest.raises(TypeError, match="'scores'"):  # the binding's dtype check: a TypeError
+    with pytest.raises(TypeError, match="'shard.scores'"):  # dtype errors are TypeErrors
         shard(sc=np.zeros((2, 64), np.float16))
     with pytest.raises(ValueError, match="'shard.scores'"):
         shard(sc=np.zeros((2, 63), np.float32))
