@@ -581,26 +581,40 @@ TEST(LmHeadSampleSharded, LargeVocabulary) {
   check_sharded_case(9641, false, 2, 248320, 3, 2, false, 256, &fallbacks);
 }
 
+// A dense f32 head of 8 or 9 rows (H = 16) with special scores and odd per-row
+// parameters, one row each: 0 scores +-inf (NaN where a weight is 0), 1 NaN
+// everywhere, 2 huge (+inf at its small T), 3 T = +inf and plain, 4 T = NaN,
+// 5 top_p <= 0 (the top token), 6 min_p > 1 (acts as 1), 7 top_k < 0 (off);
+// a ninth row scores +-inf and is greedy.
+void special_case(Rng& rng, int64_t rows, int64_t vocab, Head* h, Params* p) {
+  const int64_t hidden = 16;
+  *h = dense_head(rng, NT_F32, rows, vocab, hidden, false);
+  h->x[0] = INFINITY;
+  h->x[size_t(hidden + 2)] = NAN;
+  h->x[size_t(2 * hidden)] = 1e30f;
+  if (rows > 8) h->x[size_t(8 * hidden)] = INFINITY;
+  h->x_bytes = encode(h->dtype, h->x);
+  *p = draw_params(rng, rows, vocab, 7, true, false);
+  p->temperature = {1.0f, 0.8f, 1e-3f, INFINITY, NAN, 0.7f, 1.2f, 0.9f};
+  if (rows > 8) p->temperature.push_back(0.0f);
+  p->top_p[5] = -0.5f;
+  p->min_p[6] = 3.0f;
+  p->top_k[7] = -3;
+  p->top_k[3] = 0;
+  p->top_p[3] = 1.0f;
+  p->min_p[3] = 0.0f;
+}
+
 // Odd per-row parameters (T = +inf, NaN, 0; top_p <= 0; min_p > 1; top_k < 0)
 // and special scores (+-inf, NaN, an overflow at a small T): sharded = single.
 TEST(LmHeadSampleSharded, SpecialValues) {
   for (int c = 0; c < 3; ++c) {
     Rng rng(9660 + c);
     SCOPED_TRACE(seed_trace(rng.seed()));
-    const int64_t rows = 8, vocab = 700, hidden = 16;
-    Head h = dense_head(rng, NT_F32, rows, vocab, hidden, false);
-    h.x[0] = INFINITY;                     // row 0: scores +-inf (and NaN where a weight is 0)
-    h.x[size_t(hidden + 2)] = NAN;         // row 1: every score NaN
-    h.x[size_t(2 * hidden)] = 1e30f;       // row 2: huge scores, +inf at a small T
-    h.x_bytes = encode(h.dtype, h.x);
-    Params p = draw_params(rng, rows, vocab, 7, true, false);
-    p.temperature = {1.0f, 0.8f, 1e-3f, INFINITY, NAN, 0.7f, 1.2f, 0.9f};
-    p.top_p[5] = -0.5f;   // keep the top token
-    p.min_p[6] = 3.0f;    // acts as 1
-    p.top_k[7] = -3;      // off
-    p.top_k[3] = 0;
-    p.top_p[3] = 1.0f;
-    p.min_p[3] = 0.0f;    // T = +inf, plain: every finite score counts 0
+    const int64_t rows = 8, vocab = 700;
+    Head h;
+    Params p;
+    special_case(rng, rows, vocab, &h, &p);
     const std::vector<int64_t> single = run_fused(h, {}, 0, p);
     EXPECT_EQ(single, run_two_step(head_scores(h), rows, vocab, {}, 0, p));
     EXPECT_EQ(single[1], -1);
@@ -1067,21 +1081,10 @@ TEST(LmHeadSampleShardedLogprobs, SpecialValues) {
   for (int c = 0; c < 3; ++c) {
     Rng rng(12700 + c);
     SCOPED_TRACE(seed_trace(rng.seed()));
-    const int64_t rows = 9, vocab = 700, hidden = 16;
-    Head h = dense_head(rng, NT_F32, rows, vocab, hidden, false);
-    h.x[0] = INFINITY;                     // row 0: scores +-inf (and NaN where a weight is 0)
-    h.x[size_t(hidden + 2)] = NAN;         // row 1: every score NaN
-    h.x[size_t(2 * hidden)] = 1e30f;       // row 2: huge scores, +inf at a small T
-    h.x[size_t(8 * hidden)] = INFINITY;    // row 8: +-inf scores, greedy
-    h.x_bytes = encode(h.dtype, h.x);
-    Params p = draw_params(rng, rows, vocab, 7, true, false);
-    p.temperature = {1.0f, 0.8f, 1e-3f, INFINITY, NAN, 0.7f, 1.2f, 0.9f, 0.0f};
-    p.top_p[5] = -0.5f;   // keep the top token
-    p.min_p[6] = 3.0f;    // acts as 1
-    p.top_k[7] = -3;      // off
-    p.top_k[3] = 0;
-    p.top_p[3] = 1.0f;
-    p.min_p[3] = 0.0f;    // T = +inf, plain: every finite score counts 0
+    const int64_t rows = 9, vocab = 700;
+    Head h;
+    Params p;
+    special_case(rng, rows, vocab, &h, &p);  // row 8: +-inf scores, greedy
     if (c == 1) {         // plain rows everywhere but the greedy ones
       std::fill(p.top_k.begin(), p.top_k.end(), 0);
       std::fill(p.top_p.begin(), p.top_p.end(), 1.0f);
