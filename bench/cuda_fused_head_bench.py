@@ -26,6 +26,7 @@ import torch
 
 import nexttok
 from _common import Checks, cuda_device, parser, rotation_copies, time_calls, time_graph
+from cuda_lm_head_bench import rng, w1_w2_heads
 
 bf16, f16 = torch.bfloat16, torch.float16
 V, H, G, K, P = 248320, 5120, 128, 50, 0.9
@@ -33,12 +34,6 @@ V, H, G, K, P = 248320, 5120, 128, 50, 0.9
 TARGETS = {("binary", 1): 65, ("binary", 16): 80, ("binary", 64): 140, ("dense", 1): 620, ("dense", 64): 680}
 MODES = {"mask+k50+p0.9": dict(top_k=K, top_p=P, mask=True), "plain": dict(mask=False),
          "greedy": dict(temperature=0.0, mask=False)}
-
-
-def rng(seed):
-    g = torch.Generator(device="cuda")
-    g.manual_seed(seed)
-    return g
 
 
 def random_bitmask(rows, vocab, gen):
@@ -133,15 +128,7 @@ def bench(ms, l2, runs, warmup, budget_rows):
     print(f"\nweights: binary {bin_bytes / 1e6:.1f} MB, dense bf16 {dense_bytes / 1e6:.1f} MB, "
           f"{n} copies rotated", flush=True)
     gen = rng(1234)
-    weight, wq, wscale, deq = [], [], [], []
-    for _ in range(n):
-        weight.append((torch.randn(V, H, generator=gen, device="cuda") / math.sqrt(H)).to(bf16))
-        signs = torch.randint(0, 2, (V, H), generator=gen, device="cuda", dtype=torch.int8) * 2 - 1
-        wq.append(nexttok.pack_weights(signs))
-        wscale.append(((0.5 + torch.rand(V, H // G, generator=gen, device="cuda")) / math.sqrt(H)).to(f16))
-        deq.append((signs.view(V, H // G, G).to(bf16) * wscale[-1].to(bf16)[:, :, None]).view(V, H))
-        del signs
-    torch.cuda.synchronize()
+    weight, wq, wscale, deq = w1_w2_heads(n, V, H, G, gen)
     rows = []
     for m in ms:
         x = [torch.randn(m, H, generator=gen, device="cuda") for _ in range(n)]

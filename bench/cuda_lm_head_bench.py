@@ -323,15 +323,10 @@ def copy_ceiling_tbps(runs):
     return 2 * a.numel() / (med * 1e-6) / 1e12
 
 
-def bench(rows, ms, l2):
-    V, H, G, K = 248320, 5120, 128, 50
-    bin_bytes = V * H // 8 + V * (H // G) * 2
-    dense_bytes = V * H * 2
-    n = rotation_copies(bin_bytes, l2)  # the smallest weights still exceed 4x the L2 in n copies
-    print(f"\nweights: binary {bin_bytes / 1e6:.1f} MB, dense bf16 {dense_bytes / 1e6:.1f} MB, "
-          f"{n} copies of each rotated", flush=True)
-    gen = rng(1234)
-    # W2: dense bf16 weights; W1: the binary head and its dequantized bf16 twin.
+def w1_w2_heads(n, V, H, G, gen):
+    """n copies of the W2 head (dense bf16 [V, H]) and of the W1 head (packed signs,
+    f16 scales of groups of G) with its dequantized bf16 twin: lists
+    (weight, wq, wscale, deq)."""
     weight, wq, wscale, deq = [], [], [], []
     for _ in range(n):
         weight.append((torch.randn(V, H, generator=gen, device="cuda") / math.sqrt(H)).to(bf16))
@@ -341,6 +336,18 @@ def bench(rows, ms, l2):
         deq.append((signs.view(V, H // G, G).to(bf16) * wscale[-1].to(bf16)[:, :, None]).view(V, H))
         del signs
     torch.cuda.synchronize()
+    return weight, wq, wscale, deq
+
+
+def bench(rows, ms, l2):
+    V, H, G, K = 248320, 5120, 128, 50
+    bin_bytes = V * H // 8 + V * (H // G) * 2
+    dense_bytes = V * H * 2
+    n = rotation_copies(bin_bytes, l2)  # the smallest weights still exceed 4x the L2 in n copies
+    print(f"\nweights: binary {bin_bytes / 1e6:.1f} MB, dense bf16 {dense_bytes / 1e6:.1f} MB, "
+          f"{n} copies of each rotated", flush=True)
+    gen = rng(1234)
+    weight, wq, wscale, deq = w1_w2_heads(n, V, H, G, gen)
     for m in ms:
         x = [torch.randn(m, H, generator=gen, device="cuda") for _ in range(n)]
         xb = [v.to(bf16) for v in x]
