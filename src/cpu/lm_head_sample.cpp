@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/bitmask.h"
 #include "core/check.h"
 #include "core/fused_sample.h"
 #include "core/portable_exp.h"
@@ -64,11 +65,6 @@ inline uint64_t order_word(uint32_t key, int64_t local) { return (uint64_t(~key)
 inline uint32_t word_key(uint64_t w) { return ~uint32_t(w >> 32); }
 inline int64_t word_local(uint64_t w) { return int64_t(uint32_t(w)); }
 
-// Whether a bitmask of `words` words per row (null: none) allows global id g.
-inline bool mask_allows(const uint32_t* mask, int64_t words, int64_t g) {
-  return mask == nullptr || (g / 32 < words && ((mask[g / 32] >> (g % 32)) & 1u) != 0);
-}
-
 // One row's summary (cpu/lm_head_summary.h) over x[0, n), the scores of
 // global ids start + i; `list` holds n words.
 void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
@@ -77,7 +73,7 @@ void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
   const int row_class = nt_row_class(p, 0);
   // Tokens of the shard: ids below vocab_size; a disallowed one scores -inf.
   const int64_t n_tokens = std::max<int64_t>(0, std::min(n, vocab_size - start));
-  auto logit = [&](int64_t i) { return mask_allows(mask, mask_words, start + i) ? x[i] : -INFINITY; };
+  auto logit = [&](int64_t i) { return nt_mask_allows(mask, mask_words, start + i) ? x[i] : -INFINITY; };
   for (int w = 0; w < NT_LM_HEAD_SUMMARY_WORDS; ++w) out[w] = 0;
   out[summary::kSMax] = NT_KEY_NEG_INF;
   out[summary::kPlain] = summary::pack(0u, kNoId);
@@ -157,7 +153,7 @@ void mask_row(float* x, int64_t n, int64_t start, int64_t vocab_size, const uint
               int64_t mask_words) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t g = start + i;
-    if (g >= vocab_size || !mask_allows(mask, mask_words, g)) x[i] = -INFINITY;
+    if (g >= vocab_size || !nt_mask_allows(mask, mask_words, g)) x[i] = -INFINITY;
   }
 }
 
@@ -215,11 +211,11 @@ struct Fused {
   const nt_tensor& tokens;
   const nt_lm_head_shard* shard;
   FusedLogprobs logprobs;  // requested only without a shard (checked)
-  const nt_tensor& scores_out;  // optional copy of the scores
+  const nt_tensor& scores_copy;  // the caller's optional copy of the scores (args.scores)
 };
 
 // A shard call with a logprobs request writes its scores to shard.scores.
-bool scores_out(const Fused& f) { return f.shard != nullptr && shard_logprobs(*f.shard); }
+bool scores_in_shard(const Fused& f) { return f.shard != nullptr && shard_logprobs(*f.shard); }
 
 size_t fused_size(CpuBackend& cpu, const Fused& f) {
   if (f.rows == 0) return 0;
@@ -231,7 +227,7 @@ size_t fused_size(CpuBackend& cpu, const Fused& f) {
   } else {
     after = summary_bytes(f.vocab);
   }
-  return make_layout(f.rows, f.vocab, f.head_bytes, after, !scores_out(f)).total;
+  return make_layout(f.rows, f.vocab, f.head_bytes, after, !scores_in_shard(f)).total;
 }
 
 template <class WriteScores>
@@ -240,7 +236,7 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
   if (f.rows == 0) return;
   const size_t needed = fused_size(cpu, f);
   check_workspace(f.op, needed, workspace, workspace_bytes);
-  const bool out = scores_out(f);
+  const bool out = scores_in_shard(f);
   const Layout L = make_layout(f.rows, f.vocab, 0, 0, !out);  // the offsets depend on the shape only
   char* base = align_workspace(workspace);
   float* scores = out ? static_cast<float*>(f.shard->scores.data) : reinterpret_cast<float*>(base);
@@ -248,9 +244,9 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
   char* shared = base + L.shared;
   const size_t shared_bytes = needed - L.shared - kWorkspaceSlack;
   write_scores(scores, stride, shared);
-  if (present(f.scores_out))
+  if (present(f.scores_copy))
     for (int64_t m = 0; m < f.rows; ++m)
-      std::copy_n(scores + m * stride, f.vocab, reinterpret_cast<float*>(row_address(f.scores_out, m)));
+      std::copy_n(scores + m * stride, f.vocab, reinterpret_cast<float*>(row_address(f.scores_copy, m)));
 
   if (f.shard == nullptr) {
     cpu.fused_draw(sample_args(scores, f.rows, f.vocab, f.sampling, f.tokens), f.bitmask,

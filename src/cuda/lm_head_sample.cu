@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/bitmask.h"
 #include "core/check.h"
 #include "core/fused_sample.h"
 #include "core/ordering.h"
@@ -153,11 +154,7 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
   const u64 seed = param_at(s.seed, m), offset = param_at(s.offset, m);
   const u32 tag = nt_row_tag(s.seed.per_row != nullptr, u32(a.first_row + m));
   const uint32_t* mask = a.mask ? a.mask + int64_t(m) * a.mask_stride : nullptr;
-  auto logit = [&](int64_t i) {
-    const int64_t g = a.vocab_start + i;
-    const bool allowed = mask == nullptr || (g / 32 < a.mask_words && ((mask[g / 32] >> (g % 32)) & 1u) != 0);
-    return allowed ? x[i] : -INFINITY;
-  };
+  auto logit = [&](int64_t i) { return nt_mask_allows(mask, a.mask_words, a.vocab_start + i) ? x[i] : -INFINITY; };
   if (tid == 0) sh.finite = 0;
   __syncthreads();
 
