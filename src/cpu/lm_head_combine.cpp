@@ -1,5 +1,5 @@
 // The combine of vocabulary-parallel summaries (nt_lm_head_sample_combine):
-// every shard's summary of a row (cpu/lm_head_summary.h) in, the row's token
+// every shard's summary of a row (core/lm_head_summary.h) in, the row's token
 // out, computed on the host by the same code on every rank, so every rank gets
 // the same token.
 //
@@ -32,10 +32,10 @@
 
 #include "backend.h"
 #include "core/check.h"
+#include "core/lm_head_summary.h"
 #include "core/logprobs.h"
 #include "core/portable_exp.h"
 #include "core/sampling.h"
-#include "cpu/lm_head_summary.h"
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/thread_pool.h"
@@ -44,7 +44,7 @@ namespace nt {
 namespace {
 
 using cpu::row_param;
-using namespace cpu::summary;
+using namespace summary;
 
 struct Entry {
   uint32_t key;  // of s

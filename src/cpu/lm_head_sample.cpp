@@ -9,7 +9,7 @@
 // to the `scores` output when one is given.
 //
 // Shard call (vocabulary-parallel): the same scores for the shard's rows, then
-// each row's summary (cpu/lm_head_summary.h) from one pass over them. With a
+// each row's summary (core/lm_head_summary.h) from one pass over them. With a
 // logprobs request the scores go to the caller's `shard.scores` (masked in
 // place there, for nt_lm_head_shard_ranks) and the summary rows end with the
 // logprobs words.
@@ -20,10 +20,10 @@
 #include "core/bitmask.h"
 #include "core/check.h"
 #include "core/fused_sample.h"
+#include "core/lm_head_summary.h"
 #include "core/portable_exp.h"
 #include "core/sampling.h"
 #include "cpu/lm_head_scores.h"
-#include "cpu/lm_head_summary.h"
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/thread_pool.h"
@@ -65,7 +65,7 @@ inline uint64_t order_word(uint32_t key, int64_t local) { return (uint64_t(~key)
 inline uint32_t word_key(uint64_t w) { return ~uint32_t(w >> 32); }
 inline int64_t word_local(uint64_t w) { return int64_t(uint32_t(w)); }
 
-// One row's summary (cpu/lm_head_summary.h) over x[0, n), the scores of
+// One row's summary (core/lm_head_summary.h) over x[0, n), the scores of
 // global ids start + i; `list` holds n words.
 void summarize_row(const float* x, int64_t n, int64_t start, int64_t vocab_size,
                    const uint32_t* mask, int64_t mask_words, nt_row_params p, uint64_t seed,
@@ -157,7 +157,7 @@ void mask_row(float* x, int64_t n, int64_t start, int64_t vocab_size, const uint
   }
 }
 
-// A row's logprobs words (cpu/lm_head_summary.h) over its masked scores x[0,
+// A row's logprobs words (core/lm_head_summary.h) over its masked scores x[0,
 // n_tokens) (global ids start + i), after summarize_row wrote the header.
 void summarize_logprobs(const float* x, int64_t n_tokens, int64_t start, nt_row_params p,
                         int32_t n_lp, bool processed, int64_t K, int64_t* out) {

@@ -6,7 +6,7 @@
 // (sample_logprobs for a logprobs request) draws from them, all on the call's
 // stream, so the token is nt_sample's on those masked scores by construction,
 // as on the CPU and OpenCL. Shard call: summary_kernel writes each row's
-// summary (the words of cpu/lm_head_summary.h) from the shard's scores, one
+// summary (the words of core/lm_head_summary.h) from the shard's scores, one
 // CTA a row, for nt_lm_head_sample_combine on the host.
 // Workspace: the [M, V] scores (256-byte aligned), then one region that the
 // scoring pass's scratch (the binary head's permuted activations) and then the
@@ -19,6 +19,7 @@
 #include "core/bitmask.h"
 #include "core/check.h"
 #include "core/fused_sample.h"
+#include "core/lm_head_summary.h"
 #include "core/ordering.h"
 #include "core/portable_exp.h"
 #include "core/sampling.h"
@@ -55,7 +56,6 @@ nt_sample_args sample_args(float* scores, int64_t rows, int64_t vocab, int devic
 
 constexpr int kSummaryThreads = 512;
 constexpr int kSummaryWarps = kSummaryThreads / 32;
-constexpr int32_t kNoId = INT32_MAX;
 
 // K, the candidates a shard's summary row keeps (its logprobs words excluded).
 int64_t shard_candidates(const nt_lm_head_shard& shard) {
@@ -107,10 +107,6 @@ struct SummaryShared {
   u64 top[32];  // the logprobs' first n tokens, sorted
 };
 
-__device__ __forceinline__ int64_t pack_word(u32 low, int32_t id) {
-  return int64_t((u64(u32(id)) << 32) | u64(low));
-}
-
 // The block's maximum of one value per thread (every thread gets it).
 __device__ __forceinline__ u64 block_max(u64 v, u64* warp_part) {
   v = warp_max(v);
@@ -134,10 +130,11 @@ __device__ __forceinline__ double block_sum(double v, double* warp_part) {
   return r;
 }
 
-// Row blockIdx.x's summary over the shard's tokens (cpu/lm_head_summary.h lists
+// Row blockIdx.x's summary over the shard's tokens (core/lm_head_summary.h lists
 // the words; the CPU's summarize_row and summarize_logprobs are the definition).
 // Sums are fixed-order block sums, so a row's summary is the same on every run.
 __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryArgs a) {
+  using namespace summary;
   __shared__ SummaryShared sh;
   const u32 m = blockIdx.x;
   const int tid = int(threadIdx.x);
@@ -196,11 +193,11 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
   const u32 finite = sh.finite;
   if (tid == 0) {
     for (int w = 0; w < NT_LM_HEAD_SUMMARY_WORDS; ++w) sh.header[w] = 0;
-    sh.header[1] = NT_KEY_NEG_INF;
-    sh.header[0] = n_tokens == 0 ? pack_word(NT_KEY_NEG_INF, kNoId)
-                                 : pack_word(composite_key(greedy), int32_t(composite_index(greedy)));
-    sh.header[3] = pack_word(0u, kNoId);
-    sh.header[4] = pack_word(0u, kNoId);
+    sh.header[kSMax] = NT_KEY_NEG_INF;
+    sh.header[kGreedy] = n_tokens == 0 ? pack(NT_KEY_NEG_INF, kNoId)
+                                       : pack(composite_key(greedy), int32_t(composite_index(greedy)));
+    sh.header[kPlain] = pack(0u, kNoId);
+    sh.header[kPosInf] = pack(0u, kNoId);
   }
   if (cls != NT_ROW_GREEDY && n_tokens > 0) {
     s_max = u32(block_max(s_max, sh.pos_inf));
@@ -237,18 +234,19 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
       bitonic_sort_desc<kSummaryThreads>(sorted, int(padded));
       for (int64_t f = tid; f < n; f += kSummaryThreads) {
         const u32 id = composite_index(sorted[f]);
-        out[NT_LM_HEAD_SUMMARY_WORDS + f] = pack_word(nt_as_u32(logit(int64_t(id) - a.vocab_start)), int32_t(id));
+        out[NT_LM_HEAD_SUMMARY_WORDS + f] = pack(nt_as_u32(logit(int64_t(id) - a.vocab_start)), int32_t(id));
       }
     }
     if (tid == 0) {
-      sh.header[1] = s_max;
-      sh.header[2] = __double_as_longlong(z);
+      sh.header[kSMax] = s_max;
+      sh.header[kMass] = __double_as_longlong(z);
       if (plain != 0 && !settled && cls == NT_ROW_PLAIN)
-        sh.header[3] = pack_word(nt_as_u32(nt_key_to_float(composite_key(plain))), int32_t(composite_index(plain)));
+        sh.header[kPlain] = pack(nt_as_u32(nt_key_to_float(composite_key(plain))), int32_t(composite_index(plain)));
       if (pos_inf != 0)
-        sh.header[4] = pack_word(nt_as_u32(nt_key_to_float(composite_key(pos_inf))), int32_t(composite_index(pos_inf)));
-      sh.header[5] = finite;
-      sh.header[6] = n;
+        sh.header[kPosInf] =
+            pack(nt_as_u32(nt_key_to_float(composite_key(pos_inf))), int32_t(composite_index(pos_inf)));
+      sh.header[kFinite] = finite;
+      sh.header[kCandidates] = n;
     }
   }
   __syncthreads();
@@ -265,14 +263,14 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
   double z = 0.0;
   int64_t pos_inf_count = 0;
   if (!processed) {
-    const float xmax = nt_key_to_float(u32(sh.header[0]));
+    const float xmax = nt_key_to_float(low(sh.header[kGreedy]));
     for (int64_t i = tid; i < n_tokens; i += kSummaryThreads) {
       const float xi = logit(i);
       pos_inf_count += xi == INFINITY;
       if (isfinite(xmax) && isfinite(xi)) z += exp(double(xi) - double(xmax));
     }
   } else if (cls != NT_ROW_GREEDY) {
-    const float sm = nt_key_to_float(u32(sh.header[1]));
+    const float sm = nt_key_to_float(low(sh.header[kSMax]));
     const bool mass = cls == NT_ROW_PLAIN && isfinite(sm);
     for (int64_t i = tid; i < n_tokens; i += kSummaryThreads) {
       const float si = nt_scaled_score(logit(i), p.temperature);
@@ -301,17 +299,17 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
   }
   if (tid == 0) {
     int64_t* lp = out + NT_LM_HEAD_SUMMARY_WORDS + a.candidates;
-    sh.header[7] = 1 + int64_t(a.n_lp) + 256 * int64_t(processed ? 1 : 0);
-    lp[0] = __double_as_longlong(z);
-    lp[1] = pos_inf_count;
+    sh.header[kRequest] = request_word(true, a.n_lp, a.lp_mode);
+    lp[kLpMass] = __double_as_longlong(z);
+    lp[kLpPosInfCount] = pos_inf_count;
     for (int w = 0; w < 2; ++w) {
-      const int32_t g = int32_t(uint32_t(u64(sh.header[3 + w]) >> 32));
-      lp[2 + w] = g == kNoId ? pack_word(0u, kNoId) : pack_word(nt_as_u32(logit(int64_t(g) - a.vocab_start)), g);
+      const int32_t g = id(sh.header[kPlain + w]);
+      lp[kLpPlainX + w] = g == kNoId ? pack(0u, kNoId) : pack(nt_as_u32(logit(int64_t(g) - a.vocab_start)), g);
     }
     for (int32_t c = 0; c < a.n_lp; ++c) {
-      const u32 id = composite_index(sh.top[c]);
-      lp[4 + c] = c < top_n ? pack_word(nt_as_u32(logit(int64_t(id) - a.vocab_start)), int32_t(id))
-                            : pack_word(0u, kNoId);
+      const u32 token = composite_index(sh.top[c]);
+      lp[kLpTop + c] = c < top_n ? pack(nt_as_u32(logit(int64_t(token) - a.vocab_start)), int32_t(token))
+                                 : pack(0u, kNoId);
     }
   }
   __syncthreads();

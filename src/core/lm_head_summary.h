@@ -1,5 +1,6 @@
 // The words of a vocabulary-parallel summary row (nt_lm_head_shard), written
-// by cpu/lm_head_sample.cpp and read by cpu/lm_head_combine.cpp. Every field
+// by cpu/lm_head_sample.cpp and cuda/lm_head_sample.cu, read by
+// cpu/lm_head_combine.cpp. Every field
 // is computed over the shard's tokens: its rows with global id < vocab_size
 // (padding rows are no tokens), a token the bitmask disallows scoring -inf.
 // x is a token's score from the head (its logit), s = x / T its scaled score
@@ -37,9 +38,10 @@
 #include <cstring>
 
 #include "core/ordering.h"
+#include "core/portable.h"
 #include "nexttok/nexttok.h"
 
-namespace nt::cpu::summary {
+namespace nt::summary {
 
 enum Word : int { kGreedy = 0, kSMax, kMass, kPlain, kPosInf, kFinite, kCandidates, kRequest };
 static_assert(kRequest + 1 == NT_LM_HEAD_SUMMARY_WORDS, "summary header words");
@@ -49,17 +51,17 @@ enum LogprobsWord : int { kLpMass = 0, kLpPosInfCount, kLpPlainX, kLpPosInfX, kL
 static_assert(kLpTop == NT_LM_HEAD_LOGPROBS_WORDS(0), "summary logprobs words");
 
 // Word 7 of a row written with (or without: requested false) a logprobs request.
-inline int64_t request_word(bool requested, int32_t n, uint32_t mode) {
+NT_FN int64_t request_word(bool requested, int32_t n, uint32_t mode) {
   return requested ? 1 + int64_t(n) + 256 * int64_t(mode) : 0;
 }
 
 constexpr int32_t kNoId = INT32_MAX;
 
-inline int64_t pack(uint32_t low, int32_t id) {
+NT_FN int64_t pack(uint32_t low, int32_t id) {
   return int64_t((uint64_t(uint32_t(id)) << 32) | uint64_t(low));
 }
-inline uint32_t low(int64_t w) { return uint32_t(uint64_t(w)); }
-inline int32_t id(int64_t w) { return int32_t(uint32_t(uint64_t(w) >> 32)); }
+NT_FN uint32_t low(int64_t w) { return uint32_t(uint64_t(w)); }
+NT_FN int32_t id(int64_t w) { return int32_t(uint32_t(uint64_t(w) >> 32)); }
 inline int64_t double_word(double d) { int64_t w; std::memcpy(&w, &d, 8); return w; }
 inline double word_double(int64_t w) { double d; std::memcpy(&d, &w, 8); return d; }
 
@@ -72,4 +74,4 @@ struct Best {
   }
 };
 
-}  // namespace nt::cpu::summary
+}  // namespace nt::summary
