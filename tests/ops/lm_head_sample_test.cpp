@@ -1470,8 +1470,10 @@ nt_status query_then_run(Uploader& up, const Args& a, nt_status (*query)(const A
   return run(&a, ws, bytes, stream);
 }
 
-// lm_head_topk_* of the head on device d, k = min(V, 64): (values, indices).
-TopK head_topk(TestDevice& d, const Head& h) {
+// lm_head_topk_* of the head on device d, k = min(V, 64): (values, indices);
+// hidden_stride: the hidden rows' stride the fused call had (0: contiguous), which
+// picks the kernel, so that both calls run the same one.
+TopK head_topk(TestDevice& d, const Head& h, int64_t hidden_stride = 0) {
   const int32_t k = int32_t(std::min<int64_t>(h.vocab, 64));
   if (!h.binary) {
     DenseCase c;
@@ -1480,6 +1482,7 @@ TopK head_topk(TestDevice& d, const Head& h) {
     c.hidden = h.hidden;
     c.dtype = h.dtype;
     c.x = h.x;
+    c.x_stride = hidden_stride;
     c.weight = h.w;
     c.bias = h.bias;
     c.k = k;
@@ -1633,7 +1636,7 @@ TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
           if (v < vocab) own[size_t(m * vocab + v)] = x;
           else ASSERT_EQ(f32_bits(x), 0xFFFFFFFFu) << "row " << m << " gap " << v << " was written";
         }
-      const TopK topk = head_topk(d, h);
+      const TopK topk = head_topk(d, h, shape.hidden_pad > 0 ? hidden + shape.hidden_pad : 0);
       for (int64_t m = 0; m < rows; ++m)
         for (int64_t i = 0; i < topk.k; ++i) {
           const int64_t v = topk.indices[size_t(m * topk.k + i)];
