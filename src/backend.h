@@ -4,7 +4,8 @@
 // An op with a workspace makes its plan once per call: the size query makes
 // it to answer, the op makes it, checks the caller's workspace against it
 // (check_workspace) and hands it to its launches. Every backend implements
-// every op but the fused heads, whose defaults report them as unsupported.
+// every op but the shard rank counts, whose default reports them as
+// unsupported (OpenCL).
 #pragma once
 
 #include <cstddef>
@@ -55,19 +56,13 @@ class Backend {
   // Hidden -> token: with shard == nullptr the sampled tokens, else the
   // shard's summary (nt_lm_head_shard).
   virtual size_t lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args&,
-                                                     const nt_lm_head_shard*) { return 0; }
+                                                     const nt_lm_head_shard*) = 0;
   virtual void lm_head_sample_dense(const nt_lm_head_sample_dense_args&, const nt_lm_head_shard* shard,
-                                    void* workspace, size_t workspace_bytes, void* stream) {
-    (void)workspace; (void)workspace_bytes; (void)stream;
-    unsupported(shard ? "lm_head_shard_dense" : "lm_head_sample_dense");
-  }
+                                    void* workspace, size_t workspace_bytes, void* stream) = 0;
   virtual size_t lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args&,
-                                                      const nt_lm_head_shard*) { return 0; }
+                                                      const nt_lm_head_shard*) = 0;
   virtual void lm_head_sample_binary(const nt_lm_head_sample_binary_args&, const nt_lm_head_shard* shard,
-                                     void* workspace, size_t workspace_bytes, void* stream) {
-    (void)workspace; (void)workspace_bytes; (void)stream;
-    unsupported(shard ? "lm_head_shard_binary" : "lm_head_sample_binary");
-  }
+                                     void* workspace, size_t workspace_bytes, void* stream) = 0;
 
   // A shard's rank counts (nt_lm_head_shard_ranks), on the shard's device.
   virtual void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args&, void* stream) {
