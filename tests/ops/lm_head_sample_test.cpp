@@ -1892,6 +1892,152 @@ TEST_P(LmHeadSampleOnDevice, ShardTokensAreTheSingleCalls) {
   }
 }
 
+// The vocabulary-parallel logprobs on the device, as nexttok.distributed composes
+// them on one GPU a rank: the shard calls with a logprobs request (summaries and
+// masked scores on the device), the combine, the fallback of -2 rows, then each
+// shard's rank counts on the device against the combine's keys; against the
+// device's own single call with the same request: tokens, ids and ranks exact,
+// values within expect_close_values' bound.
+TEST_P(LmHeadSampleOnDevice, ShardLogprobsAreTheSingleCalls) {
+  TestDevice& d = dev();
+  if (d.type() == NT_DEVICE_CPU) GTEST_SKIP() << "LmHeadSampleSharded covers the CPU";
+  int fallbacks = 0;
+  for (int c = 0; c < 6; ++c) {
+    Rng rng(9900 + c);
+    SCOPED_TRACE(seed_trace(rng.seed()));
+    const bool binary = c % 2 == 1;
+    const int n = c < 2 ? 5 : c < 4 ? 20 : 0;
+    const uint32_t mode = (c / 2) % 2 ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+    const int64_t rows = rng.integer(2, 6), vocab = rng.integer(3000, 20000), total = (vocab + 63) / 64 * 64;
+    const int shards = 2 + c % 3;
+    Head h = binary ? binary_head(rng, rows, total, 1024, 128, rng.coin())
+                    : dense_head(rng, NT_BF16, rows, total, 64, rng.coin());
+    int64_t words = 0;
+    const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+    Params p = draw_params(rng, rows, vocab, c == 5 ? 0 : 2 + c % 5, c % 2 == 0, false);
+    const ShardPlan plan = ragged_plan(rng, total, shards);
+    int64_t widest = 0;
+    for (int r = 0; r < shards; ++r) widest = std::max(widest, plan.cuts[size_t(r + 1)] - plan.cuts[size_t(r)]);
+    Uploader up(d);
+
+    // Rows [m0, m1) of every shard with K candidates: the summaries (host copy,
+    // stacked by shard) and each shard's masked scores on the device.
+    auto shard_calls = [&](int64_t m0, int64_t m1, int64_t K, std::vector<Buffer*>* scores) {
+      const int64_t count = m1 - m0, S = NT_LM_HEAD_SUMMARY_WORDS + K + NT_LM_HEAD_LOGPROBS_WORDS(n);
+      std::vector<int64_t> all;
+      for (int r = 0; r < shards; ++r) {
+        const int64_t v0 = plan.cuts[size_t(r)], v1 = plan.cuts[size_t(r + 1)];
+        HeadArgs host_args = head_args(h, v0, v1, m0, m1, mask, words, p, h.bias);
+        Buffer& summary = up.buffer(size_t(count * S) * 8);
+        Buffer& masked = up.buffer(size_t(count * (v1 - v0)) * 4);
+        nt_lm_head_shard sh = shard_of(v0, vocab, m0, summary.matrix(NT_I64, count, S));
+        sh.num_logprobs = n;
+        sh.logprobs_mode = mode;
+        sh.scores = masked.matrix(NT_F32, count, v1 - v0);
+        const nt_status st = binary
+            ? query_then_run(up, up.put(host_args.binary, count), &sh, nt_lm_head_shard_binary_workspace_size,
+                             nt_lm_head_shard_binary, d.stream())
+            : query_then_run(up, up.put(host_args.dense, count), &sh, nt_lm_head_shard_dense_workspace_size,
+                             nt_lm_head_shard_dense, d.stream());
+        if (d.type() == NT_DEVICE_OPENCL) {  // no shard ops there
+          EXPECT_EQ(st, NT_ERROR_UNSUPPORTED) << nt_last_error();
+          return std::vector<int64_t>{};
+        }
+        EXPECT_EQ(st, NT_OK) << nt_last_error();
+        if (st != NT_OK) return std::vector<int64_t>{};
+        d.sync();
+        const std::vector<int64_t> one = from_device<int64_t>(summary, size_t(count * S));
+        all.insert(all.end(), one.begin(), one.end());
+        if (scores) scores->push_back(&masked);
+      }
+      return all;
+    };
+    std::vector<Buffer*> scores;
+    const std::vector<int64_t> all = shard_calls(0, rows, 16, &scores);
+    if (d.type() == NT_DEVICE_OPENCL) return;
+    ASSERT_FALSE(all.empty());
+    std::vector<int64_t> keys;
+    LogprobsResult got = combine_logprobs(all, shards, rows, vocab, 0, p, n, mode, &keys);
+    for (int64_t m = 0; m < rows; ++m) {
+      if (got.tokens[size_t(m)] != NT_TOKEN_NEEDS_ALL_CANDIDATES) continue;
+      ++fallbacks;
+      const std::vector<int64_t> one_all = shard_calls(m, m + 1, widest, nullptr);
+      ASSERT_FALSE(one_all.empty());
+      std::vector<int64_t> one_key;
+      const LogprobsResult one = combine_logprobs(one_all, shards, 1, vocab, m, p, n, mode, &one_key);
+      got.tokens[size_t(m)] = one.tokens[0];
+      std::copy(one.ids.begin(), one.ids.end(), got.ids.begin() + m * got.columns);
+      std::copy(one.values.begin(), one.values.end(), got.values.begin() + m * got.columns);
+      got.ranks[size_t(m)] = one.ranks[0];
+      keys[size_t(m)] = one_key[0];
+    }
+    Buffer& device_keys = up.buffer(size_t(rows) * 8);
+    device_keys.upload(keys.data(), size_t(rows) * 8);
+    for (int r = 0; r < shards; ++r) {
+      Buffer& counts = up.buffer(size_t(rows) * 4);
+      nt_lm_head_shard_ranks_args ra{scores[size_t(r)]->matrix(NT_F32, rows, plan.cuts[size_t(r + 1)] - plan.cuts[size_t(r)]),
+                                     device_keys.vector(NT_I64, rows), counts.vector(NT_I32, rows)};
+      ASSERT_EQ(nt_lm_head_shard_ranks(&ra, d.stream()), NT_OK) << nt_last_error();
+      d.sync();
+      const std::vector<int32_t> one = from_device<int32_t>(counts, size_t(rows));
+      for (int64_t m = 0; m < rows; ++m) got.ranks[size_t(m)] += one[size_t(m)];
+    }
+
+    // The single call on the device over the unpadded head, with the same request.
+    HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
+    Buffer& tokens = up.buffer(size_t(rows) * 8);
+    Buffer& ids = up.buffer(size_t(rows * (n + 1)) * 4);
+    Buffer& values = up.buffer(size_t(rows * (n + 1)) * 4);
+    Buffer& ranks = up.buffer(size_t(rows) * 4);
+    auto request = [&](auto& a) {
+      a.tokens = tokens.vector(NT_I64, rows);
+      a.num_logprobs = n;
+      a.logprobs_mode = mode;
+      a.logprob_ids = ids.matrix(NT_I32, rows, n + 1);
+      a.logprobs = values.matrix(NT_F32, rows, n + 1);
+      a.ranks = ranks.vector(NT_I32, rows);
+    };
+    nt_status st;
+    if (binary) {
+      nt_lm_head_sample_binary_args a = up.put(host_args.binary, rows);
+      request(a);
+      st = query_then_run(up, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary, d.stream());
+    } else {
+      nt_lm_head_sample_dense_args a = up.put(host_args.dense, rows);
+      request(a);
+      st = query_then_run(up, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, d.stream());
+    }
+    ASSERT_EQ(st, NT_OK) << nt_last_error();
+    d.sync();
+    LogprobsResult want;
+    want.columns = n + 1;
+    want.tokens = from_device<int64_t>(tokens, size_t(rows));
+    want.ids = from_device<int32_t>(ids, size_t(rows * (n + 1)));
+    want.values = from_device<float>(values, size_t(rows * (n + 1)));
+    want.ranks = from_device<int32_t>(ranks, size_t(rows));
+    Head real = h;  // for the degeneracy test of a top-p row whose token differs
+    real.vocab = vocab;
+    if (!real.bias.empty()) real.bias.resize(size_t(vocab));
+    for (int64_t m = 0; m < rows; ++m) {
+      const RowSampleParams q = row_params(p, m);
+      if (q.top_p < 1.0f && got.tokens[size_t(m)] != want.tokens[size_t(m)]) {
+        // The shards' mass is summed in another order: a token may differ only where
+        // the nucleus's cut falls within that rounding.
+        const std::vector<float> row = masked_row(head_scores(real), m, vocab, mask, words);
+        if (reference_sample_row(row.data(), vocab, q).degenerate) continue;
+      }
+      SCOPED_TRACE((binary ? "binary" : "dense") + std::string(" row ") + std::to_string(m) + ": " + describe(q) +
+                   " n=" + std::to_string(n) + " mode=" + std::to_string(mode));
+      EXPECT_EQ(got.tokens[size_t(m)], want.tokens[size_t(m)]);
+      for (int64_t col = 0; col <= n; ++col)
+        EXPECT_EQ(got.ids[size_t(m * (n + 1) + col)], want.ids[size_t(m * (n + 1) + col)]) << "column " << col;
+      EXPECT_EQ(got.ranks[size_t(m)], want.ranks[size_t(m)]);
+      expect_close_values(got.values, want.values, m, n + 1);
+    }
+  }
+  EXPECT_GT(fallbacks, 0) << "no row took the fallback";
+}
+
 NTT_INSTANTIATE_ON_DEVICES(LmHeadSampleOnDevice);
 
 }  // namespace
