@@ -43,8 +43,19 @@ nt_status entry(const char* op, const Args* args, Body&& body) {
   });
 }
 
-void require_bytes_out(const char* query, const size_t* bytes) {
-  if (bytes == nullptr) fail_argument(query, "bytes", "is a null pointer");
+// The workspace-size query "<op>_workspace_size": size(a) checks the arguments
+// and returns the bytes op's run needs.
+template <class Args, class Size>
+nt_status query(const char* op, const Args* args, size_t* bytes, Size&& size) {
+  return entry(op, args, [&](const Args& a) {
+    if (bytes == nullptr)
+      fail_argument((std::string(op) + "_workspace_size").c_str(), "bytes", "is a null pointer");
+    *bytes = size(a);
+  });
+}
+
+void require_shard(const char* op, const nt_lm_head_shard* shard) {
+  if (shard == nullptr) fail_argument(op, "shard", "is a null pointer");
 }
 
 }  // namespace
@@ -67,10 +78,9 @@ nt_status nt_bitmask_from_allowed(const nt_bitmask_from_allowed_args* args, void
 }
 
 nt_status nt_sample_workspace_size(const nt_sample_args* args, size_t* bytes) {
-  return nt::entry("sample", args, [&](const nt_sample_args& a) {
-    nt::require_bytes_out("sample_workspace_size", bytes);
+  return nt::query("sample", args, bytes, [&](const nt_sample_args& a) {
     const nt::SampleCall call = nt::check_sample(a);
-    *bytes = nt::backend_for(a.logits.device)->sample_workspace_size(call);
+    return nt::backend_for(a.logits.device)->sample_workspace_size(call);
   });
 }
 
@@ -83,10 +93,9 @@ nt_status nt_sample(const nt_sample_args* args, void* workspace, size_t workspac
 }
 
 nt_status nt_sample_logprobs_workspace_size(const nt_sample_logprobs_args* args, size_t* bytes) {
-  return nt::entry("sample_logprobs", args, [&](const nt_sample_logprobs_args& a) {
-    nt::require_bytes_out("sample_logprobs_workspace_size", bytes);
+  return nt::query("sample_logprobs", args, bytes, [&](const nt_sample_logprobs_args& a) {
     const nt::SampleLogprobsCall call = nt::check_sample_logprobs(a);
-    *bytes = nt::backend_for(a.sample.logits.device)->sample_logprobs_workspace_size(call);
+    return nt::backend_for(a.sample.logits.device)->sample_logprobs_workspace_size(call);
   });
 }
 
@@ -100,10 +109,9 @@ nt_status nt_sample_logprobs(const nt_sample_logprobs_args* args, void* workspac
 }
 
 nt_status nt_lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args* args, size_t* bytes) {
-  return nt::entry("lm_head_topk_dense", args, [&](const nt_lm_head_dense_args& a) {
-    nt::require_bytes_out("lm_head_topk_dense_workspace_size", bytes);
+  return nt::query("lm_head_topk_dense", args, bytes, [&](const nt_lm_head_dense_args& a) {
     nt::check_lm_head_dense(a);
-    *bytes = nt::backend_for(a.weight.device)->lm_head_topk_dense_workspace_size(a);
+    return nt::backend_for(a.weight.device)->lm_head_topk_dense_workspace_size(a);
   });
 }
 
@@ -117,10 +125,9 @@ nt_status nt_lm_head_topk_dense(const nt_lm_head_dense_args* args, void* workspa
 
 nt_status nt_lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args* args,
                                                 size_t* bytes) {
-  return nt::entry("lm_head_topk_binary", args, [&](const nt_lm_head_binary_args& a) {
-    nt::require_bytes_out("lm_head_topk_binary_workspace_size", bytes);
+  return nt::query("lm_head_topk_binary", args, bytes, [&](const nt_lm_head_binary_args& a) {
     nt::check_lm_head_binary(a);
-    *bytes = nt::backend_for(a.wq.device)->lm_head_topk_binary_workspace_size(a);
+    return nt::backend_for(a.wq.device)->lm_head_topk_binary_workspace_size(a);
   });
 }
 
@@ -134,10 +141,9 @@ nt_status nt_lm_head_topk_binary(const nt_lm_head_binary_args* args, void* works
 
 nt_status nt_lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args* args,
                                                  size_t* bytes) {
-  return nt::entry("lm_head_sample_dense", args, [&](const nt_lm_head_sample_dense_args& a) {
-    nt::require_bytes_out("lm_head_sample_dense_workspace_size", bytes);
+  return nt::query("lm_head_sample_dense", args, bytes, [&](const nt_lm_head_sample_dense_args& a) {
     nt::check_lm_head_sample_dense(a, nullptr);
-    *bytes = nt::backend_for(a.weight.device)->lm_head_sample_dense_workspace_size(a, nullptr);
+    return nt::backend_for(a.weight.device)->lm_head_sample_dense_workspace_size(a, nullptr);
   });
 }
 
@@ -151,10 +157,9 @@ nt_status nt_lm_head_sample_dense(const nt_lm_head_sample_dense_args* args, void
 
 nt_status nt_lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args* args,
                                                   size_t* bytes) {
-  return nt::entry("lm_head_sample_binary", args, [&](const nt_lm_head_sample_binary_args& a) {
-    nt::require_bytes_out("lm_head_sample_binary_workspace_size", bytes);
+  return nt::query("lm_head_sample_binary", args, bytes, [&](const nt_lm_head_sample_binary_args& a) {
     nt::check_lm_head_sample_binary(a, nullptr);
-    *bytes = nt::backend_for(a.wq.device)->lm_head_sample_binary_workspace_size(a, nullptr);
+    return nt::backend_for(a.wq.device)->lm_head_sample_binary_workspace_size(a, nullptr);
   });
 }
 
@@ -168,11 +173,10 @@ nt_status nt_lm_head_sample_binary(const nt_lm_head_sample_binary_args* args, vo
 
 nt_status nt_lm_head_shard_dense_workspace_size(const nt_lm_head_sample_dense_args* args,
                                                 const nt_lm_head_shard* shard, size_t* bytes) {
-  return nt::entry("lm_head_shard_dense", args, [&](const nt_lm_head_sample_dense_args& a) {
-    nt::require_bytes_out("lm_head_shard_dense_workspace_size", bytes);
-    if (shard == nullptr) nt::fail_argument("lm_head_shard_dense", "shard", "is a null pointer");
+  return nt::query("lm_head_shard_dense", args, bytes, [&](const nt_lm_head_sample_dense_args& a) {
+    nt::require_shard("lm_head_shard_dense", shard);
     nt::check_lm_head_sample_dense(a, shard);
-    *bytes = nt::backend_for(a.weight.device)->lm_head_sample_dense_workspace_size(a, shard);
+    return nt::backend_for(a.weight.device)->lm_head_sample_dense_workspace_size(a, shard);
   });
 }
 
@@ -180,7 +184,7 @@ nt_status nt_lm_head_shard_dense(const nt_lm_head_sample_dense_args* args,
                                  const nt_lm_head_shard* shard, void* workspace,
                                  size_t workspace_bytes, void* stream) {
   return nt::entry("lm_head_shard_dense", args, [&](const nt_lm_head_sample_dense_args& a) {
-    if (shard == nullptr) nt::fail_argument("lm_head_shard_dense", "shard", "is a null pointer");
+    nt::require_shard("lm_head_shard_dense", shard);
     nt::check_lm_head_sample_dense(a, shard);
     nt::backend_for(a.weight.device)->lm_head_sample_dense(a, shard, workspace, workspace_bytes, stream);
   });
@@ -188,11 +192,10 @@ nt_status nt_lm_head_shard_dense(const nt_lm_head_sample_dense_args* args,
 
 nt_status nt_lm_head_shard_binary_workspace_size(const nt_lm_head_sample_binary_args* args,
                                                  const nt_lm_head_shard* shard, size_t* bytes) {
-  return nt::entry("lm_head_shard_binary", args, [&](const nt_lm_head_sample_binary_args& a) {
-    nt::require_bytes_out("lm_head_shard_binary_workspace_size", bytes);
-    if (shard == nullptr) nt::fail_argument("lm_head_shard_binary", "shard", "is a null pointer");
+  return nt::query("lm_head_shard_binary", args, bytes, [&](const nt_lm_head_sample_binary_args& a) {
+    nt::require_shard("lm_head_shard_binary", shard);
     nt::check_lm_head_sample_binary(a, shard);
-    *bytes = nt::backend_for(a.wq.device)->lm_head_sample_binary_workspace_size(a, shard);
+    return nt::backend_for(a.wq.device)->lm_head_sample_binary_workspace_size(a, shard);
   });
 }
 
@@ -200,7 +203,7 @@ nt_status nt_lm_head_shard_binary(const nt_lm_head_sample_binary_args* args,
                                   const nt_lm_head_shard* shard, void* workspace,
                                   size_t workspace_bytes, void* stream) {
   return nt::entry("lm_head_shard_binary", args, [&](const nt_lm_head_sample_binary_args& a) {
-    if (shard == nullptr) nt::fail_argument("lm_head_shard_binary", "shard", "is a null pointer");
+    nt::require_shard("lm_head_shard_binary", shard);
     nt::check_lm_head_sample_binary(a, shard);
     nt::backend_for(a.wq.device)->lm_head_sample_binary(a, shard, workspace, workspace_bytes, stream);
   });
@@ -235,10 +238,9 @@ nt_status nt_quantize_activations(const nt_quantize_activations_args* args, void
 }
 
 nt_status nt_apply_penalties_workspace_size(const nt_apply_penalties_args* args, size_t* bytes) {
-  return nt::entry("apply_penalties", args, [&](const nt_apply_penalties_args& a) {
-    nt::require_bytes_out("apply_penalties_workspace_size", bytes);
+  return nt::query("apply_penalties", args, bytes, [&](const nt_apply_penalties_args& a) {
     nt::check_apply_penalties(a);
-    *bytes = nt::backend_for(a.logits.device)->apply_penalties_workspace_size(a);
+    return nt::backend_for(a.logits.device)->apply_penalties_workspace_size(a);
   });
 }
 
@@ -251,10 +253,9 @@ nt_status nt_apply_penalties(const nt_apply_penalties_args* args, void* workspac
 }
 
 nt_status nt_apply_logit_bias_workspace_size(const nt_apply_logit_bias_args* args, size_t* bytes) {
-  return nt::entry("apply_logit_bias", args, [&](const nt_apply_logit_bias_args& a) {
-    nt::require_bytes_out("apply_logit_bias_workspace_size", bytes);
+  return nt::query("apply_logit_bias", args, bytes, [&](const nt_apply_logit_bias_args& a) {
     nt::check_apply_logit_bias(a);
-    *bytes = nt::backend_for(a.logits.device)->apply_logit_bias_workspace_size(a);
+    return nt::backend_for(a.logits.device)->apply_logit_bias_workspace_size(a);
   });
 }
 
@@ -267,10 +268,9 @@ nt_status nt_apply_logit_bias(const nt_apply_logit_bias_args* args, void* worksp
 }
 
 nt_status nt_verify_draft_workspace_size(const nt_verify_draft_args* args, size_t* bytes) {
-  return nt::entry("verify_draft", args, [&](const nt_verify_draft_args& a) {
-    nt::require_bytes_out("verify_draft_workspace_size", bytes);
+  return nt::query("verify_draft", args, bytes, [&](const nt_verify_draft_args& a) {
     const nt::VerifyCall call = nt::check_verify_draft(a);
-    *bytes = nt::backend_for(a.target_logits.device)->verify_workspace_size(call);
+    return nt::backend_for(a.target_logits.device)->verify_workspace_size(call);
   });
 }
 
@@ -283,10 +283,9 @@ nt_status nt_verify_draft(const nt_verify_draft_args* args, void* workspace,
 }
 
 nt_status nt_verify_tree_workspace_size(const nt_verify_tree_args* args, size_t* bytes) {
-  return nt::entry("verify_tree", args, [&](const nt_verify_tree_args& a) {
-    nt::require_bytes_out("verify_tree_workspace_size", bytes);
+  return nt::query("verify_tree", args, bytes, [&](const nt_verify_tree_args& a) {
     const nt::VerifyCall call = nt::check_verify_tree(a);
-    *bytes = nt::backend_for(a.target_logits.device)->verify_workspace_size(call);
+    return nt::backend_for(a.target_logits.device)->verify_workspace_size(call);
   });
 }
 

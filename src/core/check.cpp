@@ -149,22 +149,20 @@ void check_scalar_f32(const char* op, const char* arg, const nt_param_f32& p, fl
   if (!ok) fail_argument(op, arg, std::string("must be ") + meaning + ", got " + std::to_string(v));
 }
 
-// The scalar sampling parameters (temperature, top_k, top_p, min_p, flags) that
-// sample, verification and the fused heads take alike.
-void check_sampling_scalars(const char* op, const nt_param_f32& temperature,
-                            const nt_param_i32& top_k, const nt_param_f32& top_p,
-                            const nt_param_f32& min_p, uint32_t flags) {
-  if (temperature.per_row == nullptr &&
-      (std::isnan(temperature.scalar) || temperature.scalar < 0.0f || std::isinf(temperature.scalar)))
+// The scalar sampling parameters (temperature, top_k, top_p, min_p, flags) of
+// sample, verification and the fused heads: S is any of their argument structs.
+template <class S>
+void check_sampling(const char* op, const S& s) {
+  if (s.temperature.per_row == nullptr && !(std::isfinite(s.temperature.scalar) && s.temperature.scalar >= 0.0f))
     fail_argument(op, "temperature", "must be finite and >= 0 (0 = greedy), got " +
-                                         std::to_string(temperature.scalar));
-  if (top_k.per_row == nullptr && top_k.scalar < -1)
+                                         std::to_string(s.temperature.scalar));
+  if (s.top_k.per_row == nullptr && s.top_k.scalar < -1)
     fail_argument(op, "top_k", "must be >= -1 (0 or -1 = off, >= V = off), got " +
-                                   std::to_string(top_k.scalar));
-  check_scalar_f32(op, "top_p", top_p, 0.0f, true, 1.0f, "in (0, 1] (1 = off)");
-  check_scalar_f32(op, "min_p", min_p, 0.0f, false, 1.0f, "in [0, 1] (0 = off)");
-  if ((flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
-    fail_argument(op, "flags", "has unknown bits set: " + std::to_string(flags));
+                                   std::to_string(s.top_k.scalar));
+  check_scalar_f32(op, "top_p", s.top_p, 0.0f, true, 1.0f, "in (0, 1] (1 = off)");
+  check_scalar_f32(op, "min_p", s.min_p, 0.0f, false, 1.0f, "in [0, 1] (0 = off)");
+  if ((s.flags & ~uint32_t(NT_SAMPLE_TOP_P_JOINT)) != 0)
+    fail_argument(op, "flags", "has unknown bits set: " + std::to_string(s.flags));
 }
 
 // The dense head's weight [V, H] and hidden [M, H] (at most 2^32-1 rows when
@@ -208,8 +206,6 @@ int64_t check_binary_head(const char* op, int32_t g, const nt_tensor& act_q, con
   return vocab;
 }
 
-// A logprobs request's count, mode and outputs (sample_logprobs and the fused
-// heads' single call): rows of the outputs = the rows of `ref`.
 // A logprobs request's count n and mode; `n_arg` and `mode_arg` name them.
 void check_logprobs_count_mode(const char* op, int32_t n, uint32_t mode, const char* n_arg,
                                const char* mode_arg) {
@@ -220,6 +216,8 @@ void check_logprobs_count_mode(const char* op, int32_t n, uint32_t mode, const c
                                     std::to_string(mode));
 }
 
+// A logprobs request's count, mode and outputs (sample_logprobs, the fused
+// heads and the combine): rows of the outputs = `rows`, on the device of `ref`.
 void check_logprobs_request(const char* op, const nt_tensor& ref, const char* ref_name,
                             int64_t rows, const char* rows_name, int32_t n, uint32_t mode,
                             const char* mode_arg, const nt_tensor& ids, const nt_tensor& logprobs,
@@ -234,10 +232,15 @@ void check_logprobs_request(const char* op, const nt_tensor& ref, const char* re
       .dim(0, rows, rows_name);
 }
 
+// Float logits [rows, V] with 1 <= V <= 2^31-1.
+void check_logits(const char* op, const char* arg, const nt_tensor& t) {
+  TensorCheck(op, arg, t).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
+  if (t.shape[1] < 1) fail_argument(op, arg, "must have at least one column (V >= 1)");
+  if (t.shape[1] > INT32_MAX) fail_argument(op, arg, "has more than 2^31-1 columns");
+}
+
 void check_in_place_logits(const char* op, const nt_tensor& logits) {
-  TensorCheck(op, "logits", logits).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
-  if (logits.shape[1] < 1) fail_argument(op, "logits", "must have at least one column (V >= 1)");
-  if (logits.shape[1] > INT32_MAX) fail_argument(op, "logits", "has more than 2^31-1 columns");
+  check_logits(op, "logits", logits);
   if (logits.shape[0] > INT32_MAX) fail_argument(op, "logits", "has more than 2^31-1 rows");
 }
 
@@ -271,10 +274,8 @@ VerifyCall check_verify_common(const char* op, bool tree, const Args& a) {
   const nt_tensor& target = a.target_logits;
   const nt_tensor& out_ids = a.out_ids;
   const nt_tensor& num_emitted = a.num_emitted;
-  TensorCheck(op, "target_logits", target).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
+  check_logits(op, "target_logits", target);
   c.vocab = target.shape[1];
-  if (c.vocab < 1) fail_argument(op, "target_logits", "must have at least one column (V >= 1)");
-  if (c.vocab > INT32_MAX) fail_argument(op, "target_logits", "has more than 2^31-1 columns");
   TensorCheck(op, "out_ids", out_ids).required().rank(2).dtype({NT_I32})
       .same_device(target, "target_logits");
   c.requests = out_ids.shape[0];
@@ -287,7 +288,7 @@ VerifyCall check_verify_common(const char* op, bool tree, const Args& a) {
                                      std::to_string(c.width));
   TensorCheck(op, "num_emitted", num_emitted).required().rank(1).dtype({NT_I32})
       .same_device(target, "target_logits").dim(0, c.requests, "B, the rows of out_ids");
-  check_sampling_scalars(op, a.temperature, a.top_k, a.top_p, a.min_p, a.flags);
+  check_sampling(op, a);
   c.target = target;
   c.temperature = a.temperature;
   c.top_k = a.top_k;
@@ -327,10 +328,8 @@ void check_bitmask_from_allowed(const nt_bitmask_from_allowed_args& a) {
 
 SampleCall check_sample(const nt_sample_args& a) {
   const char* op = "sample";
-  TensorCheck(op, "logits", a.logits).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
+  check_logits(op, "logits", a.logits);
   const int64_t rows = a.logits.shape[0], vocab = a.logits.shape[1];
-  if (vocab < 1) fail_argument(op, "logits", "must have at least one column (V >= 1)");
-  if (vocab > INT32_MAX) fail_argument(op, "logits", "has more than 2^31-1 columns");
   if (rows > UINT32_MAX) fail_argument(op, "logits", "has more than 2^32-1 rows");
   TensorCheck(op, "tokens", a.tokens).required().rank(1).dtype({NT_I64, NT_I32})
       .same_device(a.logits, "logits").dim(0, rows, "B, the rows of logits");
@@ -338,7 +337,7 @@ SampleCall check_sample(const nt_sample_args& a) {
     TensorCheck(op, "uniform", a.uniform).rank(1).dtype({NT_F32}).same_device(a.logits, "logits")
         .dim(0, rows, "B, the rows of logits");
   }
-  check_sampling_scalars(op, a.temperature, a.top_k, a.top_p, a.min_p, a.flags);
+  check_sampling(op, a);
 
   const bool per_row = a.temperature.per_row || a.top_k.per_row || a.top_p.per_row || a.min_p.per_row;
   const nt_row_params scalar = nt_resolve_row_params(a.temperature.scalar, a.top_k.scalar,
@@ -376,15 +375,8 @@ void check_lm_head_binary(const nt_lm_head_binary_args& a) {
 
 namespace {
 
-void check_sampling(const char* op, const nt_lm_head_sampling& s) {
-  check_sampling_scalars(op, s.temperature, s.top_k, s.top_p, s.min_p, s.flags);
-}
-
-// What the fused ops share past the head's inputs: the bitmask, the sampling
-// parameters, and either the tokens or the shard and its summary.
-// The optional logprobs request: as sample_logprobs checks its own, named
-// after the fused op's arguments. The shard forms take theirs in the shard
-// (check_shard_logprobs) and refuse these fields.
+// The optional logprobs request, checked as sample_logprobs checks its own.
+// The shard forms take theirs in the shard and refuse these fields.
 void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
                           const FusedLogprobs& lp, const nt_lm_head_shard* shard) {
   if (!lp.requested()) {
@@ -424,6 +416,9 @@ void check_summary_columns(const char* op, const char* name, const nt_tensor& su
                             std::to_string(summary.shape[1]));
 }
 
+// What the fused ops share past the head's inputs: the bitmask, the sampling
+// parameters, the logprobs request, and either the tokens or the shard and its
+// summary.
 void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
                       int64_t vocab, const nt_tensor& bitmask, const nt_lm_head_sampling& sampling,
                       const nt_tensor& tokens, const nt_lm_head_shard* shard,
