@@ -106,9 +106,7 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
     const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
     for (int b = lane; b < 256; b += 32) hist[b] = 0;
     __syncwarp();
-    // One atomic per entry, even where most entries share a bin: aggregating
-    // per distinct digit (a match or a ballot) costs more than the atomics
-    // it saves.
+    // One atomic per entry.
     for_each([&](uint64_t rank) {
       if (rank != 0 && (rank & hi_mask) == prefix)
         atomicAdd(&hist[unsigned(rank >> shift) & 255u], 1u);
@@ -165,8 +163,7 @@ __device__ __forceinline__ int warp_store_ranks_at_or_above(Candidate* buf, cons
 }
 
 // Keeps the k best of buf[0, count) in buf[0, k) (any order); returns the
-// smallest key kept. Called by one whole warp; count > k. Not inlined: it
-// runs rarely and would otherwise be copied into every unrolled loop body.
+// smallest key kept. Called by one whole warp; count > k. Not inlined (rare).
 template <int kRegEntries>
 __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, uint32_t* hist) {
   const int lane = threadIdx.x & 31;
@@ -242,8 +239,7 @@ __device__ __forceinline__ int warp_keep_at_or_above(Rank* buf, int count, uint6
 
 // The rank T such that exactly k of the distinct nonzero ranks buf[0, count)
 // are >= T (1 <= k <= count). One whole warp; the buffer is streamed from
-// memory on every radix pass, so the caller's registers (a load pipeline in
-// flight) are not crowded out.
+// memory on every radix pass, leaving the caller's registers alone.
 template <class Rank>
 __device__ __noinline__ uint64_t warp_rank_bound(const Rank* buf, int count, int k, uint32_t* hist) {
   const int lane = threadIdx.x & 31;
@@ -261,8 +257,7 @@ __device__ __noinline__ uint64_t warp_rank_bound(const Rank* buf, int count, int
 // The r-th largest (1 <= r <= R, r <= count) of the distinct nonzero ranks
 // buf[0, count), by one whole warp with no shared-memory atomics: each lane
 // keeps its own R best in registers, then r rounds of a warp max take the
-// overall best. For a small r the radix select costs far more: in its first
-// passes most entries fall in one histogram bin, so its atomics serialize.
+// overall best.
 template <int R, class Rank>
 __device__ __noinline__ uint64_t warp_rth_largest(const Rank* buf, int count, int r) {
   const int lane = threadIdx.x & 31;
