@@ -89,8 +89,7 @@ __device__ __forceinline__ u32 keep_length(const RowCfg& c, bool joint, u32 m, b
   return (exact_any && len <= m) ? len : 0u;
 }
 
-// Lists this short are sorted, cut and drawn from by one warp in registers:
-// the block version's sort alone costs 21 block barriers at 64 entries.
+// Lists this short are sorted, cut and drawn from by one warp in registers.
 constexpr u32 kWarpTailMax = 64;  // two per lane
 
 // Rows of m candidates (n_inf of them +inf) that merge_tail_sorted draws.
