@@ -20,8 +20,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
-#include <utility>
 
 #include "core/check.h"
 #include "cuda/lm_head_binary.cuh"
@@ -74,7 +72,6 @@ __global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
 
 // ---- generic kernel -----------------------------------------------------------
 
-constexpr int kGenericTileRows = 64;
 constexpr int kGenericWords = 4;  // 128 columns per step
 
 struct GenericParams : BinaryOperands {
@@ -83,24 +80,16 @@ struct GenericParams : BinaryOperands {
   topk::CandidateArgs cand;
 };
 
-// 64 vocabulary rows x up to 64 token rows per tile, each thread a 4 x 4
-// block: D from dp4a of 0/1 sign bytes (D = 2 * D_plus - sum(a)), then one
-// fmaf per group, in increasing g.
+// Each thread's 4 x 4 block: D from dp4a of 0/1 sign bytes
+// (D = 2 * D_plus - sum(a)), then one fmaf per group, in increasing g.
 template <bool kScores>
 __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams p) {
   __shared__ uint32_t w_tile[kGenericTileRows][kGenericWords + 1];
   __shared__ uint32_t x_tile[topk::kMaxRows][kGenericWords * 8 + 1];
   __shared__ topk::CtaShared<kWarps> topk_shared;
   topk::SinkOf<kScores, kWarps> topk(topk_shared, p.cand, p.rows);
-
-  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
-  const int row_begin = blockIdx.x * p.rows_per_cta;
-  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
-  const int n_tiles = (row_end - row_begin + kGenericTileRows - 1) / kGenericTileRows;
   const int n_words = p.cols / 32, words_per_group = p.group / 32;
-  for (int tile = 0; tile < n_tiles; ++tile) {
-    const int tile_row0 = row_begin + tile * kGenericTileRows;
-    float out[4][4] = {};
+  auto score = [&](int tile_row0, int row_end, int ty, int tx, float (&out)[4][4]) {
     int32_t dot[4][4] = {};
     for (int w0 = 0; w0 < n_words; w0 += kGenericWords) {
       for (int e = threadIdx.x; e < kGenericTileRows * kGenericWords; e += kThreads) {
@@ -164,35 +153,21 @@ __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams 
       }
       __syncthreads();
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int row = tile_row0 + ty * 4 + i, m = tx * 4 + j;
-        if (row < row_end && m < p.rows)
-          topk.offer(m, add_bias(p.act_scale[m] * out[i][j], p.bias, row), row);
-      }
-    topk.end_tile(kGenericTileRows, tile == n_tiles - 1);
-  }
+  };
+  generic_tiles(topk, p.vocab, p.rows, p.rows_per_cta, score,
+                [&](float out, int m, int row) { return add_bias(p.act_scale[m] * out, p.bias, row); });
 }
 
 // ---- host -------------------------------------------------------------------
 
 enum class BinaryKernel { kRows, kWgmmaBulk, kMma, kGeneric };
 
-// Row strides, in bytes, of the sign and scale matrices for tensor maps: a
-// single row gets its own length (the driver wants a stride even where no
-// second row exists).
+// Row strides, in bytes, of the sign and scale matrices for tensor maps.
 uint64_t sign_map_stride(const nt_lm_head_binary_args& a) {
-  return a.wq.shape[0] > 1 ? uint64_t(a.wq.row_stride) * 4 : align_up(size_t(a.act_q.shape[1] / 8), 16);
+  return map_row_bytes(a.wq.shape[0], a.wq.row_stride, 4, size_t(a.act_q.shape[1] / 8));
 }
 uint64_t scale_map_stride(const nt_lm_head_binary_args& a) {
-  return a.wscale.shape[0] > 1 ? uint64_t(a.wscale.row_stride) * 2
-                               : align_up(size_t(2 * (a.act_q.shape[1] / a.group_size)), 16);
-}
-
-void refused_tensor_map(const char* op) {
-  fail(NT_ERROR_BACKEND, std::string(op) + ": the CUDA driver refused a tensor map");
+  return map_row_bytes(a.wscale.shape[0], a.wscale.row_stride, 2, size_t(2 * (a.act_q.shape[1] / a.group_size)));
 }
 
 // Whether a block of scale rows lands in one bulk copy (both bulk-copy
@@ -377,10 +352,6 @@ Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev, bool sco
   return p;
 }
 
-// The workspace a call of this plan needs: the size query's answer, and what
-// the op checks the caller's workspace against.
-size_t workspace_needed(const Plan& plan) { return plan.lists.end + kWorkspaceSlack; }
-
 // ---- the launches
 
 // What every launch of a call needs.
@@ -432,12 +403,13 @@ void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
   p.stages = choice.rows.stages;
   p.tensor_copies = choice.tensor_copies ? 1 : 0;
   // A tile's signs in one copy of the 3-D map, its scales in one of the 2-D map.
-  if (choice.tensor_copies &&
-      (!encode_map_u16_lines(&p.sign_map, a.wq.data, uint64_t(p.vocab), uint64_t(p.cols / 16), sign_map_stride(a),
-                             kRowsTile, uint32_t(p.cols / 1024)) ||
-       !encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(p.vocab), uint64_t(p.cols / p.group),
-                       scale_map_stride(a), kRowsTile, uint32_t(p.cols / p.group), CU_TENSOR_MAP_SWIZZLE_NONE, false)))
-    refused_tensor_map(c.op);
+  if (choice.tensor_copies)
+    require_encoded(encode_map_u16_lines(&p.sign_map, a.wq.data, uint64_t(p.vocab), uint64_t(p.cols / 16),
+                                         sign_map_stride(a), kRowsTile, uint32_t(p.cols / 1024)) &&
+                        encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(p.vocab), uint64_t(p.cols / p.group),
+                                       scale_map_stride(a), kRowsTile, uint32_t(p.cols / p.group),
+                                       CU_TENSOR_MAP_SWIZZLE_NONE, false),
+                    c.op);
   p.bias = c.bias;
   p.cand = pass.cand;
   p.warp_cand = kScores ? nullptr : reinterpret_cast<topk::Candidate*>(c.ws + c.plan.lists.offset);
@@ -484,13 +456,16 @@ void launch_wgmma_bulk(const Call& c, const BinaryParams& p) {
     BinaryBulkParams bp{};
     bp.b = p;
     bp.b.stages = bulk_stages(p.cols, p.group, NT, c.dev);
-    if (!encode_map_u16(&bp.sign_map, c.a.wq.data, uint64_t(vocab), uint64_t(p.cols / 16), sign_map_stride(c.a),
-                        kBulkBoxRows, kChunkCols / 16, CU_TENSOR_MAP_SWIZZLE_64B, true) ||
-        !encode_map_u16(&bp.scale_map, c.a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(c.a),
-                        kBulkBoxRows, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false) ||
-        !encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2),
-                        uint64_t(p.padded_cols), uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B, false))
-      refused_tensor_map(c.op);
+    require_encoded(encode_map_u16(&bp.sign_map, c.a.wq.data, uint64_t(vocab), uint64_t(p.cols / 16),
+                                   sign_map_stride(c.a), kBulkBoxRows, kChunkCols / 16, CU_TENSOR_MAP_SWIZZLE_64B,
+                                   true) &&
+                        encode_map_u16(&bp.scale_map, c.a.wscale.data, uint64_t(vocab), uint64_t(groups),
+                                       scale_map_stride(c.a), kBulkBoxRows, uint32_t(groups),
+                                       CU_TENSOR_MAP_SWIZZLE_NONE, false) &&
+                        encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2),
+                                       uint64_t(p.padded_cols), uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       false),
+                    c.op);
     auto kernel = p.group == 128 ? binary_wgmma_bulk_kernel<NT, 4, kScores> : binary_wgmma_bulk_kernel<NT, 8, kScores>;
     allow_dynamic_smem(kernel, bulk_smem_budget(c.dev), c.device, c.op);
     kernel<<<c.plan.topk.grid, kBulkThreads, bulk_dynamic_bytes(B, bp.b.stages), c.stream>>>(bp);
@@ -527,14 +502,16 @@ void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   else launch_mma<kScores>(c, p);
 }
 
-void require_aligned_operands(const char* op, const nt_lm_head_binary_args& a) {
-  for (const auto& [name, t] : {std::pair<const char*, const nt_tensor&>{"act_scale", a.act_scale},
-                                {"wq", a.wq},
-                                {"wscale", a.wscale},
-                                {"bias", a.bias},
-                                {"values", a.values},
-                                {"indices", a.indices}})
-    require_natural_alignment(op, name, t);
+// An entry point's prologue: nothing for M = 0; else the operands' alignment
+// checked (`check`: all but the size queries), then body(dev) on their device.
+template <class Body>
+auto on_device(const char* op, const nt_lm_head_binary_args& a, bool check, Body&& body) {
+  if (a.act_q.shape[0] == 0) return decltype(body(DeviceLimits{}))();
+  if (check)
+    require_natural_alignment(op, {{"act_scale", a.act_scale}, {"wq", a.wq}, {"wscale", a.wscale}, {"bias", a.bias},
+                                   {"values", a.values}, {"indices", a.indices}});
+  DeviceScope scope(a.wq.device_id, op);
+  return body(device_limits(a.wq.device_id, op));
 }
 
 // Rows [0, M) of the call in passes of its kernel, each pass's output going
@@ -570,50 +547,41 @@ void score_passes(const Call& c, After&& after) {
 
 size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
   using namespace lm_head;
-  if (a.act_q.shape[0] == 0) return 0;
-  DeviceScope scope(a.wq.device_id, kOp);
-  return workspace_needed(plan_for(a, device_limits(a.wq.device_id, kOp)));
+  return on_device(kOp, a, false, [&](const DeviceLimits& dev) { return workspace_needed(plan_for(a, dev).lists.end); });
 }
 
 void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_t workspace_bytes,
                          cudaStream_t stream) {
   using namespace lm_head;
-  if (a.act_q.shape[0] == 0) return;
-  require_aligned_operands(kOp, a);
-  const int device = a.wq.device_id;
-  DeviceScope scope(device, kOp);
-  const DeviceLimits dev = device_limits(device, kOp);
-  const Plan plan = plan_for(a, dev);
-  check_workspace(kOp, workspace_needed(plan), workspace, workspace_bytes);
-  char* ws = aligned_workspace(workspace);
-  const topk::MergeCall topk(candidate_args(plan.topk, ws), plan.topk.grid, device, dev, kOp);
-  const Call call{a, plan, ws, topk.cand, BiasArgs{a.bias.data, a.bias.dtype}, dev, device, stream, kOp};
-  score_passes<false>(call, [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
+  on_device(kOp, a, true, [&](const DeviceLimits& dev) {
+    const Plan plan = plan_for(a, dev);
+    check_workspace(kOp, workspace_needed(plan.lists.end), workspace, workspace_bytes);
+    char* ws = aligned_workspace(workspace);
+    const topk::MergeCall topk(candidate_args(plan.topk, ws), plan.topk.grid, a.wq.device_id, dev, kOp);
+    const Call call{a, plan, ws, topk.cand, BiasArgs{a.bias.data, a.bias.dtype}, dev, a.wq.device_id, stream, kOp};
+    score_passes<false>(call, [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
+  });
 }
 
 size_t lm_head_scores_binary_workspace_size(const char* op, const nt_lm_head_binary_args& a) {
   using namespace lm_head;
-  if (a.act_q.shape[0] == 0) return 0;
-  DeviceScope scope(a.wq.device_id, op);
-  return workspace_needed(plan_for(a, device_limits(a.wq.device_id, op), true));
+  return on_device(op, a, false,
+                   [&](const DeviceLimits& dev) { return workspace_needed(plan_for(a, dev, true).lists.end); });
 }
 
 void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, float* scores, int64_t stride,
                            void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   using namespace lm_head;
-  if (a.act_q.shape[0] == 0) return;
-  require_aligned_operands(op, a);
-  const int device = a.wq.device_id;
-  DeviceScope scope(device, op);
-  const DeviceLimits dev = device_limits(device, op);
-  const Plan plan = plan_for(a, dev, true);
-  check_workspace(op, workspace_needed(plan), workspace, workspace_bytes);
-  topk::CandidateArgs out{};
-  out.scores = scores;
-  out.score_stride = stride;
-  const Call call{a, plan, aligned_workspace(workspace), out, BiasArgs{a.bias.data, a.bias.dtype}, dev, device,
-                  stream, op};
-  score_passes<true>(call, [](int64_t, int) {});
+  on_device(op, a, true, [&](const DeviceLimits& dev) {
+    const Plan plan = plan_for(a, dev, true);
+    check_workspace(op, workspace_needed(plan.lists.end), workspace, workspace_bytes);
+    topk::CandidateArgs out{};
+    out.scores = scores;
+    out.score_stride = stride;
+    const Call call{a, plan, aligned_workspace(workspace), out, BiasArgs{a.bias.data, a.bias.dtype}, dev,
+                    a.wq.device_id, stream, op};
+    score_passes<true>(call, [](int64_t, int) {});
+  });
 }
 
 }  // namespace nt::cuda
