@@ -5,15 +5,11 @@
 // cuda/topk_merge.cuh for the top-k; the [M,V] scores stay in registers).
 //
 // One kernel per regime (choose() below; docs/SEMANTICS.md, "Kernel
-// choice"), all computing the same integers D and the same fp32 scores:
-// binary_rows_kernel for decode calls (lm_head_binary_rows.cuh),
-// binary_wgmma_bulk_kernel (lm_head_binary_wgmma.cuh) or binary_mma_kernel
-// (lm_head_binary_pass.cuh) for passes of up to 64 rows, binary_generic_kernel
-// otherwise. Before each pass of the two pass kernels, binary_prep_kernel
-// permutes the activations into the K order their MMAs read
-// (lm_head_binary.cuh); binary_mma_kernel's also get accumulator seeds. The
-// same kernels, instantiated with kScores, store every score instead
-// (lm_head_scores_binary, for the fused head).
+// choice"), all computing the same integers D and the same fp32 scores.
+// Before each pass of the two pass kernels, binary_prep_kernel permutes the
+// activations into the K order their MMAs read (lm_head_binary.cuh);
+// binary_mma_kernel's also get accumulator seeds. Instantiated with kScores,
+// the kernels store every score instead (lm_head_scores_binary).
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -192,9 +188,8 @@ int scale_copy_bytes(const nt_lm_head_binary_args& a) {
 }
 
 // Whether the bit-plane kernel fills its stages by bulk tensor copies: sm_90
-// code for the kernel and a tensor-map encoder, whole 1,024-column boxes (a
-// tile's signs in one copy; sign rows are 16-byte aligned for any call the
-// kernel takes) and scale rows in one box.
+// code and a tensor-map encoder, whole 1,024-column boxes (sign rows are
+// 16-byte aligned for any call the kernel takes) and scale rows in one box.
 bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
   return dev.cc_major >= 9 && a.act_q.shape[1] % 1024 == 0 && scale_rows_one_box(a) &&
          tensor_map_encoder() != nullptr &&
@@ -202,8 +197,7 @@ bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev
 }
 
 // Warps and stages per warp of the bit-plane kernel (warps 0: it does not
-// fit). Warps before stages: the warps' own latency, not the bytes in
-// flight, bounds it.
+// fit), the most warps first.
 struct RowsConfig {
   int warps = 0, stages = 0;
 };
@@ -218,12 +212,9 @@ RowsConfig rows_config(const nt_lm_head_binary_args& a, const DeviceLimits& dev,
 }
 
 // The bit-plane kernel's per-warp candidate lists, `stride` entries each in
-// the workspace, cut back to k when they could not take the next tile. A
-// list holds every row its warp scores where that is at most
-// max(4k + 32, 512) entries, so a list is cut only when a warp's rows exceed
-// both (at W1 on 132 SMs a warp scores ~240 rows: never): a cut is a radix
-// select in the warp's own chain. Sized for the fewest warps a launch takes,
-// so it holds whichever configuration fits.
+// the workspace (every row its warp scores, at most max(4k + 32, 512)), cut
+// back to k when they could not take the next tile. Sized for the fewest
+// warps a launch takes, so it holds whichever configuration fits.
 struct WarpListPlan {
   int stride = 0;
   size_t offset = 0, end = 0;
@@ -249,10 +240,9 @@ ActLayout act_layout(int64_t cols, int group, size_t offset) {
   return l;
 }
 
-// binary_wgmma_bulk_kernel's shared memory: its static part holds the top-k
-// state and the mbarriers, its dynamic part `stages` stages, the two tile
-// buffers of scales and 1024 bytes for the stage alignment; below 2 stages
-// it cannot run.
+// binary_wgmma_bulk_kernel's shared memory: static, the top-k state and the
+// mbarriers; dynamic, `stages` stages (at least 2), the two tile buffers of
+// scales and 1024 bytes for the stage alignment.
 int bulk_smem_budget(const DeviceLimits& dev) {
   return dev.max_smem_optin - int(sizeof(BulkTopkShared)) - (2 * kMaxStages + 4) * 8;
 }
@@ -263,11 +253,10 @@ int bulk_stages(int cols, int group, int nt, const DeviceLimits& dev) {
 }
 
 // Whether binary_wgmma_bulk_kernel takes a call: its sm_90a code in the
-// build (NEXTTOK_CUDA_SM90A, CMakeLists.txt: compute_90 PTX would JIT it
-// without the warpgroup MMAs) and loaded on this sm_90 device, a tensor-map
-// encoder, G = 128 or 256, whole 512-column chunks, sign rows at 16-byte
-// aligned strides, scale rows in one box, and two stages at the call's
-// widest pass.
+// build (NEXTTOK_CUDA_SM90A: compute_90 PTX lacks the warpgroup MMAs) on an
+// sm_90 device, a tensor-map encoder, G = 128 or 256, whole 512-column
+// chunks, 16-byte aligned sign rows, scale rows in one box, and two stages at
+// the call's widest pass.
 bool wgmma_bulk_takes(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
 #if defined(NEXTTOK_CUDA_SM90A)
   const int64_t cols = a.act_q.shape[1];
@@ -514,10 +503,9 @@ auto on_device(const char* op, const nt_lm_head_binary_args& a, bool check, Body
   return body(device_limits(a.wq.device_id, op));
 }
 
-// Rows [0, M) of the call in passes of its kernel, each pass's output going
-// to c.cand (with kScores, its scores from the pass's first row on), and
-// after(m0, rows) once each pass is launched. The decode kernel takes the
-// whole call as one pass.
+// Rows [0, M) of the call in passes of its kernel (the decode kernel: one),
+// each pass's output going to c.cand (with kScores, its scores from the
+// pass's first row on), and after(m0, rows) once each pass is launched.
 template <bool kScores, class After>
 void score_passes(const Call& c, After&& after) {
   const nt_lm_head_binary_args& a = c.a;

@@ -3,19 +3,15 @@
 // scored and selected in one pass over the weights; the [M,V] scores live only
 // in registers (see cuda/topk_cta.cuh and cuda/topk_merge.cuh for the top-k).
 // Token rows go in passes of up to 64, each pass one scoring kernel and the
-// merge. The same kernels, instantiated with kScores, store every score
-// instead (lm_head_scores_dense, for the fused head).
-//
-// One kernel per regime (choose() below; docs/SEMANTICS.md, "Kernel
-// choice"): dense_staged_kernel (cuda/lm_head_dense_staged.cuh) on sm_90,
-// dense_mma_kernel on sm_80+, dense_generic_kernel (fp32 FFMA) otherwise.
+// merge; instantiated with kScores, the kernels store every score instead
+// (lm_head_scores_dense). One kernel per regime (choose() below;
+// docs/SEMANTICS.md, "Kernel choice").
 //
 // dense_mma_kernel: a persistent grid, one CTA per SM, each CTA owning a
 // contiguous vocabulary range walked in tiles of 256 rows (8 warps x 32 rows)
 // against all token rows of the pass. Weights go straight from memory to the
 // MMA A-fragments with 16-byte loads, D blocks of 32 columns in flight per
-// thread (no shared-memory round trip: shared-memory bandwidth, not DRAM,
-// would bound M = 64 otherwise). A lane loading columns [8t, 8t+8) of a block
+// thread (no shared-memory round trip). A lane loading columns [8t, 8t+8) of a block
 // uses them as two k16 steps; the hidden rows are staged in shared memory
 // (cp.async, 3 stages of 256 columns) in the matching permuted order, so a
 // lane's B fragment is one 8-byte load. Each block's two MMAs start from zero
