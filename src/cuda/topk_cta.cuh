@@ -25,14 +25,13 @@ struct Candidate {
   int32_t index;
 };
 
-// Larger rank = earlier in the order (value desc, index asc); never 0 for a
-// real candidate (the smallest key is that of -inf, 0x007FFFFF).
+// A candidate's composite (block_select.cuh): larger rank = earlier in the
+// order (value desc, index asc); never 0 for a real candidate (the smallest
+// key is that of -inf, 0x007FFFFF).
 __device__ __forceinline__ uint64_t rank_of(float value, int32_t index) {
-  return (uint64_t(nt_order_key(value)) << 32) | uint64_t(~uint32_t(index));
+  return composite(nt_order_key(value), uint32_t(index));
 }
-__device__ __forceinline__ int32_t index_of(uint64_t rank) {
-  return int32_t(~uint32_t(rank & 0xFFFFFFFFu));
-}
+__device__ __forceinline__ int32_t index_of(uint64_t rank) { return int32_t(composite_index(rank)); }
 
 // Where a scoring kernel's candidates go: [grid][mp_stride][cap] entries,
 // [grid][mp_stride] final counts, and after them [grid][mp_stride] final
@@ -58,42 +57,6 @@ struct CtaShared {
   int32_t count[kMaxRows];
   uint32_t hist[kWarps][256];
 };
-
-// Given a 256-bin histogram of the current digit, finds (called by a whole
-// warp) the digit holding the need-th largest entry, the number of entries in
-// higher bins and the count of that bin.
-__device__ __forceinline__ void warp_find_digit(const uint32_t* hist, int need, int& digit,
-                                                int& above, int& count) {
-  const int lane = threadIdx.x & 31;
-  uint32_t c[8];
-  int local = 0;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    c[j] = hist[255 - 8 * lane - j];  // lane 0 holds the top bins
-    local += int(c[j]);
-  }
-  const int incl = warp_inclusive_sum(local);
-  const unsigned ball = __ballot_sync(0xffffffffu, incl >= need);
-  const int src = __ffs(ball) - 1;
-  int d = 0, a = 0, n = 0;
-  if (lane == src) {
-    int run = incl - local;
-    bool found = false;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      if (!found && run + int(c[j]) >= need) {
-        d = 255 - 8 * lane - j;
-        a = run;
-        n = int(c[j]);
-        found = true;
-      }
-      run += int(c[j]);
-    }
-  }
-  digit = __shfl_sync(0xffffffffu, d, src);
-  above = __shfl_sync(0xffffffffu, a, src);
-  count = __shfl_sync(0xffffffffu, n, src);
-}
 
 // Radix select by one warp: the rank T such that exactly `need` of the ranks
 // visited by for_each are >= T (ranks are unique; 0 marks padding).
