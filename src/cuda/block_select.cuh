@@ -147,8 +147,7 @@ __device__ __forceinline__ void warp_sort_desc(E (&v)[N]) {
 // The best 32N of two descending warp lists, sorted descending, into a.
 // Element i of a against element 32N-1-i of b keeps the best 32N as one
 // bitonic sequence (the first step of a bitonic merge), and log2(32N)
-// half-cleaners sort it: 6 steps at N = 2 where a sort of the union would
-// take 28.
+// half-cleaners sort it.
 template <int N, class E>
 __device__ __forceinline__ void warp_merge_desc(E (&a)[N], const E (&b)[N]) {
   const u32 lane = lane_index();
@@ -164,9 +163,8 @@ __device__ __forceinline__ void warp_merge_desc(E (&a)[N], const E (&b)[N]) {
 // The best 32N over the descending lists of the block's first `active` warps
 // (block-uniform, at most blockDim.x / 32), sorted descending, end in warp 0's
 // v; other warps' v are left partly merged. A tree of warp merges, one block
-// barrier a level (ceil(log2(active)) of them): what replaces a radix select
-// and a sort when every list is short and already sorted. Warp w's list passes
-// through stage[w * stride, + 32N), which it alone writes.
+// barrier a level (ceil(log2(active)) of them). Warp w's list passes through
+// stage[w * stride, + 32N), which it alone writes.
 template <int N, class E>
 __device__ __forceinline__ void block_merge_desc(E (&v)[N], E* stage, int stride, int active) {
   const int warp = int(threadIdx.x >> 5);
