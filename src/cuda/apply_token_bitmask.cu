@@ -4,9 +4,8 @@
 // being read, a mixed one is read, merged and written back whole (full sectors,
 // not scattered element stores). Unaligned rows take the same path with scalar
 // accesses, which never need a read. Mixed vectors are read with plain cached
-// loads: an evict-first load (ld.global.cs) of a line the kernel then writes
-// back makes the kernel much slower. The 16-byte stores stream (st.global.cs);
-// the scalar ones (a row's last partial vector, unaligned rows) are plain.
+// loads (not ld.global.cs: the kernel writes the line back). The 16-byte
+// stores stream (st.global.cs); the scalar ones are plain.
 #include <cstdint>
 
 #include "core/check.h"

@@ -126,11 +126,8 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, int32_t 
       : "memory");
 }
 
-// The L2 policy of the heads' weight copies: evict first. The weights are
-// read once and are far larger than the L2, so their lines go first, and what
-// the kernels do reuse -- the activations, the CTAs' candidate lists that
-// every cut rereads -- stays in the L2 instead of being pushed out to DRAM by
-// the stream.
+// The L2 policy of the heads' weight copies: evict first (read once, far
+// larger than the L2), so what the kernels reuse stays in the L2.
 __device__ __forceinline__ uint64_t weights_l2_policy() {
   uint64_t policy = 0;
   NT_SM80_ASM("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));

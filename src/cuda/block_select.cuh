@@ -147,8 +147,7 @@ __device__ __forceinline__ void warp_sort_desc(E (&v)[N]) {
 // The best 32N of two descending warp lists, sorted descending, into a.
 // Element i of a against element 32N-1-i of b keeps the best 32N as one
 // bitonic sequence (the first step of a bitonic merge), and log2(32N)
-// half-cleaners sort it: 6 steps at N = 2 where a sort of the union would
-// take 28.
+// half-cleaners sort it.
 template <int N, class E>
 __device__ __forceinline__ void warp_merge_desc(E (&a)[N], const E (&b)[N]) {
   const u32 lane = lane_index();
@@ -164,9 +163,8 @@ __device__ __forceinline__ void warp_merge_desc(E (&a)[N], const E (&b)[N]) {
 // The best 32N over the descending lists of the block's first `active` warps
 // (block-uniform, at most blockDim.x / 32), sorted descending, end in warp 0's
 // v; other warps' v are left partly merged. A tree of warp merges, one block
-// barrier a level (ceil(log2(active)) of them): what replaces a radix select
-// and a sort when every list is short and already sorted. Warp w's list passes
-// through stage[w * stride, + 32N), which it alone writes.
+// barrier a level (ceil(log2(active)) of them). Warp w's list passes through
+// stage[w * stride, + 32N), which it alone writes.
 template <int N, class E>
 __device__ __forceinline__ void block_merge_desc(E (&v)[N], E* stage, int stride, int active) {
   const int warp = int(threadIdx.x >> 5);
@@ -204,35 +202,40 @@ struct SelectScratch {
   u64 result;
 };
 
-// Warp 0: the digit bucket (scanning 255 down) in which the running count
-// reaches k; rank = k minus the count of the buckets before it.
-__device__ __forceinline__ void choose_bucket_by_count(SelectScratch& s, u32 k) {
-  const u32 lane = lane_index();
-  u32 c[8], sum = 0;
+// Given a 256-bin histogram of the current digit, finds (called by a whole
+// warp) the digit holding the need-th largest entry, the number of entries in
+// higher bins and the count of that bin.
+__device__ __forceinline__ void warp_find_digit(const uint32_t* hist, int need, int& digit,
+                                                int& above, int& count) {
+  const int lane = threadIdx.x & 31;
+  uint32_t c[8];
+  int local = 0;
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
-    c[j] = s.hist[255 - 8 * lane - j];
-    sum += c[j];
+    c[j] = hist[255 - 8 * lane - j];  // lane 0 holds the top bins
+    local += int(c[j]);
   }
-  u32 incl = sum;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const u32 v = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= u32(o)) incl += v;
-  }
-  u32 run = incl - sum;
-  if (run < k && k <= incl) {
+  const int incl = warp_inclusive_sum(local);
+  const unsigned ball = __ballot_sync(0xffffffffu, incl >= need);
+  const int src = __ffs(ball) - 1;
+  int d = 0, a = 0, n = 0;
+  if (lane == src) {
+    int run = incl - local;
+    bool found = false;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      if (run + c[j] >= k) {
-        s.digit = 255 - 8 * lane - j;
-        s.rank = k - run;
-        s.count = c[j];
-        break;
+      if (!found && run + int(c[j]) >= need) {
+        d = 255 - 8 * lane - j;
+        a = run;
+        n = int(c[j]);
+        found = true;
       }
-      run += c[j];
+      run += int(c[j]);
     }
   }
+  digit = __shfl_sync(0xffffffffu, d, src);
+  above = __shfl_sync(0xffffffffu, a, src);
+  count = __shfl_sync(0xffffffffu, n, src);
 }
 
 __device__ __forceinline__ bool prefix_matches(u64 v, u64 prefix, int depth) {
@@ -265,7 +268,11 @@ __device__ u64 block_select_kth(const u64* items, int n, u32 k, SelectScratch& s
         atomicAdd(&s.hist[d], u32(__popc(peers)));
     }
     __syncthreads();
-    if (tid < 32) choose_bucket_by_count(s, k);
+    if (tid < 32) {  // rank: k less the entries of the higher bins
+      int digit, above, count;
+      warp_find_digit(s.hist, int(k), digit, above, count);
+      if (tid == 0) s.digit = u32(digit), s.rank = k - u32(above), s.count = u32(count);
+    }
     __syncthreads();
     const u32 digit = s.digit, rank = s.rank, count = s.count;
     prefix = (prefix << 8) | digit;

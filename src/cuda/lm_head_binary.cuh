@@ -3,9 +3,8 @@
 // the pass kernels, and the float trick that reads their integer sums.
 //
 // The int8 MMA m16n8k32 wants, per lane (g, t), A bytes for 4+4 K positions
-// of rows g and g+8. Expanding 4 arbitrary sign bits into 4 bytes costs ~4
-// integer ops; but (w << (7 - c)) & 0x80808080 turns the bits c, c+8, c+16,
-// c+24 of a sign word w into bytes 0/128 with one shift and one AND. So a
+// of rows g and g+8. (w << (7 - c)) & 0x80808080 turns the bits c, c+8,
+// c+16, c+24 of a sign word w into bytes 0/128 with one shift and one AND. So a
 // "class" c of a word is a register of 4 A bytes, each worth 128 * bit, and the
 // MMA (unsigned A, signed B) yields 128 * sum_{bit set} a. The K order of the
 // MMA is free as long as A and B agree, so the activations are permuted once

@@ -1,8 +1,6 @@
-// The binary head's warp-MMA pass kernel binary_mma_kernel (sm_80+; calls of
-// more than 2 rows, in passes of up to 64, wherever the warpgroup-MMA kernel
-// of lm_head_binary_wgmma.cuh does not take them), and what the two share:
-// the tile geometry, the parameters, the score expression and the offers.
-// Included by cuda/lm_head_topk_binary.cu only.
+// The binary head's warp-MMA pass kernel binary_mma_kernel (sm_80+), and what
+// it shares with lm_head_binary_wgmma.cuh's: the tile geometry, the
+// parameters, the score expression and the offers.
 //
 // A persistent grid, one CTA per SM, each CTA owning a contiguous vocabulary
 // range walked in tiles of 256 rows (8 warps x 32 rows) and chunks of 512

@@ -14,22 +14,15 @@
 // lane's share is itself a signed dot, so the shares stay small), reads the
 // bits as a float (exact below 2^22), and one FFMA adds scale * share to the
 // lane's score; the quad's shares meet once per tile. One MMA per group, token
-// row and 16 vocabulary rows, with no expansion of the signs (an int8 MMA on
-// expanded signs costs ~20 instructions of expansion, and 7 of its 8 columns
-// are padding at M = 1).
+// row and 16 vocabulary rows, with no expansion of the signs.
 //
 // Schedule: the CTA's vocabulary range goes in tiles of 16 rows, warp w of W
 // taking tiles w, w + W, ... through its own stages (no CTA barrier per
-// tile), so the CTA still reads one contiguous stream. On sm_90 a stage is
-// filled by bulk tensor copies that one lane issues (a tile's signs in one,
-// its scales in another, under the L2 evict-first policy), elsewhere by
+// tile). On sm_90 a stage is filled by bulk tensor copies that one lane
+// issues (signs in one, scales in another, L2 evict-first), elsewhere by
 // cp.async pieces from every lane. Each warp keeps its own exact top-k list
-// per token row (offers above the warp's threshold, a warp-level radix cut
-// when the list could overflow, cuda/topk_cta.cuh); at the end the CTA
-// selects the k best of its warps' lists into its candidate slice for the
-// merge (cuda/topk_merge.cuh), as every other scoring kernel does. Tiles stay
-// whole per stage: smaller slots would put a wait and a copy issue per box in
-// each warp's chain.
+// per token row (cuda/topk_cta.cuh); at the end the CTA selects the k best of
+// its warps' lists into its candidate slice for the merge (cuda/topk_merge.cuh).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (types only)
@@ -95,8 +88,7 @@ __host__ __device__ inline RowsLayout rows_layout(int cols, int group, int token
   l.frag_bytes = l.boxes * token_rows * 1024;
   l.seed_bytes = l.boxes * token_rows * 128;
   if (tensor_copies) {
-    // Boxes of whole rows land unpadded; at W1 (40 groups, 80 bytes) the 8
-    // rows a quad-column reads still fall in 8 different banks.
+    // Boxes of whole rows land unpadded.
     l.align = 1024;
     l.scale_stride = scale_row;
   } else {
@@ -170,8 +162,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
   // The warp's copies of a tile. Bulk tensor copies: lane 0 issues one for
   // the tile's signs and one for its scales. Pieces: lane l takes row l % 16
   // and every second 16-byte piece of it from piece l / 16 (sign rows), the
-  // same for the scale rows in scale_copy pieces, so a tile costs no
-  // division.
+  // same for the scale rows in scale_copy pieces.
   const int copy_row = lane & 15, copy_first = lane >> 4;
   const int sign_pieces = p.cols / 128;
   const int scale_pieces = 2 * groups / p.scale_copy;
@@ -235,14 +226,12 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
   // While the first stages load: the B fragments, one warp per 32-column
   // chunk of a token row (8 ballots give its bit planes, lane n < 8 stores
   // plane n), token rows past the pass as zeros; then the seeds from the
-  // stored planes, one thread per (group, token row, quad lane), so no lane
-  // branches per plane and no atomics.
+  // stored planes, one thread per (group, token row, quad lane).
   if (lane < R) {
     s.count[warp][lane] = 0;
     s.threshold[warp][lane] = 0u;  // below every key: the first scores all enter
   }
-  // The loads of a batch go out before any is used (a dependent round trip
-  // per chunk would serialize their latencies; at W1 a warp has one batch).
+  // The loads of a batch go out before any is used.
   const int chunks = p.cols / 32;
   constexpr int kBatch = 24;
 #pragma unroll
@@ -321,12 +310,10 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     float lo[R], hi[R];
 #pragma unroll
     for (int m = 0; m < R; ++m) lo[m] = hi[m] = 0.0f;
-    // The first groups_left groups of a box (all of them but in a partial
-    // last box). Each operand comes in as few loads as its layout allows:
-    // the signs by four ldmatrix, the B fragments and seeds by 16-byte
-    // loads, the scales of rows g and g + 8 by one load each. A partial box
-    // reads past its last group within its own padded share and multiplies
-    // none of it.
+    // The first groups_left groups of a box (all but in a partial last box):
+    // signs by four ldmatrix, B fragments and seeds by 16-byte loads, the
+    // scales of rows g and g + 8 by one load each. A partial box reads past
+    // its last group within its own padded share and multiplies none of it.
     auto box_groups = [&](const unsigned char* box, const unsigned char* scale, const uint32_t* frag,
                           const int32_t* seed, int groups_left) {
       uint32_t a[8][2];

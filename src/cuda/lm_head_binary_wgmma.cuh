@@ -1,15 +1,11 @@
-// The binary head's warpgroup-MMA pass kernel (sm_90a), fed by bulk tensor
-// copies: binary_wgmma_bulk_kernel, for passes of calls of more than 2 rows
-// whose shape it takes (whole 512-column chunks, 16-byte aligned sign and
-// scale rows, scale rows a multiple of 16 bytes and at most 256 halves).
-// Included by cuda/lm_head_topk_binary.cu only.
+// binary_wgmma_bulk_kernel (sm_90a), the binary head's pass kernel for calls
+// of more than 2 rows whose shape it takes (lm_head_topk_binary.cu,
+// wgmma_bulk_takes), fed by bulk tensor copies.
 //
 // binary_mma_kernel's tiles (256 rows), chunks (512 columns) and arithmetic,
 // with one warpgroup MMA (m64 x 8NT x k32) where that kernel issues NT warp
-// MMAs of 8 token rows each, so the MMA count does not grow with the token
-// rows. Four scoring warpgroups (16 warps: the sign expansion and the scaling
-// are issue-bound, and fewer warps leave the schedulers waiting on dependent
-// latencies) each take one m64 block of a tile. A, the signs, comes from
+// MMAs of 8 token rows each. Four scoring warpgroups (16 warps) each take one
+// m64 block of a tile. A, the signs, comes from
 // registers as bytes +-64: ((w << (7 - c)) & 0x80808080) ^ 0xC0C0C0C0 maps
 // bit 1 to 0x40 and bit 0 to 0xC0, so the MMA (s8 x s8) yields 64 * D
 // directly, made an exact float through kMagicBits: the same integers, hence
@@ -19,13 +15,11 @@
 //
 // One lane of a fifth warpgroup issues every copy: per chunk, the tile's sign
 // words as four 64-row boxes (64 bytes a row, 64-byte swizzle: piece c of row
-// r at c ^ ((r / 2) % 4), conflict-free word loads) and the pass's
-// activations as the four boxes above; per tile, the scale rows as four
-// 64-row boxes into one of two tile buffers. Stages and scale buffers are
-// handed over by mbarriers, so the scoring warps neither issue copies nor
-// meet at a CTA barrier per chunk. Boxes past the CTA's rows are not loaded;
-// sign and scale boxes are copied under the L2 evict-first policy
-// (weights_l2_policy).
+// r at c ^ ((r / 2) % 4)) and the pass's activations as the four boxes above;
+// per tile, the scale rows as four 64-row boxes into one of two tile buffers.
+// Stages and scale buffers are handed over by mbarriers (no CTA barrier per
+// chunk). Boxes past the CTA's rows are not loaded; sign and scale boxes are
+// copied L2 evict-first (weights_l2_policy).
 #pragma once
 
 #include <cuda.h>
@@ -284,7 +278,7 @@ __global__ void __launch_bounds__(kBulkThreads, 1)
         static_assert(kGroupsPerChunk == 4, "the groups below are those of a chunk at G = 128");
         // Group gi + 1's MMAs run while group gi is scaled, two sets of
         // accumulators and A registers taking turns; the chunk ends with no
-        // MMA in flight (one in flight across the loop's back edge made ptxas
+        // MMA in flight (one across the loop's back edge makes ptxas
         // serialize every MMA).
         int32_t acc0[NT * 4], acc1[NT * 4];
         uint32_t a0[kSteps][4], a1[kSteps][4];

@@ -1,25 +1,18 @@
 // Dense LM head on sm_90: the weights stream through shared memory by bulk
-// tensor copies, so the bytes in flight per SM are set by shared memory
-// (5-6 stages of 32 KB), not by the registers of the scoring warps.
-//
-// A persistent grid, one CTA per SM, each CTA owning a contiguous vocabulary
-// range walked in tiles of 256 rows x all H columns, 64 columns (128 bytes of
-// a row) per stage. Warp 8 only copies: per stage, one 32-row box of the
-// weights per scoring warp (boxes past the CTA's range are skipped, so no
-// byte outside it is read) and the pass's token rows' matching 64 columns.
-// Both land 128-byte swizzled (conflict-free for ldmatrix, and the layout
-// wgmma descriptors name). Stages are handed over by mbarriers: "full"
-// completes when a stage's bytes have landed, "empty" when all 8 scoring
-// warps are done with it. The scoring warps multiply the stage's weight rows
-// by the token rows with fp32 accumulators: on sm_90a as two warpgroups of
-// wgmma (128 rows each), elsewhere with mma.sync (32 rows per warp). Either
-// way each stage's 64 columns start from zero and are added to the scores
-// with an IEEE add, bounding the tensor cores' truncating accumulation to
-// 64-column partial sums. After a tile's last stage the scores go to the
-// CTA's exact top-k (cuda/topk_cta.cuh): scoring warps 0-7 offer and cut at
-// the end of every tile, meeting at a named barrier of their own; the copy
-// warp is 8. The weight boxes are copied under the L2 evict-first policy
-// (weights_l2_policy).
+// tensor copies. A persistent grid, one CTA per SM, each CTA owning a
+// contiguous vocabulary range walked in tiles of 256 rows x all H columns, 64
+// columns (128 bytes of a row) per stage. Warp 8 only copies: per stage, one
+// 32-row box of the weights per scoring warp (boxes past the CTA's range are
+// skipped) and the pass's token rows' matching 64 columns, both 128-byte
+// swizzled, weights L2 evict-first (weights_l2_policy). Stages are handed over
+// by mbarriers: "full" when a stage's bytes have landed, "empty" when all 8
+// scoring warps are done with it. The scoring warps multiply with fp32
+// accumulators: on sm_90a as two warpgroups of wgmma (128 rows each),
+// elsewhere with mma.sync (32 rows per warp). Each stage's 64 columns start
+// from zero and are added to the scores with an IEEE add, bounding the tensor
+// cores' truncating accumulation to 64-column partial sums. After a tile the
+// scores go to the CTA's exact top-k (cuda/topk_cta.cuh), scoring warps 0-7
+// meeting at a named barrier of their own.
 #pragma once
 
 #include <cuda.h>
@@ -263,8 +256,7 @@ __global__ void __launch_bounds__(kStagedThreads, 1) dense_staged_kernel(const _
     }
 
     // The thresholds of the thread's token rows into registers first: they
-    // hold still until end_tile, and read inside the walk each would wait
-    // behind the earlier offers' atomics and stores.
+    // hold still until end_tile.
     uint32_t floor[2 * NT];
 #pragma unroll
     for (int j = 0; j < 2 * NT; ++j) floor[j] = topk.threshold(token_of(j));

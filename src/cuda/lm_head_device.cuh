@@ -91,4 +91,32 @@ __device__ __forceinline__ float add_bias(float score, const BiasArgs& b, int64_
   return b.data != nullptr ? score + widen(b.data, b.dtype, v) : score;
 }
 
+// The fallback kernels' walk (256 threads): the CTA's vocabulary range in
+// tiles of 64 rows x up to 64 token rows, thread (ty, tx) = (tid / 16,
+// tid % 16) owning rows tile_row0 + 4ty + i of token rows 4tx + j.
+// score(tile_row0, row_end, ty, tx, acc) accumulates the 4 x 4 block, and
+// finish(acc[i][j], m, row) is the score offered to `topk`.
+constexpr int kGenericTileRows = 64;
+template <class Sink, class Score, class Finish>
+__device__ __forceinline__ void generic_tiles(Sink& topk, int vocab, int rows, int rows_per_cta, Score&& score,
+                                              Finish&& finish) {
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  const int row_begin = blockIdx.x * rows_per_cta;
+  const int row_end = min(vocab, row_begin + rows_per_cta);
+  const int n_tiles = (row_end - row_begin + kGenericTileRows - 1) / kGenericTileRows;
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    const int tile_row0 = row_begin + tile * kGenericTileRows;
+    float acc[4][4] = {};
+    score(tile_row0, row_end, ty, tx, acc);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int row = tile_row0 + ty * 4 + i, m = tx * 4 + j;
+        if (row < row_end && m < rows) topk.offer(m, finish(acc[i][j], m, row), row);
+      }
+    topk.end_tile(kGenericTileRows, tile == n_tiles - 1);
+  }
+}
+
 }  // namespace nt::cuda::lm_head

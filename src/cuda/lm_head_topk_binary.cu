@@ -5,23 +5,17 @@
 // cuda/topk_merge.cuh for the top-k; the [M,V] scores stay in registers).
 //
 // One kernel per regime (choose() below; docs/SEMANTICS.md, "Kernel
-// choice"), all computing the same integers D and the same fp32 scores:
-// binary_rows_kernel for decode calls (lm_head_binary_rows.cuh),
-// binary_wgmma_bulk_kernel (lm_head_binary_wgmma.cuh) or binary_mma_kernel
-// (lm_head_binary_pass.cuh) for passes of up to 64 rows, binary_generic_kernel
-// otherwise. Before each pass of the two pass kernels, binary_prep_kernel
-// permutes the activations into the K order their MMAs read
-// (lm_head_binary.cuh); binary_mma_kernel's also get accumulator seeds. The
-// same kernels, instantiated with kScores, store every score instead
-// (lm_head_scores_binary, for the fused head).
+// choice"), all computing the same integers D and the same fp32 scores.
+// Before each pass of the two pass kernels, binary_prep_kernel permutes the
+// activations into the K order their MMAs read (lm_head_binary.cuh);
+// binary_mma_kernel's also get accumulator seeds. Instantiated with kScores,
+// the kernels store every score instead (lm_head_scores_binary).
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
-#include <utility>
 
 #include "core/check.h"
 #include "cuda/lm_head_binary.cuh"
@@ -74,7 +68,6 @@ __global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
 
 // ---- generic kernel -----------------------------------------------------------
 
-constexpr int kGenericTileRows = 64;
 constexpr int kGenericWords = 4;  // 128 columns per step
 
 struct GenericParams : BinaryOperands {
@@ -83,24 +76,16 @@ struct GenericParams : BinaryOperands {
   topk::CandidateArgs cand;
 };
 
-// 64 vocabulary rows x up to 64 token rows per tile, each thread a 4 x 4
-// block: D from dp4a of 0/1 sign bytes (D = 2 * D_plus - sum(a)), then one
-// fmaf per group, in increasing g.
+// Each thread's 4 x 4 block: D from dp4a of 0/1 sign bytes
+// (D = 2 * D_plus - sum(a)), then one fmaf per group, in increasing g.
 template <bool kScores>
 __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams p) {
   __shared__ uint32_t w_tile[kGenericTileRows][kGenericWords + 1];
   __shared__ uint32_t x_tile[topk::kMaxRows][kGenericWords * 8 + 1];
   __shared__ topk::CtaShared<kWarps> topk_shared;
   topk::SinkOf<kScores, kWarps> topk(topk_shared, p.cand, p.rows);
-
-  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
-  const int row_begin = blockIdx.x * p.rows_per_cta;
-  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
-  const int n_tiles = (row_end - row_begin + kGenericTileRows - 1) / kGenericTileRows;
   const int n_words = p.cols / 32, words_per_group = p.group / 32;
-  for (int tile = 0; tile < n_tiles; ++tile) {
-    const int tile_row0 = row_begin + tile * kGenericTileRows;
-    float out[4][4] = {};
+  auto score = [&](int tile_row0, int row_end, int ty, int tx, float (&out)[4][4]) {
     int32_t dot[4][4] = {};
     for (int w0 = 0; w0 < n_words; w0 += kGenericWords) {
       for (int e = threadIdx.x; e < kGenericTileRows * kGenericWords; e += kThreads) {
@@ -164,35 +149,21 @@ __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams 
       }
       __syncthreads();
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int row = tile_row0 + ty * 4 + i, m = tx * 4 + j;
-        if (row < row_end && m < p.rows)
-          topk.offer(m, add_bias(p.act_scale[m] * out[i][j], p.bias, row), row);
-      }
-    topk.end_tile(kGenericTileRows, tile == n_tiles - 1);
-  }
+  };
+  generic_tiles(topk, p.vocab, p.rows, p.rows_per_cta, score,
+                [&](float out, int m, int row) { return add_bias(p.act_scale[m] * out, p.bias, row); });
 }
 
 // ---- host -------------------------------------------------------------------
 
 enum class BinaryKernel { kRows, kWgmmaBulk, kMma, kGeneric };
 
-// Row strides, in bytes, of the sign and scale matrices for tensor maps: a
-// single row gets its own length (the driver wants a stride even where no
-// second row exists).
+// Row strides, in bytes, of the sign and scale matrices for tensor maps.
 uint64_t sign_map_stride(const nt_lm_head_binary_args& a) {
-  return a.wq.shape[0] > 1 ? uint64_t(a.wq.row_stride) * 4 : align_up(size_t(a.act_q.shape[1] / 8), 16);
+  return map_row_bytes(a.wq.shape[0], a.wq.row_stride, 4, size_t(a.act_q.shape[1] / 8));
 }
 uint64_t scale_map_stride(const nt_lm_head_binary_args& a) {
-  return a.wscale.shape[0] > 1 ? uint64_t(a.wscale.row_stride) * 2
-                               : align_up(size_t(2 * (a.act_q.shape[1] / a.group_size)), 16);
-}
-
-void refused_tensor_map(const char* op) {
-  fail(NT_ERROR_BACKEND, std::string(op) + ": the CUDA driver refused a tensor map");
+  return map_row_bytes(a.wscale.shape[0], a.wscale.row_stride, 2, size_t(2 * (a.act_q.shape[1] / a.group_size)));
 }
 
 // Whether a block of scale rows lands in one bulk copy (both bulk-copy
@@ -217,9 +188,8 @@ int scale_copy_bytes(const nt_lm_head_binary_args& a) {
 }
 
 // Whether the bit-plane kernel fills its stages by bulk tensor copies: sm_90
-// code for the kernel and a tensor-map encoder, whole 1,024-column boxes (a
-// tile's signs in one copy; sign rows are 16-byte aligned for any call the
-// kernel takes) and scale rows in one box.
+// code and a tensor-map encoder, whole 1,024-column boxes (sign rows are
+// 16-byte aligned for any call the kernel takes) and scale rows in one box.
 bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
   return dev.cc_major >= 9 && a.act_q.shape[1] % 1024 == 0 && scale_rows_one_box(a) &&
          tensor_map_encoder() != nullptr &&
@@ -227,8 +197,7 @@ bool rows_tensor_copies(const nt_lm_head_binary_args& a, const DeviceLimits& dev
 }
 
 // Warps and stages per warp of the bit-plane kernel (warps 0: it does not
-// fit). Warps before stages: the warps' own latency, not the bytes in
-// flight, bounds it.
+// fit), the most warps first.
 struct RowsConfig {
   int warps = 0, stages = 0;
 };
@@ -243,12 +212,9 @@ RowsConfig rows_config(const nt_lm_head_binary_args& a, const DeviceLimits& dev,
 }
 
 // The bit-plane kernel's per-warp candidate lists, `stride` entries each in
-// the workspace, cut back to k when they could not take the next tile. A
-// list holds every row its warp scores where that is at most
-// max(4k + 32, 512) entries, so a list is cut only when a warp's rows exceed
-// both (at W1 on 132 SMs a warp scores ~240 rows: never): a cut is a radix
-// select in the warp's own chain. Sized for the fewest warps a launch takes,
-// so it holds whichever configuration fits.
+// the workspace (every row its warp scores, at most max(4k + 32, 512)), cut
+// back to k when they could not take the next tile. Sized for the fewest
+// warps a launch takes, so it holds whichever configuration fits.
 struct WarpListPlan {
   int stride = 0;
   size_t offset = 0, end = 0;
@@ -274,10 +240,9 @@ ActLayout act_layout(int64_t cols, int group, size_t offset) {
   return l;
 }
 
-// binary_wgmma_bulk_kernel's shared memory: its static part holds the top-k
-// state and the mbarriers, its dynamic part `stages` stages, the two tile
-// buffers of scales and 1024 bytes for the stage alignment; below 2 stages
-// it cannot run.
+// binary_wgmma_bulk_kernel's shared memory: static, the top-k state and the
+// mbarriers; dynamic, `stages` stages (at least 2), the two tile buffers of
+// scales and 1024 bytes for the stage alignment.
 int bulk_smem_budget(const DeviceLimits& dev) {
   return dev.max_smem_optin - int(sizeof(BulkTopkShared)) - (2 * kMaxStages + 4) * 8;
 }
@@ -288,11 +253,10 @@ int bulk_stages(int cols, int group, int nt, const DeviceLimits& dev) {
 }
 
 // Whether binary_wgmma_bulk_kernel takes a call: its sm_90a code in the
-// build (NEXTTOK_CUDA_SM90A, CMakeLists.txt: compute_90 PTX would JIT it
-// without the warpgroup MMAs) and loaded on this sm_90 device, a tensor-map
-// encoder, G = 128 or 256, whole 512-column chunks, sign rows at 16-byte
-// aligned strides, scale rows in one box, and two stages at the call's
-// widest pass.
+// build (NEXTTOK_CUDA_SM90A: compute_90 PTX lacks the warpgroup MMAs) on an
+// sm_90 device, a tensor-map encoder, G = 128 or 256, whole 512-column
+// chunks, 16-byte aligned sign rows, scale rows in one box, and two stages at
+// the call's widest pass.
 bool wgmma_bulk_takes(const nt_lm_head_binary_args& a, const DeviceLimits& dev, int device) {
 #if defined(NEXTTOK_CUDA_SM90A)
   const int64_t cols = a.act_q.shape[1];
@@ -377,10 +341,6 @@ Plan plan_for(const nt_lm_head_binary_args& a, const DeviceLimits& dev, bool sco
   return p;
 }
 
-// The workspace a call of this plan needs: the size query's answer, and what
-// the op checks the caller's workspace against.
-size_t workspace_needed(const Plan& plan) { return plan.lists.end + kWorkspaceSlack; }
-
 // ---- the launches
 
 // What every launch of a call needs.
@@ -432,12 +392,13 @@ void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
   p.stages = choice.rows.stages;
   p.tensor_copies = choice.tensor_copies ? 1 : 0;
   // A tile's signs in one copy of the 3-D map, its scales in one of the 2-D map.
-  if (choice.tensor_copies &&
-      (!encode_map_u16_lines(&p.sign_map, a.wq.data, uint64_t(p.vocab), uint64_t(p.cols / 16), sign_map_stride(a),
-                             kRowsTile, uint32_t(p.cols / 1024)) ||
-       !encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(p.vocab), uint64_t(p.cols / p.group),
-                       scale_map_stride(a), kRowsTile, uint32_t(p.cols / p.group), CU_TENSOR_MAP_SWIZZLE_NONE, false)))
-    refused_tensor_map(c.op);
+  if (choice.tensor_copies)
+    require_encoded(encode_map_u16_lines(&p.sign_map, a.wq.data, uint64_t(p.vocab), uint64_t(p.cols / 16),
+                                         sign_map_stride(a), kRowsTile, uint32_t(p.cols / 1024)) &&
+                        encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(p.vocab), uint64_t(p.cols / p.group),
+                                       scale_map_stride(a), kRowsTile, uint32_t(p.cols / p.group),
+                                       CU_TENSOR_MAP_SWIZZLE_NONE, false),
+                    c.op);
   p.bias = c.bias;
   p.cand = pass.cand;
   p.warp_cand = kScores ? nullptr : reinterpret_cast<topk::Candidate*>(c.ws + c.plan.lists.offset);
@@ -484,13 +445,16 @@ void launch_wgmma_bulk(const Call& c, const BinaryParams& p) {
     BinaryBulkParams bp{};
     bp.b = p;
     bp.b.stages = bulk_stages(p.cols, p.group, NT, c.dev);
-    if (!encode_map_u16(&bp.sign_map, c.a.wq.data, uint64_t(vocab), uint64_t(p.cols / 16), sign_map_stride(c.a),
-                        kBulkBoxRows, kChunkCols / 16, CU_TENSOR_MAP_SWIZZLE_64B, true) ||
-        !encode_map_u16(&bp.scale_map, c.a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(c.a),
-                        kBulkBoxRows, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false) ||
-        !encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2),
-                        uint64_t(p.padded_cols), uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B, false))
-      refused_tensor_map(c.op);
+    require_encoded(encode_map_u16(&bp.sign_map, c.a.wq.data, uint64_t(vocab), uint64_t(p.cols / 16),
+                                   sign_map_stride(c.a), kBulkBoxRows, kChunkCols / 16, CU_TENSOR_MAP_SWIZZLE_64B,
+                                   true) &&
+                        encode_map_u16(&bp.scale_map, c.a.wscale.data, uint64_t(vocab), uint64_t(groups),
+                                       scale_map_stride(c.a), kBulkBoxRows, uint32_t(groups),
+                                       CU_TENSOR_MAP_SWIZZLE_NONE, false) &&
+                        encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2),
+                                       uint64_t(p.padded_cols), uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       false),
+                    c.op);
     auto kernel = p.group == 128 ? binary_wgmma_bulk_kernel<NT, 4, kScores> : binary_wgmma_bulk_kernel<NT, 8, kScores>;
     allow_dynamic_smem(kernel, bulk_smem_budget(c.dev), c.device, c.op);
     kernel<<<c.plan.topk.grid, kBulkThreads, bulk_dynamic_bytes(B, bp.b.stages), c.stream>>>(bp);
@@ -527,20 +491,21 @@ void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   else launch_mma<kScores>(c, p);
 }
 
-void require_aligned_operands(const char* op, const nt_lm_head_binary_args& a) {
-  for (const auto& [name, t] : {std::pair<const char*, const nt_tensor&>{"act_scale", a.act_scale},
-                                {"wq", a.wq},
-                                {"wscale", a.wscale},
-                                {"bias", a.bias},
-                                {"values", a.values},
-                                {"indices", a.indices}})
-    require_natural_alignment(op, name, t);
+// An entry point's prologue: nothing for M = 0; else the operands' alignment
+// checked (`check`: all but the size queries), then body(dev) on their device.
+template <class Body>
+auto on_device(const char* op, const nt_lm_head_binary_args& a, bool check, Body&& body) {
+  if (a.act_q.shape[0] == 0) return decltype(body(DeviceLimits{}))();
+  if (check)
+    require_natural_alignment(op, {{"act_scale", a.act_scale}, {"wq", a.wq}, {"wscale", a.wscale}, {"bias", a.bias},
+                                   {"values", a.values}, {"indices", a.indices}});
+  DeviceScope scope(a.wq.device_id, op);
+  return body(device_limits(a.wq.device_id, op));
 }
 
-// Rows [0, M) of the call in passes of its kernel, each pass's output going
-// to c.cand (with kScores, its scores from the pass's first row on), and
-// after(m0, rows) once each pass is launched. The decode kernel takes the
-// whole call as one pass.
+// Rows [0, M) of the call in passes of its kernel (the decode kernel: one),
+// each pass's output going to c.cand (with kScores, its scores from the
+// pass's first row on), and after(m0, rows) once each pass is launched.
 template <bool kScores, class After>
 void score_passes(const Call& c, After&& after) {
   const nt_lm_head_binary_args& a = c.a;
@@ -570,50 +535,41 @@ void score_passes(const Call& c, After&& after) {
 
 size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
   using namespace lm_head;
-  if (a.act_q.shape[0] == 0) return 0;
-  DeviceScope scope(a.wq.device_id, kOp);
-  return workspace_needed(plan_for(a, device_limits(a.wq.device_id, kOp)));
+  return on_device(kOp, a, false, [&](const DeviceLimits& dev) { return workspace_needed(plan_for(a, dev).lists.end); });
 }
 
 void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_t workspace_bytes,
                          cudaStream_t stream) {
   using namespace lm_head;
-  if (a.act_q.shape[0] == 0) return;
-  require_aligned_operands(kOp, a);
-  const int device = a.wq.device_id;
-  DeviceScope scope(device, kOp);
-  const DeviceLimits dev = device_limits(device, kOp);
-  const Plan plan = plan_for(a, dev);
-  check_workspace(kOp, workspace_needed(plan), workspace, workspace_bytes);
-  char* ws = aligned_workspace(workspace);
-  const topk::MergeCall topk(candidate_args(plan.topk, ws), plan.topk.grid, device, dev, kOp);
-  const Call call{a, plan, ws, topk.cand, BiasArgs{a.bias.data, a.bias.dtype}, dev, device, stream, kOp};
-  score_passes<false>(call, [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
+  on_device(kOp, a, true, [&](const DeviceLimits& dev) {
+    const Plan plan = plan_for(a, dev);
+    check_workspace(kOp, workspace_needed(plan.lists.end), workspace, workspace_bytes);
+    char* ws = aligned_workspace(workspace);
+    const topk::MergeCall topk(candidate_args(plan.topk, ws), plan.topk.grid, a.wq.device_id, dev, kOp);
+    const Call call{a, plan, ws, topk.cand, BiasArgs{a.bias.data, a.bias.dtype}, dev, a.wq.device_id, stream, kOp};
+    score_passes<false>(call, [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
+  });
 }
 
 size_t lm_head_scores_binary_workspace_size(const char* op, const nt_lm_head_binary_args& a) {
   using namespace lm_head;
-  if (a.act_q.shape[0] == 0) return 0;
-  DeviceScope scope(a.wq.device_id, op);
-  return workspace_needed(plan_for(a, device_limits(a.wq.device_id, op), true));
+  return on_device(op, a, false,
+                   [&](const DeviceLimits& dev) { return workspace_needed(plan_for(a, dev, true).lists.end); });
 }
 
 void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, float* scores, int64_t stride,
                            void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   using namespace lm_head;
-  if (a.act_q.shape[0] == 0) return;
-  require_aligned_operands(op, a);
-  const int device = a.wq.device_id;
-  DeviceScope scope(device, op);
-  const DeviceLimits dev = device_limits(device, op);
-  const Plan plan = plan_for(a, dev, true);
-  check_workspace(op, workspace_needed(plan), workspace, workspace_bytes);
-  topk::CandidateArgs out{};
-  out.scores = scores;
-  out.score_stride = stride;
-  const Call call{a, plan, aligned_workspace(workspace), out, BiasArgs{a.bias.data, a.bias.dtype}, dev, device,
-                  stream, op};
-  score_passes<true>(call, [](int64_t, int) {});
+  on_device(op, a, true, [&](const DeviceLimits& dev) {
+    const Plan plan = plan_for(a, dev, true);
+    check_workspace(op, workspace_needed(plan.lists.end), workspace, workspace_bytes);
+    topk::CandidateArgs out{};
+    out.scores = scores;
+    out.score_stride = stride;
+    const Call call{a, plan, aligned_workspace(workspace), out, BiasArgs{a.bias.data, a.bias.dtype}, dev,
+                    a.wq.device_id, stream, op};
+    score_passes<true>(call, [](int64_t, int) {});
+  });
 }
 
 }  // namespace nt::cuda

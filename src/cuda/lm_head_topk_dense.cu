@@ -3,19 +3,15 @@
 // scored and selected in one pass over the weights; the [M,V] scores live only
 // in registers (see cuda/topk_cta.cuh and cuda/topk_merge.cuh for the top-k).
 // Token rows go in passes of up to 64, each pass one scoring kernel and the
-// merge. The same kernels, instantiated with kScores, store every score
-// instead (lm_head_scores_dense, for the fused head).
-//
-// One kernel per regime (choose() below; docs/SEMANTICS.md, "Kernel
-// choice"): dense_staged_kernel (cuda/lm_head_dense_staged.cuh) on sm_90,
-// dense_mma_kernel on sm_80+, dense_generic_kernel (fp32 FFMA) otherwise.
+// merge; instantiated with kScores, the kernels store every score instead
+// (lm_head_scores_dense). One kernel per regime (choose() below;
+// docs/SEMANTICS.md, "Kernel choice").
 //
 // dense_mma_kernel: a persistent grid, one CTA per SM, each CTA owning a
 // contiguous vocabulary range walked in tiles of 256 rows (8 warps x 32 rows)
 // against all token rows of the pass. Weights go straight from memory to the
 // MMA A-fragments with 16-byte loads, D blocks of 32 columns in flight per
-// thread (no shared-memory round trip: shared-memory bandwidth, not DRAM,
-// would bound M = 64 otherwise). A lane loading columns [8t, 8t+8) of a block
+// thread (no shared-memory round trip). A lane loading columns [8t, 8t+8) of a block
 // uses them as two k16 steps; the hidden rows are staged in shared memory
 // (cp.async, 3 stages of 256 columns) in the matching permuted order, so a
 // lane's B fragment is one 8-byte load. Each block's two MMAs start from zero
@@ -25,8 +21,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
-#include <utility>
 
 #include "core/check.h"
 #include "cuda/lm_head_dense_staged.cuh"
@@ -224,25 +218,16 @@ __global__ void __launch_bounds__(kThreads, 1) dense_mma_kernel(DenseParams p) {
 
 // ---- generic kernel -----------------------------------------------------------
 
-constexpr int kGenericTileRows = 64;
 constexpr int kGenericK = 32;
 
-// 64 vocabulary rows x up to 64 token rows per tile, each thread a 4 x 4
-// block of scores accumulated with fmaf in increasing h.
+// Each thread's 4 x 4 block of scores accumulated with fmaf in increasing h.
 template <nt_dtype kType, bool kScores>
 __global__ void __launch_bounds__(kThreads) dense_generic_kernel(DenseOperands p) {
   __shared__ float w_tile[kGenericTileRows][kGenericK + 1];
   __shared__ float x_tile[topk::kMaxRows][kGenericK + 1];
   __shared__ topk::CtaShared<kWarps> topk_shared;
   topk::SinkOf<kScores, kWarps> topk(topk_shared, p.cand, p.rows);
-
-  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
-  const int row_begin = blockIdx.x * p.rows_per_cta;
-  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
-  const int n_tiles = (row_end - row_begin + kGenericTileRows - 1) / kGenericTileRows;
-  for (int tile = 0; tile < n_tiles; ++tile) {
-    const int tile_row0 = row_begin + tile * kGenericTileRows;
-    float acc[4][4] = {};
+  auto score = [&](int tile_row0, int row_end, int ty, int tx, float (&acc)[4][4]) {
     for (int k0 = 0; k0 < p.cols; k0 += kGenericK) {
       for (int e = threadIdx.x; e < kGenericTileRows * kGenericK; e += kThreads) {
         const int r = e / kGenericK, c = e % kGenericK;
@@ -270,15 +255,9 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(DenseOperands p
       }
       __syncthreads();
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int row = tile_row0 + ty * 4 + i, m = tx * 4 + j;
-        if (row < row_end && m < p.rows) topk.offer(m, add_bias(acc[i][j], p.bias, row), row);
-      }
-    topk.end_tile(kGenericTileRows, tile == n_tiles - 1);
-  }
+  };
+  generic_tiles(topk, p.vocab, p.rows, p.rows_per_cta, score,
+                [&](float acc, int, int row) { return add_bias(acc, p.bias, row); });
 }
 
 // ---- host -------------------------------------------------------------------
@@ -324,20 +303,18 @@ struct Pass : DenseOperands {
   const char* op;  // the call's, for its errors
 };
 
-// A staged pass: its tensor maps (a single-row matrix gets its own row length
-// as stride: the driver wants one even where no second row exists) and as
-// many stages as fit.
+// A staged pass: its tensor maps and as many stages as fit.
 template <bool kBf16, int NT, bool kScores>
 void launch_staged(const nt_lm_head_dense_args& a, const Pass& pass, const DeviceLimits& dev, cudaStream_t stream) {
   StagedParams p{};
-  const uint64_t dense_row = align_up(size_t(pass.cols) * 2, 16);
-  const uint64_t w_row = pass.vocab > 1 ? uint64_t(a.weight.row_stride) * 2 : dense_row;
-  const uint64_t h_row = pass.rows > 1 ? uint64_t(a.hidden.row_stride) * 2 : dense_row;
-  if (!encode_map_u16(&p.weight_map, pass.weight, uint64_t(pass.vocab), uint64_t(pass.cols), w_row, kStagedBoxRows,
-                      kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, true) ||
-      !encode_map_u16(&p.hidden_map, pass.hidden, uint64_t(pass.rows), uint64_t(pass.cols), h_row, uint32_t(NT * 8),
-                      kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, false))
-    fail(NT_ERROR_BACKEND, std::string(pass.op) + ": the CUDA driver refused a tensor map");
+  const size_t row_bytes = size_t(pass.cols) * 2;
+  const uint64_t w_row = map_row_bytes(pass.vocab, a.weight.row_stride, 2, row_bytes);
+  const uint64_t h_row = map_row_bytes(pass.rows, a.hidden.row_stride, 2, row_bytes);
+  require_encoded(encode_map_u16(&p.weight_map, pass.weight, uint64_t(pass.vocab), uint64_t(pass.cols), w_row,
+                                 kStagedBoxRows, kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, true) &&
+                      encode_map_u16(&p.hidden_map, pass.hidden, uint64_t(pass.rows), uint64_t(pass.cols), h_row,
+                                     uint32_t(NT * 8), kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, false),
+                  pass.op);
   static_cast<DenseOperands&>(p) = pass;
   p.stages = staged_stages(dev, pass.rows);
   auto kernel = dense_staged_kernel<kBf16, NT, kScores>;
@@ -390,17 +367,16 @@ TopkPlan plan_for(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
   return make_topk_plan(a.weight.shape[0], a.hidden.shape[0], a.k, dev.sm_count);
 }
 
-// The workspace a call of this plan needs: the size query's answer, and what
-// the op checks the caller's workspace against.
-size_t workspace_needed(const TopkPlan& plan) { return plan.end + kWorkspaceSlack; }
-
-void require_aligned_operands(const char* op, const nt_lm_head_dense_args& a) {
-  for (const auto& [name, t] : {std::pair<const char*, const nt_tensor&>{"hidden", a.hidden},
-                                {"weight", a.weight},
-                                {"bias", a.bias},
-                                {"values", a.values},
-                                {"indices", a.indices}})
-    require_natural_alignment(op, name, t);
+// An entry point's prologue: nothing for M = 0; else the operands' alignment
+// checked (`check`: all but the size query), then body(dev) on their device.
+template <class Body>
+auto on_device(const char* op, const nt_lm_head_dense_args& a, bool check, Body&& body) {
+  if (a.hidden.shape[0] == 0) return decltype(body(DeviceLimits{}))();
+  if (check)
+    require_natural_alignment(
+        op, {{"hidden", a.hidden}, {"weight", a.weight}, {"bias", a.bias}, {"values", a.values}, {"indices", a.indices}});
+  DeviceScope scope(a.weight.device_id, op);
+  return body(device_limits(a.weight.device_id, op));
 }
 
 // Rows [0, M) of `a` in passes of one scoring kernel each, the pass's output
@@ -438,37 +414,31 @@ void score_passes(const char* op, const nt_lm_head_dense_args& a, const TopkPlan
 
 size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
   using namespace lm_head;
-  if (a.hidden.shape[0] == 0) return 0;
-  DeviceScope scope(a.weight.device_id, kOp);
-  return workspace_needed(plan_for(a, device_limits(a.weight.device_id, kOp)));
+  return on_device(kOp, a, false, [&](const DeviceLimits& dev) { return workspace_needed(plan_for(a, dev).end); });
 }
 
 void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
                         cudaStream_t stream) {
   using namespace lm_head;
-  if (a.hidden.shape[0] == 0) return;
-  require_aligned_operands(kOp, a);
-  const int device = a.weight.device_id;
-  DeviceScope scope(device, kOp);
-  const DeviceLimits dev = device_limits(device, kOp);
-  const TopkPlan plan = plan_for(a, dev);
-  check_workspace(kOp, workspace_needed(plan), workspace, workspace_bytes);
-  const topk::MergeCall topk(candidate_args(plan, aligned_workspace(workspace)), plan.grid, device, dev, kOp);
-  score_passes<false>(kOp, a, plan, topk.cand, dev, stream,
-                      [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
+  on_device(kOp, a, true, [&](const DeviceLimits& dev) {
+    const TopkPlan plan = plan_for(a, dev);
+    check_workspace(kOp, workspace_needed(plan.end), workspace, workspace_bytes);
+    const topk::MergeCall topk(candidate_args(plan, aligned_workspace(workspace)), plan.grid, a.weight.device_id, dev,
+                               kOp);
+    score_passes<false>(kOp, a, plan, topk.cand, dev, stream,
+                        [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
+  });
 }
 
 void lm_head_scores_dense(const char* op, const nt_lm_head_dense_args& a, float* scores, int64_t stride,
                           cudaStream_t stream) {
   using namespace lm_head;
-  if (a.hidden.shape[0] == 0) return;
-  require_aligned_operands(op, a);
-  DeviceScope scope(a.weight.device_id, op);
-  const DeviceLimits dev = device_limits(a.weight.device_id, op);
-  topk::CandidateArgs out{};
-  out.scores = scores;
-  out.score_stride = stride;
-  score_passes<true>(op, a, plan_for(a, dev), out, dev, stream, [](int64_t, int) {});
+  on_device(op, a, true, [&](const DeviceLimits& dev) {
+    topk::CandidateArgs out{};
+    out.scores = scores;
+    out.score_stride = stride;
+    score_passes<true>(op, a, plan_for(a, dev), out, dev, stream, [](int64_t, int) {});
+  });
 }
 
 }  // namespace nt::cuda

@@ -97,9 +97,8 @@ struct Plan {
 // vectors and Philox blocks never straddle two chunks. Batches of at most
 // kClusterRowsMax rows whose rows resolve in the merge (no large keep-set
 // kernels after it) take at most max_cluster chunks a row, launched as one
-// cluster that merges them: no second launch. Larger batches, and calls whose
-// rows may need the large keep-set kernels (launched after the merge), take
-// the merge kernel. `device` must be current.
+// cluster that merges them; the others take the merge kernel. `device` must
+// be current.
 Plan make_plan(const SampleCall& call, int device) {
   const DeviceLimits limits = device_limits(device, kOp);
   const int max_cluster = once_per(device, [&] { return max_cluster_chunks(device, limits.cc_major); });

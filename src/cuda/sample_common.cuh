@@ -1,29 +1,7 @@
-// Device side of nt_sample (docs/SEMANTICS.md, "Sampling").
-//
-// Kernels on the caller's stream, nothing allocated, nothing read back:
-//  scan      grid (B, splits): one CTA scans one chunk of one row. Greedy rows
-//            keep the chunk's argmax, plain rows (no top-k/p/min-p) the chunk's
-//            Gumbel-max, filtered rows the chunk's top K candidates (K = top_k;
-//            without a top-k kListKeepMax, or half the workspace's per-chunk
-//            capacity: filtered_keep) plus, when top-p needs it, the chunk's
-//            max and sum of exp(s - max). Filtered rows whose chunk keeps at
-//            most kListKeepMax take the list scan (per-warp lists, no per-tile
-//            barrier; the chunk's candidates handed over sorted), the others
-//            (a larger top-k, an explicit draw without top-k, T subnormal or
-//            huge) the general filtered scan.
-//  merge     grid B: combines the chunks (a row of one chunk is merged by its
-//            scan CTA, or drawn there from registers; on sm_90 the chunks of a
-//            small batch's row, launched as one thread-block cluster, by the
-//            cluster's first CTA: no merge launch either way). Filtered rows
-//            take the row's top M candidates (sorted chunk lists: a tree of
-//            warp merges; otherwise a radix select and a sort, M <= 1024, one
-//            warp in registers when M <= 64), cut the keep-set and draw; a row
-//            whose keep-set may reach past its candidates is flagged.
-//  large keep-set (sample_large_keep.cuh): flagged rows (a keep-set past the
-//            candidates: top-p over a flat row) in two passes over the row.
-//  fallback  grid B (sample_fallback.cuh): the rows still flagged, resolved
-//            exactly over the whole row (radix descent, then one draw pass).
-// Every decision uses the core's arithmetic (IEEE division, ordering keys,
+// Device side of nt_sample (docs/SEMANTICS.md, "Sampling"; its kernels per
+// case: "Kernel choice"): scan (one CTA per chunk of a row), merge (the
+// chunks of a row; flags rows whose keep-set may reach past the candidates),
+// large keep-set and exact fallback (the flagged rows). Every decision uses the core's arithmetic (IEEE division, ordering keys,
 // Philox, portable log), so tokens equal the CPU backend's for the same keep-set.
 #pragma once
 
@@ -47,10 +25,9 @@ constexpr int kTokensPerThread = 8;
 constexpr int kTileTokens = kScanThreads * kTokensPerThread;
 constexpr int kMaxChunkCandidates = 1024;
 constexpr int kCompactItems = (kMaxChunkCandidates + kTileTokens) / kScanThreads;
-// The list scan (sample_scan.cuh): per-warp candidate lists of kListCap
-// entries, ranked again each time they reach twice their length after the
-// last ranking (at least kListRefresh), cut back to keep when a tile (256
-// entries per warp) could overflow them.
+// The list scan's per-warp lists (sample_scan.cuh): kListCap entries, ranked
+// again when they double since the last ranking (at least kListRefresh), cut
+// back to keep when a tile (256 entries per warp) could overflow them.
 constexpr int kListKeepMax = 128;
 constexpr int kListCap = 512;
 constexpr int kListTrigger = kListCap - 32 * kTokensPerThread;
@@ -218,10 +195,8 @@ __device__ __forceinline__ void visit_tokens(const typename LogitTraits<DT>::Sto
 }
 
 // The composite (key of its Gumbel value, index) a +inf score of token t
-// competes with among the row's other +inf scores. Out of line: it is rare,
-// and Philox inlined at every unrolled token position of a scan loop takes
-// the registers that loop's loads in flight need. Static: every translation
-// unit that includes this header (sample.cu, sample_logprobs.cu) has its own.
+// competes with among the row's other +inf scores. Out of line (rare; inlined
+// Philox would take the scan loops' registers); static: one per translation unit.
 static __device__ __noinline__ u64 pos_inf_composite(uint64_t seed, uint64_t offset, u32 tag, u32 t) {
   return composite(nt_order_key(nt_token_gumbel(seed, offset, tag, t)), t);
 }
@@ -273,16 +248,13 @@ __device__ __forceinline__ u32 word_floor(const u32* floors, float best, float s
   return floors[nt_word_floor_index(best, s_top) + 1];
 }
 
-// The same lookup in two steps for a scan that checks many groups against
-// one bound: word_floor_base(best) once, then word_floor_at(floors, base,
-// s_top) per group (an FFMA, a clamp, a round-down add and a load). Its slot
-// is never above word_floor's, so it rules out no token word_floor keeps:
-// the margin below, 1e-3 + 1e-6 (3 |best| + 40), exceeds nt_word_floor_index's
-// 1e-3 + 1e-6 (|best| + |s_top|) for every s_top it can be asked about
-// (|s_top| <= |best| + 16.75: a group further below the bound needs no
-// Philox block; one more than 4 above it gets slot 0 either way) by more than
-// the rounding of these few float steps. best = -inf, s_top = +-inf or NaN
-// give slot 0.
+// The same lookup in two steps: word_floor_base(best) once per bound, then
+// word_floor_at(floors, base, s_top) per group. Its slot is never above
+// word_floor's: the margin 1e-3 + 1e-6 (3 |best| + 40) exceeds
+// nt_word_floor_index's 1e-3 + 1e-6 (|best| + |s_top|) for every s_top asked
+// about (|s_top| <= |best| + 16.75; a group more than 4 above gets slot 0
+// either way) by more than these float steps' rounding. best = -inf,
+// s_top = +-inf or NaN give slot 0.
 __device__ __forceinline__ float word_floor_base(float best) {
   const float margin = 1e-3f + 1e-6f * (3.0f * fabsf(best) + 40.0f);
   return 8.0f * ((best - margin) - NT_WORD_FLOOR_LOW) + 1.0f;
@@ -326,11 +298,10 @@ struct MaxSumMerge {
 };
 
 // ---- Gumbel-max over groups of 4 tokens, with pruning ------------------------
-// A token can only win if s + G >= the best value seen, so most tokens skip
-// Philox (the group's top score + 16.75 below the bound) or the logs (a word
-// below the floor for the group's top score, core/word_floor.h). The bound is
-// a value some token of the row reached, and rounding is monotone, so pruning
-// never changes the argmax.
+// A token can only win if s + G >= the best value seen: most groups skip
+// Philox (top score + 16.75 below the bound) or the logs (a word below the
+// floor, core/word_floor.h). The bound is a value some token reached and
+// rounding is monotone, so pruning never changes the argmax.
 struct GumbelBest {
   u64 best = 0;      // composite (key(s + G), ~index) over finite scores
   u64 best_inf = 0;  // composite (key(G), ~index) over +inf scores
@@ -393,12 +364,9 @@ __device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, con
 }
 
 // Without a top-k a chunk keeps at most kListKeepMax candidates (half its
-// list when that is less): enough for the nucleus of a peaked row, which the
-// merge then cuts from them. Rows whose keep-set reaches past the candidates
-// (top-p over a flat row) are flagged by the merge and taken by the large
-// keep-set kernels, which read the row again whatever the list held. Rows of
-// an explicit draw, which those kernels do not take, keep half the list (the
-// general scan) and look among up to kSortCap, before the exact fallback.
+// list when that is less); rows whose keep-set reaches past them go to the
+// large keep-set kernels. Rows of an explicit draw, which those kernels do
+// not take, keep half the list (the general scan), before the exact fallback.
 __device__ __forceinline__ u32 filtered_keep(const SampleArgs& a, const RowCfg& c) {
   if (c.p.top_k) return min(u32(c.p.top_k), u32(a.kchunk));
   const u32 half = max(1u, u32(a.kchunk) / 2);
@@ -411,24 +379,21 @@ __device__ __forceinline__ bool filtered_needs_mass(const SampleArgs& a, const R
 }
 
 // A thread's tile is skipped when the bound of its largest logit is below the
-// admission bound (score_upper is monotone for T = 1 and for the reciprocal
-// bound; the exact-division mode, T subnormal or huge, checks every token).
-// In the general scan, rows that need the full mass look at every token anyway.
+// admission bound (score_upper is monotone but in bound_mode 2, which checks
+// every token); rows that need the full mass look at every token anyway.
 __device__ __forceinline__ bool filtered_tile_filter(const SampleArgs& a, const RowCfg& c) {
   return !filtered_needs_mass(a, c) && c.bound_mode != 2;
 }
 
 // The list scan takes the filtered rows whose chunk keeps few candidates and
-// whose logits can be compared with a bound (it adds up the mass of every
-// token beside the lists when top-p needs it); its chunks hand over their
+// whose logits can be compared with a bound; its chunks hand over their
 // candidates sorted (sample_scan.cuh, lists_out_sorted).
 __device__ __forceinline__ bool list_scan_applies(const SampleArgs& a, const RowCfg& c) {
   return filtered_keep(a, c) <= u32(kListKeepMax) && c.bound_mode != 2;
 }
 
-// Rows whose chunks' lists are sorted and whose top-k keeps at most 128, or
-// who have no top-k: the merge takes their best sorted_merge_count by a tree
-// of warp merges (sample_merge.cuh).
+// Rows with sorted chunk lists and a top-k of at most 128 (or none): the
+// merge takes their best sorted_merge_count by a tree of warp merges.
 constexpr u32 kSortedMergeMax = 128;
 static_assert(kListKeepMax <= int(kSortedMergeMax), "a row without top-k merges its chunks' lists");
 __device__ __forceinline__ u32 sorted_merge_count(const RowCfg& c) {

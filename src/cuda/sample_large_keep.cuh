@@ -1,8 +1,7 @@
 // Kernels 3a-3c of nt_sample: rows whose keep-set reaches past the merged
-// candidates (top-p over a flat distribution keeps ~90% of the row), resolved
-// in two passes over the row. The merges list these rows; hist and collect
-// share out the listed rows' chunks over a grid sized for the chip
-// (for_each_large_item), so their cost follows the number of listed rows.
+// candidates (top-p over a flat row), resolved in two passes over the row.
+// The merges list these rows; hist and collect share out the listed rows'
+// chunks over a grid sized for the chip (for_each_large_item).
 //
 //  hist     per chunk: a count and a fixed-point mass histogram of the row
 //           over kLargeBins bins of s_max - s (1/kLargeBinsPerUnit wide; the
@@ -64,8 +63,7 @@ __device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
 // The hist and collect kernels run on a grid sized for the chip, not for the
 // batch: its CTAs share out the work items (listed row, chunk) of the rows the
 // merges listed, each row cut into as many chunks as fill the grid (at most
-// L.splits), so a batch costs what its flagged rows need, spread over the
-// chip however few they are, and a launch with none listed costs one read.
+// L.splits); a launch with none listed reads one count.
 struct LargeItem {
   u32 row;
   int64_t begin, end;

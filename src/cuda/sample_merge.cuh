@@ -89,8 +89,7 @@ __device__ __forceinline__ u32 keep_length(const RowCfg& c, bool joint, u32 m, b
   return (exact_any && len <= m) ? len : 0u;
 }
 
-// Lists this short are sorted, cut and drawn from by one warp in registers:
-// the block version's sort alone costs 21 block barriers at 64 entries.
+// Lists this short are sorted, cut and drawn from by one warp in registers.
 constexpr u32 kWarpTailMax = 64;  // two per lane
 
 // Rows of m candidates (n_inf of them +inf) that merge_tail_sorted draws.
@@ -182,8 +181,7 @@ __device__ __forceinline__ void merge_tail_warp(const SampleArgs& a, const RowCf
 // The row's best 32N candidates at or above the floor into top[0, got),
 // sorted descending, from chunk lists the list scan handed over sorted: warp
 // w merges chunks w, w + 16, ... in registers, then a tree of warp merges
-// (block_merge_desc): no radix select over all the candidates and no sort of
-// the top ones. Block-uniform call; returns got. `stage` holds
+// (block_merge_desc). Block-uniform call; returns got. `stage` holds
 // min(splits, 16) * 32N entries.
 template <int N>
 __device__ u32 merge_sorted_lists(const SampleArgs& a, u32 row, MergeInfo& info, u64 floor,
@@ -316,12 +314,11 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     m_count = min(got, want);
   } else {
     // Each thread finds its candidates' chunks by binary search on the offsets
-    // (non-decreasing over all kMaxSplits + 1 slots, empty chunks included), so
-    // every load is independent: a loop over the chunks paid one L2 round trip
-    // per chunk in series, 64 of them at B = 1. Candidates under the highest
-    // truncation floor are dropped on load: the ones at or above it are an exact
-    // prefix of the row's order (no chunk dropped anything ranking above its
-    // floor), and every later step only looks at a prefix no longer than that.
+    // (non-decreasing over all kMaxSplits + 1 slots, empty chunks included).
+    // Candidates under the highest truncation floor are dropped on load: the
+    // ones at or above it are an exact prefix of the row's order (no chunk
+    // dropped anything ranking above its floor), and every later step only
+    // looks at a prefix no longer than that.
     for (int base = 0; base < int(n_total); base += kMergeThreads) {
       const int i = base + tid;
       u64 v = 0;

@@ -211,9 +211,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
     }
     // After the last tile the final selection below does the same work. One
     // barrier per tile: it also orders this tile's appends before the reads of
-    // `count` and `buf` in the compaction. Compacting at a small multiple of
-    // keep (not at the buffer's capacity) keeps the admission bound near the
-    // chunk's keep-th score, so few warps leave the per-tile test above.
+    // `count` and `buf` in the compaction.
     if (last) return;
     if (__syncthreads_or(over)) {
       thr = compact_top<kScanThreads>(buf, int(count), keep, &count, sel);
@@ -285,8 +283,8 @@ struct WarpList {
 // Ranks a warp's list (called by the whole warp when it has grown past
 // `refresh`): publishes its `rank`-th best (its keep-th when the list could
 // overflow during the next tile), raises the bound to the smallest value every
-// warp has published, and drops the entries under the bound. Out of line:
-// rare, and the scan loop's code must stay small (instruction fetch).
+// warp has published, and drops the entries under the bound. Out of line, so
+// the scan loop's code stays small.
 __device__ __noinline__ WarpList rank_warp_list(u64* list, WarpList w, u32 keep, u32 rank,
                                                 u32* hist, u64* warp_floor, u64* shared_thr) {
   constexpr int kWarps = kScanThreads / 32;
@@ -328,9 +326,8 @@ struct ListsOut {
 
 // Every warp sorts its list (at most keep <= 32N entries) in registers, and a
 // tree of warp merges (block_merge_desc) leaves the chunk's best 32N in warp
-// 0's v, which it writes out: four block barriers and no radix select over the
-// laid-out lists. Block-uniform call; each warp's list region doubles as its
-// stage.
+// 0's v, which it writes out. Block-uniform call; each warp's list region
+// doubles as its stage.
 static_assert(kListKeepMax <= 32 * 4, "lists_out_sorted holds a chunk's keep in four values a lane");
 template <int N>
 __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count, u64* buf,
@@ -368,20 +365,16 @@ __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count,
 }
 
 // Filtered rows whose chunk keeps few candidates (keep <= kListKeepMax) and
-// whose logits can be compared with a bound (the common top-k case, and
-// top-p or min-p alone, whose chunk mass is summed beside the lists by
-// tile_mass_add): each warp appends to its own list in shared memory and ranks it
-// by itself, so the tiles need no block barrier (scan_filtered's per-tile
-// barrier and block selects are most of its time). The admission bound stays
-// block-wide without barriers: when its list has grown, a warp publishes its
-// r-th best (r = ceil(keep / warps)); every warp has seen r tokens at or above
-// its published value, so the smallest of them has keep tokens at or above it
-// in the chunk and bounds the chunk's keep-th best from below. It rises as
-// every warp's r-th best does, about as fast as the chunk's keep-th best (each
-// warp sees 1/warps of the tokens). The tile body is a loop over the few
-// tokens that pass the bound, so the loop's code stays small. At the end the
-// lists are cut to keep each and handed over sorted (lists_out_sorted).
-// Returns whether it drew the row's token (block-uniform).
+// whose logits can be compared with a bound (the chunk mass, when top-p needs
+// it, is summed beside the lists by tile_mass_add): each warp appends to its
+// own list in shared memory and ranks it by itself, with no block barrier per
+// tile. The admission bound stays block-wide without barriers: a warp whose
+// list has grown publishes its r-th best (r = ceil(keep / warps)); every warp
+// has seen r tokens at or above its published value, so the smallest of them
+// has keep tokens at or above it in the chunk and bounds the chunk's keep-th
+// best from below. At the end the lists are cut to keep each and handed over
+// sorted (lists_out_sorted). Returns whether it drew the row's token
+// (block-uniform).
 template <nt_dtype DT, bool VEC>
 __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
@@ -510,13 +503,11 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     total = chunk_mass;
   }
   if (tid == 0) {
-    // Written in every case: the merge reads it unless the draw below takes
-    // the row.
+    // Written in every case: the merge reads it unless the draw below takes the row.
     store_filtered_record(a, row, chunk, bi, ni, n_out, lists.truncated, lists.kept_floor, total);
   }
   // A row of this one chunk that the merge would finish in its sorted warp
-  // tail is drawn here from warp 0's registers: no record or candidates read
-  // back.
+  // tail is drawn here from warp 0's registers.
   const bool draw_here = a.merge_in_scan && keep <= kWarpTailMax && merge_of_sorted_lists(a, c) &&
                          n > 0 && warp_tail_draws(c, n_out, any_inf ? 1u : 0u);
   // The mass the merge would sum over one chunk: its z at its own maximum.
@@ -538,9 +529,7 @@ __device__ bool scan_filtered_chunk(const SampleArgs& a, const RowCfg& c, u32 ro
   return false;
 }
 
-// A row scanned by one CTA is merged by that CTA as soon as its chunk is done
-// (no second launch, no cold merge kernel; the merge overlaps other rows'
-// scans).
+// A row scanned by one CTA is merged by that CTA as soon as its chunk is done.
 __device__ __forceinline__ void merge_row_in_scan(const SampleArgs& a, const RowCfg& c, u32 row,
                                                   bool drawn) {
   static_assert(kMergeThreads == kScanThreads, "the merge runs on the scan's threads");
@@ -554,7 +543,7 @@ __device__ __forceinline__ void merge_row_in_scan(const SampleArgs& a, const Row
 // A row's chunks launched as one cluster (sm_90): once every chunk's record
 // and candidates are out (the cluster barrier releases each CTA's writes and
 // acquires the others'), the row's first CTA merges them as the merge kernel
-// would, in the scan's shared memory, so a small batch costs one launch.
+// would, in the scan's shared memory.
 template <int MODE>
 __device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const RowCfg& c, u32 row,
                                                      int chunk) {

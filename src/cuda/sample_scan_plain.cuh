@@ -10,16 +10,11 @@
 namespace nt::cuda {
 
 // Gumbel-max over a thread's tile. Philox runs for the thread's groups
-// together, once any lane of the warp has a group that may still win: the
-// warp issues the generator's instructions whenever one lane needs them, so a
-// branch per group saves no issue slots, and the groups' blocks interleaved
-// hide each other's multiply latency. The tokens whose words then reach their
-// group's floor are taken one per lane per round, so a warp runs the exact
-// score and the two logs once per round, not once for every token position at
-// which any of its lanes passes. After each round the lanes share their
-// bounds (every bound is a value some token reached): on a row's first tile,
-// where the bound starts at -inf and every token passes, this is what keeps
-// the rounds few.
+// together, once any lane of the warp has a group that may still win. The
+// tokens whose words then reach their group's floor are taken one per lane
+// per round (the exact score and the two logs once per round). After each
+// round the lanes share their bounds (every bound is a value some token
+// reached).
 template <int U, int G>
 __device__ __forceinline__ void gumbel_tile(GumbelBest& g, const RowCfg& c, const u32* floors,
                                             u32 tile, const float (&x)[U][G]) {

@@ -9,11 +9,8 @@ namespace nt::cuda {
 // Runs on_tile(tile, x, last) over the chunk, one tile of 4096 tokens at a time
 // (block-uniform; last: no tile follows). x[u][g] is token
 // tile + (u * kScanThreads + threadIdx.x) * G + g; tokens past `end` read -inf.
-// DEPTH register buffers rotate without copies (a copy would wait for the load
-// it moves), so DEPTH - 1 tiles stay in flight while one is consumed: with 2
-// CTAs of 512 threads per SM and 32 bytes per thread per tile, DEPTH 3 keeps
-// 64 KB per SM in flight, enough to cover the memory latency at full
-// bandwidth; DEPTH 2 (32 KB) suits register-heavy callers.
+// DEPTH register buffers rotate without copies, so DEPTH - 1 tiles stay in
+// flight while one is consumed (DEPTH 2 for register-heavy callers).
 template <nt_dtype DT, bool VEC, int DEPTH, class OnTile>
 __device__ __forceinline__ void scan_tile_loop(const typename LogitTraits<DT>::Storage* row,
                                                int64_t begin, int64_t end, OnTile&& on_tile) {

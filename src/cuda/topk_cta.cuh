@@ -25,14 +25,13 @@ struct Candidate {
   int32_t index;
 };
 
-// Larger rank = earlier in the order (value desc, index asc); never 0 for a
-// real candidate (the smallest key is that of -inf, 0x007FFFFF).
+// A candidate's composite (block_select.cuh): larger rank = earlier in the
+// order (value desc, index asc); never 0 for a real candidate (the smallest
+// key is that of -inf, 0x007FFFFF).
 __device__ __forceinline__ uint64_t rank_of(float value, int32_t index) {
-  return (uint64_t(nt_order_key(value)) << 32) | uint64_t(~uint32_t(index));
+  return composite(nt_order_key(value), uint32_t(index));
 }
-__device__ __forceinline__ int32_t index_of(uint64_t rank) {
-  return int32_t(~uint32_t(rank & 0xFFFFFFFFu));
-}
+__device__ __forceinline__ int32_t index_of(uint64_t rank) { return int32_t(composite_index(rank)); }
 
 // Where a scoring kernel's candidates go: [grid][mp_stride][cap] entries,
 // [grid][mp_stride] final counts, and after them [grid][mp_stride] final
@@ -59,42 +58,6 @@ struct CtaShared {
   uint32_t hist[kWarps][256];
 };
 
-// Given a 256-bin histogram of the current digit, finds (called by a whole
-// warp) the digit holding the need-th largest entry, the number of entries in
-// higher bins and the count of that bin.
-__device__ __forceinline__ void warp_find_digit(const uint32_t* hist, int need, int& digit,
-                                                int& above, int& count) {
-  const int lane = threadIdx.x & 31;
-  uint32_t c[8];
-  int local = 0;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    c[j] = hist[255 - 8 * lane - j];  // lane 0 holds the top bins
-    local += int(c[j]);
-  }
-  const int incl = warp_inclusive_sum(local);
-  const unsigned ball = __ballot_sync(0xffffffffu, incl >= need);
-  const int src = __ffs(ball) - 1;
-  int d = 0, a = 0, n = 0;
-  if (lane == src) {
-    int run = incl - local;
-    bool found = false;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      if (!found && run + int(c[j]) >= need) {
-        d = 255 - 8 * lane - j;
-        a = run;
-        n = int(c[j]);
-        found = true;
-      }
-      run += int(c[j]);
-    }
-  }
-  digit = __shfl_sync(0xffffffffu, d, src);
-  above = __shfl_sync(0xffffffffu, a, src);
-  count = __shfl_sync(0xffffffffu, n, src);
-}
-
 // Radix select by one warp: the rank T such that exactly `need` of the ranks
 // visited by for_each are >= T (ranks are unique; 0 marks padding).
 // for_each(f) calls f(rank) for each of the lane's entries.
@@ -106,9 +69,7 @@ __device__ uint64_t warp_rank_threshold(ForEach&& for_each, int need, uint32_t* 
     const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
     for (int b = lane; b < 256; b += 32) hist[b] = 0;
     __syncwarp();
-    // One atomic per entry, even where most entries share a bin: aggregating
-    // per distinct digit (a match or a ballot) costs more than the atomics
-    // it saves.
+    // One atomic per entry.
     for_each([&](uint64_t rank) {
       if (rank != 0 && (rank & hi_mask) == prefix)
         atomicAdd(&hist[unsigned(rank >> shift) & 255u], 1u);
@@ -165,8 +126,7 @@ __device__ __forceinline__ int warp_store_ranks_at_or_above(Candidate* buf, cons
 }
 
 // Keeps the k best of buf[0, count) in buf[0, k) (any order); returns the
-// smallest key kept. Called by one whole warp; count > k. Not inlined: it
-// runs rarely and would otherwise be copied into every unrolled loop body.
+// smallest key kept. Called by one whole warp; count > k. Not inlined (rare).
 template <int kRegEntries>
 __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, uint32_t* hist) {
   const int lane = threadIdx.x & 31;
@@ -242,8 +202,7 @@ __device__ __forceinline__ int warp_keep_at_or_above(Rank* buf, int count, uint6
 
 // The rank T such that exactly k of the distinct nonzero ranks buf[0, count)
 // are >= T (1 <= k <= count). One whole warp; the buffer is streamed from
-// memory on every radix pass, so the caller's registers (a load pipeline in
-// flight) are not crowded out.
+// memory on every radix pass, leaving the caller's registers alone.
 template <class Rank>
 __device__ __noinline__ uint64_t warp_rank_bound(const Rank* buf, int count, int k, uint32_t* hist) {
   const int lane = threadIdx.x & 31;
@@ -261,8 +220,7 @@ __device__ __noinline__ uint64_t warp_rank_bound(const Rank* buf, int count, int
 // The r-th largest (1 <= r <= R, r <= count) of the distinct nonzero ranks
 // buf[0, count), by one whole warp with no shared-memory atomics: each lane
 // keeps its own R best in registers, then r rounds of a warp max take the
-// overall best. For a small r the radix select costs far more: in its first
-// passes most entries fall in one histogram bin, so its atomics serialize.
+// overall best.
 template <int R, class Rank>
 __device__ __noinline__ uint64_t warp_rth_largest(const Rank* buf, int count, int r) {
   const int lane = threadIdx.x & 31;

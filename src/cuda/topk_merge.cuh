@@ -2,9 +2,8 @@
 // merges the candidates every scoring CTA kept for that row (at most k each),
 // finds the k-th best by a radix select on the 64-bit rank, gathers the k
 // winners and sorts them (bitonic, k <= 2048) into values/indices. Candidates
-// under the largest of the CTAs' final thresholds are dropped on load (most
-// of them, on unstructured scores), and when the rest fit they sit in shared
-// memory, so the radix passes never touch device memory again. Merges of
+// under the largest of the CTAs' final thresholds are dropped on load, and
+// when the rest fit they sit in shared memory for the radix passes. Merges of
 // k <= 64 whose lists fit shared memory take merge_few_winners_kernel (below)
 // instead: warp sorts and a tree of warp merges, no radix select.
 #pragma once
@@ -160,8 +159,7 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   // The admitted candidates into shared memory (in any order: the selection
   // and the final sort do not depend on it). Warp w takes segments w,
   // w + kWarps, ... and issues the first 64 loads of kMergeSegBatch segments
-  // before it uses any (one round trip for a batch, and no search for a
-  // candidate's segment). If they do not fit, the selection streams them from
+  // before it uses any. If they do not fit, the selection streams them from
   // the workspace instead.
   //
   // append_admitted: the admitted ones of a lane's N candidates (in[j] false:
@@ -282,21 +280,16 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   }
 }
 
-// ---- the merge of a few winners (k <= 64, W1/W2's k = 50) --------------------
+// ---- the merge of a few winners (k <= 64) -------------------------------------
 // 32 warps over the lists of every scoring CTA (each at most k entries,
-// unsorted), copied first into shared memory with their counts by cp.async,
-// one round trip. A bound comes next: every warp takes the r-th largest of its
-// lists' maximum keys (warp w: lists w, w + 32, ...; r = ceil(k / 32)), and
-// the smallest of those is reached by at least k lists, so no candidate under
-// it can be among the k best. A few hundred candidates pass it on
-// unstructured lists (of the thousands the CTAs keep), so the warps sort only
-// those, 64 a warp, and a tree of warp merges (block_select.cuh) takes their
-// best k: no radix select and no sorting network over every candidate. The
-// merge is one CTA's chain of short per-list steps, so its length is set by
-// the lists a warp walks: hence 32 warps. Should more than kSurvivorCap pass
-// (adversarial lists), every warp merges its lists' passing entries into a
-// running best instead. Ranks carry their values (RankedValue), so NaN and -0
-// come out as computed.
+// unsorted), copied first into shared memory with their counts by cp.async.
+// Bound: every warp takes the r-th largest of its lists' maximum keys (warp
+// w: lists w, w + 32, ...; r = ceil(k / 32)); the smallest of those is reached
+// by at least k lists, so no candidate under it is among the k best. The
+// warps sort the candidates that pass, 64 a warp, and a tree of warp merges
+// (block_select.cuh) takes their best k. Should more than kSurvivorCap pass,
+// every warp merges its lists' passing entries into a running best instead.
+// Ranks carry their values (RankedValue), so NaN and -0 come out as computed.
 constexpr int kFewWinnersMaxK = 64;
 constexpr int kFewWinnersThreads = 1024;
 constexpr int kFewWinnersWarps = kFewWinnersThreads / 32;
