@@ -8,7 +8,8 @@ profiler adds its own overhead to the wall time, not to kernel durations.
   ncu -k regex:. python3 bench/profile_kernels.py --once   # each call once, for Nsight Compute
 
 Calls: W3 greedy, plain T=0.7 and k50+p0.9+min-p 0.05 at B = 1, 64, 256 and
-V = 128,256; W4 50% random f32 and bf16 at B = 256; W1 and W2 at M = 1 and 64.
+V = 128,256; W4 50% random f32 and bf16 at B = 256; W1 and W2 at M = 1 and 64; W5
+(the fused heads on the W1/W2 heads: mask+k50+p0.9, plain and greedy) at M = 1 and 64.
 """
 import argparse
 import collections
@@ -51,6 +52,17 @@ def calls(gen):
                                                                               group_size=G, k=50)
         hb = h.to(torch.bfloat16)
         yield f"W2 dense bf16 M={m}", lambda hb=hb: nexttok.lm_head_topk_dense(hb, weight, k=50)
+        allowed = torch.rand(m, V, device="cuda", generator=gen) < 0.5
+        allowed[:, 0] = True
+        mask = nexttok.bitmask_from_allowed(allowed)
+        for mode, kw in (("mask+k50+p0.9", dict(bitmask=mask, top_k=50, top_p=0.9)), ("plain", {}),
+                         ("greedy", dict(temperature=0.0))):
+            yield (f"W5 binary M={m} {mode}",
+                   lambda q=q, s=s, kw=kw: nexttok.lm_head_sample_binary(q, s, wq, wscale, group_size=G,
+                                                                         seed=1, **kw))
+        yield (f"W5 dense M={m} mask+k50+p0.9",
+               lambda hb=hb, mask=mask: nexttok.lm_head_sample_dense(hb, weight, bitmask=mask, top_k=50,
+                                                                     top_p=0.9, seed=1))
 
 
 def kernel_table(fn, n):
