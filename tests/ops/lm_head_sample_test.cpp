@@ -1470,6 +1470,21 @@ nt_status query_then_run(Uploader& up, const Args& a, nt_status (*query)(const A
   return run(&a, ws, bytes, stream);
 }
 
+// The fused single call on d: host_args' head put on the device, `outputs` fills
+// the outputs of the (dense or binary) argument struct, then query_then_run.
+template <class Outputs>
+nt_status fused_on_device(Uploader& up, TestDevice& d, const HeadArgs& host_args, bool binary, int64_t rows,
+                          Outputs outputs) {
+  if (binary) {
+    nt_lm_head_sample_binary_args a = up.put(host_args.binary, rows);
+    outputs(a);
+    return query_then_run(up, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary, d.stream());
+  }
+  nt_lm_head_sample_dense_args a = up.put(host_args.dense, rows);
+  outputs(a);
+  return query_then_run(up, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, d.stream());
+}
+
 // lm_head_topk_* of the head on device d, k = min(V, 64): (values, indices);
 // hidden_stride: the hidden rows' stride the fused call had (0: contiguous), which
 // picks the kernel, so that both calls run the same one.
@@ -1614,17 +1629,7 @@ TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
         args.logprobs = values.matrix(NT_F32, rows, columns, columns);
         args.ranks = ranks.vector(NT_I32, rows);
       };
-      nt_status st;
-      if (!shape.binary) {
-        nt_lm_head_sample_dense_args a = up.put(host_args.dense, rows);
-        outputs(a);
-        st = query_then_run(up, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, d.stream());
-      } else {
-        nt_lm_head_sample_binary_args a = up.put(host_args.binary, rows);
-        outputs(a);
-        st = query_then_run(up, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary, d.stream());
-      }
-      ASSERT_EQ(st, NT_OK) << nt_last_error();
+      ASSERT_EQ(fused_on_device(up, d, host_args, shape.binary, rows, outputs), NT_OK) << nt_last_error();
       d.sync();
 
       // The scores: the gaps untouched, then the head's own and its product.
@@ -1875,17 +1880,9 @@ TEST_P(LmHeadSampleOnDevice, ShardTokensAreTheSingleCalls) {
     Uploader up(d);
     HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
     Buffer& single = up.buffer(size_t(rows) * 8);
-    nt_status st;
-    if (binary) {
-      nt_lm_head_sample_binary_args a = up.put(host_args.binary, rows);
-      a.tokens = single.vector(NT_I64, rows);
-      st = query_then_run(up, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary, d.stream());
-    } else {
-      nt_lm_head_sample_dense_args a = up.put(host_args.dense, rows);
-      a.tokens = single.vector(NT_I64, rows);
-      st = query_then_run(up, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, d.stream());
-    }
-    ASSERT_EQ(st, NT_OK) << nt_last_error();
+    ASSERT_EQ(fused_on_device(up, d, host_args, binary, rows, [&](auto& a) { a.tokens = single.vector(NT_I64, rows); }),
+              NT_OK)
+        << nt_last_error();
     d.sync();
     EXPECT_EQ(tokens, from_device<int64_t>(single, size_t(rows)))
         << (binary ? "binary" : "dense") << " M=" << rows << " V=" << vocab << " shards=" << shards;
@@ -1997,17 +1994,7 @@ TEST_P(LmHeadSampleOnDevice, ShardLogprobsAreTheSingleCalls) {
       a.logprobs = values.matrix(NT_F32, rows, n + 1);
       a.ranks = ranks.vector(NT_I32, rows);
     };
-    nt_status st;
-    if (binary) {
-      nt_lm_head_sample_binary_args a = up.put(host_args.binary, rows);
-      request(a);
-      st = query_then_run(up, a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary, d.stream());
-    } else {
-      nt_lm_head_sample_dense_args a = up.put(host_args.dense, rows);
-      request(a);
-      st = query_then_run(up, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, d.stream());
-    }
-    ASSERT_EQ(st, NT_OK) << nt_last_error();
+    ASSERT_EQ(fused_on_device(up, d, host_args, binary, rows, request), NT_OK) << nt_last_error();
     d.sync();
     LogprobsResult want;
     want.columns = n + 1;
