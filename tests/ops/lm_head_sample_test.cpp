@@ -1558,15 +1558,107 @@ void expect_near_product(const Head& h, const std::vector<float>& scores) {
     }
 }
 
-TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
-  struct Shape {
-    bool binary;
-    nt_dtype dtype;
-    int64_t rows_lo, rows_hi, hidden;  // dense hidden 0: any, else a multiple of 8 up to `hidden`
-    int32_t group;
-    int64_t vocab_lo = 1, vocab_hi = 3000, hidden_pad = 0;  // pad: hidden rows H + pad apart
+// A head shape of the fused single call's device tests.
+struct OwnScoresShape {
+  bool binary;
+  nt_dtype dtype;
+  int64_t rows_lo, rows_hi, hidden;  // dense hidden 0: any, else a multiple of 8 up to `hidden`
+  int32_t group;
+  int64_t vocab_lo = 1, vocab_hi = 3000, hidden_pad = 0;  // pad: hidden rows H + pad apart
+};
+
+// The fused call on d for one draw of `shape` (seeds from c; variant 1: per-row
+// parameters and a logprobs request): its scores, token and logprobs.
+void check_own_scores(TestDevice& d, const OwnScoresShape& shape, int c, int variant) {
+  Rng rng(9990 + c);
+  SCOPED_TRACE(seed_trace(rng.seed()) + " shape " + std::to_string(c / 2));
+  const int64_t rows = rng.integer(shape.rows_lo, shape.rows_hi);
+  const int64_t vocab = rng.integer(shape.vocab_lo, shape.vocab_hi);
+  const int64_t hidden = shape.binary ? shape.hidden
+                         : shape.hidden == 0 ? rng.integer(1, 70)
+                                             : 8 * rng.integer(1, shape.hidden / 8);
+  Head h = shape.binary ? binary_head(rng, rows, vocab, hidden, shape.group, rng.coin())
+                        : dense_head(rng, shape.dtype, rows, vocab, hidden, rng.coin());
+  int64_t words = 0;
+  const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
+  const Params p = draw_params(rng, rows, vocab, int(rng.integer(0, 7)), variant == 1, c % 4 == 3);
+  const bool logprobs = variant == 1 || c % 3 == 0;
+  const int n = logprobs ? int(rng.integer(0, 20)) : 0;
+  const uint32_t mode = c % 2 ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+
+  Uploader up(d);
+  HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
+  std::vector<uint8_t> padded;  // the hidden rows hidden_pad elements apart
+  if (shape.hidden_pad > 0) {
+    const size_t e = dtype_bytes(h.dtype), row = size_t(hidden) * e, stride = size_t(hidden + shape.hidden_pad) * e;
+    padded.assign(size_t(rows) * stride, 0);
+    for (int64_t m = 0; m < rows; ++m)
+      std::copy_n(h.x_bytes.data() + size_t(m) * row, row, padded.data() + size_t(m) * stride);
+    host_args.dense.hidden.data = padded.data();
+    host_args.dense.hidden.row_stride = hidden + shape.hidden_pad;
+  }
+  // Every output poisoned (Uploader::buffer), so that an unwritten one
+  // cannot pass for the expected one; the scores' rows 3 apart beyond V
+  // (the gaps must stay).
+  const int64_t columns = n + 1, score_stride = vocab + 3;
+  Buffer& tokens = up.buffer(size_t(rows) * 8);
+  Buffer& scores = up.buffer(size_t(rows * score_stride) * 4);
+  Buffer& ids = up.buffer(size_t(rows * columns) * 4);
+  Buffer& values = up.buffer(size_t(rows * columns) * 4);
+  Buffer& ranks = up.buffer(size_t(rows) * 4);
+  auto outputs = [&](auto& args) {
+    args.tokens = tokens.vector(NT_I64, rows);
+    args.scores = scores.matrix(NT_F32, rows, vocab, score_stride);
+    if (!logprobs) return;
+    args.num_logprobs = n;
+    args.logprobs_mode = mode;
+    args.logprob_ids = ids.matrix(NT_I32, rows, columns, columns);
+    args.logprobs = values.matrix(NT_F32, rows, columns, columns);
+    args.ranks = ranks.vector(NT_I32, rows);
   };
-  const Shape shapes[] = {
+  ASSERT_EQ(fused_on_device(up, d, host_args, shape.binary, rows, outputs), NT_OK) << nt_last_error();
+  d.sync();
+
+  // The scores: the gaps untouched, then the head's own and its product.
+  const std::vector<float> strided = from_device<float>(scores, size_t(rows * score_stride));
+  std::vector<float> own(size_t(rows * vocab));
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t v = 0; v < score_stride; ++v) {
+      const float x = strided[size_t(m * score_stride + v)];
+      if (v < vocab) own[size_t(m * vocab + v)] = x;
+      else ASSERT_EQ(f32_bits(x), 0xFFFFFFFFu) << "row " << m << " gap " << v << " was written";
+    }
+  const TopK topk = head_topk(d, h, shape.hidden_pad > 0 ? hidden + shape.hidden_pad : 0);
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t i = 0; i < topk.k; ++i) {
+      const int64_t v = topk.indices[size_t(m * topk.k + i)];
+      ASSERT_EQ(f32_bits(topk.values[size_t(m * topk.k + i)]), f32_bits(own[size_t(m * vocab + v)]))
+          << "row " << m << " token " << v << ": lm_head_topk's value is not the written score";
+    }
+  ASSERT_NO_FATAL_FAILURE(expect_near_product(h, own));
+  if (d.type() != NT_DEVICE_CUDA) {
+    EXPECT_EQ(own, head_scores(h)) << "the CPU heads' arithmetic";
+    EXPECT_EQ(from_device<int64_t>(tokens, size_t(rows)), run_fused(h, mask, words, p)) << "the CPU's token";
+  }
+
+  // The token (and logprobs): the device's own ops on those scores.
+  const SampleCase on_scores = masked_case(h, own, mask, words, p);
+  const std::vector<int64_t> got = from_device<int64_t>(tokens, size_t(rows));
+  if (!logprobs) {
+    EXPECT_EQ(got, run_sample(d, on_scores)) << "M=" << rows << " V=" << vocab;
+    return;
+  }
+  const LogprobsResult want = run_sample_logprobs(d, on_scores, n, mode);
+  EXPECT_EQ(got, want.tokens) << "M=" << rows << " V=" << vocab;
+  EXPECT_EQ(from_device<int32_t>(ids, size_t(rows * columns)), want.ids);
+  EXPECT_EQ(from_device<int32_t>(ranks, size_t(rows)), want.ranks);
+  const std::vector<float> lp = from_device<float>(values, size_t(rows * columns));
+  for (size_t i = 0; i < lp.size(); ++i)
+    EXPECT_EQ(f32_bits(lp[i]), f32_bits(want.values[i])) << "logprob entry " << i;
+}
+
+TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
+  const OwnScoresShape shapes[] = {
       {false, NT_F32, 1, 6, 0, 0},
       {false, NT_BF16, 1, 8, 512, 0},
       {false, NT_F16, 65, 70, 256, 0},
@@ -1580,95 +1672,26 @@ TEST_P(LmHeadSampleOnDevice, TokenIsSampleOnItsOwnScores) {
       {true, NT_F32, 3, 6, 192, 64},
   };
   int c = 0;
-  for (const Shape& shape : shapes)
-    for (int variant = 0; variant < 2; ++variant, ++c) {
-      Rng rng(9990 + c);
-      SCOPED_TRACE(seed_trace(rng.seed()) + " shape " + std::to_string(c / 2));
-      const int64_t rows = rng.integer(shape.rows_lo, shape.rows_hi);
-      const int64_t vocab = rng.integer(shape.vocab_lo, shape.vocab_hi);
-      const int64_t hidden = shape.binary ? shape.hidden
-                             : shape.hidden == 0 ? rng.integer(1, 70)
-                                                 : 8 * rng.integer(1, shape.hidden / 8);
-      Head h = shape.binary ? binary_head(rng, rows, vocab, hidden, shape.group, rng.coin())
-                            : dense_head(rng, shape.dtype, rows, vocab, hidden, rng.coin());
-      int64_t words = 0;
-      const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
-      const Params p = draw_params(rng, rows, vocab, int(rng.integer(0, 7)), variant == 1, c % 4 == 3);
-      const bool logprobs = variant == 1 || c % 3 == 0;
-      const int n = logprobs ? int(rng.integer(0, 20)) : 0;
-      const uint32_t mode = c % 2 ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;
+  for (const OwnScoresShape& shape : shapes)
+    for (int variant = 0; variant < 2; ++variant, ++c) check_own_scores(dev(), shape, c, variant);
+}
 
-      TestDevice& d = dev();
-      Uploader up(d);
-      HeadArgs host_args = head_args(h, 0, vocab, 0, rows, mask, words, p, h.bias);
-      std::vector<uint8_t> padded;  // the hidden rows hidden_pad elements apart
-      if (shape.hidden_pad > 0) {
-        const size_t e = dtype_bytes(h.dtype), row = size_t(hidden) * e, stride = size_t(hidden + shape.hidden_pad) * e;
-        padded.assign(size_t(rows) * stride, 0);
-        for (int64_t m = 0; m < rows; ++m)
-          std::copy_n(h.x_bytes.data() + size_t(m) * row, row, padded.data() + size_t(m) * stride);
-        host_args.dense.hidden.data = padded.data();
-        host_args.dense.hidden.row_stride = hidden + shape.hidden_pad;
-      }
-      // Every output poisoned (Uploader::buffer), so that an unwritten one
-      // cannot pass for the expected one; the scores' rows 3 apart beyond V
-      // (the gaps must stay).
-      const int64_t columns = n + 1, score_stride = vocab + 3;
-      Buffer& tokens = up.buffer(size_t(rows) * 8);
-      Buffer& scores = up.buffer(size_t(rows * score_stride) * 4);
-      Buffer& ids = up.buffer(size_t(rows * columns) * 4);
-      Buffer& values = up.buffer(size_t(rows * columns) * 4);
-      Buffer& ranks = up.buffer(size_t(rows) * 4);
-      auto outputs = [&](auto& args) {
-        args.tokens = tokens.vector(NT_I64, rows);
-        args.scores = scores.matrix(NT_F32, rows, vocab, score_stride);
-        if (!logprobs) return;
-        args.num_logprobs = n;
-        args.logprobs_mode = mode;
-        args.logprob_ids = ids.matrix(NT_I32, rows, columns, columns);
-        args.logprobs = values.matrix(NT_F32, rows, columns, columns);
-        args.ranks = ranks.vector(NT_I32, rows);
-      };
-      ASSERT_EQ(fused_on_device(up, d, host_args, shape.binary, rows, outputs), NT_OK) << nt_last_error();
-      d.sync();
-
-      // The scores: the gaps untouched, then the head's own and its product.
-      const std::vector<float> strided = from_device<float>(scores, size_t(rows * score_stride));
-      std::vector<float> own(size_t(rows * vocab));
-      for (int64_t m = 0; m < rows; ++m)
-        for (int64_t v = 0; v < score_stride; ++v) {
-          const float x = strided[size_t(m * score_stride + v)];
-          if (v < vocab) own[size_t(m * vocab + v)] = x;
-          else ASSERT_EQ(f32_bits(x), 0xFFFFFFFFu) << "row " << m << " gap " << v << " was written";
-        }
-      const TopK topk = head_topk(d, h, shape.hidden_pad > 0 ? hidden + shape.hidden_pad : 0);
-      for (int64_t m = 0; m < rows; ++m)
-        for (int64_t i = 0; i < topk.k; ++i) {
-          const int64_t v = topk.indices[size_t(m * topk.k + i)];
-          ASSERT_EQ(f32_bits(topk.values[size_t(m * topk.k + i)]), f32_bits(own[size_t(m * vocab + v)]))
-              << "row " << m << " token " << v << ": lm_head_topk's value is not the written score";
-        }
-      ASSERT_NO_FATAL_FAILURE(expect_near_product(h, own));
-      if (d.type() != NT_DEVICE_CUDA) {
-        EXPECT_EQ(own, head_scores(h)) << "the CPU heads' arithmetic";
-        EXPECT_EQ(from_device<int64_t>(tokens, size_t(rows)), run_fused(h, mask, words, p)) << "the CPU's token";
-      }
-
-      // The token (and logprobs): the device's own ops on those scores.
-      const SampleCase on_scores = masked_case(h, own, mask, words, p);
-      const std::vector<int64_t> got = from_device<int64_t>(tokens, size_t(rows));
-      if (!logprobs) {
-        EXPECT_EQ(got, run_sample(d, on_scores)) << "M=" << rows << " V=" << vocab;
-        continue;
-      }
-      const LogprobsResult want = run_sample_logprobs(d, on_scores, n, mode);
-      EXPECT_EQ(got, want.tokens) << "M=" << rows << " V=" << vocab;
-      EXPECT_EQ(from_device<int32_t>(ids, size_t(rows * columns)), want.ids);
-      EXPECT_EQ(from_device<int32_t>(ranks, size_t(rows)), want.ranks);
-      const std::vector<float> lp = from_device<float>(values, size_t(rows * columns));
-      for (size_t i = 0; i < lp.size(); ++i)
-        EXPECT_EQ(f32_bits(lp[i]), f32_bits(want.values[i])) << "logprob entry " << i;
-    }
+// The same on model-sized heads, on CUDA (the CPU and OpenCL heads are covered at
+// the sizes above): the vocabulary of W1/W2 at H = 512 (the decode kernel's
+// cp.async fill, H % 1024 != 0), and H = 5,120 (its tensor-copy fill; the
+// batched kernels at M = 16-24).
+TEST_P(LmHeadSampleOnDevice, ModelSizedHeadsAreSampleOnTheirOwnScores) {
+  if (dev().type() != NT_DEVICE_CUDA) GTEST_SKIP() << "model-sized heads run on CUDA";
+  const OwnScoresShape shapes[] = {
+      {true, NT_F32, 1, 2, 512, 128, 240000, 248320},
+      {true, NT_F32, 1, 2, 5120, 128, 8192, 12000},
+      {true, NT_F32, 16, 24, 5120, 128, 8192, 9000},
+      {false, NT_BF16, 1, 4, 512, 0, 240000, 248320},
+      {false, NT_BF16, 1, 24, 5120, 0, 8192, 12000},
+  };
+  int c = 100;
+  for (const OwnScoresShape& shape : shapes)
+    for (int variant = 0; variant < 2; ++variant, ++c) check_own_scores(dev(), shape, c, variant);
 }
 
 // The shard summaries on the device equal the CPU's, word for word (the mass,
