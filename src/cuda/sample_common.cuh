@@ -1,8 +1,9 @@
-// Device side of nt_sample (docs/SEMANTICS.md, "Sampling"; its kernels per
-// case: "Kernel choice"): scan (one CTA per chunk of a row), merge (the
-// chunks of a row; flags rows whose keep-set may reach past the candidates),
-// large keep-set and exact fallback (the flagged rows). Every decision uses the core's arithmetic (IEEE division, ordering keys,
-// Philox, portable log), so tokens equal the CPU backend's for the same keep-set.
+// Device side of nt_sample (docs/SEMANTICS.md, "Sampling" and "Kernel
+// choice"): scan (one CTA per chunk of a row), merge (the chunks of a row;
+// flags rows whose keep-set may reach past the candidates), large keep-set and
+// exact fallback (the flagged rows). Every decision uses the core's arithmetic
+// (IEEE division, ordering keys, Philox, portable log), so tokens equal the CPU
+// backend's for the same keep-set.
 #pragma once
 
 #include <cstdint>
@@ -379,8 +380,8 @@ __device__ __forceinline__ bool filtered_needs_mass(const SampleArgs& a, const R
 }
 
 // A thread's tile is skipped when the bound of its largest logit is below the
-// admission bound (score_upper is monotone but in bound_mode 2, which checks
-// every token); rows that need the full mass look at every token anyway.
+// admission bound (valid as score_upper is monotone; not in bound_mode 2, which
+// checks every token); rows that need the full mass look at every token anyway.
 __device__ __forceinline__ bool filtered_tile_filter(const SampleArgs& a, const RowCfg& c) {
   return !filtered_needs_mass(a, c) && c.bound_mode != 2;
 }
