@@ -367,14 +367,13 @@ __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count,
 // Filtered rows whose chunk keeps few candidates (keep <= kListKeepMax) and
 // whose logits can be compared with a bound (the chunk mass, when top-p needs
 // it, is summed beside the lists by tile_mass_add): each warp appends to its
-// own list in shared memory and ranks it by itself, with no block barrier per
-// tile. The admission bound stays block-wide without barriers: a warp whose
-// list has grown publishes its r-th best (r = ceil(keep / warps)); every warp
-// has seen r tokens at or above its published value, so the smallest of them
-// has keep tokens at or above it in the chunk and bounds the chunk's keep-th
-// best from below. At the end the lists are cut to keep each and handed over
-// sorted (lists_out_sorted). Returns whether it drew the row's token
-// (block-uniform).
+// own list in shared memory and ranks it by itself (rank_warp_list), with no
+// block barrier per tile. The admission bound stays block-wide without
+// barriers: each warp publishes its r-th best (r = ceil(keep / warps)), so the
+// smallest published value has keep tokens at or above it in the chunk and
+// bounds the chunk's keep-th best from below. At the end the lists are cut to
+// keep each and handed over sorted (lists_out_sorted). Returns whether it drew
+// the row's token (block-uniform).
 template <nt_dtype DT, bool VEC>
 __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
