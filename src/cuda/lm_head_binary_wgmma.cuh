@@ -5,13 +5,13 @@
 // binary_mma_kernel's tiles (256 rows), chunks (512 columns) and arithmetic,
 // with one warpgroup MMA (m64 x 8NT x k32) where that kernel issues NT warp
 // MMAs of 8 token rows each. Four scoring warpgroups (16 warps) each take one
-// m64 block of a tile. A, the signs, comes from
-// registers as bytes +-64: ((w << (7 - c)) & 0x80808080) ^ 0xC0C0C0C0 maps
-// bit 1 to 0x40 and bit 0 to 0xC0, so the MMA (s8 x s8) yields 64 * D
-// directly, made an exact float through kMagicBits: the same integers, hence
-// the same fp32 scores, as binary_mma_kernel's seeded accumulators. B, the
-// activations, sits in the MMA's K order (binary_k_order_column) in 128-byte
-// swizzled boxes of 128 columns x 8NT rows.
+// m64 block of a tile. A, the signs, comes from registers as bytes +-64:
+// ((w << (7 - c)) & 0x80808080) ^ 0xC0C0C0C0 maps bit 1 to 0x40 and bit 0 to
+// 0xC0, so the MMA (s8 x s8) yields 64 * D directly, made an exact float
+// through kMagicBits: the same integers, hence the same fp32 scores, as
+// binary_mma_kernel's seeded accumulators. B, the activations, sits in the
+// MMA's K order (binary_k_order_column) in 128-byte swizzled boxes of
+// 128 columns x 8NT rows.
 //
 // One lane of a fifth warpgroup issues every copy: per chunk, the tile's sign
 // words as four 64-row boxes (64 bytes a row, 64-byte swizzle: piece c of row
@@ -79,12 +79,11 @@ __device__ __forceinline__ void wgmma_group_mmas(int32_t (&acc)[N / 2], const ui
 
 // One group of a warp's 16 rows (rows g and g + 8 of the m64 block's warp
 // slice) against all token rows, issued: A from the group's sign words into
-// `a`, the group's kSteps MMAs on B at the k-steps' offsets from act_desc
-// (column `col0` of the chunk onward; boxes of 128 columns, box_bytes apart)
-// into `acc` (the first k-step starts it from zero), committed as one group.
-// `a` and `acc` belong to the MMAs until a wgmma_wait has retired them. No
-// instruction writes `acc` before the MMAs: a register move there (seeding
-// kMagicBits, say) makes ptxas wait for every MMA in flight.
+// `a`, then its kSteps MMAs on B from act_desc (column `col0` of the chunk
+// onward; boxes of 128 columns, box_bytes apart) into `acc`, the first k-step
+// starting it from zero. `a` and `acc` belong to the MMAs until a wgmma_wait
+// has retired them. No instruction may write `acc` before the MMAs: a register
+// move there (seeding kMagicBits, say) makes ptxas wait for every MMA in flight.
 template <int NT, int kSteps>
 __device__ __forceinline__ void wgmma_group_issue(int32_t (&acc)[NT * 4], uint32_t (&a)[kSteps][4],
                                                   const uint32_t (&w_lo)[kSteps / 4],
