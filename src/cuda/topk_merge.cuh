@@ -39,8 +39,8 @@ struct MergeArgs {
   int resident;  // candidate capacity of the dynamic shared memory
 };
 
-// Scoring CTA c's final count for token row m, and its final threshold (the
-// key every one of its k best is at or above; 0 when it never cut its list).
+// Scoring CTA c's final count for token row m, and its final threshold
+// (CandidateArgs, topk_cta.cuh).
 __device__ __forceinline__ const int32_t* cta_count_slot(const MergeArgs& a, int c, int m) {
   return a.counts + size_t(c) * a.mp_stride + m;
 }
@@ -115,8 +115,8 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
 
   // Thread c reads CTA c's count and final threshold (grid <= kThreads, one
   // round of loads): the segments' offsets, and the largest threshold, under
-  // which no candidate can be among the row's k best (that CTA alone holds k
-  // at or above it).
+  // which no candidate is among the row's k best (that CTA alone holds k at or
+  // above it).
   const int c_own = int(threadIdx.x);
   const int n_own = c_own < a.grid ? seg_count(c_own) : 0;
   uint32_t floor_key = warp_max(c_own < a.grid ? cta_threshold(a, c_own, m) : 0u);
@@ -255,7 +255,6 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
     sort_rank[i] = 0ull;
     sort_value[i] = 0.0f;
   }
-  // Merges of k <= 64 take merge_few_winners_kernel wherever its lists fit.
   for (int size = 2; size <= padded; size <<= 1) {
     for (int stride = size >> 1; stride > 0; stride >>= 1) {
       __syncthreads();
