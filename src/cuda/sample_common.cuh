@@ -1,5 +1,5 @@
-// Device side of nt_sample (docs/SEMANTICS.md, "Sampling" and "Kernel
-// choice"): scan (one CTA per chunk of a row), merge (the chunks of a row;
+// Device side of nt_sample (docs/SEMANTICS.md, "Sampling" and
+// "Kernel choice"): scan (one CTA per chunk of a row), merge (the chunks of a row;
 // flags rows whose keep-set may reach past the candidates), large keep-set and
 // exact fallback (the flagged rows). Every decision uses the core's arithmetic
 // (IEEE division, ordering keys, Philox, portable log), so tokens equal the CPU
