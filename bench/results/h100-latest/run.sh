@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Session driver (not part of the repository): this tree beside 61b48cf (baseline-src/)
-# on one GPU: build both, ctest -L gpu, W1-W4 of both builds, W5 and W7 of this one,
-# then memcheck and racecheck of the GPU tests in the time left.
+# Session driver of the run in this folder: this tree beside 61b48cf on one GPU:
+# build both, ctest -L gpu, W1-W4 of both builds, W5 and W7 of this one, then
+# memcheck and racecheck of the GPU tests in the time left. It runs from
+# baseline-src/ (git-excluded: `git archive 61b48cf | tar -x -C baseline-src`,
+# this file copied there as run1.sh, `git rev-parse --short HEAD > baseline-src/NEW_COMMIT`),
+# carried to the device: `baseline-src/run1.sh`.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
