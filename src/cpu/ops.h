@@ -36,9 +36,9 @@ class CpuBackend final : public Backend {
                             void* workspace, size_t workspace_bytes, void* stream) override;
   size_t lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
                                               const nt_lm_head_shard* shard) override;
-  void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a, void* stream) override;
   void lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard,
                              void* workspace, size_t workspace_bytes, void* stream) override;
+  void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a, void* stream) override;
   // No workspace (the base class's size query answers 0).
   void apply_penalties(const nt_apply_penalties_args& a, void* workspace, size_t workspace_bytes,
                        void* stream) override;

@@ -39,9 +39,9 @@ class CudaBackend final : public Backend {
                             void* workspace, size_t workspace_bytes, void* stream) override;
   size_t lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
                                               const nt_lm_head_shard* shard) override;
-  void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a, void* stream) override;
   void lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard,
                              void* workspace, size_t workspace_bytes, void* stream) override;
+  void lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a, void* stream) override;
   void pack_weights(const nt_pack_weights_args& a, void* stream) override;
   void quantize_activations(const nt_quantize_activations_args& a, void* stream) override;
   size_t apply_penalties_workspace_size(const nt_apply_penalties_args& a) override;
