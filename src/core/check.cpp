@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/fused_sample.h"
+#include "core/lm_head_summary.h"
 #include "core/verify.h"
 
 namespace nt {
@@ -510,7 +511,7 @@ void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
   }
   // Every row must have been written with this call's request (word 7), so
   // that its candidates and logprobs words are where this call reads them.
-  const int64_t want = lp ? 1 + int64_t(a.num_logprobs) + 256 * int64_t(a.logprobs_mode) : 0;
+  const int64_t want = summary::request_word(lp, a.num_logprobs, a.logprobs_mode);
   for (int64_t r = 0; r < a.summaries.shape[0]; ++r) {
     const int64_t got = static_cast<const int64_t*>(a.summaries.data)[r * a.summaries.row_stride +
                                                                         NT_LM_HEAD_SUMMARY_WORDS - 1];

@@ -45,7 +45,7 @@ FusedLayout fused_layout(OpenclBackend& b, const nt_tensor& like, int64_t rows, 
 
 [[noreturn]] void no_shards(const char* op) {
   fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": not implemented on the opencl backend "
-                             "(vocabulary-parallel summaries are CPU-only for now)");
+                             "(vocabulary-parallel summaries: CPU and CUDA)");
 }
 
 // The scores, before the mask, into the caller's `scores` output when given.
