@@ -11,7 +11,9 @@ bench/_common.py).
 
 --check   on smaller heads: greedy tokens equal the argmax of the fp32 logits (rows
           without a near tie); k50 + p0.9 tokens allowed by the bitmask and among
-          the 50 best; the same seed gives the same tokens; logprobs' ids in order.
+          the 55 best of the fp32 logits (50 plus a margin for the head's rounding);
+          the same seed gives the same tokens; logprobs' column 0 is the token and
+          their values descend.
           The bit-exact contract (the token is sample()'s on the head's own scores)
           is tested by the C++ suite (LmHeadSampleOnDevice).
 Rows: M = --m; "mask+k50+p0.9" (a random 50% bitmask), "plain" and "greedy".

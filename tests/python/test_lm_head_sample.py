@@ -223,10 +223,11 @@ def assert_logprobs_equal(got, want, absolute=1e-30, relative=2.0**-22):
     within `absolute` + `relative` |ref| (infinities exact): by default 2 ulp, the
     normalizers being fp64 sums on both sides; against another backend's single
     call, the contract's 1e-5 + 2^-24 |ref|."""
+    for g, w in zip(got, want, strict=True):
+        assert np.asarray(g).dtype == np.asarray(w).dtype and np.asarray(g).shape == np.asarray(w).shape
     for g, w in zip((got[0], got[1], got[3]), (want[0], want[1], want[3])):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
     g, w = np.asarray(got[2], np.float64), np.asarray(want[2], np.float64)
-    assert g.dtype == w.dtype and g.shape == w.shape
     inf = np.isinf(w)
     np.testing.assert_array_equal(g[inf], w[inf])
     assert np.all(np.abs(g[~inf] - w[~inf]) <= absolute + np.abs(w[~inf]) * relative), (g, w)
@@ -585,7 +586,8 @@ def test_torch_on_device_equals_two_step_on_its_scores(torch, device, binary, ca
         head, topk_head = (hidden, weight, None), (hidden, weight)
         fused, topk = nexttok.lm_head_sample_dense, nexttok.lm_head_topk_dense
     values, indices = topk(*topk_head, k=v)
-    scores = torch.empty((m, v), dtype=torch.float32, device=device).scatter_(1, indices, values)
+    assert torch.equal(indices.sort(dim=1).values, torch.arange(v, device=device).expand(m, v))
+    scores = torch.full((m, v), float("nan"), dtype=torch.float32, device=device).scatter_(1, indices, values)
     nexttok.apply_token_bitmask(scores, mask)
     tokens = fused(*head, mask, **tp)
     assert tokens.device.type == device and tokens.dtype == torch.int64
