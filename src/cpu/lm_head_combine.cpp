@@ -39,6 +39,7 @@
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/thread_pool.h"
+#include "cpu/top_list.h"
 
 namespace nt {
 namespace {
@@ -271,9 +272,7 @@ void row_logprobs(const int64_t* const* rows, int shards, int64_t lp_at, int32_t
                                   : o.x;
 
   // The normalizer: max and log Z of the values (core/logprobs.h nt_logprob_base).
-  double max = 0.0, log_z = 0.0;
-  bool pos_inf = false;
-  float pos_inf_value = kNegInf;
+  cpu::RowValues rv{processed, o.keep, o.token};
   int32_t settled = -1;  // the rank, when the summaries settle it
   if (!processed) {
     uint32_t max_key = NT_KEY_NEG_INF;
@@ -283,17 +282,16 @@ void row_logprobs(const int64_t* const* rows, int shards, int64_t lp_at, int32_t
       n_inf += rows[r][lp_at + kLpPosInfCount];
     }
     if (n_inf > 0) {
-      pos_inf = true;
-      pos_inf_value = float(-std::log(double(n_inf)));
+      rv.set_pos_inf(n_inf);
     } else {
-      max = double(nt_key_to_float(max_key));
+      rv.max = double(nt_key_to_float(max_key));
       double z = 0.0;
       for (int r = 0; r < shards; ++r) {
         if (id(rows[r][kGreedy]) == kNoId) continue;
         const float m_r = nt_key_to_float(low(rows[r][kGreedy]));
-        if (std::isfinite(m_r)) z += word_double(rows[r][lp_at + kLpMass]) * std::exp(double(m_r) - max);
+        if (std::isfinite(m_r)) z += word_double(rows[r][lp_at + kLpMass]) * std::exp(double(m_r) - rv.max);
       }
-      log_z = std::log(z);
+      rv.log_z = std::log(z);
     }
     *key_out = rank_key(nt_order_key(x_tok), NT_KEY_POS_INF);
   } else if (o.keep.kind == NT_KEEP_ONE) {
@@ -301,45 +299,36 @@ void row_logprobs(const int64_t* const* rows, int shards, int64_t lp_at, int32_t
   } else if (o.keep.kind == NT_KEEP_POS_INF) {
     int64_t n_inf = 0;
     for (int r = 0; r < shards; ++r) n_inf += rows[r][lp_at + kLpPosInfCount];
-    pos_inf = true;
-    pos_inf_value = float(-std::log(double(n_inf)));
+    rv.set_pos_inf(n_inf);
     settled = int32_t(n_inf);
   } else if (o.len == 0) {  // plain: every finite score, Z from the shards
     uint32_t s_max_key = NT_KEY_NEG_INF;
     for (int r = 0; r < shards; ++r) s_max_key = std::max(s_max_key, low(rows[r][kSMax]));
-    max = double(nt_key_to_float(s_max_key));
+    rv.max = double(nt_key_to_float(s_max_key));
     double z = 0.0;
     for (int r = 0; r < shards; ++r) {
       const float m_r = nt_key_to_float(low(rows[r][kSMax]));
       if (rows[r][kFinite] > 0 && std::isfinite(m_r))
-        z += word_double(rows[r][lp_at + kLpMass]) * std::exp(double(m_r) - max);
+        z += word_double(rows[r][lp_at + kLpMass]) * std::exp(double(m_r) - rv.max);
     }
-    log_z = std::log(z);
+    rv.log_z = std::log(z);
     const uint32_t s_tok = nt_order_key(nt_scaled_score(x_tok, o.keep.temperature));
     *key_out = rank_key(x_key_for_score(s_tok, o.keep.temperature), NT_KEY_POS_INF - 1);
   } else {  // filtered: the keep-set is merged[0, len)
-    max = double(merged[0].s);
+    rv.max = double(merged[0].s);
     double z = 0.0;
     const uint32_t s_tok = nt_order_key(nt_scaled_score(x_tok, o.keep.temperature));
     settled = 0;
     for (int64_t i = 0; i < o.len; ++i) {
-      z += std::exp(double(merged[size_t(i)].s) - max);
+      z += std::exp(double(merged[size_t(i)].s) - rv.max);
       settled += merged[size_t(i)].key >= s_tok;
     }
-    log_z = std::log(z);
+    rv.log_z = std::log(z);
   }
-  auto value = [&](float v) {
-    if (pos_inf) return v == INFINITY ? pos_inf_value : kNegInf;
-    if (v == kNegInf) return kNegInf;
-    return float((double(v) - max) - log_z);
-  };
-  auto base = [&](float x, int32_t i) {
-    return nt_logprob_base(x, uint32_t(i), processed ? 1 : 0, o.keep, int32_t(o.token));
-  };
   ids[0] = int32_t(o.token);
-  values[0] = value(base(x_tok, int32_t(o.token)));
+  values[0] = rv.value(rv.base(x_tok, int32_t(o.token)));
   for (int32_t c = 0; c < n; ++c)
-    values[1 + c] = size_t(c) < top.size() ? value(base(top[size_t(c)].x, top[size_t(c)].id)) : kNegInf;
+    values[1 + c] = size_t(c) < top.size() ? rv.value(rv.base(top[size_t(c)].x, top[size_t(c)].id)) : kNegInf;
   if (settled >= 0) *rank = settled;
 }
 

@@ -19,27 +19,6 @@ using sampling::RowJob;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The log-probability of every token of one row, as the mode defines it.
-struct RowValues {
-  bool processed;
-  nt_keep_set keep;
-  int64_t token;
-  double max = 0.0, log_z = 0.0;  // finite case: value = (v - max) - log_z
-  float pos_inf_value = kNegInf;  // +inf case: the value of each +inf token
-  bool pos_inf = false;
-
-  // The value (logit or score) a token's log-probability is computed from, or
-  // -inf when it has none (outside the keep-set, NaN, -inf).
-  float base(float x, int32_t i) const {
-    return nt_logprob_base(x, uint32_t(i), processed, keep, int32_t(token));
-  }
-  float value(float v) const {
-    if (pos_inf) return v == std::numeric_limits<float>::infinity() ? pos_inf_value : kNegInf;
-    if (v == kNegInf) return kNegInf;
-    return float((double(v) - max) - log_z);
-  }
-};
-
 void row_logprobs(const RowJob& j, int64_t r, const void* context) {
   const SampleLogprobsCall& call = *static_cast<const SampleLogprobsCall*>(context);
   const nt_sample_logprobs_args& a = call.args;
@@ -71,8 +50,7 @@ void row_logprobs(const RowJob& j, int64_t r, const void* context) {
     n_pos_inf += v == std::numeric_limits<float>::infinity();
   }
   if (n_pos_inf > 0) {
-    rv.pos_inf = true;
-    rv.pos_inf_value = float(-std::log(double(n_pos_inf)));
+    rv.set_pos_inf(n_pos_inf);
   } else {
     // Pass 2: the normalizer.
     double z = 0.0;
