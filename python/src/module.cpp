@@ -235,6 +235,8 @@ struct ShardView {
     shard.vocab_size = vocab_size;
     shard.first_row = first_row;
     shard.summary = summary.t;
+    if (scores.t.data && !summary.t.data)
+      raise_arg(PyExc_ValueError, op, "scores", "is a shard call's output: it needs a summary");
     if (scores.t.data) {
       shard.num_logprobs = num_logprobs;
       shard.logprobs_mode = processed ? NT_LOGPROBS_PROCESSED : NT_LOGPROBS_RAW;

@@ -976,7 +976,7 @@ void expect_close_values(const std::vector<float>& got, const std::vector<float>
       EXPECT_EQ(f32_bits(g), f32_bits(w)) << "row " << m << " column " << c;
     } else {
       const double bound = std::min(1e-30 + std::ldexp(std::fabs(double(w)), -22),  // 2 ulp
-                                    1e-5 + std::ldexp(std::fabs(double(w)), -24));  // SEMANTICS' promise
+                                    kLogprobAbsTol + kLogprobRelTol * std::fabs(double(w)));  // the contract
       EXPECT_LE(std::fabs(double(g) - double(w)), bound) << "row " << m << " column " << c << ": " << g << " vs " << w;
     }
   }
@@ -1649,13 +1649,18 @@ void check_own_scores(TestDevice& d, const OwnScoresShape& shape, int c, int var
       if (v < vocab) own[size_t(m * vocab + v)] = x;
       else ASSERT_EQ(f32_bits(x), 0xFFFFFFFFu) << "row " << m << " gap " << v << " was written";
     }
+  // lm_head_topk's winners are the written scores' top k, with the same values.
   const TopK topk = head_topk(d, h, shape.hidden_pad > 0 ? hidden + shape.hidden_pad : 0);
-  for (int64_t m = 0; m < rows; ++m)
+  for (int64_t m = 0; m < rows; ++m) {
+    const std::vector<double> row(own.begin() + m * vocab, own.begin() + (m + 1) * vocab);
+    const std::vector<int64_t> best = reference_topk(row.data(), vocab, topk.k);
     for (int64_t i = 0; i < topk.k; ++i) {
       const int64_t v = topk.indices[size_t(m * topk.k + i)];
+      ASSERT_EQ(v, best[size_t(i)]) << "row " << m << " rank " << i << ": not the written scores' top k";
       ASSERT_EQ(f32_bits(topk.values[size_t(m * topk.k + i)]), f32_bits(own[size_t(m * vocab + v)]))
           << "row " << m << " token " << v << ": lm_head_topk's value is not the written score";
     }
+  }
   ASSERT_NO_FATAL_FAILURE(expect_near_product(h, own));
   if (d.type() != NT_DEVICE_CUDA) {
     EXPECT_EQ(own, head_scores(h)) << "the CPU heads' arithmetic";

@@ -310,6 +310,8 @@ def test_sharded_logprobs_errors_name_the_argument():
         shard(sc=np.zeros((2, 63), np.float32))
     with pytest.raises(ValueError, match="'summary'"):
         shard(sm=np.zeros((2, _sharded.SUMMARY_WORDS + _sharded.logprobs_words(3)), np.int64))
+    with pytest.raises(ValueError, match="'scores'"):  # a shard's output, given to the single call
+        shard(sm=None)
     assert np.all(summary == 0x7f7f)
     shard()
     ids, values = np.zeros((2, 4), np.int32), np.zeros((2, 4), np.float32)
