@@ -38,6 +38,7 @@
 #include "core/sampling.h"
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
+#include "cpu/sample_row.h"
 #include "cpu/thread_pool.h"
 #include "cpu/top_list.h"
 
@@ -55,17 +56,6 @@ struct Entry {
 };
 
 bool before(const Entry& a, const Entry& b) { return nt_ranks_before(a.key, a.id, b.key, b.id); }
-
-// The smallest score key whose probability exp(s - s_max) reaches min_p: the
-// CPU sampler's bisection (cpu/sample_row.cpp minp_key).
-uint32_t minp_key(uint32_t s_max_key, float s_max, float min_p) {
-  uint32_t lo = NT_KEY_FIRST_FINITE, up = s_max_key;
-  while (lo < up) {
-    const uint32_t mid = lo + (up - lo) / 2;
-    if (nt_portable_exp(nt_key_to_float(mid) - s_max) >= min_p) up = mid; else lo = mid + 1;
-  }
-  return lo;
-}
 
 constexpr int64_t kBeyond = INT64_MAX;  // a prefix length past the exact prefix
 
@@ -158,7 +148,7 @@ Outcome combine_row(const int64_t* const* rows, int shards, nt_row_params p, boo
   const int64_t n_k = known(p.top_k > 0 ? std::min<int64_t>(p.top_k, n_total) : n_total);
   int64_t len = n_k;
   if (p.min_p > 0.0f) {
-    const uint32_t threshold = minp_key(s_max_key, s_max, p.min_p);
+    const uint32_t threshold = cpu::sampling::minp_key(s_max_key, s_max, p.min_p);
     int64_t n_m = 0;
     while (n_m < exact && merged[size_t(n_m)].key >= threshold) ++n_m;
     len = std::min(len, n_m < exact || exact == n_total ? n_m : kBeyond);
@@ -225,18 +215,6 @@ Outcome combine_row(const int64_t* const* rows, int shards, nt_row_params p, boo
 }
 
 constexpr float kNegInf = -INFINITY;
-
-// The smallest key k of x whose score key(nt_scaled_score(x_k, t)) reaches
-// `s_key` (t > 0): x -> x / t is monotone, so the finite x counted are those
-// with key(x) >= k (a bisection, as minp_key).
-uint32_t x_key_for_score(uint32_t s_key, float t) {
-  uint32_t lo = NT_KEY_FIRST_FINITE, up = NT_KEY_POS_INF - 1;
-  while (lo < up) {
-    const uint32_t mid = lo + (up - lo) / 2;
-    if (nt_order_key(nt_scaled_score(nt_key_to_float(mid), t)) >= s_key) up = mid; else lo = mid + 1;
-  }
-  return lo;
-}
 
 int64_t rank_key(uint32_t lo, uint32_t hi) { return int64_t((uint64_t(hi) << 32) | uint64_t(lo)); }
 
@@ -313,7 +291,9 @@ void row_logprobs(const int64_t* const* rows, int shards, int64_t lp_at, int32_t
     }
     rv.log_z = std::log(z);
     const uint32_t s_tok = nt_order_key(nt_scaled_score(x_tok, o.keep.temperature));
-    *key_out = rank_key(x_key_for_score(s_tok, o.keep.temperature), NT_KEY_POS_INF - 1);
+    // x -> x / T is monotone: the finite x whose score key reaches the token's.
+    *key_out = rank_key(cpu::sampling::x_threshold(s_tok, o.keep.temperature, NT_KEY_POS_INF - 1),
+                        NT_KEY_POS_INF - 1);
   } else {  // filtered: the keep-set is merged[0, len)
     rv.max = double(merged[0].s);
     double z = 0.0;

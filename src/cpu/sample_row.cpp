@@ -25,25 +25,6 @@ constexpr int64_t kTopPSample = 512;
 
 // ---- keys ----------------------------------------------------------------------
 
-// The smallest key in [lo, hi] at whose float pred turns true (hi + 1 if
-// never): pred must be monotone over that range, as every property of a
-// score, or of s = x / T as a function of the logit x, used here is.
-template <class Pred>
-uint32_t first_key(uint32_t lo, uint32_t hi, Pred pred) {
-  uint32_t up = hi + 1;
-  while (lo < up) {
-    const uint32_t mid = lo + (up - lo) / 2;
-    if (pred(nt_key_to_float(mid))) up = mid; else lo = mid + 1;
-  }
-  return lo;
-}
-
-// The smallest x-key whose score key is >= key_min.
-uint32_t x_threshold(uint32_t key_min, float temperature, uint32_t hi) {
-  return first_key(NT_KEY_FIRST_FINITE, hi,
-                     [&](float x) { return score_key(x, temperature) >= key_min; });
-}
-
 int64_t chunk_begin(int64_t c) { return c * kChunk; }
 int64_t chunk_end(const RowJob& j, int64_t c) { return std::min(j.vocab, (c + 1) * kChunk); }
 
@@ -232,10 +213,7 @@ uint32_t x_bin_threshold(const RowJob& j, int bin) {
 }
 
 // Smallest score key whose probability exp(s - s_max) reaches min_p.
-uint32_t minp_key(const RowJob& j) {
-  return first_key(NT_KEY_FIRST_FINITE, j.s_max_key - 1,
-                     [&](float s) { return nt_portable_exp(s - j.s_max) >= j.p.min_p; });
-}
+uint32_t minp_key(const RowJob& j) { return sampling::minp_key(j.s_max_key, j.s_max, j.p.min_p); }
 
 // The explicit draw's u: NaN or negative counts as 0.
 float explicit_uniform(const RowJob& j) {

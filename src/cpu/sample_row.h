@@ -30,6 +30,7 @@
 
 #include "core/check.h"
 #include "core/logprobs.h"
+#include "core/portable_exp.h"
 #include "core/sampling.h"
 #include "cpu/sample_kernels.h"
 #include "cpu/sample_select.h"
@@ -100,6 +101,32 @@ void chunk_compact(RowJob& j, int64_t c);
 void stage_after_compact(RowJob& j);
 void chunk_draw(RowJob& j, int64_t c);
 void stage_after_draw(RowJob& j);
+
+// The smallest key in [lo, hi] at whose float pred turns true (hi + 1 if
+// never): pred must be monotone over that range, as every property of a
+// score, or of s = x / T as a function of the logit x, used here is.
+template <class Pred>
+uint32_t first_key(uint32_t lo, uint32_t hi, Pred pred) {
+  uint32_t up = hi + 1;
+  while (lo < up) {
+    const uint32_t mid = lo + (up - lo) / 2;
+    if (pred(nt_key_to_float(mid))) up = mid; else lo = mid + 1;
+  }
+  return lo;
+}
+
+// The smallest x-key in [first finite, hi] whose score key is >= key_min.
+inline uint32_t x_threshold(uint32_t key_min, float temperature, uint32_t hi) {
+  return first_key(NT_KEY_FIRST_FINITE, hi, [&](float x) { return score_key(x, temperature) >= key_min; });
+}
+
+// The smallest score key whose probability exp(s - s_max) reaches min_p, at
+// most s_max_key (core/portable_exp.h's exp: the same cut on every backend's
+// host side).
+inline uint32_t minp_key(uint32_t s_max_key, float s_max, float min_p) {
+  return first_key(NT_KEY_FIRST_FINITE, s_max_key - 1,
+                   [&](float s) { return nt_portable_exp(s - s_max) >= min_p; });
+}
 
 // The keep-set a finished row drew its token from: what the stages resolved
 // (the prefix end `keep`, the +inf rule, greedy), for the logprobs pass.
