@@ -8,8 +8,10 @@
 //
 //   word 0  greedy: max key of x (low 32 bits) and the lowest id with it (high)
 //   word 1  s_max: max key of s (low 32 bits)
-//   word 2  Z: sum of portable_exp(s - s_max) over the finite s, in id order,
-//           as double bits (rows with top-p only; 0 otherwise)
+//   word 2  Z: sum of portable_exp(s - s_max) over the finite s, as double
+//           bits (rows with top-p only; 0 otherwise), in a fixed order of the
+//           writer's (CPU: id order; CUDA: its block sums), so the last bits
+//           may differ between backends
 //   word 3  plain draw: max of s + G over the finite s (float bits, low) and
 //           its id (high; INT32_MAX for none), ties to the lower id
 //   word 4  +inf draw: max of G over the tokens with s = +inf, the same way
@@ -23,7 +25,8 @@
 //   word B      Z: raw, sum of exp(x - x_max) over the finite x, x_max from
 //               word 0; processed (non-greedy rows without a filter only),
 //               sum of exp(s - s_max) over the finite s, s_max from word 1;
-//               fp64 exp and sum, in id order, as double bits (else 0)
+//               fp64 exp and sum (CPU: in id order; CUDA: its block sums), as
+//               double bits (else 0)
 //   word B + 1  the number of +inf values (raw: x; processed: s, non-greedy rows)
 //   word B + 2  the plain draw's x (float bits, low) and its id (high)
 //   word B + 3  the +inf draw's x and its id, the same way

@@ -57,6 +57,18 @@ struct Entry {
 
 bool before(const Entry& a, const Entry& b) { return nt_ranks_before(a.key, a.id, b.key, b.id); }
 
+// The shards' masses (word mass_at of each row, fp64 bits) rescaled from each
+// shard's maximum (the key in word max_at) to `max` and summed; a shard whose
+// maximum is not finite (none: -inf) adds nothing.
+double rescaled_mass(const int64_t* const* rows, int shards, int64_t max_at, int64_t mass_at, double max) {
+  double z = 0.0;
+  for (int r = 0; r < shards; ++r) {
+    const float m_r = nt_key_to_float(low(rows[r][max_at]));
+    if (std::isfinite(m_r)) z += word_double(rows[r][mass_at]) * std::exp(double(m_r) - max);
+  }
+  return z;
+}
+
 constexpr int64_t kBeyond = INT64_MAX;  // a prefix length past the exact prefix
 
 // A row's token and what the logprobs need of it: the keep-set it was drawn
@@ -169,11 +181,7 @@ Outcome combine_row(const int64_t* const* rows, int shards, nt_row_params p, boo
           for (const Entry& e : set) z += double(nt_portable_exp(e.s - s_max));
         }
       } else {
-        for (int r = 0; r < shards; ++r) {
-          const uint32_t k = low(rows[r][kSMax]);
-          if (rows[r][kFinite] == 0 || k == NT_KEY_NEG_INF) continue;
-          z += word_double(rows[r][kMass]) * std::exp(double(nt_key_to_float(k)) - double(s_max));
-        }
+        z = rescaled_mass(rows, shards, kSMax, kMass, double(s_max));
       }
       if (z_known) {
         const double target = double(p.top_p) * z;
@@ -263,13 +271,7 @@ void row_logprobs(const int64_t* const* rows, int shards, int64_t lp_at, int32_t
       rv.set_pos_inf(n_inf);
     } else {
       rv.max = double(nt_key_to_float(max_key));
-      double z = 0.0;
-      for (int r = 0; r < shards; ++r) {
-        if (id(rows[r][kGreedy]) == kNoId) continue;
-        const float m_r = nt_key_to_float(low(rows[r][kGreedy]));
-        if (std::isfinite(m_r)) z += word_double(rows[r][lp_at + kLpMass]) * std::exp(double(m_r) - rv.max);
-      }
-      rv.log_z = std::log(z);
+      rv.log_z = std::log(rescaled_mass(rows, shards, kGreedy, lp_at + kLpMass, rv.max));
     }
     *key_out = rank_key(nt_order_key(x_tok), NT_KEY_POS_INF);
   } else if (o.keep.kind == NT_KEEP_ONE) {
@@ -283,13 +285,7 @@ void row_logprobs(const int64_t* const* rows, int shards, int64_t lp_at, int32_t
     uint32_t s_max_key = NT_KEY_NEG_INF;
     for (int r = 0; r < shards; ++r) s_max_key = std::max(s_max_key, low(rows[r][kSMax]));
     rv.max = double(nt_key_to_float(s_max_key));
-    double z = 0.0;
-    for (int r = 0; r < shards; ++r) {
-      const float m_r = nt_key_to_float(low(rows[r][kSMax]));
-      if (rows[r][kFinite] > 0 && std::isfinite(m_r))
-        z += word_double(rows[r][lp_at + kLpMass]) * std::exp(double(m_r) - rv.max);
-    }
-    rv.log_z = std::log(z);
+    rv.log_z = std::log(rescaled_mass(rows, shards, kSMax, lp_at + kLpMass, rv.max));
     const uint32_t s_tok = nt_order_key(nt_scaled_score(x_tok, o.keep.temperature));
     // x -> x / T is monotone: the finite x whose score key reaches the token's.
     *key_out = rank_key(cpu::sampling::x_threshold(s_tok, o.keep.temperature, NT_KEY_POS_INF - 1),
