@@ -455,7 +455,25 @@ TEST(LmHeadSample, SpecialScores) {
 
 struct ShardPlan {
   std::vector<int64_t> cuts;  // shard r holds padded rows [cuts[r], cuts[r+1])
+  int shards() const { return int(cuts.size()) - 1; }
+  // The most rows a shard holds: K for a fallback call, every token a candidate.
+  int64_t widest() const {
+    int64_t w = 0;
+    for (size_t r = 0; r + 1 < cuts.size(); ++r) w = std::max(w, cuts[r + 1] - cuts[r]);
+    return w;
+  }
 };
+
+// A padded vocabulary cut in `shards` non-empty shards (a weight has at least one
+// row), each cut anywhere in its range.
+ShardPlan ragged_plan(Rng& rng, int64_t padded_vocab, int shards) {
+  ShardPlan plan;
+  plan.cuts.push_back(0);
+  for (int r = 1; r < shards; ++r)
+    plan.cuts.push_back(rng.integer(plan.cuts.back() + 1, padded_vocab - (shards - r)));
+  plan.cuts.push_back(padded_vocab);
+  return plan;
+}
 
 // One shard call on the host, the dense or the binary head's, with the workspace it asks for.
 void run_shard(bool binary, const HeadArgs& a, const nt_lm_head_shard& sh) {
@@ -537,12 +555,7 @@ void check_sharded_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab,
     for (auto& v : h.w) v = round_to(h.dtype, v * 0.01f);
     h.w_bytes = encode(h.dtype, h.w);
   }
-  ShardPlan plan;
-  plan.cuts.push_back(0);
-  // Non-empty shards (a weight has at least one row), each cut anywhere in its range.
-  for (int r = 1; r < shards; ++r)
-    plan.cuts.push_back(rng.integer(plan.cuts.back() + 1, padded_vocab - (shards - r)));
-  plan.cuts.push_back(padded_vocab);
+  const ShardPlan plan = ragged_plan(rng, padded_vocab, shards);
   int64_t words = 0;
   const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
   const Params p = draw_params(rng, rows, vocab, combo, per_row, false);
@@ -934,8 +947,7 @@ LogprobsResult sharded_logprobs(const Head& padded, const ShardPlan& plan, int64
   }
   std::vector<int64_t> keys;
   LogprobsResult got = combine_logprobs(all, shards, rows, vocab, 0, p, n, mode, &keys);
-  int64_t widest = 0;
-  for (int r = 0; r < shards; ++r) widest = std::max(widest, plan.cuts[size_t(r + 1)] - plan.cuts[size_t(r)]);
+  const int64_t widest = plan.widest();
   for (int64_t m = 0; m < rows; ++m) {
     if (got.tokens[size_t(m)] != NT_TOKEN_NEEDS_ALL_CANDIDATES) continue;
     ++*fallbacks;
@@ -1027,16 +1039,6 @@ int64_t check_sharded_logprobs(const Head& h, const ShardPlan& plan, int64_t voc
     excused += expect_sharded_row(got, want, p, m, n, masked_row(scores, m, vocab, mask, words));
   EXPECT_LE(excused, 1) << "rows excused as degenerate top-p cuts";
   return std::count(want.tokens.begin(), want.tokens.end(), int64_t(-1));
-}
-
-// A head padded to a multiple of 64 rows, cut in `shards` ragged shards.
-ShardPlan ragged_plan(Rng& rng, int64_t padded_vocab, int shards) {
-  ShardPlan plan;
-  plan.cuts.push_back(0);
-  for (int r = 1; r < shards; ++r)
-    plan.cuts.push_back(rng.integer(plan.cuts.back() + 1, padded_vocab - (shards - r)));
-  plan.cuts.push_back(padded_vocab);
-  return plan;
 }
 
 void check_sharded_logprobs_case(uint64_t seed, bool binary, int64_t rows, int64_t vocab, int shards,
@@ -1834,7 +1836,7 @@ TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
       EXPECT_EQ(g, e) << "row " << m << " word " << w;
     };
     for (int64_t m = 0; m < rows; ++m) {
-      const int64_t n = want[size_t(m * W + 6)];  // the candidates written; the rest stays poisoned
+      const int64_t n = want[size_t(m * W + 6)];  // the candidates written (words past them are not compared)
       for (int64_t w = 0; w < NT_LM_HEAD_SUMMARY_WORDS + n; ++w) expect_word(m, w, w == 2);
       for (int64_t w = S; w < W; ++w) expect_word(m, w, w == S);
     }
@@ -1872,6 +1874,7 @@ TEST_P(LmHeadSampleOnDevice, ShardSummariesAreTheCpus) {
 TEST_P(LmHeadSampleOnDevice, ShardTokensAreTheSingleCalls) {
   TestDevice& d = dev();
   if (d.type() == NT_DEVICE_CPU) GTEST_SKIP() << "LmHeadSampleSharded covers the CPU";
+  int fallbacks = 0;
   for (int c = 0; c < 8; ++c) {
     Rng rng(9800 + c);
     SCOPED_TRACE(seed_trace(rng.seed()));
@@ -1883,11 +1886,8 @@ TEST_P(LmHeadSampleOnDevice, ShardTokensAreTheSingleCalls) {
     int64_t words = 0;
     const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
     const Params p = draw_params(rng, rows, vocab, c % 8, true, false);
-    std::vector<int64_t> cuts = {0};
-    for (int r = 1; r < shards; ++r) cuts.push_back(cuts.back() + rng.integer(1, (total - cuts.back()) / 2));
-    cuts.push_back(total);
-    int64_t widest = 0;
-    for (int r = 0; r < shards; ++r) widest = std::max(widest, cuts[size_t(r + 1)] - cuts[size_t(r)]);
+    const ShardPlan plan = ragged_plan(rng, total, shards);
+    const std::vector<int64_t>& cuts = plan.cuts;
 
     // Rows [m0, m1) of every shard, K candidates each, on the device; the host's copy.
     auto summaries = [&](int64_t m0, int64_t m1, int64_t K) {
@@ -1920,7 +1920,8 @@ TEST_P(LmHeadSampleOnDevice, ShardTokensAreTheSingleCalls) {
     std::vector<int64_t> tokens = combine(first.second, shards, rows, vocab, 0, p);
     for (int64_t m = 0; m < rows; ++m) {
       if (tokens[size_t(m)] != NT_TOKEN_NEEDS_ALL_CANDIDATES) continue;
-      auto again = summaries(m, m + 1, widest);
+      ++fallbacks;
+      auto again = summaries(m, m + 1, plan.widest());
       ASSERT_EQ(again.first, NT_OK) << nt_last_error();
       tokens[size_t(m)] = combine(again.second, shards, 1, vocab, m, p)[0];
     }
@@ -1936,6 +1937,7 @@ TEST_P(LmHeadSampleOnDevice, ShardTokensAreTheSingleCalls) {
     EXPECT_EQ(tokens, from_device<int64_t>(single, size_t(rows)))
         << (binary ? "binary" : "dense") << " M=" << rows << " V=" << vocab << " shards=" << shards;
   }
+  EXPECT_GT(fallbacks, 0) << "no row took the fallback";
 }
 
 // The vocabulary-parallel logprobs on the device, as nexttok.distributed composes
@@ -1963,8 +1965,7 @@ TEST_P(LmHeadSampleOnDevice, ShardLogprobsAreTheSingleCalls) {
     const std::vector<int32_t> mask = draw_mask(rng, rows, vocab, &words);
     Params p = draw_params(rng, rows, vocab, c == 5 ? 0 : 2 + c % 5, c % 2 == 0, false);
     const ShardPlan plan = ragged_plan(rng, total, shards);
-    int64_t widest = 0;
-    for (int r = 0; r < shards; ++r) widest = std::max(widest, plan.cuts[size_t(r + 1)] - plan.cuts[size_t(r)]);
+    const int64_t widest = plan.widest();
     Uploader up(d);
 
     // Rows [m0, m1) of every shard with K candidates: the summaries (host copy,
