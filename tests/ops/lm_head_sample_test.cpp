@@ -493,7 +493,7 @@ void run_shard(bool binary, const HeadArgs& a, const nt_lm_head_shard& sh) {
 std::vector<int64_t> shard_summaries(const Head& padded, const ShardPlan& plan, int64_t vocab,
                                      int64_t m0, int64_t m1, const std::vector<int32_t>& mask,
                                      int64_t words, const Params& p, int64_t K) {
-  const int shards = int(plan.cuts.size()) - 1;
+  const int shards = plan.shards();
   int64_t width = K;
   for (int r = 0; r < shards && K == 0; ++r) width = std::max(width, plan.cuts[size_t(r + 1)] - plan.cuts[size_t(r)]);
   const int64_t S = NT_LM_HEAD_SUMMARY_WORDS + width, rows = m1 - m0;
@@ -528,7 +528,7 @@ std::vector<int64_t> combine(const std::vector<int64_t>& summaries, int shards, 
 std::vector<int64_t> sharded_tokens(const Head& padded, const ShardPlan& plan, int64_t vocab,
                                     const std::vector<int32_t>& mask, int64_t words, const Params& p,
                                     int64_t K, int* fallbacks) {
-  const int shards = int(plan.cuts.size()) - 1;
+  const int shards = plan.shards();
   std::vector<int64_t> tokens =
       combine(shard_summaries(padded, plan, vocab, 0, padded.rows, mask, words, p, K), shards, padded.rows, vocab, 0, p);
   for (int64_t m = 0; m < padded.rows; ++m) {
@@ -936,7 +936,7 @@ std::vector<int32_t> shard_ranks(std::vector<float>& scores, int64_t rows, int64
 LogprobsResult sharded_logprobs(const Head& padded, const ShardPlan& plan, int64_t vocab,
                                 const std::vector<int32_t>& mask, int64_t words, const Params& p,
                                 int64_t K, int n, uint32_t mode, int* fallbacks) {
-  const int shards = int(plan.cuts.size()) - 1;
+  const int shards = plan.shards();
   const int64_t rows = padded.rows;
   std::vector<ShardOut> outs;
   std::vector<int64_t> all;
