@@ -104,8 +104,9 @@ struct SummaryShared {
   double mass[kSummaryWarps];
   u32 finite, gathered;
   int64_t header[NT_LM_HEAD_SUMMARY_WORDS];
-  u64 top[32];  // the logprobs' first n tokens, sorted
+  u64 top[32];  // the logprobs' first n tokens, sorted (one warp's bitonic sort)
 };
+static_assert(NT_MAX_LOGPROBS <= 32, "SummaryShared::top holds the logprobs' first n tokens");
 
 // The block's maximum of one value per thread (every thread gets it).
 __device__ __forceinline__ u64 block_max(u64 v, u64* warp_part) {
