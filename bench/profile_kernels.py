@@ -8,8 +8,10 @@ profiler adds its own overhead to the wall time, not to kernel durations.
   ncu -k regex:. python3 bench/profile_kernels.py --once   # each call once, for Nsight Compute
 
 Calls: W3 greedy, plain T=0.7 and k50+p0.9+min-p 0.05 at B = 1, 64, 256 and
-V = 128,256; W4 50% random f32 and bf16 at B = 256; W1 and W2 at M = 1 and 64; W5
-(the fused heads on the W1/W2 heads: mask+k50+p0.9, plain and greedy) at M = 1 and 64.
+V = 128,256; W3c k50+p0.9 with per-row tensors at B = 1 and 256; W6 B = 64 x 4,
+V = 128,256, k50+p0.9 with and without draft probs; W4 50% random f32 and bf16
+at B = 256; W1 and W2 at M = 1 and 64; W5 (the fused heads on the W1/W2 heads:
+mask+k50+p0.9, plain and greedy) at M = 1 and 64.
 """
 import argparse
 import collections
@@ -19,6 +21,7 @@ import re
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+import cuda_verify_bench as verify_bench
 import nexttok
 from _common import make_logits
 
@@ -33,6 +36,18 @@ def calls(gen):
             yield (f"W3 {name} B={rows} V=128256",
                    lambda x=x, t=t, k=k, p=p, m=m, seed=seed: nexttok.sample(x, t, k, p, m, seed=seed,
                                                                              offset=7))
+    for rows in (1, 256):
+        x = make_logits(rows, 128256, "peaked", torch.float32, gen)
+        seed = torch.arange(rows, device="cuda")
+        per_row = dict(temperature=torch.full((rows,), 0.7, device="cuda"),
+                       top_k=torch.full((rows,), 50, dtype=torch.int32, device="cuda"),
+                       top_p=torch.full((rows,), 0.9, device="cuda"), min_p=torch.zeros(rows, device="cuda"))
+        yield (f"W3c k50+p0.9 per-row B={rows} V=128256",
+               lambda x=x, seed=seed, kw=per_row: nexttok.sample(x, seed=seed, offset=7, **kw))
+    for with_probs in (False, True):
+        w6 = verify_bench.Inputs(64, 4, 128256, with_probs, gen)
+        yield (f"W6 B=64x4 V=128256 {'probs' if with_probs else 'ngram'} k50+p0.9",
+               lambda w6=w6: verify_bench.ours(w6, False))
     x = make_logits(256, 128256, "flat", torch.float32, gen)
     bits = torch.randint(-2**31, 2**31, (256, (128256 + 31) // 32), dtype=torch.int64, device="cuda",
                          generator=gen).to(torch.int32)
