@@ -1672,6 +1672,15 @@ void check_own_scores(TestDevice& d, const OwnScoresShape& shape, int c, int var
   // The token (and logprobs): the device's own ops on those scores.
   const SampleCase on_scores = masked_case(h, own, mask, words, p);
   const std::vector<int64_t> got = from_device<int64_t>(tokens, size_t(rows));
+  // The call as a caller makes it, without the scores or logprobs outputs:
+  // the same tokens.
+  Buffer& bare_tokens = up.buffer(size_t(rows) * 8);
+  ASSERT_EQ(fused_on_device(up, d, host_args, shape.binary, rows,
+                            [&](auto& args) { args.tokens = bare_tokens.vector(NT_I64, rows); }),
+            NT_OK)
+      << nt_last_error();
+  d.sync();
+  EXPECT_EQ(from_device<int64_t>(bare_tokens, size_t(rows)), got) << "without the scores output";
   if (!logprobs) {
     EXPECT_EQ(got, run_sample(d, on_scores)) << "M=" << rows << " V=" << vocab;
     return;
