@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cub/block/block_reduce.cuh>
 #include <string>
 
 #include "core/bitmask.h"
@@ -28,6 +29,7 @@
 #include "cuda/lm_head_ops.cuh"
 #include "cuda/load.cuh"
 #include "cuda/ops.cuh"
+#include "cuda/sample_common.cuh"
 #include "cuda/sample_launch.cuh"
 
 namespace nt::cuda {
@@ -98,26 +100,19 @@ struct SummaryArgs {
   int64_t masked_stride;
 };
 
+using SummaryMax = cub::BlockReduce<u64, kSummaryThreads>;
+using SummaryCount = cub::BlockReduce<u32, kSummaryThreads>;
+
 struct SummaryShared {
   SelectScratch select;
-  u64 greedy[kSummaryWarps], pos_inf[kSummaryWarps], plain[kSummaryWarps];
+  SummaryMax::TempStorage max[3];  // s_max and the two draws reduce at once, with no barrier between
+  SummaryCount::TempStorage count;
   double mass[kSummaryWarps];
   u32 finite, gathered;
   int64_t header[NT_LM_HEAD_SUMMARY_WORDS];
   u64 top[32];  // the logprobs' first n tokens, sorted (one warp's bitonic sort)
 };
 static_assert(NT_MAX_LOGPROBS <= 32, "SummaryShared::top holds the logprobs' first n tokens");
-
-// The block's maximum of one value per thread (every thread gets it).
-__device__ __forceinline__ u64 block_max(u64 v, u64* warp_part) {
-  v = warp_max(v);
-  __syncthreads();
-  if (lane_index() == 0) warp_part[threadIdx.x / 32] = v;
-  __syncthreads();
-  u64 r = 0;
-  for (int w = 0; w < kSummaryWarps; ++w) r = warp_part[w] > r ? warp_part[w] : r;
-  return r;
-}
 
 // The block's sum of one double per thread, in a fixed order (each warp's
 // tree, then the warps in order): the same value on every run.
@@ -189,7 +184,7 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
     const u32 slot = warp_append(finite, &sh.finite);
     if (finite && listing) items[slot] = c;
   }
-  greedy = block_max(greedy, sh.greedy);
+  greedy = SummaryMax(sh.max[0]).Reduce(greedy, MaxU64());  // thread 0 gets the block's
   __syncthreads();
   const u32 finite = sh.finite;
   if (tid == 0) {
@@ -201,9 +196,12 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
     sh.header[kPosInf] = pack(0u, kNoId);
   }
   if (cls != NT_ROW_GREEDY && n_tokens > 0) {
-    s_max = u32(block_max(s_max, sh.pos_inf));
-    pos_inf = block_max(pos_inf, sh.pos_inf);
-    plain = block_max(plain, sh.plain);
+    const u64 block_s_max = SummaryMax(sh.max[0]).Reduce(u64(s_max), MaxU64());
+    pos_inf = SummaryMax(sh.max[1]).Reduce(pos_inf, MaxU64());
+    plain = SummaryMax(sh.max[2]).Reduce(plain, MaxU64());
+    if (tid == 0) sh.header[kSMax] = block_s_max;
+    __syncthreads();
+    s_max = u32(sh.header[kSMax]);
     const bool settled = finite == 0 || s_max == NT_KEY_POS_INF;
     const int64_t n = settled || cls != NT_ROW_FILTERED ? 0 : min(a.candidates, int64_t(finite));
 
@@ -239,7 +237,6 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
       }
     }
     if (tid == 0) {
-      sh.header[kSMax] = s_max;
       sh.header[kMass] = __double_as_longlong(z);
       if (plain != 0 && !settled && cls == NT_ROW_PLAIN)
         sh.header[kPlain] = pack(nt_as_u32(nt_key_to_float(composite_key(plain))), int32_t(composite_index(plain)));
@@ -262,7 +259,7 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
   for (int64_t i = tid; i < a.vocab; i += kSummaryThreads) masked[i] = i < n_tokens ? logit(i) : -INFINITY;
   const bool processed = a.lp_mode == NT_LOGPROBS_PROCESSED;
   double z = 0.0;
-  int64_t pos_inf_count = 0;
+  u32 pos_inf_count = 0;
   if (!processed) {
     const float xmax = nt_key_to_float(low(sh.header[kGreedy]));
     for (int64_t i = tid; i < n_tokens; i += kSummaryThreads) {
@@ -280,7 +277,7 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
     }
   }
   z = block_sum(z, sh.mass);
-  pos_inf_count = int64_t(block_sum(double(pos_inf_count), sh.mass));  // exact: counts below 2^53
+  pos_inf_count = SummaryCount(sh.count).Reduce(pos_inf_count, SumU32());
   // The first n_lp tokens by (x key desc, id asc), -inf and NaN included.
   const int32_t top_n = int32_t(min(int64_t(a.n_lp), n_tokens));
   if (top_n > 0) {
