@@ -126,6 +126,25 @@ __device__ __forceinline__ double block_sum(double v, double* warp_part) {
   return r;
 }
 
+// The first n (>= 1) of the distinct composites items[0, count), sorted
+// descending, into out[0, n), with zeros after them up to `padded` (a power of
+// two >= n).
+__device__ void select_sorted(const u64* items, int64_t count, int64_t n, u64* out, int padded,
+                              SummaryShared& sh) {
+  const int tid = int(threadIdx.x);
+  const u64 kth = block_select_kth<kSummaryThreads>(items, int(count), u32(n), sh.select);
+  if (tid == 0) sh.gathered = 0;
+  for (int64_t i = n + tid; i < padded; i += kSummaryThreads) out[i] = 0;
+  __syncthreads();
+  for (int64_t i0 = 0; i0 < count; i0 += kSummaryThreads) {
+    const int64_t i = i0 + tid;
+    const bool take = i < count && items[i] >= kth;
+    const u32 slot = warp_append(take, &sh.gathered);
+    if (take) out[slot] = items[i];
+  }
+  bitonic_sort_desc<kSummaryThreads>(out, padded);
+}
+
 // Row blockIdx.x's summary over the shard's tokens (core/lm_head_summary.h lists
 // the words; the CPU's summarize_row and summarize_logprobs are the definition).
 // Sums are fixed-order block sums, so a row's summary is the same on every run.
@@ -217,20 +236,9 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
       z = block_sum(z, sh.mass);
     }
     if (n > 0) {
-      const u64 kth = block_select_kth<kSummaryThreads>(items, int(finite), u32(n), sh.select);
-      if (tid == 0) sh.gathered = 0;
-      __syncthreads();
-      int64_t padded = 1;
+      int padded = 1;
       while (padded < n) padded *= 2;
-      for (int64_t i0 = 0; i0 < finite; i0 += kSummaryThreads) {
-        const int64_t i = i0 + tid;
-        const u64 c = i < finite ? items[i] : 0;
-        const bool take = c >= kth;
-        const u32 slot = warp_append(take, &sh.gathered);
-        if (take) sorted[slot] = c;
-      }
-      for (int64_t i = n + tid; i < padded; i += kSummaryThreads) sorted[i] = 0;
-      bitonic_sort_desc<kSummaryThreads>(sorted, int(padded));
+      select_sorted(items, finite, n, sorted, padded, sh);
       for (int64_t f = tid; f < n; f += kSummaryThreads) {
         const u32 id = composite_index(sorted[f]);
         out[NT_LM_HEAD_SUMMARY_WORDS + f] = pack(nt_as_u32(logit(int64_t(id) - a.vocab_start)), int32_t(id));
@@ -283,17 +291,7 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
   if (top_n > 0) {
     for (int64_t i = tid; i < n_tokens; i += kSummaryThreads)
       items[i] = composite(nt_order_key(logit(i)), u32(a.vocab_start + i));
-    const u64 kth = block_select_kth<kSummaryThreads>(items, int(n_tokens), u32(top_n), sh.select);
-    if (tid == 0) sh.gathered = 0;
-    if (tid < 32) sh.top[tid] = 0;
-    __syncthreads();
-    for (int64_t i0 = 0; i0 < n_tokens; i0 += kSummaryThreads) {
-      const int64_t i = i0 + tid;
-      const bool take = i < n_tokens && items[i] >= kth;
-      const u32 slot = warp_append(take, &sh.gathered);
-      if (take) sh.top[slot] = items[i];
-    }
-    bitonic_sort_desc<kSummaryThreads>(sh.top, 32);
+    select_sorted(items, n_tokens, top_n, sh.top, 32, sh);
   }
   if (tid == 0) {
     int64_t* lp = out + NT_LM_HEAD_SUMMARY_WORDS + a.candidates;
