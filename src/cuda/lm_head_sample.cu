@@ -321,14 +321,11 @@ __global__ void __launch_bounds__(kRanksThreads) shard_ranks_kernel(const float*
                                                                     int64_t cols, const int64_t* keys,
                                                                     int32_t* counts) {
   const int64_t m = blockIdx.x;
-  const int64_t word = keys[m];
-  const u32 lo = u32(u64(word)), hi = u32(u64(word) >> 32);
-  if (word == -1 || lo > hi) return;
+  const summary::RankRange r = summary::rank_range(keys[m]);
+  if (r.empty()) return;
   int32_t c = 0;
-  for (int64_t i = int64_t(blockIdx.y) * kRanksThreads + threadIdx.x; i < cols; i += int64_t(gridDim.y) * kRanksThreads) {
-    const u32 k = nt_order_key(scores[m * stride + i]);
-    c += k >= lo && k <= hi;
-  }
+  for (int64_t i = int64_t(blockIdx.y) * kRanksThreads + threadIdx.x; i < cols; i += int64_t(gridDim.y) * kRanksThreads)
+    c += r.holds(nt_order_key(scores[m * stride + i]));
   c = warp_sum(c);
   if (lane_index() == 0 && c != 0) atomicAdd(&counts[m], c);
 }
