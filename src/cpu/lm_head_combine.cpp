@@ -39,7 +39,6 @@
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/sample_row.h"
-#include "cpu/thread_pool.h"
 #include "cpu/top_list.h"
 
 namespace nt {
@@ -338,20 +337,6 @@ void lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
                    reinterpret_cast<float*>(cpu::row_address(a.logprobs, m)),
                    static_cast<int32_t*>(a.ranks.data) + m, static_cast<int64_t*>(a.rank_keys.data) + m);
   }
-}
-
-void cpu::CpuBackend::lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a, void*) {
-  const int64_t rows = a.scores.shape[0], cols = a.scores.shape[1];
-  cpu::parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
-    for (int64_t m = begin; m < end; ++m) {
-      const RankRange r = rank_range(static_cast<const int64_t*>(a.rank_keys.data)[m]);
-      const float* x = reinterpret_cast<const float*>(cpu::row_address(a.scores, m));
-      int32_t count = 0;
-      if (!r.empty())
-        for (int64_t i = 0; i < cols; ++i) count += r.holds(nt_order_key(x[i]));
-      static_cast<int32_t*>(a.counts.data)[m] = count;
-    }
-  });
 }
 
 }  // namespace nt

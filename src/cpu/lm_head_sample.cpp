@@ -322,4 +322,19 @@ void CpuBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a,
   });
 }
 
+// Per row, the scores whose order keys the row's rank key holds.
+void CpuBackend::lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a, void*) {
+  const int64_t rows = a.scores.shape[0], cols = a.scores.shape[1];
+  parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t m = begin; m < end; ++m) {
+      const summary::RankRange r = summary::rank_range(static_cast<const int64_t*>(a.rank_keys.data)[m]);
+      const float* x = reinterpret_cast<const float*>(row_address(a.scores, m));
+      int32_t count = 0;
+      if (!r.empty())
+        for (int64_t i = 0; i < cols; ++i) count += r.holds(nt_order_key(x[i]));
+      static_cast<int32_t*>(a.counts.data)[m] = count;
+    }
+  });
+}
+
 }  // namespace nt::cpu
