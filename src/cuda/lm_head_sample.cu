@@ -49,7 +49,7 @@ FusedLayout fused_layout(int64_t rows, int64_t vocab, size_t head_bytes, size_t 
   return L;
 }
 
-nt_sample_args sample_args(float* scores, int64_t rows, int64_t vocab, int device,
+nt_sample_args sample_args(void* scores, int64_t rows, int64_t vocab, int device,
                            const nt_lm_head_sampling& s, const nt_tensor& tokens) {
   return fused_sample_args(scores_matrix(scores, rows, vocab, NT_DEVICE_CUDA, device), s, tokens);
 }
@@ -345,8 +345,7 @@ template <class Args>
 size_t after_scores(CudaBackend& b, const Args& a, int64_t rows, int64_t vocab, int device,
                     const nt_lm_head_shard* shard) {
   if (shard != nullptr) return summary_lists(rows, vocab, shard_candidates(*shard)).bytes;
-  static float placeholder;
-  return b.fused_draw_workspace_size(sample_args(&placeholder, rows, vocab, device, a.sampling, a.tokens),
+  return b.fused_draw_workspace_size(sample_args(placeholder_scores(), rows, vocab, device, a.sampling, a.tokens),
                                      fused_logprobs(a));
 }
 
@@ -398,8 +397,7 @@ template <class Args>
 void check_limits(const char* op, const Args& a, const nt_lm_head_shard* shard, int64_t rows, int64_t vocab,
                   int device) {
   if (shard == nullptr) {
-    static float placeholder;
-    check_sample_limits(op, check_sample(sample_args(&placeholder, rows, vocab, device, a.sampling, a.tokens)));
+    check_sample_limits(op, check_sample(sample_args(placeholder_scores(), rows, vocab, device, a.sampling, a.tokens)));
   } else if (rows > INT32_MAX) {
     fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": the CUDA backend takes at most 2^31-1 rows, got " +
                                    std::to_string(rows));
