@@ -24,6 +24,9 @@ inline nt_tensor scores_matrix(void* data, int64_t rows, int64_t vocab, nt_devic
   return t;
 }
 
+// The scores' data in a workspace-size query's sample call (checked, never read).
+inline void* placeholder_scores() { static char placeholder; return &placeholder; }
+
 inline nt_sample_args fused_sample_args(const nt_tensor& scores, const nt_lm_head_sampling& s,
                                         const nt_tensor& tokens) {
   nt_sample_args a{};

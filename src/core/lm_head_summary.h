@@ -65,6 +65,16 @@ NT_FN int64_t pack(uint32_t low, int32_t id) {
 }
 NT_FN uint32_t low(int64_t w) { return uint32_t(uint64_t(w)); }
 NT_FN int32_t id(int64_t w) { return int32_t(uint32_t(uint64_t(w) >> 32)); }
+// A rank key (nt_lm_head_shard_ranks): the order keys [lo, hi] that a shard
+// counts its scores in, lo in the low 32 bits and hi in the high; -1 counts none.
+NT_FN int64_t rank_key(uint32_t lo, uint32_t hi) { return pack(lo, int32_t(hi)); }
+struct RankRange {
+  uint32_t lo, hi;  // none when lo > hi
+  NT_FN bool empty() const { return lo > hi; }
+  NT_FN bool holds(uint32_t key) const { return key >= lo && key <= hi; }
+};
+NT_FN RankRange rank_range(int64_t w) { return w == -1 ? RankRange{1u, 0u} : RankRange{low(w), uint32_t(id(w))}; }
+
 inline int64_t double_word(double d) { int64_t w; std::memcpy(&w, &d, 8); return w; }
 inline double word_double(int64_t w) { double d; std::memcpy(&d, &w, 8); return d; }
 

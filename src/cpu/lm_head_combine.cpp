@@ -39,7 +39,6 @@
 #include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/sample_row.h"
-#include "cpu/thread_pool.h"
 #include "cpu/top_list.h"
 
 namespace nt {
@@ -224,8 +223,6 @@ Outcome combine_row(const int64_t* const* rows, int shards, nt_row_params p, boo
 
 constexpr float kNegInf = -INFINITY;
 
-int64_t rank_key(uint32_t lo, uint32_t hi) { return int64_t((uint64_t(hi) << 32) | uint64_t(lo)); }
-
 // One row's logprobs (docs/SEMANTICS.md, "Vocabulary-parallel"): the same
 // values as cpu/sample_logprobs.cpp computes over the whole row, from the
 // shards' normalizers (rescaled to the largest maximum in fp64), the merged
@@ -340,25 +337,6 @@ void lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
                    reinterpret_cast<float*>(cpu::row_address(a.logprobs, m)),
                    static_cast<int32_t*>(a.ranks.data) + m, static_cast<int64_t*>(a.rank_keys.data) + m);
   }
-}
-
-void cpu::CpuBackend::lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a, void*) {
-  const int64_t rows = a.scores.shape[0], cols = a.scores.shape[1];
-  cpu::parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
-    for (int64_t m = begin; m < end; ++m) {
-      const int64_t word = static_cast<const int64_t*>(a.rank_keys.data)[m];
-      const uint64_t k = uint64_t(word);
-      const uint32_t lo = uint32_t(k), hi = uint32_t(k >> 32);
-      const float* x = reinterpret_cast<const float*>(cpu::row_address(a.scores, m));
-      int32_t count = 0;
-      if (word != -1 && lo <= hi)
-        for (int64_t i = 0; i < cols; ++i) {
-          const uint32_t key = nt_order_key(x[i]);
-          count += key >= lo && key <= hi;
-        }
-      static_cast<int32_t*>(a.counts.data)[m] = count;
-    }
-  });
 }
 
 }  // namespace nt

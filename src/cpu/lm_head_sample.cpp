@@ -51,7 +51,7 @@ Layout make_layout(int64_t rows, int64_t vocab, size_t head_bytes, size_t after_
   return L;
 }
 
-// nt_sample's arguments over the scores (data may be a placeholder for a size query).
+// nt_sample's arguments over the scores.
 nt_sample_args sample_args(void* scores, int64_t rows, int64_t vocab, const nt_lm_head_sampling& s,
                            const nt_tensor& tokens) {
   return fused_sample_args(scores_matrix(scores, rows, vocab, NT_DEVICE_CPU), s, tokens);
@@ -220,13 +220,11 @@ bool scores_in_shard(const Fused& f) { return f.shard != nullptr && shard_logpro
 size_t fused_size(CpuBackend& cpu, const Fused& f) {
   if (f.rows == 0) return 0;
   size_t after;
-  if (f.shard == nullptr) {
-    static char placeholder;
+  if (f.shard == nullptr)
     after = cpu.fused_draw_workspace_size(
-        sample_args(&placeholder, f.rows, f.vocab, f.sampling, f.tokens), f.logprobs);
-  } else {
+        sample_args(placeholder_scores(), f.rows, f.vocab, f.sampling, f.tokens), f.logprobs);
+  else
     after = summary_bytes(f.vocab);
-  }
   return make_layout(f.rows, f.vocab, f.head_bytes, after, !scores_in_shard(f)).total;
 }
 
@@ -319,6 +317,21 @@ void CpuBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a,
                 a.scores};
   fused_run(*this, f, workspace, workspace_bytes, [&](float* scores, int64_t stride, char* piece) {
     binary_scores(head, scores, stride, piece);
+  });
+}
+
+// Per row, the scores whose order keys the row's rank key holds.
+void CpuBackend::lm_head_shard_ranks(const nt_lm_head_shard_ranks_args& a, void*) {
+  const int64_t rows = a.scores.shape[0], cols = a.scores.shape[1];
+  parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t m = begin; m < end; ++m) {
+      const summary::RankRange r = summary::rank_range(static_cast<const int64_t*>(a.rank_keys.data)[m]);
+      const float* x = reinterpret_cast<const float*>(row_address(a.scores, m));
+      int32_t count = 0;
+      if (!r.empty())
+        for (int64_t i = 0; i < cols; ++i) count += r.holds(nt_order_key(x[i]));
+      static_cast<int32_t*>(a.counts.data)[m] = count;
+    }
   });
 }
 

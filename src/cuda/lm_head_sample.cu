@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cub/block/block_reduce.cuh>
 #include <string>
 
 #include "core/bitmask.h"
@@ -28,6 +29,7 @@
 #include "cuda/lm_head_ops.cuh"
 #include "cuda/load.cuh"
 #include "cuda/ops.cuh"
+#include "cuda/sample_common.cuh"
 #include "cuda/sample_launch.cuh"
 
 namespace nt::cuda {
@@ -47,7 +49,7 @@ FusedLayout fused_layout(int64_t rows, int64_t vocab, size_t head_bytes, size_t 
   return L;
 }
 
-nt_sample_args sample_args(float* scores, int64_t rows, int64_t vocab, int device,
+nt_sample_args sample_args(void* scores, int64_t rows, int64_t vocab, int device,
                            const nt_lm_head_sampling& s, const nt_tensor& tokens) {
   return fused_sample_args(scores_matrix(scores, rows, vocab, NT_DEVICE_CUDA, device), s, tokens);
 }
@@ -98,26 +100,19 @@ struct SummaryArgs {
   int64_t masked_stride;
 };
 
+using SummaryMax = cub::BlockReduce<u64, kSummaryThreads>;
+using SummaryCount = cub::BlockReduce<u32, kSummaryThreads>;
+
 struct SummaryShared {
   SelectScratch select;
-  u64 greedy[kSummaryWarps], pos_inf[kSummaryWarps], plain[kSummaryWarps];
+  SummaryMax::TempStorage max[3];  // s_max and the two draws reduce at once, with no barrier between
+  SummaryCount::TempStorage count;
   double mass[kSummaryWarps];
   u32 finite, gathered;
   int64_t header[NT_LM_HEAD_SUMMARY_WORDS];
   u64 top[32];  // the logprobs' first n tokens, sorted (one warp's bitonic sort)
 };
 static_assert(NT_MAX_LOGPROBS <= 32, "SummaryShared::top holds the logprobs' first n tokens");
-
-// The block's maximum of one value per thread (every thread gets it).
-__device__ __forceinline__ u64 block_max(u64 v, u64* warp_part) {
-  v = warp_max(v);
-  __syncthreads();
-  if (lane_index() == 0) warp_part[threadIdx.x / 32] = v;
-  __syncthreads();
-  u64 r = 0;
-  for (int w = 0; w < kSummaryWarps; ++w) r = warp_part[w] > r ? warp_part[w] : r;
-  return r;
-}
 
 // The block's sum of one double per thread, in a fixed order (each warp's
 // tree, then the warps in order): the same value on every run.
@@ -129,6 +124,25 @@ __device__ __forceinline__ double block_sum(double v, double* warp_part) {
   double r = 0.0;
   for (int w = 0; w < kSummaryWarps; ++w) r += warp_part[w];
   return r;
+}
+
+// The first n (>= 1) of the distinct composites items[0, count), sorted
+// descending, into out[0, n), with zeros after them up to `padded` (a power of
+// two >= n).
+__device__ void select_sorted(const u64* items, int64_t count, int64_t n, u64* out, int padded,
+                              SummaryShared& sh) {
+  const int tid = int(threadIdx.x);
+  const u64 kth = block_select_kth<kSummaryThreads>(items, int(count), u32(n), sh.select);
+  if (tid == 0) sh.gathered = 0;
+  for (int64_t i = n + tid; i < padded; i += kSummaryThreads) out[i] = 0;
+  __syncthreads();
+  for (int64_t i0 = 0; i0 < count; i0 += kSummaryThreads) {
+    const int64_t i = i0 + tid;
+    const bool take = i < count && items[i] >= kth;
+    const u32 slot = warp_append(take, &sh.gathered);
+    if (take) out[slot] = items[i];
+  }
+  bitonic_sort_desc<kSummaryThreads>(out, padded);
 }
 
 // Row blockIdx.x's summary over the shard's tokens (core/lm_head_summary.h lists
@@ -189,7 +203,7 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
     const u32 slot = warp_append(finite, &sh.finite);
     if (finite && listing) items[slot] = c;
   }
-  greedy = block_max(greedy, sh.greedy);
+  greedy = SummaryMax(sh.max[0]).Reduce(greedy, MaxU64());  // thread 0 gets the block's
   __syncthreads();
   const u32 finite = sh.finite;
   if (tid == 0) {
@@ -201,9 +215,12 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
     sh.header[kPosInf] = pack(0u, kNoId);
   }
   if (cls != NT_ROW_GREEDY && n_tokens > 0) {
-    s_max = u32(block_max(s_max, sh.pos_inf));
-    pos_inf = block_max(pos_inf, sh.pos_inf);
-    plain = block_max(plain, sh.plain);
+    const u64 block_s_max = SummaryMax(sh.max[0]).Reduce(u64(s_max), MaxU64());
+    pos_inf = SummaryMax(sh.max[1]).Reduce(pos_inf, MaxU64());
+    plain = SummaryMax(sh.max[2]).Reduce(plain, MaxU64());
+    if (tid == 0) sh.header[kSMax] = block_s_max;
+    __syncthreads();
+    s_max = u32(sh.header[kSMax]);
     const bool settled = finite == 0 || s_max == NT_KEY_POS_INF;
     const int64_t n = settled || cls != NT_ROW_FILTERED ? 0 : min(a.candidates, int64_t(finite));
 
@@ -219,27 +236,15 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
       z = block_sum(z, sh.mass);
     }
     if (n > 0) {
-      const u64 kth = block_select_kth<kSummaryThreads>(items, int(finite), u32(n), sh.select);
-      if (tid == 0) sh.gathered = 0;
-      __syncthreads();
-      int64_t padded = 1;
+      int padded = 1;
       while (padded < n) padded *= 2;
-      for (int64_t i0 = 0; i0 < finite; i0 += kSummaryThreads) {
-        const int64_t i = i0 + tid;
-        const u64 c = i < finite ? items[i] : 0;
-        const bool take = c >= kth;
-        const u32 slot = warp_append(take, &sh.gathered);
-        if (take) sorted[slot] = c;
-      }
-      for (int64_t i = n + tid; i < padded; i += kSummaryThreads) sorted[i] = 0;
-      bitonic_sort_desc<kSummaryThreads>(sorted, int(padded));
+      select_sorted(items, finite, n, sorted, padded, sh);
       for (int64_t f = tid; f < n; f += kSummaryThreads) {
         const u32 id = composite_index(sorted[f]);
         out[NT_LM_HEAD_SUMMARY_WORDS + f] = pack(nt_as_u32(logit(int64_t(id) - a.vocab_start)), int32_t(id));
       }
     }
     if (tid == 0) {
-      sh.header[kSMax] = s_max;
       sh.header[kMass] = __double_as_longlong(z);
       if (plain != 0 && !settled && cls == NT_ROW_PLAIN)
         sh.header[kPlain] = pack(nt_as_u32(nt_key_to_float(composite_key(plain))), int32_t(composite_index(plain)));
@@ -262,7 +267,7 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
   for (int64_t i = tid; i < a.vocab; i += kSummaryThreads) masked[i] = i < n_tokens ? logit(i) : -INFINITY;
   const bool processed = a.lp_mode == NT_LOGPROBS_PROCESSED;
   double z = 0.0;
-  int64_t pos_inf_count = 0;
+  u32 pos_inf_count = 0;
   if (!processed) {
     const float xmax = nt_key_to_float(low(sh.header[kGreedy]));
     for (int64_t i = tid; i < n_tokens; i += kSummaryThreads) {
@@ -280,23 +285,13 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
     }
   }
   z = block_sum(z, sh.mass);
-  pos_inf_count = int64_t(block_sum(double(pos_inf_count), sh.mass));  // exact: counts below 2^53
+  pos_inf_count = SummaryCount(sh.count).Reduce(pos_inf_count, SumU32());
   // The first n_lp tokens by (x key desc, id asc), -inf and NaN included.
   const int32_t top_n = int32_t(min(int64_t(a.n_lp), n_tokens));
   if (top_n > 0) {
     for (int64_t i = tid; i < n_tokens; i += kSummaryThreads)
       items[i] = composite(nt_order_key(logit(i)), u32(a.vocab_start + i));
-    const u64 kth = block_select_kth<kSummaryThreads>(items, int(n_tokens), u32(top_n), sh.select);
-    if (tid == 0) sh.gathered = 0;
-    if (tid < 32) sh.top[tid] = 0;
-    __syncthreads();
-    for (int64_t i0 = 0; i0 < n_tokens; i0 += kSummaryThreads) {
-      const int64_t i = i0 + tid;
-      const bool take = i < n_tokens && items[i] >= kth;
-      const u32 slot = warp_append(take, &sh.gathered);
-      if (take) sh.top[slot] = items[i];
-    }
-    bitonic_sort_desc<kSummaryThreads>(sh.top, 32);
+    select_sorted(items, n_tokens, top_n, sh.top, 32, sh);
   }
   if (tid == 0) {
     int64_t* lp = out + NT_LM_HEAD_SUMMARY_WORDS + a.candidates;
@@ -326,14 +321,11 @@ __global__ void __launch_bounds__(kRanksThreads) shard_ranks_kernel(const float*
                                                                     int64_t cols, const int64_t* keys,
                                                                     int32_t* counts) {
   const int64_t m = blockIdx.x;
-  const int64_t word = keys[m];
-  const u32 lo = u32(u64(word)), hi = u32(u64(word) >> 32);
-  if (word == -1 || lo > hi) return;
+  const summary::RankRange r = summary::rank_range(keys[m]);
+  if (r.empty()) return;
   int32_t c = 0;
-  for (int64_t i = int64_t(blockIdx.y) * kRanksThreads + threadIdx.x; i < cols; i += int64_t(gridDim.y) * kRanksThreads) {
-    const u32 k = nt_order_key(scores[m * stride + i]);
-    c += k >= lo && k <= hi;
-  }
+  for (int64_t i = int64_t(blockIdx.y) * kRanksThreads + threadIdx.x; i < cols; i += int64_t(gridDim.y) * kRanksThreads)
+    c += r.holds(nt_order_key(scores[m * stride + i]));
   c = warp_sum(c);
   if (lane_index() == 0 && c != 0) atomicAdd(&counts[m], c);
 }
@@ -364,8 +356,7 @@ template <class Args>
 size_t after_scores(CudaBackend& b, const Args& a, int64_t rows, int64_t vocab, int device,
                     const nt_lm_head_shard* shard) {
   if (shard != nullptr) return summary_lists(rows, vocab, shard_candidates(*shard)).bytes;
-  static float placeholder;
-  return b.fused_draw_workspace_size(sample_args(&placeholder, rows, vocab, device, a.sampling, a.tokens),
+  return b.fused_draw_workspace_size(sample_args(placeholder_scores(), rows, vocab, device, a.sampling, a.tokens),
                                      fused_logprobs(a));
 }
 
@@ -416,8 +407,7 @@ template <class Args>
 void check_limits(const char* op, const Args& a, const nt_lm_head_shard* shard, int64_t rows, int64_t vocab,
                   int device) {
   if (shard == nullptr) {
-    static float placeholder;
-    check_sample_limits(op, check_sample(sample_args(&placeholder, rows, vocab, device, a.sampling, a.tokens)));
+    check_sample_limits(op, check_sample(sample_args(placeholder_scores(), rows, vocab, device, a.sampling, a.tokens)));
   } else if (rows > INT32_MAX) {
     fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": the CUDA backend takes at most 2^31-1 rows, got " +
                                    std::to_string(rows));

@@ -24,7 +24,7 @@ struct FusedLayout {
   size_t sample_bytes, scores_at, bytes;
 };
 
-// The sample call on the scores (logits data may be a placeholder for a size query).
+// The sample call on the scores.
 nt_sample_args sample_args(void* ws, size_t scores_at, const nt_tensor& like, int64_t rows,
                            int64_t vocab, const nt_lm_head_sampling& s, const nt_tensor& tokens) {
   return fused_sample_args(
@@ -35,9 +35,8 @@ nt_sample_args sample_args(void* ws, size_t scores_at, const nt_tensor& like, in
 FusedLayout fused_layout(OpenclBackend& b, const nt_tensor& like, int64_t rows, int64_t vocab,
                          size_t widened_floats, const nt_lm_head_sampling& s, const nt_tensor& tokens,
                          const FusedLogprobs& lp) {
-  static char placeholder;
   FusedLayout L;
-  L.sample_bytes = b.fused_draw_workspace_size(sample_args(&placeholder, 0, like, rows, vocab, s, tokens), lp);
+  L.sample_bytes = b.fused_draw_workspace_size(sample_args(placeholder_scores(), 0, like, rows, vocab, s, tokens), lp);
   L.scores_at = round_up(std::max(L.sample_bytes, widened_floats * 4), 256);
   L.bytes = L.scores_at + size_t(rows) * size_t(vocab) * 4;
   return L;

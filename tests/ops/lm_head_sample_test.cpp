@@ -1506,24 +1506,26 @@ nt_status fused_on_device(Uploader& up, TestDevice& d, const HeadArgs& host_args
   return query_then_run(up, a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense, d.stream());
 }
 
-// lm_head_topk_* of the head on device d, k = min(V, 64): (values, indices);
-// hidden_stride: the hidden rows' stride the fused call had (0: contiguous), which
-// picks the kernel, so that both calls run the same one.
-TopK head_topk(TestDevice& d, const Head& h, int64_t hidden_stride = 0) {
-  const int32_t k = int32_t(std::min<int64_t>(h.vocab, 64));
-  if (!h.binary) {
-    DenseCase c;
-    c.rows = h.rows;
-    c.vocab = h.vocab;
-    c.hidden = h.hidden;
-    c.dtype = h.dtype;
-    c.x = h.x;
-    c.x_stride = hidden_stride;
-    c.weight = h.w;
-    c.bias = h.bias;
-    c.k = k;
-    return run_dense(d, c);
-  }
+// The head as the harness's lm_head_topk case (k and the strides at their
+// defaults); with magnitudes, the head of its numbers' absolute values (every
+// weight sign +1; act_q lies in [-127, 127]), whose product is the sum of the
+// magnitudes of the head's terms.
+DenseCase dense_case(const Head& h, bool magnitudes = false) {
+  DenseCase c;
+  c.rows = h.rows;
+  c.vocab = h.vocab;
+  c.hidden = h.hidden;
+  c.dtype = h.dtype;
+  c.x = h.x;
+  c.weight = h.w;
+  c.bias = h.bias;
+  if (magnitudes)
+    for (std::vector<float>* v : {&c.x, &c.weight, &c.bias})
+      for (float& e : *v) e = std::fabs(e);
+  return c;
+}
+
+BinaryCase binary_case(const Head& h, bool magnitudes = false) {
   BinaryCase c;
   c.rows = h.rows;
   c.vocab = h.vocab;
@@ -1535,9 +1537,29 @@ TopK head_topk(TestDevice& d, const Head& h, int64_t hidden_stride = 0) {
   c.signs.resize(size_t(h.vocab * h.hidden));
   for (int64_t v = 0; v < h.vocab; ++v)
     for (int64_t j = 0; j < h.hidden; ++j)
-      c.signs[size_t(v * h.hidden + j)] = (uint32_t(h.wq[size_t(v * words + j / 32)]) >> (j % 32)) & 1u ? 1 : -1;
+      c.signs[size_t(v * h.hidden + j)] =
+          magnitudes || ((uint32_t(h.wq[size_t(v * words + j / 32)]) >> (j % 32)) & 1u) ? 1 : -1;
   for (uint16_t w : h.wscale) c.wscale.push_back(from_half_bits(NT_F16, w));
   c.bias = h.bias;
+  if (magnitudes) {
+    for (int8_t& q : c.act_q) q = int8_t(std::abs(q));
+    for (float& b : c.bias) b = std::fabs(b);
+  }
+  return c;
+}
+
+// lm_head_topk_* of the head on device d, k = min(V, 64): (values, indices);
+// hidden_stride: the hidden rows' stride the fused call had (0: contiguous), which
+// picks the kernel, so that both calls run the same one.
+TopK head_topk(TestDevice& d, const Head& h, int64_t hidden_stride = 0) {
+  const int32_t k = int32_t(std::min<int64_t>(h.vocab, 64));
+  if (!h.binary) {
+    DenseCase c = dense_case(h);
+    c.x_stride = hidden_stride;
+    c.k = k;
+    return run_dense(d, c);
+  }
+  BinaryCase c = binary_case(h);
   c.k = k;
   return run_binary(d, c);
 }
@@ -1545,38 +1567,14 @@ TopK head_topk(TestDevice& d, const Head& h, int64_t hidden_stride = 0) {
 // |score - fp64 product| within 1e-4 of the sum of the product's magnitudes:
 // tensor-core and fma accumulations both pass, a wrong row or column does not.
 void expect_near_product(const Head& h, const std::vector<float>& scores) {
-  for (int64_t m = 0; m < h.rows; ++m)
-    for (int64_t v = 0; v < h.vocab; ++v) {
-      double sum = 0.0, magnitude = 0.0;
-      if (!h.binary) {
-        for (int64_t j = 0; j < h.hidden; ++j) {
-          const double t = double(h.x[size_t(m * h.hidden + j)]) * double(h.w[size_t(v * h.hidden + j)]);
-          sum += t;
-          magnitude += std::fabs(t);
-        }
-      } else {
-        const int64_t groups = h.hidden / h.group, words = h.hidden / 32;
-        for (int64_t g = 0; g < groups; ++g) {
-          int64_t dot = 0, abs_dot = 0;
-          for (int64_t j = g * h.group; j < (g + 1) * h.group; ++j) {
-            const bool plus = (uint32_t(h.wq[size_t(v * words + j / 32)]) >> (j % 32)) & 1u;
-            const int a = h.act_q[size_t(m * h.hidden + j)];
-            dot += plus ? a : -a;
-            abs_dot += std::abs(a);
-          }
-          const double scale = from_half_bits(NT_F16, h.wscale[size_t(v * groups + g)]) * h.act_scale[size_t(m)];
-          sum += scale * double(dot);
-          magnitude += scale * double(abs_dot);
-        }
-      }
-      if (!h.bias.empty()) {
-        sum += h.bias[size_t(v)];
-        magnitude += std::fabs(h.bias[size_t(v)]);
-      }
-      const float got = scores[size_t(m * h.vocab + v)];
-      ASSERT_LE(std::fabs(double(got) - sum), 1e-4 * magnitude + 1e-6)
-          << "score of row " << m << ", token " << v << ": " << got << " against " << sum;
-    }
+  const std::vector<double> product =
+      h.binary ? reference_binary_logits(binary_case(h)) : reference_dense_logits(dense_case(h));
+  const std::vector<double> magnitude =
+      h.binary ? reference_binary_logits(binary_case(h, true)) : reference_dense_logits(dense_case(h, true));
+  for (size_t i = 0; i < product.size(); ++i)
+    ASSERT_LE(std::fabs(double(scores[i]) - product[i]), 1e-4 * magnitude[i] + 1e-6)
+        << "score of row " << i / size_t(h.vocab) << ", token " << i % size_t(h.vocab) << ": " << scores[i]
+        << " against " << product[i];
 }
 
 // A head shape of the fused single call's device tests.
