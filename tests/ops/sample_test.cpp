@@ -351,8 +351,8 @@ TEST_P(Sample, NucleusAtTheCandidateListsLength) {
 }
 
 // More rows whose keep-set reaches past their candidates (top-p alone over
-// flat logits) than a GPU holds blocks of the kernels that resolve them, so
-// each of those blocks takes several rows in turn; every sixth row of another
+// flat logits) than a GPU holds blocks of the kernel that resolves them, so
+// each of its blocks takes several rows in turn; every sixth row of another
 // class (greedy, top-k, k50+p0.9) in between.
 TEST_P(Sample, ManyRowsPastTheirCandidates) {
   const uint64_t seed = 2950;
