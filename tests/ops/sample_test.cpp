@@ -351,8 +351,8 @@ TEST_P(Sample, NucleusAtTheCandidateListsLength) {
 }
 
 // More rows whose keep-set reaches past their candidates (top-p alone over
-// flat logits) than a GPU holds blocks of the kernels that resolve them, so
-// each of those blocks takes several rows in turn; every sixth row of another
+// flat logits) than a GPU holds blocks of the kernel that resolves them, so
+// each of its blocks takes several rows in turn; every sixth row of another
 // class (greedy, top-k, k50+p0.9) in between.
 TEST_P(Sample, ManyRowsPastTheirCandidates) {
   const uint64_t seed = 2950;
@@ -376,6 +376,55 @@ TEST_P(Sample, ManyRowsPastTheirCandidates) {
   fill_logits(c, rng, false);
   redraw_degenerate_rows(c, rng, false);
   expect_tokens_match(dev(), c);
+}
+
+// Rows the large keep-set path resolves and rows it hands on to the exact
+// fallback in one call of per-row parameters, more of the latter than a GPU
+// holds CTAs of the kernel that resolves them. Of every six rows: top-p alone
+// over flat logits and a top-k past the candidates (the large path settles
+// both); a top-p renormalized on such a top-k, and top-p alone over logits of
+// two values, whose cut falls among thousands of tied scores (both listed
+// for the large path, which leaves them to the fallback); greedy; k50+p0.9.
+// Then the same rows with explicit draws.
+TEST_P(Sample, LargeKeepSetAndFallbackRowsInOneCall) {
+  uint64_t seed = 2960;
+  for (const std::array<int64_t, 2> shape : {std::array<int64_t, 2>{420, 8192 + 5}, {6, 128256}}) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " B=" + std::to_string(shape[0]) + " V=" + std::to_string(shape[1]));
+    SampleCase c;
+    c.rows = shape[0];
+    c.vocab = shape[1];
+    std::vector<float> t, p;
+    std::vector<int32_t> k;
+    for (int64_t r = 0; r < c.rows; ++r) {
+      const int kind = int(r % 6);
+      t.push_back(kind == 4 ? 0.0f : 1.0f);
+      k.push_back(kind == 1 ? 2000 : kind == 2 ? 3000 : kind == 5 ? 50 : 0);
+      p.push_back(kind == 0 ? 0.95f : kind == 2 ? 0.9f : kind == 3 ? 0.3f : kind == 5 ? 0.9f : 1.0f);
+    }
+    c.temperature = {true, t};
+    c.top_k = {true, k};
+    c.top_p = {true, p};
+    set_seeds(c, rng, true);
+    auto refill = [&](float* row) {
+      if ((row - c.logits.data()) / c.vocab % 6 == 3) {
+        for (int64_t i = 0; i < c.vocab; ++i) row[i] = rng.coin() ? 0.0f : -1.0f;
+      } else {
+        fill_row(rng, false, c.dtype, row, c.vocab);
+      }
+    };
+    c.logits.assign(size_t(c.rows * c.vocab), 0.0f);
+    for (int64_t r = 0; r < c.rows; ++r) refill(&c.logits[size_t(r * c.vocab)]);
+    redraw_degenerate_rows(c, refill);
+    expect_tokens_match(dev(), c);
+    // The same rows with explicit draws, which the large path does not take:
+    // nothing listed, the flagged rows straight to the fallback.
+    c.uniform.resize(size_t(c.rows));
+    for (float& u : c.uniform) u = float(rng.uniform());
+    for (int64_t r = 0; r < c.rows; ++r)
+      if (reference_sample(c, r).degenerate) c.uniform[size_t(r)] = 0.0f;
+    expect_tokens_match(dev(), c);
+  }
 }
 
 // Top-p alone on a row whose peaks lie far (37) above every logit a sampling
