@@ -351,8 +351,8 @@ TEST_P(Sample, NucleusAtTheCandidateListsLength) {
 }
 
 // More rows whose keep-set reaches past their candidates (top-p alone over
-// flat logits) than a GPU holds blocks of the kernel that resolves them, so
-// each of its blocks takes several rows in turn; every sixth row of another
+// flat logits) than a GPU holds blocks of the kernels that resolve them, so
+// each of those blocks takes several rows in turn; every sixth row of another
 // class (greedy, top-k, k50+p0.9) in between.
 TEST_P(Sample, ManyRowsPastTheirCandidates) {
   const uint64_t seed = 2950;
@@ -379,8 +379,8 @@ TEST_P(Sample, ManyRowsPastTheirCandidates) {
 }
 
 // Rows the large keep-set path resolves and rows it hands on to the exact
-// fallback in one call of per-row parameters, more of the latter than a GPU
-// holds CTAs of the kernel that resolves them. Of every six rows: top-p alone
+// fallback in one call of per-row parameters (140 of the latter at B = 420,
+// more than a GPU has multiprocessors). Of every six rows: top-p alone
 // over flat logits and a top-k past the candidates (the large path settles
 // both); a top-p renormalized on such a top-k, and top-p alone over logits of
 // two values, whose cut falls among thousands of tied scores (both listed
