@@ -131,7 +131,7 @@ __device__ __forceinline__ int frag_word(int c, int m, int plane) {
 }
 
 // WPG: sign words per group (4 or 8: G = 128 or 256); R: token rows (1 or 2);
-// kScores: every score stored to p.cand.scores instead of the top-k lists.
+// kScores: every score written to p.cand.scores instead of the top-k lists.
 template <int WPG, int R, bool kScores>
 __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     binary_rows_kernel(const __grid_constant__ BinaryRowsParams p) {
@@ -418,7 +418,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
           if (row >= cta_end) continue;
           const float score = add_bias(act_scale[m] * (half ? hi[m] : lo[m]), p.bias, row);
           if constexpr (kScores) {
-            topk::store_score(p.cand.scores, m, score, row);
+            p.cand.scores[m * p.cand.score_stride + row] = score;
             continue;
           }
           // Rows come in increasing order: an equal key loses to the kept one.

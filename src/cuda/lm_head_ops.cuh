@@ -22,36 +22,14 @@ size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a);
 void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace,
                          size_t workspace_bytes, cudaStream_t stream);
 
-// Where a scoring pass stores score (m, v): masked[m * masked_stride + v],
-// -inf where the bitmask disallows v (row m's words at mask + m * mask_stride;
-// mask_stride 0: one row for all; no mask: every token allowed), and, when
-// raw is set, the score as computed at raw[m * raw_stride + v].
-struct ScoreOutput {
-  float* masked = nullptr;
-  int64_t masked_stride = 0;
-  const uint32_t* mask = nullptr;
-  int64_t mask_stride = 0, mask_words = 0;
-  float* raw = nullptr;
-  int64_t raw_stride = 0;
-
-  // The same output from row m0 on.
-  ScoreOutput from_row(int64_t m0) const {
-    ScoreOutput o = *this;
-    o.masked += m0 * masked_stride;
-    if (mask != nullptr) o.mask += m0 * mask_stride;
-    if (raw != nullptr) o.raw += m0 * raw_stride;
-    return o;
-  }
-};
-
 // The heads' scores written out, for the fused heads (cuda/lm_head_sample.cu):
-// the top-k calls' kernels and arithmetic, every score of rows [0, M) stored
-// as `out` says instead of a selection (k and the top-k outputs of `a` are not
-// read). Errors name `op`.
-void lm_head_scores_dense(const char* op, const nt_lm_head_dense_args& a, const ScoreOutput& out,
+// the top-k calls' kernels and arithmetic, every score of rows [0, M) to
+// scores[m * stride + v] instead of a selection (k and the top-k outputs of
+// `a` are not read). Errors name `op`.
+void lm_head_scores_dense(const char* op, const nt_lm_head_dense_args& a, float* scores, int64_t stride,
                           cudaStream_t stream);
 size_t lm_head_scores_binary_workspace_size(const char* op, const nt_lm_head_binary_args& a);
-void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, const ScoreOutput& out,
+void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, float* scores, int64_t stride,
                            void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 void pack_weights(const nt_pack_weights_args& a, cudaStream_t stream);

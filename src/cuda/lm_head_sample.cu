@@ -2,10 +2,10 @@
 // (docs/SEMANTICS.md, "Fused hidden -> token"). The heads' own scoring kernels
 // write every score into the workspace (cuda/lm_head_ops.cuh: the kernels and
 // arithmetic of lm_head_topk_*, with a sink that stores instead of selecting).
-// Single call: the sink stores the scores masked by the bitmask (-inf where it
-// disallows, apply_token_bitmask's rule) and sample (sample_logprobs for a
-// logprobs request) draws from them on the call's stream, so the token is
-// nt_sample's on those masked scores by construction. Shard call: summary_kernel writes each row's
+// Single call: the bitmask op masks the scores in place and sample
+// (sample_logprobs for a logprobs request) draws from them, all on the call's
+// stream, so the token is nt_sample's on those masked scores by construction,
+// as on the CPU and OpenCL. Shard call: summary_kernel writes each row's
 // summary (the words of core/lm_head_summary.h) from the shard's scores, one
 // CTA a row, for nt_lm_head_sample_combine on the host.
 // Workspace: the [M, V] scores (256-byte aligned), then one region that the
@@ -330,25 +330,14 @@ __global__ void __launch_bounds__(kRanksThreads) shard_ranks_kernel(const float*
   if (lane_index() == 0 && c != 0) atomicAdd(&counts[m], c);
 }
 
-// Where the scoring pass stores the scores: into the workspace, masked by the
-// call's bitmask (a shard call's summary applies the bitmask itself, so its
-// copy there is as computed), and as computed into the caller's `scores`,
-// when asked for.
-template <class Args>
-ScoreOutput score_output(const Args& a, char* ws, int64_t vocab, const nt_lm_head_shard* shard) {
-  ScoreOutput o;
-  o.masked = reinterpret_cast<float*>(ws);
-  o.masked_stride = vocab;
-  if (shard == nullptr && present(a.bitmask)) {
-    o.mask = static_cast<const uint32_t*>(a.bitmask.data);
-    o.mask_stride = a.bitmask.shape[0] > 1 ? a.bitmask.row_stride : 0;
-    o.mask_words = a.bitmask.shape[1];
-  }
-  if (present(a.scores)) {
-    o.raw = static_cast<float*>(a.scores.data);
-    o.raw_stride = a.scores.row_stride;
-  }
-  return o;
+// The scores' copy for the caller, when asked for.
+void copy_scores(const char* op, const nt_tensor& out, const float* scores, int64_t rows, int64_t vocab,
+                 cudaStream_t stream) {
+  if (!present(out)) return;
+  const size_t pitch = size_t(std::max<int64_t>(out.row_stride, vocab)) * 4;
+  check_cuda(cudaMemcpy2DAsync(out.data, pitch, scores, size_t(vocab) * 4, size_t(vocab) * 4, size_t(rows),
+                               cudaMemcpyDeviceToDevice, stream),
+             op);
 }
 
 // The shared region's later use: the draw's workspace, or the summaries' lists.
@@ -360,15 +349,16 @@ size_t after_scores(CudaBackend& b, const Args& a, int64_t rows, int64_t vocab, 
                                      fused_logprobs(a));
 }
 
-// After the scoring pass: the draw from the masked scores (single call) or
-// the summaries (shard call).
+// After the scoring pass: the copy the caller asked for, then the mask and the
+// draw (single call) or the summaries (shard call).
 template <class Args>
 void finish(CudaBackend& b, const char* op, const Args& a, const nt_lm_head_shard* shard, const FusedLayout& L,
             char* ws, int64_t rows, int64_t vocab, int device, cudaStream_t stream) {
   float* scores = reinterpret_cast<float*>(ws);
+  copy_scores(op, a.scores, scores, rows, vocab, stream);
   char* shared = ws + L.scores_bytes;
   if (shard == nullptr) {
-    b.fused_draw(sample_args(scores, rows, vocab, device, a.sampling, a.tokens), nt_tensor{}, fused_logprobs(a),
+    b.fused_draw(sample_args(scores, rows, vocab, device, a.sampling, a.tokens), a.bitmask, fused_logprobs(a),
                  shared, L.shared_bytes, stream);
     return;
   }
@@ -461,7 +451,7 @@ void CudaBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, co
   check_limits(op, a, shard, rows, vocab, device);
   char* ws = aligned_workspace(workspace);
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  lm_head_scores_dense(op, dense_head(a), score_output(a, ws, vocab, shard), s);
+  lm_head_scores_dense(op, dense_head(a), reinterpret_cast<float*>(ws), vocab, s);
   finish(*this, op, a, shard, L, ws, rows, vocab, device, s);
 }
 
@@ -489,7 +479,7 @@ void CudaBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, 
   check_limits(op, a, shard, rows, vocab, device);
   char* ws = aligned_workspace(workspace);
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  lm_head_scores_binary(op, head, score_output(a, ws, vocab, shard), ws + L.scores_bytes, head_bytes, s);
+  lm_head_scores_binary(op, head, reinterpret_cast<float*>(ws), vocab, ws + L.scores_bytes, head_bytes, s);
   finish(*this, op, a, shard, L, ws, rows, vocab, device, s);
 }
 

@@ -518,7 +518,7 @@ void score_passes(const Call& c, After&& after) {
     pass.act_stride = pass.rows > 1 ? a.act_q.row_stride : 0;
     pass.act_scale = static_cast<const float*>(a.act_scale.data) + m0;
     pass.cand = c.cand;
-    if (kScores) pass.cand.scores = c.cand.scores.from_row(m0);
+    if (kScores) pass.cand.scores = c.cand.scores + m0 * c.cand.score_stride;
     switch (choice.kernel) {
       case BinaryKernel::kRows: launch_rows<kScores>(c, pass, choice); break;
       case BinaryKernel::kWgmmaBulk: launch_pass<kScores>(c, pass, true); break;
@@ -557,7 +557,7 @@ size_t lm_head_scores_binary_workspace_size(const char* op, const nt_lm_head_bin
                    [&](const DeviceLimits& dev) { return workspace_needed(plan_for(a, dev, true).lists.end); });
 }
 
-void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, const ScoreOutput& scores,
+void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, float* scores, int64_t stride,
                            void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   using namespace lm_head;
   on_device(op, a, true, [&](const DeviceLimits& dev) {
@@ -565,6 +565,7 @@ void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, cons
     check_workspace(op, workspace_needed(plan.lists.end), workspace, workspace_bytes);
     topk::CandidateArgs out{};
     out.scores = scores;
+    out.score_stride = stride;
     const Call call{a, plan, aligned_workspace(workspace), out, BiasArgs{a.bias.data, a.bias.dtype}, dev,
                     a.wq.device_id, stream, op};
     score_passes<true>(call, [](int64_t, int) {});

@@ -402,7 +402,7 @@ void score_passes(const char* op, const nt_lm_head_dense_args& a, const TopkPlan
     pass.op = op;
     pass.bias = BiasArgs{a.bias.data, a.bias.dtype};
     pass.cand = out;
-    if (kScores) pass.cand.scores = out.scores.from_row(m0);
+    if (kScores) pass.cand.scores = out.scores + m0 * out.score_stride;
     launch<kScores>(kernel, a, pass, dev, stream);
     check_launch(op);
     after(m0, pass.rows);
@@ -430,12 +430,13 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
   });
 }
 
-void lm_head_scores_dense(const char* op, const nt_lm_head_dense_args& a, const ScoreOutput& scores,
+void lm_head_scores_dense(const char* op, const nt_lm_head_dense_args& a, float* scores, int64_t stride,
                           cudaStream_t stream) {
   using namespace lm_head;
   on_device(op, a, true, [&](const DeviceLimits& dev) {
     topk::CandidateArgs out{};
     out.scores = scores;
+    out.score_stride = stride;
     score_passes<true>(op, a, plan_for(a, dev), out, dev, stream, [](int64_t, int) {});
   });
 }

@@ -15,10 +15,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/bitmask.h"
 #include "core/ordering.h"
 #include "cuda/block_select.cuh"
-#include "cuda/lm_head_ops.cuh"  // ScoreOutput
 
 namespace nt::cuda::topk {
 
@@ -47,7 +45,8 @@ struct CandidateArgs {
   int mp_stride;
   int cap;
   int k;
-  ScoreOutput scores;  // from the pass's first row
+  float* scores;         // [pass rows][score_stride]: the pass's first row
+  int64_t score_stride;
 };
 
 constexpr int kMaxRows = 64;
@@ -342,26 +341,20 @@ struct CtaTopk {
   }
 };
 
-// Score (m, index) of a pass stored as ScoreOutput says: as computed to
-// `raw` when asked for, and masked to `masked` (-inf where the bitmask
-// disallows the token, as apply_token_bitmask writes it).
-__device__ __forceinline__ void store_score(const ScoreOutput& o, int m, float score, int32_t index) {
-  if (o.raw != nullptr) o.raw[m * o.raw_stride + index] = score;
-  const uint32_t* mask = o.mask != nullptr ? o.mask + m * o.mask_stride : nullptr;
-  o.masked[m * o.masked_stride + index] = nt_mask_allows(mask, o.mask_words, index) ? score : -INFINITY;
-}
-
-// The other output of a scoring kernel: every score written out
-// (store_score), for the fused heads (cuda/lm_head_sample.cu). The interface
-// of CtaTopk, so that one kernel body serves both; nothing is selected, so
-// there is nothing to cut or count.
+// The other output of a scoring kernel: every score written out, score
+// (m, index) at scores[m * score_stride + index], for the fused heads
+// (cuda/lm_head_sample.cu). The interface of CtaTopk, so that one kernel body
+// serves both; nothing is selected, so there is nothing to cut or count.
 struct ScoreSink {
-  ScoreOutput out;
+  float* scores;
+  int64_t stride;
 
   template <class Shared>
-  __device__ ScoreSink(Shared&, const CandidateArgs& a, int) : out(a.scores) {}
+  __device__ ScoreSink(Shared&, const CandidateArgs& a, int) : scores(a.scores), stride(a.score_stride) {}
   __device__ __forceinline__ uint32_t threshold(int) const { return 0u; }
-  __device__ __forceinline__ void offer(int m, float score, int32_t index) { store_score(out, m, score, index); }
+  __device__ __forceinline__ void offer(int m, float score, int32_t index) {
+    scores[m * stride + index] = score;
+  }
   __device__ __forceinline__ void offer_above(int m, uint32_t, float score, int32_t index) {
     offer(m, score, index);
   }
