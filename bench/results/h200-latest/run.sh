@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Driver of the run in this folder: this tree beside 61b48cf on one GPU:
+# build both, ctest -L gpu, W1-W4 of both builds, W5, W7, the W3c per-row rows and
+# the profiler split (bench/profile_kernels.py) of this one, then
+# memcheck and racecheck of the GPU tests in the time left. It runs from
+# baseline-src/ (git-excluded: `git archive 61b48cf | tar -x -C baseline-src`,
+# this file copied there as run1.sh, `git rev-parse --short HEAD > baseline-src/NEW_COMMIT`),
+# carried to the device: `baseline-src/run1.sh`.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
+OUT=${OUT:-$PWD/out}; mkdir -p "$OUT" json-out
+t0=$(date +%s); END=$((t0 + ${DEADLINE:-575}))
+at() { echo "$1 at $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.md"; }
+{ date -u +%Y-%m-%dT%H:%M:%SZ; echo "commit $(cat baseline-src/NEW_COMMIT) beside 61b48cf"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+  nvcc --version | tail -1; python3 -c 'import torch; print("torch", torch.__version__)'; } >"$OUT/summary.md" 2>&1
+common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
+  -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF -DNEXTTOK_PYTHON=ON)
+(cmake -S . -B build-device "${common[@]}" -DNEXTTOK_TESTS=ON && cmake --build build-device -j 16) >build-device.log 2>&1 &
+(cmake -S baseline-src -B build-base "${common[@]}" -DNEXTTOK_TESTS=OFF && cmake --build build-base -j 16) >build-base.log 2>&1 &
+wait
+at built; grep -hE "error|FAILED:" build-device.log build-base.log | head -20 | tee -a "$OUT/summary.md"
+NEXTTOK_TEST_REQUIRE=cuda timeout 150 ctest --test-dir build-device -L gpu -j 8 --timeout 120 --output-on-failure >"$OUT/tests.log" 2>&1
+at "ctest rc=$?"; grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Failed  |\*\*\*" "$OUT/tests.log" | head -30 | tee -a "$OUT/summary.md"
+w3='^W3 (greedy|plain T=0.7|top-p 0.9|k50\+p0.9\+min-p 0.05|mixed per-row) B=256 V=128256|^W3 (k50\+p0.9\+min-p 0.05|top-p 0.9|greedy) B=1 V=128256|^W3 k50\+p0.9\+min-p 0.05 B=256 V=248320|^W4 .* B=(1|256) '
+for b in build-base build-device; do
+  PYTHONPATH=$b/python timeout 90 python3 bench/cuda_sampling_bench.py --match "$w3" --budget 60 \
+    --json "json-out/sampling-$b.json" >"$OUT/bench-$b.log" 2>&1; at "$b sampling rc=$?"
+done
+for b in build-base build-device; do
+  PYTHONPATH=$b/python timeout 90 python3 bench/cuda_lm_head_bench.py --bench --budget 60 \
+    --json "json-out/lm_head-$b.json" >>"$OUT/bench-$b.log" 2>&1; at "$b lm_head rc=$?"
+done
+PYTHONPATH=build-device/python timeout 110 python3 bench/cuda_fused_head_bench.py --check --runs 50 --budget 45 \
+  --json "$OUT/fused_head.json" >"$OUT/bench-w5.log" 2>&1; at "w5 rc=$?"
+PYTHONPATH=build-device/python timeout 45 python3 bench/cuda_penalties_bench.py --check --runs 50 --budget 20 \
+  >"$OUT/bench-w7.log" 2>&1; at "w7 rc=$?"
+w3c='^W3c (k50\+p0.9|k50\+p0.9 per-row|top-p 0.9|top-p 0.9 per-row|mixed quarters per-row) B=(1|256) V=128256 peaked'
+PYTHONPATH=build-device/python timeout 60 python3 bench/cuda_sampling_bench.py --match "$w3c" --budget 45 \
+  >>"$OUT/bench-w7.log" 2>&1; at "w3c rc=$?"
+PYTHONPATH=build-device/python timeout 70 python3 bench/profile_kernels.py --match "^W[1256] |^W3c " \
+  >>"$OUT/bench-w5.log" 2>&1; at "profile rc=$?"
+python3 - <<'PY' | tee -a "$OUT/summary.md"
+import json, os
+def rows(b):
+    r = {}
+    for kind in ("sampling", "lm_head"):
+        p = f"json-out/{kind}-{b}.json"
+        if os.path.exists(p):
+            for row in json.load(open(p))["rows"]:
+                r[row["row"]] = row
+    return r
+base, new = rows("build-base"), rows("build-device")
+print("| row | 61b48cf us | graph | this tree us | graph | ratio |\n|---|---:|---:|---:|---:|---:|")
+for name, n in new.items():
+    b = base.get(name)
+    if b is None or "error" in n or "error" in b:
+        print(f"| {name} | {b and b.get('ours_us')} | | {n.get('ours_us')} | | |"); continue
+    print(f"| {name} | {b['ours_us']:.1f} | {b['graph_us']:.1f} | {n['ours_us']:.1f} | {n['graph_us']:.1f} | {n['ours_us'] / b['ours_us']:.3f} |")
+PY
+grep -E "^checks|FAIL|Error|^\|" "$OUT/bench-w5.log" "$OUT/bench-w7.log" | head -60
+ctest --test-dir build-device -L gpu --show-only=json-v1 | python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["tests"]:
+    print(t["command"][0], next(a for a in t["command"] if a.startswith("--gtest_filter=")))' >build-device/gpu_tests.txt
+for tool in memcheck racecheck; do
+  left=$((END - $(date +%s) - 5)); [ $left -lt 20 ] && { at "$tool skipped"; continue; }
+  list=build-device/gpu_tests.txt
+  [ $tool = racecheck ] && { grep -v Distribution $list >build-device/race.txt; list=build-device/race.txt; }
+  rm -rf san-$tool && mkdir -p san-$tool
+  lim=$((left - 10))
+  nl -w1 -s' ' "$list" | TOOL=$tool LIMIT=$lim timeout $left xargs -P 8 -L 1 bash -c \
+    'timeout "$LIMIT" compute-sanitizer --tool "$TOOL" --error-exitcode 1 "$1" "$2" >"san-$TOOL/$0.log" 2>&1; echo "rc=$? $2" >>"san-$TOOL/$0.log"'
+  n=$(wc -l <"$list"); ok=$(grep -l "^rc=0 " san-$tool/*.log | wc -l); slow=$(grep -l "^rc=124 " san-$tool/*.log | wc -l)
+  at "$tool: $n tests, $ok clean, $slow out of time"
+  grep -h "^rc=124 " san-$tool/*.log | tee -a "$OUT/summary.md"
+  for f in $(grep -L "^rc=0 \|^rc=124 " san-$tool/*.log); do
+    { echo "---- $f"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Hazard|FAILED|rc=" "$f" | head -12; } | tee -a "$OUT/summary.md"
+  done
+  { echo "==== $tool"; tail -c 1000000 <(cat san-$tool/*.log); } >>"$OUT/sanitizers.log"
+done
