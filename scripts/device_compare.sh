@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
-# Session driver of the run in this folder: this tree beside 61b48cf on one GPU:
-# build both, ctest -L gpu, W1-W4 of both builds, W5 and W7 of this one, then
-# memcheck and racecheck of the GPU tests in the time left. It runs from
-# baseline-src/ (git-excluded: `git archive 61b48cf | tar -x -C baseline-src`,
-# this file copied there as run1.sh, `git rev-parse --short HEAD > baseline-src/NEW_COMMIT`),
-# carried to the device: `baseline-src/run1.sh`.
+# This tree timed beside an earlier one on one CUDA machine, in one device call
+# (the re-measure that bench/results/<gpu>.md reports): build both (Release,
+# sm_90a, the Python package), ctest -L gpu, W3/W4 and W1/W2 of both builds
+# (bench-build-base.log, bench-build-device.log and the ratio table in
+# summary.md), then of this tree W5 with its checks (bench-w5.log,
+# fused_head.json), W7 and the W3c per-row rows (bench-w7.log) and the
+# profiler split of bench/profile_kernels.py (end of bench-w5.log), then
+# compute-sanitizer memcheck and racecheck of the GPU tests in the time left
+# (sanitizers.log; the racecheck of every test takes about 440 s on 8 lanes, so
+# scripts/device_check.sh on the same warm machine finishes it). Eight files in
+# $OUT, the most the device tool returns.
+#
+# The machine has no git history: the earlier tree travels as a git-excluded
+# folder named in the call's carry, with the two commits written beside it:
+#   git archive REV | tar -x -C baseline-src   # (mkdir first; baseline-src/ in .git/info/exclude)
+#   echo REV >baseline-src/BASE_COMMIT; git rev-parse --short HEAD >baseline-src/NEW_COMMIT
+#   scripts/device_compare.sh                  # run: carry ["baseline-src"]
 set -u
 cd "$(dirname "$0")/.." || exit 2
+BASE_DIR=${BASE_DIR:-baseline-src}
+base_rev=$(cat "$BASE_DIR/BASE_COMMIT") && new_rev=$(cat "$BASE_DIR/NEW_COMMIT") || exit 2
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT" json-out
 t0=$(date +%s); END=$((t0 + ${DEADLINE:-575}))
 at() { echo "$1 at $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.md"; }
-{ date -u +%Y-%m-%dT%H:%M:%SZ; echo "commit $(cat baseline-src/NEW_COMMIT) beside 61b48cf"
+{ date -u +%Y-%m-%dT%H:%M:%SZ; echo "commit $new_rev beside $base_rev"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
   nvcc --version | tail -1; python3 -c 'import torch; print("torch", torch.__version__)'; } >"$OUT/summary.md" 2>&1
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
   -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF -DNEXTTOK_PYTHON=ON)
-(cmake -S . -B build-device "${common[@]}" -DNEXTTOK_TESTS=ON && cmake --build build-device -j 16) >"$OUT/build.log" 2>&1 &
-(cmake -S baseline-src -B build-base "${common[@]}" -DNEXTTOK_TESTS=OFF && cmake --build build-base -j 16) >"$OUT/build-base.log" 2>&1 &
+(cmake -S . -B build-device "${common[@]}" -DNEXTTOK_TESTS=ON && cmake --build build-device -j 16) >build-device.log 2>&1 &
+(cmake -S "$BASE_DIR" -B build-base "${common[@]}" -DNEXTTOK_TESTS=OFF && cmake --build build-base -j 16) >build-base.log 2>&1 &
 wait
-at built; grep -hE "error|FAILED:" "$OUT/build.log" "$OUT/build-base.log" | head -20
+at built; grep -hE "error|FAILED:" build-device.log build-base.log | head -20 | tee -a "$OUT/summary.md"
 NEXTTOK_TEST_REQUIRE=cuda timeout 150 ctest --test-dir build-device -L gpu -j 8 --timeout 120 --output-on-failure >"$OUT/tests.log" 2>&1
 at "ctest rc=$?"; grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Failed  |\*\*\*" "$OUT/tests.log" | head -30 | tee -a "$OUT/summary.md"
 w3='^W3 (greedy|plain T=0.7|top-p 0.9|k50\+p0.9\+min-p 0.05|mixed per-row) B=256 V=128256|^W3 (k50\+p0.9\+min-p 0.05|top-p 0.9|greedy) B=1 V=128256|^W3 k50\+p0.9\+min-p 0.05 B=256 V=248320|^W4 .* B=(1|256) '
@@ -35,7 +48,12 @@ PYTHONPATH=build-device/python timeout 110 python3 bench/cuda_fused_head_bench.p
   --json "$OUT/fused_head.json" >"$OUT/bench-w5.log" 2>&1; at "w5 rc=$?"
 PYTHONPATH=build-device/python timeout 45 python3 bench/cuda_penalties_bench.py --check --runs 50 --budget 20 \
   >"$OUT/bench-w7.log" 2>&1; at "w7 rc=$?"
-python3 - <<'PY' | tee -a "$OUT/summary.md"
+w3c='^W3c (k50\+p0.9|k50\+p0.9 per-row|top-p 0.9|top-p 0.9 per-row|mixed quarters per-row) B=(1|256) V=128256 peaked'
+PYTHONPATH=build-device/python timeout 60 python3 bench/cuda_sampling_bench.py --match "$w3c" --budget 45 \
+  >>"$OUT/bench-w7.log" 2>&1; at "w3c rc=$?"
+PYTHONPATH=build-device/python timeout 70 python3 bench/profile_kernels.py --match "^W[1256] |^W3c " \
+  >>"$OUT/bench-w5.log" 2>&1; at "profile rc=$?"
+BASE_REV=$base_rev python3 - <<'PY' | tee -a "$OUT/summary.md"
 import json, os
 def rows(b):
     r = {}
@@ -46,7 +64,7 @@ def rows(b):
                 r[row["row"]] = row
     return r
 base, new = rows("build-base"), rows("build-device")
-print("| row | 61b48cf us | graph | this tree us | graph | ratio |\n|---|---:|---:|---:|---:|---:|")
+print(f"| row | {os.environ['BASE_REV']} us | graph | this tree us | graph | ratio |\n|---|---:|---:|---:|---:|---:|")
 for name, n in new.items():
     b = base.get(name)
     if b is None or "error" in n or "error" in b:
@@ -63,13 +81,14 @@ for tool in memcheck racecheck; do
   list=build-device/gpu_tests.txt
   [ $tool = racecheck ] && { grep -v Distribution $list >build-device/race.txt; list=build-device/race.txt; }
   rm -rf san-$tool && mkdir -p san-$tool
-  lim=$((left < 120 ? left : 120))
+  lim=$((left - 10))
   nl -w1 -s' ' "$list" | TOOL=$tool LIMIT=$lim timeout $left xargs -P 8 -L 1 bash -c \
     'timeout "$LIMIT" compute-sanitizer --tool "$TOOL" --error-exitcode 1 "$1" "$2" >"san-$TOOL/$0.log" 2>&1; echo "rc=$? $2" >>"san-$TOOL/$0.log"'
   n=$(wc -l <"$list"); ok=$(grep -l "^rc=0 " san-$tool/*.log | wc -l); slow=$(grep -l "^rc=124 " san-$tool/*.log | wc -l)
   at "$tool: $n tests, $ok clean, $slow out of time"
+  grep -h "^rc=124 " san-$tool/*.log | tee -a "$OUT/summary.md"
   for f in $(grep -L "^rc=0 \|^rc=124 " san-$tool/*.log); do
     { echo "---- $f"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Hazard|FAILED|rc=" "$f" | head -12; } | tee -a "$OUT/summary.md"
   done
-  tail -c 2000000 <(cat san-$tool/*.log) >"$OUT/$tool.log"
+  { echo "==== $tool"; tail -c 1000000 <(cat san-$tool/*.log); } >>"$OUT/sanitizers.log"
 done
