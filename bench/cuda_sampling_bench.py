@@ -7,6 +7,14 @@ baseline nexttok's own sample row of the same shape and per-row parameters
 without logprobs.
 
   PYTHONPATH=build/python python3 bench/cuda_sampling_bench.py [--check] [--json out.json]
+      [--xgrammar DIR]
+
+--xgrammar DIR adds W4 rows timed against XGrammar's CUDA bitmask kernel
+(DIR/kernels/apply_token_bitmask_inplace_cuda.py of an installed or unpacked
+xgrammar package, e.g. `pip install --no-deps xgrammar-*.whl`; the file is
+loaded alone, so the package's tokenizer dependencies are not needed, and its
+kernel is compiled by torch on first use), after checking that both ops mask
+the same logits to the same bits.
 
 --check first verifies, on a few batches, that greedy tokens equal torch.argmax,
 that sampled tokens lie in the keep-set of a sort-based reference, that tokens
@@ -370,7 +378,18 @@ def mask_bytes(bitmask, vocab, esize):
     return bitmask.numel() * 4 + full_masked * 16 + mixed * 32
 
 
-def bench_w4(rows_out, gen, l2):
+def load_xgrammar_kernel(package_dir):
+    """XGrammar's apply_token_bitmask_inplace_cuda, from its file in package_dir."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(package_dir) / "kernels" / "apply_token_bitmask_inplace_cuda.py"
+    spec = importlib.util.spec_from_file_location("xgrammar_bitmask_cuda", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.apply_token_bitmask_inplace_cuda
+
+
+def bench_w4(rows_out, gen, l2, xgrammar=None):
     vocab = 128256
     kinds = ("50% random", "1% allowed", "blocky")
     for dtype in (torch.float32, torch.bfloat16):
@@ -383,15 +402,29 @@ def bench_w4(rows_out, gen, l2):
                 if not rows_out.wanted(name):
                     continue
                 bm, _ = make_bitmask(rows, vocab, kind, gen)
+                moved = mask_bytes(bm, vocab, copies[0].element_size())
                 rows_out.time(name, lambda i: nexttok.apply_token_bitmask(copies[i], bm),
-                              lambda i: torch_mask(copies[i], bm), len(copies),
-                              mask_bytes(bm, vocab, copies[0].element_size()), "unpack + masked_fill_")
+                              lambda i: torch_mask(copies[i], bm), len(copies), moved, "unpack + masked_fill_")
+                if xgrammar is None:
+                    continue
+                ours, theirs = copies[0].clone(), copies[0].clone()
+                nexttok.apply_token_bitmask(ours, bm)
+                xgrammar(theirs, bm)
+                if not torch.equal(ours.view(torch.int16 if dtype == torch.bfloat16 else torch.int32),
+                                   theirs.view(torch.int16 if dtype == torch.bfloat16 else torch.int32)):
+                    print(f"{name}: XGrammar's kernel masked other bits; its row is left out", flush=True)
+                    rows_out.rows.append(dict(row=name + " vs XGrammar", error="different bits"))
+                    continue
+                rows_out.time(name + " vs XGrammar", lambda i: nexttok.apply_token_bitmask(copies[i], bm),
+                              lambda i: xgrammar(copies[i], bm), len(copies), moved, "XGrammar CUDA kernel")
             copies = None
             torch.cuda.empty_cache()
 
 
 def main():
-    args = parser(__doc__).parse_args()
+    ap = parser(__doc__)
+    ap.add_argument("--xgrammar", metavar="DIR", help="an xgrammar package folder: W4 rows against its CUDA kernel")
+    args = ap.parse_args()
     info = cuda_device()
     gen = torch.Generator(device="cuda")
     gen.manual_seed(20261130)
@@ -402,7 +435,7 @@ def main():
     bench_w3(rows, gen, info["l2"])
     class_lines = bench_w3_classes(rows, gen, info["l2"])
     bench_w3r_logprobs(rows, gen, info["l2"])
-    bench_w4(rows, gen, info["l2"])
+    bench_w4(rows, gen, info["l2"], load_xgrammar_kernel(args.xgrammar) if args.xgrammar else None)
     if args.json:
         rows.write_json(args.json, info, chk)
     print()
