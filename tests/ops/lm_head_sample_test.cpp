@@ -494,8 +494,7 @@ std::vector<int64_t> shard_summaries(const Head& padded, const ShardPlan& plan, 
                                      int64_t m0, int64_t m1, const std::vector<int32_t>& mask,
                                      int64_t words, const Params& p, int64_t K) {
   const int shards = plan.shards();
-  int64_t width = K;
-  for (int r = 0; r < shards && K == 0; ++r) width = std::max(width, plan.cuts[size_t(r + 1)] - plan.cuts[size_t(r)]);
+  const int64_t width = K != 0 ? K : plan.widest();
   const int64_t S = NT_LM_HEAD_SUMMARY_WORDS + width, rows = m1 - m0;
   std::vector<int64_t> all(size_t(shards * rows * S), kPoisonI64);
   for (int r = 0; r < shards; ++r) {
@@ -920,6 +919,25 @@ LogprobsResult combine_logprobs(const std::vector<int64_t>& summaries, int shard
   return r;
 }
 
+// Fallback row m of a combine's result `got` (token -2, rank key -1): its
+// combine again over every shard's summary of that row alone with every token
+// a candidate (one_all, stacked by shard), which must resolve it, written into
+// got and keys.
+void merge_fallback_row(LogprobsResult& got, std::vector<int64_t>& keys, int64_t m,
+                        const std::vector<int64_t>& one_all, int shards, int64_t vocab, const Params& p, int n,
+                        uint32_t mode) {
+  EXPECT_EQ(got.ids[size_t(m * got.columns)], NT_TOKEN_NEEDS_ALL_CANDIDATES) << "row " << m;
+  EXPECT_EQ(keys[size_t(m)], -1) << "row " << m;
+  std::vector<int64_t> one_key;
+  const LogprobsResult one = combine_logprobs(one_all, shards, 1, vocab, m, p, n, mode, &one_key);
+  EXPECT_NE(one.tokens[0], NT_TOKEN_NEEDS_ALL_CANDIDATES) << "row " << m;
+  got.tokens[size_t(m)] = one.tokens[0];
+  std::copy(one.ids.begin(), one.ids.end(), got.ids.begin() + m * got.columns);
+  std::copy(one.values.begin(), one.values.end(), got.values.begin() + m * got.columns);
+  got.ranks[size_t(m)] = one.ranks[0];
+  keys[size_t(m)] = one_key[0];
+}
+
 std::vector<int32_t> shard_ranks(std::vector<float>& scores, int64_t rows, int64_t cols,
                                  std::vector<int64_t>& rank_keys) {
   std::vector<int32_t> counts(size_t(rows), -7);
@@ -951,22 +969,13 @@ LogprobsResult sharded_logprobs(const Head& padded, const ShardPlan& plan, int64
   for (int64_t m = 0; m < rows; ++m) {
     if (got.tokens[size_t(m)] != NT_TOKEN_NEEDS_ALL_CANDIDATES) continue;
     ++*fallbacks;
-    EXPECT_EQ(got.ids[size_t(m * got.columns)], NT_TOKEN_NEEDS_ALL_CANDIDATES);
-    EXPECT_EQ(keys[size_t(m)], -1);
     std::vector<int64_t> one_all;
     for (int r = 0; r < shards; ++r) {
       const ShardOut o = shard_call_logprobs(padded, plan.cuts[size_t(r)], plan.cuts[size_t(r + 1)], vocab, m,
                                              m + 1, mask, words, p, widest, n, mode);
       one_all.insert(one_all.end(), o.summary.begin(), o.summary.end());
     }
-    std::vector<int64_t> one_key;
-    const LogprobsResult one = combine_logprobs(one_all, shards, 1, vocab, m, p, n, mode, &one_key);
-    EXPECT_NE(one.tokens[0], NT_TOKEN_NEEDS_ALL_CANDIDATES);
-    got.tokens[size_t(m)] = one.tokens[0];
-    std::copy(one.ids.begin(), one.ids.end(), got.ids.begin() + m * got.columns);
-    std::copy(one.values.begin(), one.values.end(), got.values.begin() + m * got.columns);
-    got.ranks[size_t(m)] = one.ranks[0];
-    keys[size_t(m)] = one_key[0];
+    merge_fallback_row(got, keys, m, one_all, shards, vocab, p, n, mode);
   }
   for (int r = 0; r < shards; ++r) {
     const std::vector<int32_t> counts = shard_ranks(outs[size_t(r)].scores, rows,
@@ -1590,7 +1599,7 @@ struct OwnScoresShape {
 // parameters and a logprobs request): its scores, token and logprobs.
 void check_own_scores(TestDevice& d, const OwnScoresShape& shape, int c, int variant) {
   Rng rng(9990 + c);
-  SCOPED_TRACE(seed_trace(rng.seed()) + " shape " + std::to_string(c / 2));
+  SCOPED_TRACE(seed_trace(rng.seed()) + " case " + std::to_string(c));
   const int64_t rows = rng.integer(shape.rows_lo, shape.rows_hi);
   const int64_t vocab = rng.integer(shape.vocab_lo, shape.vocab_hi);
   const int64_t hidden = shape.binary ? shape.hidden
@@ -2018,13 +2027,7 @@ TEST_P(LmHeadSampleOnDevice, ShardLogprobsAreTheSingleCalls) {
       ++fallbacks;
       const std::vector<int64_t> one_all = shard_calls(m, m + 1, widest, nullptr);
       ASSERT_FALSE(one_all.empty());
-      std::vector<int64_t> one_key;
-      const LogprobsResult one = combine_logprobs(one_all, shards, 1, vocab, m, p, n, mode, &one_key);
-      got.tokens[size_t(m)] = one.tokens[0];
-      std::copy(one.ids.begin(), one.ids.end(), got.ids.begin() + m * got.columns);
-      std::copy(one.values.begin(), one.values.end(), got.values.begin() + m * got.columns);
-      got.ranks[size_t(m)] = one.ranks[0];
-      keys[size_t(m)] = one_key[0];
+      merge_fallback_row(got, keys, m, one_all, shards, vocab, p, n, mode);
     }
     Buffer& device_keys = up.buffer(size_t(rows) * 8);
     device_keys.upload(keys.data(), size_t(rows) * 8);
