@@ -308,8 +308,7 @@ VerifyCall check_verify_common(const char* op, bool tree, const Args& a) {
 
 void check_apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
   const char* op = "apply_token_bitmask";
-  TensorCheck(op, "logits", a.logits).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
-  if (a.logits.shape[1] < 1) fail_argument(op, "logits", "must have at least one column (V >= 1)");
+  check_logits(op, "logits", a.logits);
   TensorCheck(op, "bitmask", a.bitmask).required().rank(2).dtype({NT_I32})
       .same_device(a.logits, "logits").dim(0, a.logits.shape[0], "B, the rows of logits");
   if (a.bitmask.shape[1] < 1) fail_argument(op, "bitmask", "must have at least one word per row");

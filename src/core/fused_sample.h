@@ -1,7 +1,7 @@
 // The nt_sample call with which a fused LM head (lm_head_sample_dense /
 // _binary) draws its tokens from the [M, V] f32 scores it wrote in its
 // workspace, and the nt_sample_logprobs call that replaces it when the
-// arguments ask for logprobs: the CPU and OpenCL backends make them alike.
+// arguments ask for logprobs: every backend makes them alike.
 #pragma once
 
 #include "nexttok/nexttok.h"

@@ -212,9 +212,6 @@ uint32_t x_bin_threshold(const RowJob& j, int bin) {
   });
 }
 
-// Smallest score key whose probability exp(s - s_max) reaches min_p.
-uint32_t minp_key(const RowJob& j) { return sampling::minp_key(j.s_max_key, j.s_max, j.p.min_p); }
-
 // The explicit draw's u: NaN or negative counts as 0.
 float explicit_uniform(const RowJob& j) {
   return std::isnan(j.uniform) || j.uniform < 0.0f ? 0.0f : j.uniform;
@@ -277,7 +274,7 @@ void draw_from_list(RowJob& j, int64_t n) {
 }
 
 void stage_constraints_done(RowJob& j) {
-  if (j.p.min_p > 0.0f) j.keep = shorter(j.keep, PrefixEnd{minp_key(j), INT32_MAX});
+  if (j.p.min_p > 0.0f) j.keep = shorter(j.keep, PrefixEnd{minp_key(j.s_max_key, j.s_max, j.p.min_p), INT32_MAX});
   if (j.n_list >= 0) {
     const int64_t m = filter_list(j, j.n_list, j.keep);
     if (m <= kListDrawMax) return draw_from_list(j, m);

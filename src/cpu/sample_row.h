@@ -121,8 +121,8 @@ inline uint32_t x_threshold(uint32_t key_min, float temperature, uint32_t hi) {
 }
 
 // The smallest score key whose probability exp(s - s_max) reaches min_p, at
-// most s_max_key (core/portable_exp.h's exp: the same cut on every backend's
-// host side).
+// most s_max_key, with core/portable_exp.h's exp: the cut of the CPU sampler
+// and of the host combine of vocabulary-parallel summaries.
 inline uint32_t minp_key(uint32_t s_max_key, float s_max, float min_p) {
   return first_key(NT_KEY_FIRST_FINITE, s_max_key - 1,
                    [&](float s) { return nt_portable_exp(s - s_max) >= min_p; });
