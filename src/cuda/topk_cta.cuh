@@ -118,7 +118,7 @@ __device__ __forceinline__ int warp_store_ranks_at_or_above(Candidate* buf, cons
     const unsigned ball = __ballot_sync(0xffffffffu, keep);
     if (keep) {
       buf[base + __popc(ball & ((1u << lane) - 1u))] = Candidate{value[e], index_of(rank[e])};
-      min_key = min(min_key, uint32_t(rank[e] >> 32));
+      min_key = min(min_key, composite_key(rank[e]));
     }
     base += __popc(ball);
   }
@@ -173,7 +173,7 @@ __device__ __noinline__ uint32_t warp_compact(Candidate* buf, int count, int k, 
       __syncwarp();  // every lane has read its entry before any slot is rewritten
       if (keep) {
         buf[base + __popc(ball & ((1u << lane) - 1u))] = c;
-        min_key = min(min_key, uint32_t(rank >> 32));
+        min_key = min(min_key, composite_key(rank));
       }
       base += __popc(ball);
     }

@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
   if (c_own == a.grid - 1) s.offset[a.grid] = start + n_own;
   __syncthreads();
   floor_key = s.floor_key;
-  auto admitted = [&](uint64_t rank) { return rank != 0 && uint32_t(rank >> 32) >= floor_key; };
+  auto admitted = [&](uint64_t rank) { return rank != 0 && composite_key(rank) >= floor_key; };
 
   // Every stored candidate, one warp per CTA segment: f(rank, value), rank 0
   // for padding lanes and for candidates under the floor (uniform per warp).
