@@ -53,30 +53,8 @@ stage() {
   return $rc
 }
 
-# sanitize TOOL LIST SECONDS: each line of LIST ("executable --gtest_filter=...",
-# one CUDA test) under compute-sanitizer TOOL, 8 processes at a time, each with
-# its own log (in LIST's name with -TOOL for .txt) and at most SECONDS. Fails
-# if a test fails or the tool reports an error; a test that runs out of time is
-# listed as not judged (the stage's table row says so) without failing it.
-sanitize() {
-  local dir="${2%.txt}-$1" failed slow
-  rm -rf "$dir" && mkdir -p "$dir"
-  # shellcheck disable=SC2016  # expanded by the inner shell: $0 line number, $1 $2 the test
-  nl -w1 -s' ' "$2" | TOOL=$1 DIR=$dir LIMIT=$3 xargs -P 8 -L 1 bash -c \
-    'timeout "$LIMIT" "$SANITIZER" --tool "$TOOL" --error-exitcode 1 "$1" "$2" >"$DIR/$0.log" 2>&1
-     rc=$?; [ $rc -eq 0 ] && exit 0
-     echo "rc=$rc for $1 $2" >>"$DIR/$0.log"
-     if [ $rc -eq 124 ]; then mv "$DIR/$0.log" "$DIR/$0.slow"; else mv "$DIR/$0.log" "$DIR/$0.FAILED"; fi'
-  failed=$(find "$dir" -name '*.FAILED' | wc -l)
-  slow=$(find "$dir" -name '*.slow' | wc -l)
-  echo "$1: $(wc -l <"$2") tests, $failed failed, $slow not judged (over ${3}s)"
-  for f in "$dir"/*.slow; do [ -e "$f" ] && tail -1 "$f"; done
-  for f in "$dir"/*.FAILED; do
-    [ -e "$f" ] && { echo "---- $f"; tail -40 "$f"; }
-  done
-  [ "$failed" -eq 0 ]
-}
-export -f sanitize
+# shellcheck source=scripts/gpu_sanitize.sh
+. scripts/gpu_sanitize.sh  # gpu_test_lists, sanitize
 
 {
   echo "# device check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -100,17 +78,9 @@ if [ "$built" -eq 0 ]; then
   grep -E "tests passed|tests failed" "$OUT/tests.log"
 
   # ---- 3. the same tests under compute-sanitizer --------------------------------------
-  ctest --test-dir "$build" -L gpu --show-only=json-v1 | python3 -c '
-import json, sys
-for t in json.load(sys.stdin)["tests"]:
-    print(t["command"][0], next(a for a in t["command"] if a.startswith("--gtest_filter=")))
-' >"$build/gpu_tests.txt"
+  gpu_test_lists "$build"
   # shellcheck disable=SC2016  # bash -c: stage runs a command; $0 is the list
   stage memcheck 120 "$OUT/tests.log" bash -c 'sanitize memcheck "$0" 100' "$build/gpu_tests.txt"
-  # The distribution tests draw 20,000+ tokens by launching the same sampling
-  # kernels thousands of times: racecheck would spend minutes on them alone, and
-  # the other sampling tests launch every kernel they do.
-  grep -v 'SampleDistribution' "$build/gpu_tests.txt" >"$build/gpu_tests_racecheck.txt"
   # shellcheck disable=SC2016
   stage racecheck 150 "$OUT/tests.log" bash -c 'sanitize racecheck "$0" 130' \
     "$build/gpu_tests_racecheck.txt"

@@ -6,10 +6,11 @@
 # summary.md), then of this tree W5 with its checks (bench-w5.log,
 # fused_head.json), W7 and the W3c per-row rows (bench-w7.log) and the
 # profiler split of bench/profile_kernels.py (end of bench-w5.log), then
-# compute-sanitizer memcheck and racecheck of the GPU tests in the time left
-# (sanitizers.log; the racecheck of every test takes about 440 s on 8 lanes, so
-# scripts/device_check.sh on the same warm machine finishes it). Eight files in
-# $OUT, the most the device tool returns.
+# compute-sanitizer memcheck and racecheck of the GPU tests
+# (scripts/gpu_sanitize.sh) in the time left (sanitizers.log; racecheck of
+# every test takes longer than one call leaves, so tests out of time are listed,
+# and scripts/device_check.sh on the same warm machine finishes them). Eight
+# files in $OUT: the device tool returns no more.
 #
 # The machine has no git history: the earlier tree travels as a git-excluded
 # folder named in the call's carry, with the two commits written beside it:
@@ -72,23 +73,13 @@ for name, n in new.items():
     print(f"| {name} | {b['ours_us']:.1f} | {b['graph_us']:.1f} | {n['ours_us']:.1f} | {n['graph_us']:.1f} | {n['ours_us'] / b['ours_us']:.3f} |")
 PY
 grep -E "^checks|FAIL|Error|^\|" "$OUT/bench-w5.log" "$OUT/bench-w7.log" | head -60
-ctest --test-dir build-device -L gpu --show-only=json-v1 | python3 -c '
-import json, sys
-for t in json.load(sys.stdin)["tests"]:
-    print(t["command"][0], next(a for a in t["command"] if a.startswith("--gtest_filter=")))' >build-device/gpu_tests.txt
-for tool in memcheck racecheck; do
+export SANITIZER=compute-sanitizer
+# shellcheck source=scripts/gpu_sanitize.sh
+. scripts/gpu_sanitize.sh  # gpu_test_lists, sanitize
+gpu_test_lists build-device
+for list in build-device/gpu_tests.txt build-device/gpu_tests_racecheck.txt; do
+  tool=memcheck; [ $list = build-device/gpu_tests.txt ] || tool=racecheck
   left=$((END - $(date +%s) - 5)); [ $left -lt 20 ] && { at "$tool skipped"; continue; }
-  list=build-device/gpu_tests.txt
-  [ $tool = racecheck ] && { grep -v Distribution $list >build-device/race.txt; list=build-device/race.txt; }
-  rm -rf san-$tool && mkdir -p san-$tool
-  lim=$((left - 10))
-  nl -w1 -s' ' "$list" | TOOL=$tool LIMIT=$lim timeout $left xargs -P 8 -L 1 bash -c \
-    'timeout "$LIMIT" compute-sanitizer --tool "$TOOL" --error-exitcode 1 "$1" "$2" >"san-$TOOL/$0.log" 2>&1; echo "rc=$? $2" >>"san-$TOOL/$0.log"'
-  n=$(wc -l <"$list"); ok=$(grep -l "^rc=0 " san-$tool/*.log | wc -l); slow=$(grep -l "^rc=124 " san-$tool/*.log | wc -l)
-  at "$tool: $n tests, $ok clean, $slow out of time"
-  grep -h "^rc=124 " san-$tool/*.log | tee -a "$OUT/summary.md"
-  for f in $(grep -L "^rc=0 \|^rc=124 " san-$tool/*.log); do
-    { echo "---- $f"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Hazard|FAILED|rc=" "$f" | head -12; } | tee -a "$OUT/summary.md"
-  done
-  { echo "==== $tool"; tail -c 1000000 <(cat san-$tool/*.log); } >>"$OUT/sanitizers.log"
+  timeout $left bash -c 'sanitize "$0" "$1" "$2"' $tool $list $((left - 10)) >>"$OUT/sanitizers.log" 2>&1
+  at "$tool rc=$?"; grep -E "^$tool: |^rc=" "$OUT/sanitizers.log" | tail -20 | tee -a "$OUT/summary.md"
 done
