@@ -15,13 +15,14 @@ mask+k50+p0.9, plain and greedy) at M = 1 and 64.
 """
 import argparse
 import collections
-import math
 import re
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 import cuda_verify_bench as verify_bench
+from cuda_fused_head_bench import MODES, random_bitmask
+from cuda_lm_head_bench import w1_w2_heads
 import nexttok
 from _common import make_logits
 
@@ -55,11 +56,7 @@ def calls(gen):
         xd = x.to(dtype)
         yield f"W4 {str(dtype)[6:]} B=256 50% random", lambda xd=xd: nexttok.apply_token_bitmask(xd, bits)
     V, H, G = 248320, 5120, 128
-    weight = (torch.randn(V, H, device="cuda", generator=gen) / math.sqrt(H)).to(torch.bfloat16)
-    signs = torch.randint(0, 2, (V, H), device="cuda", dtype=torch.int8, generator=gen) * 2 - 1
-    wq = nexttok.pack_weights(signs)
-    del signs
-    wscale = ((0.5 + torch.rand(V, H // G, device="cuda", generator=gen)) / math.sqrt(H)).to(torch.float16)
+    (weight,), (wq,), (wscale,), _ = w1_w2_heads(1, V, H, G, gen)
     for m in (1, 64):
         h = torch.randn(m, H, device="cuda", generator=gen)
         q, s = nexttok.quantize_activations(h)
@@ -67,11 +64,11 @@ def calls(gen):
                                                                               group_size=G, k=50)
         hb = h.to(torch.bfloat16)
         yield f"W2 dense bf16 M={m}", lambda hb=hb: nexttok.lm_head_topk_dense(hb, weight, k=50)
-        allowed = torch.rand(m, V, device="cuda", generator=gen) < 0.5
-        allowed[:, 0] = True
-        mask = nexttok.bitmask_from_allowed(allowed)
-        for mode, kw in (("mask+k50+p0.9", dict(bitmask=mask, top_k=50, top_p=0.9)), ("plain", {}),
-                         ("greedy", dict(temperature=0.0))):
+        mask = random_bitmask(m, V, gen)
+        for mode, spec in MODES.items():
+            kw = {k: v for k, v in spec.items() if k != "mask"}
+            if spec["mask"]:
+                kw["bitmask"] = mask
             yield (f"W5 binary M={m} {mode}",
                    lambda q=q, s=s, kw=kw: nexttok.lm_head_sample_binary(q, s, wq, wscale, group_size=G,
                                                                          seed=1, **kw))
