@@ -58,17 +58,6 @@ inline void require_natural_alignment(const char* op,
   for (const auto& [arg, t] : args) require_natural_alignment(op, arg, t);
 }
 
-// Row stride in bytes of a `rows` x `row_bytes` matrix for a tensor map: a
-// single row gets its own length rounded up to 16 (the driver wants a stride
-// even where no second row exists).
-inline uint64_t map_row_bytes(int64_t rows, int64_t row_stride, size_t elt, size_t row_bytes) {
-  return rows > 1 ? uint64_t(row_stride) * elt : align_up(row_bytes, 16);
-}
-
-inline void require_encoded(bool encoded, const char* op) {
-  if (!encoded) fail(NT_ERROR_BACKEND, std::string(op) + ": the CUDA driver refused a tensor map");
-}
-
 // The workspace a call whose layout ends at `end` needs: the size query's
 // answer, and what the op checks the caller's workspace against.
 inline size_t workspace_needed(size_t end) { return end + kWorkspaceSlack; }

@@ -392,13 +392,12 @@ void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
   p.stages = choice.rows.stages;
   p.tensor_copies = choice.tensor_copies ? 1 : 0;
   // A tile's signs in one copy of the 3-D map, its scales in one of the 2-D map.
-  if (choice.tensor_copies)
-    require_encoded(encode_map_u16_lines(&p.sign_map, a.wq.data, uint64_t(p.vocab), uint64_t(p.cols / 16),
-                                         sign_map_stride(a), kRowsTile, uint32_t(p.cols / 1024)) &&
-                        encode_map_u16(&p.scale_map, a.wscale.data, uint64_t(p.vocab), uint64_t(p.cols / p.group),
-                                       scale_map_stride(a), kRowsTile, uint32_t(p.cols / p.group),
-                                       CU_TENSOR_MAP_SWIZZLE_NONE, false),
-                    c.op);
+  if (choice.tensor_copies) {
+    encode_map_u16_lines(c.op, &p.sign_map, a.wq.data, uint64_t(p.vocab), uint64_t(p.cols / 16), sign_map_stride(a),
+                         kRowsTile, uint32_t(p.cols / 1024));
+    encode_map_u16(c.op, &p.scale_map, a.wscale.data, uint64_t(p.vocab), uint64_t(p.cols / p.group),
+                   scale_map_stride(a), kRowsTile, uint32_t(p.cols / p.group), CU_TENSOR_MAP_SWIZZLE_NONE, false);
+  }
   p.bias = c.bias;
   p.cand = pass.cand;
   p.warp_cand = kScores ? nullptr : reinterpret_cast<topk::Candidate*>(c.ws + c.plan.lists.offset);
@@ -445,16 +444,12 @@ void launch_wgmma_bulk(const Call& c, const BinaryParams& p) {
     BinaryBulkParams bp{};
     bp.b = p;
     bp.b.stages = bulk_stages(p.cols, p.group, NT, c.dev);
-    require_encoded(encode_map_u16(&bp.sign_map, c.a.wq.data, uint64_t(vocab), uint64_t(p.cols / 16),
-                                   sign_map_stride(c.a), kBulkBoxRows, kChunkCols / 16, CU_TENSOR_MAP_SWIZZLE_64B,
-                                   true) &&
-                        encode_map_u16(&bp.scale_map, c.a.wscale.data, uint64_t(vocab), uint64_t(groups),
-                                       scale_map_stride(c.a), kBulkBoxRows, uint32_t(groups),
-                                       CU_TENSOR_MAP_SWIZZLE_NONE, false) &&
-                        encode_map_u16(&bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2),
-                                       uint64_t(p.padded_cols), uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B,
-                                       false),
-                    c.op);
+    encode_map_u16(c.op, &bp.sign_map, c.a.wq.data, uint64_t(vocab), uint64_t(p.cols / 16), sign_map_stride(c.a),
+                   kBulkBoxRows, kChunkCols / 16, CU_TENSOR_MAP_SWIZZLE_64B, true);
+    encode_map_u16(c.op, &bp.scale_map, c.a.wscale.data, uint64_t(vocab), uint64_t(groups), scale_map_stride(c.a),
+                   kBulkBoxRows, uint32_t(groups), CU_TENSOR_MAP_SWIZZLE_NONE, false);
+    encode_map_u16(c.op, &bp.act_map, p.act_perm, uint64_t(p.rows), uint64_t(p.padded_cols / 2),
+                   uint64_t(p.padded_cols), uint32_t(8 * NT), 64, CU_TENSOR_MAP_SWIZZLE_128B, false);
     auto kernel = p.group == 128 ? binary_wgmma_bulk_kernel<NT, 4, kScores> : binary_wgmma_bulk_kernel<NT, 8, kScores>;
     allow_dynamic_smem(kernel, bulk_smem_budget(c.dev), c.device, c.op);
     kernel<<<c.plan.topk.grid, kBulkThreads, bulk_dynamic_bytes(B, bp.b.stages), c.stream>>>(bp);

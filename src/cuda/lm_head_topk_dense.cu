@@ -310,11 +310,10 @@ void launch_staged(const nt_lm_head_dense_args& a, const Pass& pass, const Devic
   const size_t row_bytes = size_t(pass.cols) * 2;
   const uint64_t w_row = map_row_bytes(pass.vocab, a.weight.row_stride, 2, row_bytes);
   const uint64_t h_row = map_row_bytes(pass.rows, a.hidden.row_stride, 2, row_bytes);
-  require_encoded(encode_map_u16(&p.weight_map, pass.weight, uint64_t(pass.vocab), uint64_t(pass.cols), w_row,
-                                 kStagedBoxRows, kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, true) &&
-                      encode_map_u16(&p.hidden_map, pass.hidden, uint64_t(pass.rows), uint64_t(pass.cols), h_row,
-                                     uint32_t(NT * 8), kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, false),
-                  pass.op);
+  encode_map_u16(pass.op, &p.weight_map, pass.weight, uint64_t(pass.vocab), uint64_t(pass.cols), w_row,
+                 kStagedBoxRows, kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, true);
+  encode_map_u16(pass.op, &p.hidden_map, pass.hidden, uint64_t(pass.rows), uint64_t(pass.cols), h_row,
+                 uint32_t(NT * 8), kStagedChunkCols, CU_TENSOR_MAP_SWIZZLE_128B, false);
   static_cast<DenseOperands&>(p) = pass;
   p.stages = staged_stages(dev, pass.rows);
   auto kernel = dense_staged_kernel<kBf16, NT, kScores>;
