@@ -58,6 +58,18 @@ inline void require_natural_alignment(const char* op,
   for (const auto& [arg, t] : args) require_natural_alignment(op, arg, t);
 }
 
+// A head entry point's prologue: nothing for M = `rows` = 0; else the
+// operands' alignment checked (`check`: all but the size queries), then
+// body(dev) on `device`.
+template <class Body>
+auto on_head_device(const char* op, int64_t rows, int device, bool check,
+                    std::initializer_list<std::pair<const char*, const nt_tensor&>> aligned, Body&& body) {
+  if (rows == 0) return decltype(body(DeviceLimits{}))();
+  if (check) require_natural_alignment(op, aligned);
+  DeviceScope scope(device, op);
+  return body(device_limits(device, op));
+}
+
 // The workspace a call whose layout ends at `end` needs: the size query's
 // answer, and what the op checks the caller's workspace against.
 inline size_t workspace_needed(size_t end) { return end + kWorkspaceSlack; }

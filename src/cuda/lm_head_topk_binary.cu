@@ -486,16 +486,13 @@ void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   else launch_mma<kScores>(c, p);
 }
 
-// An entry point's prologue: nothing for M = 0; else the operands' alignment
-// checked (`check`: all but the size queries), then body(dev) on their device.
+// on_head_device with this head's rows, device and operands.
 template <class Body>
 auto on_device(const char* op, const nt_lm_head_binary_args& a, bool check, Body&& body) {
-  if (a.act_q.shape[0] == 0) return decltype(body(DeviceLimits{}))();
-  if (check)
-    require_natural_alignment(op, {{"act_scale", a.act_scale}, {"wq", a.wq}, {"wscale", a.wscale}, {"bias", a.bias},
-                                   {"values", a.values}, {"indices", a.indices}});
-  DeviceScope scope(a.wq.device_id, op);
-  return body(device_limits(a.wq.device_id, op));
+  return on_head_device(op, a.act_q.shape[0], a.wq.device_id, check,
+                        {{"act_scale", a.act_scale}, {"wq", a.wq}, {"wscale", a.wscale}, {"bias", a.bias},
+                         {"values", a.values}, {"indices", a.indices}},
+                        body);
 }
 
 // Rows [0, M) of the call in passes of its kernel (the decode kernel: one),

@@ -366,16 +366,13 @@ TopkPlan plan_for(const nt_lm_head_dense_args& a, const DeviceLimits& dev) {
   return make_topk_plan(a.weight.shape[0], a.hidden.shape[0], a.k, dev.sm_count);
 }
 
-// An entry point's prologue: nothing for M = 0; else the operands' alignment
-// checked (`check`: all but the size query), then body(dev) on their device.
+// on_head_device with this head's rows, device and operands.
 template <class Body>
 auto on_device(const char* op, const nt_lm_head_dense_args& a, bool check, Body&& body) {
-  if (a.hidden.shape[0] == 0) return decltype(body(DeviceLimits{}))();
-  if (check)
-    require_natural_alignment(
-        op, {{"hidden", a.hidden}, {"weight", a.weight}, {"bias", a.bias}, {"values", a.values}, {"indices", a.indices}});
-  DeviceScope scope(a.weight.device_id, op);
-  return body(device_limits(a.weight.device_id, op));
+  return on_head_device(op, a.hidden.shape[0], a.weight.device_id, check,
+                        {{"hidden", a.hidden}, {"weight", a.weight}, {"bias", a.bias}, {"values", a.values},
+                         {"indices", a.indices}},
+                        body);
 }
 
 // Rows [0, M) of `a` in passes of one scoring kernel each, the pass's output
