@@ -70,10 +70,6 @@ auto on_head_device(const char* op, int64_t rows, int device, bool check,
   return body(device_limits(device, op));
 }
 
-// The workspace a call whose layout ends at `end` needs: the size query's
-// answer, and what the op checks the caller's workspace against.
-inline size_t workspace_needed(size_t end) { return end + kWorkspaceSlack; }
-
 // The exact top-k plan of a scoring kernel: a persistent grid of CTAs, each
 // owning one contiguous vocabulary range, each keeping per token row a
 // candidate buffer of `cap` slots; a merge kernel then picks the k best of

@@ -527,7 +527,7 @@ void score_passes(const Call& c, After&& after) {
 
 size_t lm_head_topk_binary_workspace_size(const nt_lm_head_binary_args& a) {
   using namespace lm_head;
-  return on_device(kOp, a, false, [&](const DeviceLimits& dev) { return workspace_needed(plan_for(a, dev).lists.end); });
+  return on_device(kOp, a, false, [&](const DeviceLimits& dev) { return plan_for(a, dev).lists.end + kWorkspaceSlack; });
 }
 
 void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_t workspace_bytes,
@@ -535,7 +535,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_
   using namespace lm_head;
   on_device(kOp, a, true, [&](const DeviceLimits& dev) {
     const Plan plan = plan_for(a, dev);
-    check_workspace(kOp, workspace_needed(plan.lists.end), workspace, workspace_bytes);
+    check_workspace(kOp, plan.lists.end + kWorkspaceSlack, workspace, workspace_bytes);
     char* ws = aligned_workspace(workspace);
     const topk::MergeCall topk(candidate_args(plan.topk, ws), plan.topk.grid, a.wq.device_id, dev, kOp);
     const Call call{a, plan, ws, topk.cand, BiasArgs{a.bias.data, a.bias.dtype}, dev, a.wq.device_id, stream, kOp};
@@ -546,7 +546,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_
 size_t lm_head_scores_binary_workspace_size(const char* op, const nt_lm_head_binary_args& a) {
   using namespace lm_head;
   return on_device(op, a, false,
-                   [&](const DeviceLimits& dev) { return workspace_needed(plan_for(a, dev, true).lists.end); });
+                   [&](const DeviceLimits& dev) { return plan_for(a, dev, true).lists.end + kWorkspaceSlack; });
 }
 
 void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, float* scores, int64_t stride,
@@ -554,7 +554,7 @@ void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, floa
   using namespace lm_head;
   on_device(op, a, true, [&](const DeviceLimits& dev) {
     const Plan plan = plan_for(a, dev, true);
-    check_workspace(op, workspace_needed(plan.lists.end), workspace, workspace_bytes);
+    check_workspace(op, plan.lists.end + kWorkspaceSlack, workspace, workspace_bytes);
     topk::CandidateArgs out{};
     out.scores = scores;
     out.score_stride = stride;

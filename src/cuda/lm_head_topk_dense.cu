@@ -410,7 +410,7 @@ void score_passes(const char* op, const nt_lm_head_dense_args& a, const TopkPlan
 
 size_t lm_head_topk_dense_workspace_size(const nt_lm_head_dense_args& a) {
   using namespace lm_head;
-  return on_device(kOp, a, false, [&](const DeviceLimits& dev) { return workspace_needed(plan_for(a, dev).end); });
+  return on_device(kOp, a, false, [&](const DeviceLimits& dev) { return plan_for(a, dev).end + kWorkspaceSlack; });
 }
 
 void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t workspace_bytes,
@@ -418,7 +418,7 @@ void lm_head_topk_dense(const nt_lm_head_dense_args& a, void* workspace, size_t 
   using namespace lm_head;
   on_device(kOp, a, true, [&](const DeviceLimits& dev) {
     const TopkPlan plan = plan_for(a, dev);
-    check_workspace(kOp, workspace_needed(plan.end), workspace, workspace_bytes);
+    check_workspace(kOp, plan.end + kWorkspaceSlack, workspace, workspace_bytes);
     const topk::MergeCall topk(candidate_args(plan, aligned_workspace(workspace)), plan.grid, a.weight.device_id, dev,
                                kOp);
     score_passes<false>(kOp, a, plan, topk.cand, dev, stream,
