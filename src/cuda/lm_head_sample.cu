@@ -127,11 +127,12 @@ __device__ __forceinline__ double block_sum(double v, double* warp_part) {
 }
 
 // The first n (>= 1) of the distinct composites items[0, count), sorted
-// descending, into out[0, n), with zeros after them up to `padded` (a power of
-// two >= n).
-__device__ void select_sorted(const u64* items, int64_t count, int64_t n, u64* out, int padded,
-                              SummaryShared& sh) {
+// descending, into out[0, n), with zeros after them up to the power of two at
+// or above n (out holds that many).
+__device__ void select_sorted(const u64* items, int64_t count, int64_t n, u64* out, SummaryShared& sh) {
   const int tid = int(threadIdx.x);
+  int padded = 1;
+  while (padded < n) padded *= 2;
   const u64 kth = block_select_kth<kSummaryThreads>(items, int(count), u32(n), sh.select);
   if (tid == 0) sh.gathered = 0;
   for (int64_t i = n + tid; i < padded; i += kSummaryThreads) out[i] = 0;
@@ -236,9 +237,7 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
       z = block_sum(z, sh.mass);
     }
     if (n > 0) {
-      int padded = 1;
-      while (padded < n) padded *= 2;
-      select_sorted(items, finite, n, sorted, padded, sh);
+      select_sorted(items, finite, n, sorted, sh);
       for (int64_t f = tid; f < n; f += kSummaryThreads) {
         const u32 id = composite_index(sorted[f]);
         out[NT_LM_HEAD_SUMMARY_WORDS + f] = pack(nt_as_u32(logit(int64_t(id) - a.vocab_start)), int32_t(id));
@@ -291,7 +290,7 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
   if (top_n > 0) {
     for (int64_t i = tid; i < n_tokens; i += kSummaryThreads)
       items[i] = composite(nt_order_key(logit(i)), u32(a.vocab_start + i));
-    select_sorted(items, n_tokens, top_n, sh.top, 32, sh);
+    select_sorted(items, n_tokens, top_n, sh.top, sh);
   }
   if (tid == 0) {
     int64_t* lp = out + NT_LM_HEAD_SUMMARY_WORDS + a.candidates;
@@ -303,9 +302,12 @@ __global__ void __launch_bounds__(kSummaryThreads) summary_kernel(const SummaryA
       lp[kLpPlainX + w] = g == kNoId ? pack(0u, kNoId) : pack(nt_as_u32(logit(int64_t(g) - a.vocab_start)), g);
     }
     for (int32_t c = 0; c < a.n_lp; ++c) {
+      if (c >= top_n) {
+        lp[kLpTop + c] = pack(0u, kNoId);
+        continue;
+      }
       const u32 token = composite_index(sh.top[c]);
-      lp[kLpTop + c] = c < top_n ? pack(nt_as_u32(logit(int64_t(token) - a.vocab_start)), int32_t(token))
-                                 : pack(0u, kNoId);
+      lp[kLpTop + c] = pack(nt_as_u32(logit(int64_t(token) - a.vocab_start)), int32_t(token));
     }
   }
   __syncthreads();
