@@ -9,7 +9,7 @@ without logprobs.
   PYTHONPATH=build/python python3 bench/cuda_sampling_bench.py [--check] [--json out.json]
       [--xgrammar DIR]
 
---xgrammar DIR adds W4 rows timed against XGrammar's CUDA bitmask kernel
+--xgrammar DIR times the W4 rows against XGrammar's CUDA bitmask kernel instead of torch
 (DIR/kernels/apply_token_bitmask_inplace_cuda.py of an installed or unpacked
 xgrammar package, e.g. `pip install --no-deps xgrammar-*.whl`; the file is
 loaded alone, so the package's tokenizer dependencies are not needed, and its
@@ -403,9 +403,9 @@ def bench_w4(rows_out, gen, l2, xgrammar=None):
                     continue
                 bm, _ = make_bitmask(rows, vocab, kind, gen)
                 moved = mask_bytes(bm, vocab, copies[0].element_size())
-                rows_out.time(name, lambda i: nexttok.apply_token_bitmask(copies[i], bm),
-                              lambda i: torch_mask(copies[i], bm), len(copies), moved, "unpack + masked_fill_")
                 if xgrammar is None:
+                    rows_out.time(name, lambda i: nexttok.apply_token_bitmask(copies[i], bm),
+                                  lambda i: torch_mask(copies[i], bm), len(copies), moved, "unpack + masked_fill_")
                     continue
                 ours, theirs = copies[0].clone(), copies[0].clone()
                 nexttok.apply_token_bitmask(ours, bm)

@@ -9,10 +9,10 @@
 //        when it fits, the list of its members.
 //        Keep-sets under a top-k of at most kListCap: a pivot score key (a
 //        rank of a sample of the row, every 64th token, by radix select), the
-//        tokens at or above it collected in the same pass that finds the
-//        row's maximum, ranked in shared memory, then the top-p and min-p cuts
-//        over that sorted prefix;
-//        when the pivot leaves fewer than k or more than kListCap candidates,
+//        tokens at or above it (at most kCandCap) collected in the same pass
+//        that finds the row's maximum, ranked in shared memory, then the top-p
+//        and min-p cuts over that sorted prefix;
+//        when the pivot leaves fewer than k or more than kCandCap candidates,
 //        a three-digit radix select over the row finds the k-th key instead.
 //        Other cut rows bisect the cut over composites, one counting pass a
 //        step (exact, slow: meant for top-p without top-k and very large k).
@@ -43,6 +43,7 @@ constexpr int kRowThreads = 256;
 constexpr int kRowBlocksPerSM = 4;  // every slot of B = 64 x 4 resident at once on 132 SMs
 constexpr int kWalkThreads = 256;
 constexpr int kListCap = 1024;     // keep-sets listed for the walk; top-k fast path bound
+constexpr int kCandCap = 2048;     // candidates at or above a row's pivot
 constexpr int kRadixBits = 11;
 constexpr int kRadixBins = 1 << kRadixBits;
 constexpr int kSamples = kRadixBins;  // most pivot samples of a row
@@ -259,7 +260,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
   __shared__ u64 slot;
   __shared__ u32 top_p_len;
   __shared__ u32 hist[kRadixBins];  // radix digits; the pivot's samples first
-  __shared__ u64 cand[kListCap];
+  __shared__ u64 cand[kCandCap];
   __shared__ u64 sorted[kListCap];
   __shared__ u64 mass[kListCap];  // the top-k's masses, summed: mass[e] = sum of 0 .. e
   __shared__ u32 n_cand, n_top;
@@ -311,14 +312,18 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
   // Top-k lists: a pivot score key with, in expectation, a few times k tokens
   // at or above it, from the keys of every stride-th token (every finite
   // token is a candidate when the row is short). Only the speed depends on it:
-  // the candidates are checked to hold at least k tokens.
+  // the candidates are checked to hold at least k tokens and at most kCandCap,
+  // and a miss costs the row four more passes (the radix select below). With
+  // e = k / stride samples expected above the k-th key, the rank e + 4 sqrt(e)
+  // + 4 keeps both misses rare (each under 1e-6 a row at k = 50, V = 128,256,
+  // on independent logits): one slow row sets the time of the whole launch.
   const bool k_listable = p.top_k > 1 && p.top_k <= kListCap;
   u32 pivot = NT_KEY_FIRST_FINITE;
   if (k_listable) {
     const u32 stride = V / kSamples >= 64 ? (V + kSamples - 1) / kSamples : 64;
     const u32 n_samples = V / stride;
     const float e = float(p.top_k) / float(stride);
-    const u32 rank = u32(ceilf(e + 3.0f * sqrtf(e) + 3.0f));
+    const u32 rank = u32(ceilf(e + 4.0f * sqrtf(e) + 4.0f));
     if (n_samples >= 16 && rank < n_samples) {
       constexpr int kPerThread = kSamples / kRowThreads;
       // Every load issued before the first score (the division's slow path
@@ -362,7 +367,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
     ++n_fin_t;
     if (k_listable && key >= pivot) {
       const u32 at = atomicAdd(&n_cand, 1u);
-      if (at < u32(kListCap)) cand[at] = composite(key, i);
+      if (at < u32(kCandCap)) cand[at] = composite(key, i);
     }
   });
   const u64 top = fold_max(n_fin_t ? composite(top_key, top_i) : 0);
@@ -414,7 +419,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
   bool listed = false;
   u32 n = n_cand;  // read after the folds' barriers
 
-  if (k_on && k_listable && (n < u32(p.top_k) || n > u32(kListCap))) {
+  if (k_on && k_listable && (n < u32(p.top_k) || n > u32(kCandCap))) {
     // The pivot missed: radix select of the k-th largest score key, 11 + 11 + 10 bits.
     u32 key_prefix = 0, remaining = u32(p.top_k);
     int shift = 32;
@@ -451,36 +456,42 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
       const u32 k = nt_order_key(s);
       if (k < key_prefix) return;
       const u32 at = atomicAdd(&n_cand, 1u);
-      if (at < u32(kListCap)) cand[at] = composite(k, i);
+      if (at < u32(kCandCap)) cand[at] = composite(k, i);
     });
     __syncthreads();
     n = n_cand;
   }
 
-  if (k_on && k_listable && n >= u32(p.top_k) && n <= u32(kListCap)) {
-    const u32 nk = u32(p.top_k);
-    // The candidates are the row's top n, so the k-th largest candidate key is
-    // the row's k-th key; the candidates at or above it (k of them, more on
-    // ties) are gathered into mass[] and rank sorted, largest first
-    // (composites are distinct), into sorted[]: its first k are the top-k.
-    {
-      constexpr int kPer = kListCap / kRowThreads;
-      u32 keys[kPer];
+  // The candidates are the row's top n, so the k-th largest candidate key is
+  // the row's k-th key; the candidates at or above it (k of them, more on
+  // ties) are gathered into mass[] and, when they fit the list, rank sorted,
+  // largest first (composites are distinct), into sorted[]: its first k are
+  // the top-k. Ties that overflow the list leave the row to the bisection.
+  u32 m_top = 0;
+  if (k_on && k_listable && n >= u32(p.top_k) && n <= u32(kCandCap)) {
+    constexpr int kPer = kCandCap / kRowThreads;
+    u32 keys[kPer];
 #pragma unroll
-      for (int u = 0; u < kPer; ++u) {
-        const u32 e = u32(tid + u * kRowThreads);
-        keys[u] = e < n ? composite_key(cand[e]) : 0u;
-      }
-      if (tid == 0) n_top = 0;  // ordered before its atomics by the select's barriers
-      const u32 kth = select_rank_key<kPer>(keys, tid, n, nk, hist, radix_shared);
+    for (int u = 0; u < kPer; ++u) {
+      const u32 e = u32(tid + u * kRowThreads);
+      keys[u] = e < n ? composite_key(cand[e]) : 0u;
+    }
+    if (tid == 0) n_top = 0;  // ordered before its atomics by the select's barriers
+    const u32 kth = select_rank_key<kPer>(keys, tid, n, u32(p.top_k), hist, radix_shared);
 #pragma unroll
-      for (int u = 0; u < kPer; ++u) {
-        const u32 e = u32(tid + u * kRowThreads);
-        if (e < n && keys[u] >= kth) mass[atomicAdd(&n_top, 1u)] = cand[e];
+    for (int u = 0; u < kPer; ++u) {
+      const u32 e = u32(tid + u * kRowThreads);
+      if (e < n && keys[u] >= kth) {
+        const u32 at = atomicAdd(&n_top, 1u);
+        if (at < u32(kListCap)) mass[at] = cand[e];
       }
     }
     __syncthreads();
-    const u32 m_top = n_top;
+    m_top = n_top;
+  }
+
+  if (m_top != 0 && m_top <= u32(kListCap)) {
+    const u32 nk = u32(p.top_k);
     // Two candidates a thread per sweep, each mass[f] read once for both.
     for (u32 e0 = tid; e0 < m_top; e0 += 2 * kRowThreads) {
       const u32 e1 = e0 + kRowThreads;
