@@ -191,7 +191,7 @@ __device__ void large_find_cut(const SampleArgs& a, const RowCfg& c, const u32* 
 }
 
 template <nt_dtype DT, bool VEC>
-__global__ void __launch_bounds__(kLargeThreads) sample_large_collect_kernel(SampleArgs a) {
+__global__ void __launch_bounds__(kLargeThreads, 2) sample_large_collect_kernel(SampleArgs a) {
   const LargeKeepArgs& L = a.large;
   using S = typename LogitTraits<DT>::Storage;
   using ReduceU64 = cub::BlockReduce<u64, kLargeThreads>;
