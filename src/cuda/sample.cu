@@ -1,8 +1,9 @@
 // nt_sample on CUDA: the call's plan and its launches (the kernels are in
-// cuda/sample_scan.cuh, sample_merge.cuh, sample_large_keep.cuh and
-// sample_fallback.cuh). Everything the plan depends on is known on the host
-// from shapes, dtypes, pointers and scalar parameters, so a captured graph
-// replays the same work; per-row values are only ever read on the device.
+// cuda/sample_scan.cuh, sample_merge.cuh and sample_fallback.cuh, the last
+// with the phases of sample_large_keep.cuh). Everything the plan depends on
+// is known on the host from shapes, dtypes, pointers and scalar parameters,
+// so a captured graph replays the same work; per-row values are only ever
+// read on the device.
 #include <algorithm>
 #include <string>
 
@@ -10,7 +11,6 @@
 #include "cuda/ops.cuh"
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_fallback.cuh"
-#include "cuda/sample_large_keep.cuh"
 #include "cuda/sample_launch.cuh"
 #include "cuda/sample_scan.cuh"
 
@@ -35,7 +35,7 @@ static_assert(kScanSmemBytes >= kMergeSmemBytes,
 // and the largest batch whose rows merge in their clusters (make_plan).
 constexpr int kMaxClusterChunks = 16;
 constexpr int64_t kClusterRowsMax = 8;
-// The large keep-set kernels' work items: chunks of at least about this many
+// The large keep-set phases' work items: chunks of at least about this many
 // tokens of each listed row, shared out over as many CTAs as the chip holds at once.
 constexpr int64_t kLargeChunkTokens = 8192;
 
@@ -79,7 +79,11 @@ int max_cluster_chunks(int device, int cc_major) {
 }
 
 // The plan of one call, made once: how rows split into chunks and merge,
-// which kernels run, and where their state lies in the workspace.
+// which kernels run, and where their state lies in the workspace. The kernels:
+// the scan (which merges one-chunk rows and, in clusters, the rows of small
+// batches), the merge kernel for the other rows of several chunks, and, where
+// a row may be flagged (fallback_needed), the cooperative flagged-row kernel
+// (large keep-set path, then exact fallback), after a memset of its two counts.
 struct Plan {
   int mode = kAnyRow;  // RowClass of every row, or kAnyRow
   int splits = 1, chunk = 1, kchunk = 1;
@@ -88,15 +92,15 @@ struct Plan {
   bool fallback_needed = true;   // some (filtered) row may keep more than its candidates
   size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
   size_t large_rows_at = 0, large_cnt_at = 0, large_mass_at = 0, large_cand_at = 0;
-  size_t large_listed_at = 0;
+  size_t lists_at = 0;  // n_listed, n_flagged, listed[B], flagged[B]
   int large_splits = 1;
 };
 
 // Many splits when few rows (B = 1 spreads a row over the chip), one split when
 // the rows alone fill it. Chunks are multiples of 8 tokens so that 16-byte
 // vectors and Philox blocks never straddle two chunks. Batches of at most
-// kClusterRowsMax rows whose rows resolve in the merge (no large keep-set
-// kernels after it) take at most max_cluster chunks a row, launched as one
+// kClusterRowsMax rows whose rows resolve in the merge (no flagged-row
+// kernel after it) take at most max_cluster chunks a row, launched as one
 // cluster that merges them; the others take the merge kernel. `device` must
 // be current.
 Plan make_plan(const SampleCall& call, int device) {
@@ -141,14 +145,14 @@ Plan make_plan(const SampleCall& call, int device) {
   p.chunks_at = place(cells * sizeof(ChunkRecord));
   p.candidates_at = place(cells * size_t(p.kchunk) * sizeof(u64));
   p.rows_at = place(size_t(rows) * sizeof(RowState));
-  // Rows that may keep more than their candidates get the large keep-set
-  // kernels' histograms and lists (40 KB a row).
+  // Rows that may keep more than their candidates get the flagged-row
+  // kernel's histograms and lists (40 KB a row).
   if (p.fallback_needed) {
     p.large_rows_at = place(size_t(rows) * sizeof(LargeKeepRow));
     p.large_cnt_at = place(size_t(rows) * kLargeBins * sizeof(u32));
     p.large_mass_at = place(size_t(rows) * kLargeBins * sizeof(u64));
     p.large_cand_at = place(size_t(rows) * kLargeCap * sizeof(u64));
-    p.large_listed_at = place(size_t(rows + 1) * sizeof(u32));  // the count, then the rows
+    p.lists_at = place((2 + 2 * size_t(rows)) * sizeof(u32));  // the two counts, then the rows
     p.large_splits = int(std::max<int64_t>(1, (vocab + kLargeChunkTokens - 1) / kLargeChunkTokens));
   }
   p.bytes = at + kWorkspaceSlack;
@@ -194,8 +198,11 @@ SampleArgs kernel_args(const SampleCall& call, const Plan& plan, char* ws) {
     g.large.cnt = reinterpret_cast<u32*>(ws + plan.large_cnt_at);
     g.large.mass = reinterpret_cast<u64*>(ws + plan.large_mass_at);
     g.large.cand = reinterpret_cast<u64*>(ws + plan.large_cand_at);
-    g.large.n_listed = reinterpret_cast<u32*>(ws + plan.large_listed_at);
-    g.large.listed = g.large.n_listed + 1;
+    u32* lists = reinterpret_cast<u32*>(ws + plan.lists_at);
+    g.large.n_listed = lists;
+    g.large.n_flagged = lists + 1;
+    g.large.listed = lists + 2;
+    g.large.flagged = lists + 2 + call.rows;
     g.large.splits = plan.large_splits;
   }
   return g;
@@ -218,10 +225,31 @@ void launch_scan(const Launch& l) {
   check_cuda(cudaLaunchKernelEx(&config, kernel, l.args), kOp);
 }
 
+// The flagged-row kernel, cooperative (its phases meet at grid syncs): one
+// CTA per work item of the large keep-set phases, at most as many as the chip
+// holds at once. Its CTAs loop over the listed and the flagged rows.
+template <nt_dtype DT, bool VEC>
+void launch_flagged_rows(const Launch& l) {
+  auto kernel = sample_flagged_rows_kernel<DT, VEC>;
+  const int per_sm = resident_blocks(kernel, kLargeThreads, 0, l.device, kOp);
+  const int64_t resident = int64_t(device_limits(l.device, kOp).sm_count) * per_sm;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(u32(std::min<int64_t>(int64_t(l.args.rows) * l.plan.large_splits, resident)));
+  config.blockDim = dim3(kLargeThreads);
+  config.dynamicSmemBytes = 0;
+  config.stream = l.stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeCooperative;
+  attribute.val.cooperative = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, l.args), kOp);
+}
+
 template <nt_dtype DT, bool VEC>
 void launch_all(const Launch& l) {
-  if (l.plan.fallback_needed)
-    check_cuda(cudaMemsetAsync(l.args.large.n_listed, 0, sizeof(u32), l.stream), kOp);
+  if (l.plan.fallback_needed)  // n_listed and n_flagged
+    check_cuda(cudaMemsetAsync(l.args.large.n_listed, 0, 2 * sizeof(u32), l.stream), kOp);
   switch (l.plan.mode) {
     case kGreedyRow: launch_scan<DT, VEC, kGreedyRow>(l); break;
     case kPlainRow: launch_scan<DT, VEC, kPlainRow>(l); break;
@@ -236,24 +264,7 @@ void launch_all(const Launch& l) {
     sample_merge_kernel<<<rows, kMergeThreads, smem, l.stream>>>(l.args);
     check_launch(kOp);
   }
-  if (p.fallback_needed) {
-    // One wave of the kernel that holds fewer blocks per multiprocessor, so
-    // that no work item waits for a second wave.
-    auto hist = sample_large_hist_kernel<DT, VEC>;
-    auto collect = sample_large_collect_kernel<DT, VEC>;
-    const int per_sm = std::min(resident_blocks(hist, kLargeThreads, 0, l.device, kOp),
-                                resident_blocks(collect, kLargeThreads, 0, l.device, kOp));
-    const u32 grid = u32(std::min<int64_t>(int64_t(rows) * p.large_splits,
-                                           int64_t(device_limits(l.device, kOp).sm_count) * per_sm));
-    hist<<<grid, kLargeThreads, 0, l.stream>>>(l.args);
-    check_launch(kOp);
-    collect<<<grid, kLargeThreads, 0, l.stream>>>(l.args);
-    check_launch(kOp);
-    sample_large_finish_kernel<<<rows, kLargeThreads, 0, l.stream>>>(l.args);
-    check_launch(kOp);
-    sample_fallback_kernel<DT, VEC><<<rows, kFallbackThreads, 0, l.stream>>>(l.args);
-    check_launch(kOp);
-  }
+  if (p.fallback_needed) launch_flagged_rows<DT, VEC>(l);
 }
 
 }  // namespace
@@ -266,11 +277,22 @@ void check_sample_limits(const char* op, const SampleCall& call) {
   if (call.rows > INT32_MAX)
     fail(NT_ERROR_UNSUPPORTED, std::string(op) + ": the CUDA backend takes at most 2^31-1 rows, got " +
                                    std::to_string(call.rows));
-  const int smem_optin = device_limits(call.args.logits.device_id, op).max_smem_optin;
+  const int device = call.args.logits.device_id;
+  const int smem_optin = device_limits(device, op).max_smem_optin;
   if (smem_optin < std::max(kScanSmemBytes, kMergeSmemBytes) + 16 * 1024)
     fail(NT_ERROR_UNSUPPORTED, std::string(op) +
                                    ": the CUDA device has too little shared memory per block (" +
                                    std::to_string(smem_optin) + " bytes)");
+  // The flagged-row kernel is a cooperative launch.
+  const bool cooperative = once_per(device, [&] {
+    int supported = 0;
+    check_cuda(cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, device), op);
+    return supported != 0;
+  });
+  if (!cooperative && make_plan(call, device).fallback_needed)
+    fail(NT_ERROR_UNSUPPORTED, std::string(op) +
+                                   ": the CUDA device cannot launch cooperative kernels (the kernel "
+                                   "for rows whose keep-set may reach past the merged candidates)");
 }
 
 SampleArgs launch_sample(const SampleCall& call, char* ws, cudaStream_t stream) {

@@ -1,9 +1,10 @@
 // Device side of nt_sample (docs/SEMANTICS.md, "Sampling" and
 // "Kernel choice"): scan (one CTA per chunk of a row), merge (the chunks of a row;
-// flags rows whose keep-set may reach past the candidates), large keep-set and
-// exact fallback (the flagged rows). Every decision uses the core's arithmetic
-// (IEEE division, ordering keys, Philox, portable log), so tokens equal the CPU
-// backend's for the same keep-set.
+// flags rows whose keep-set may reach past the candidates), and one cooperative
+// kernel for the flagged rows: the large keep-set path, then the exact
+// fallback. Every decision uses the core's arithmetic (IEEE division, ordering
+// keys, Philox, portable log), so tokens equal the CPU backend's for the same
+// keep-set.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,6 @@ constexpr int kMergeThreads = 512;
 constexpr int kMaxMerged = 8192;
 constexpr int kSortCap = 1024;
 constexpr int kMaxSplits = 64;
-constexpr int kFallbackThreads = 1024;
 constexpr u32 kNoLimit = 0xFFFFFFFFu;
 
 // One chunk's result (kernel scan -> merge).
@@ -53,10 +53,10 @@ struct ChunkRecord {
   u32 pad;
 };
 
-// A filtered row's hand-over from merge to fallback, and, once its token is
-// written, the keep-set it was drawn from (read by nt_sample_logprobs,
-// cuda/sample_logprobs.cuh): every score whose composite is >= keep_cut
-// (0: every score; with +inf scores those alone, core/logprobs.h).
+// A filtered row's hand-over from the merge to the flagged-row kernel, and,
+// once its token is written, the keep-set it was drawn from (read by
+// nt_sample_logprobs, cuda/sample_logprobs.cuh): every score whose composite
+// is >= keep_cut (0: every score; with +inf scores those alone, core/logprobs.h).
 struct RowState {
   u32 fallback;
   u32 n_pos_inf;
@@ -65,7 +65,7 @@ struct RowState {
   u64 keep_cut;
 };
 
-// A flagged row's state across the large keep-set kernels
+// A flagged row's state across the large keep-set phases
 // (sample_large_keep.cuh); zeroed by the merge when it lists the row for them.
 struct LargeKeepRow {
   u64 best;  // Gumbel-max composite over the bins above the cut
@@ -79,14 +79,18 @@ struct LargeKeepRow {
   u32 active;  // 1: this path resolves the row
 };
 
+// The flagged-row kernel's lists and the large keep-set path's state.
 struct LargeKeepArgs {
   LargeKeepRow* rows;
-  u32* cnt;       // [B][kLargeBins]
-  u64* mass;      // [B][kLargeBins]
-  u64* cand;      // [B][kLargeCap]
-  u32* n_listed;  // rows the merges handed to these kernels (zeroed before the scan)
-  u32* listed;    // [B] those rows, in the order they were flagged
-  int splits;     // the most chunks a listed row is cut into
+  u32* cnt;        // [B][kLargeBins]
+  u64* mass;       // [B][kLargeBins]
+  u64* cand;       // [B][kLargeCap]
+  u32* n_listed;   // rows the merges handed to the large keep-set path
+  u32* n_flagged;  // rows the merges flagged, the listed ones among them; the
+                   // word after n_listed (both zeroed by one memset before the scan)
+  u32* listed;     // [B] the listed rows, in the order they were listed
+  u32* flagged;    // [B] the flagged rows, in the order they were flagged
+  int splits;      // the most chunks a listed row is cut into
 };
 
 struct SampleArgs {
@@ -111,7 +115,7 @@ struct SampleArgs {
   ChunkRecord* chunks;
   u64* candidates;
   RowState* row_states;
-  LargeKeepArgs large;  // rows == nullptr: the large keep-set kernels do not run
+  LargeKeepArgs large;  // rows == nullptr: the flagged-row kernel does not run
 };
 
 struct RowCfg {
@@ -366,8 +370,8 @@ __device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, con
 
 // Without a top-k a chunk keeps at most kListKeepMax candidates (half its
 // list when that is less); rows whose keep-set reaches past them go to the
-// large keep-set kernels. Rows of an explicit draw, which those kernels do
-// not take, keep half the list (the general scan), before the exact fallback.
+// large keep-set path. Rows of an explicit draw, which that path does not
+// take, keep half the list (the general scan), before the exact fallback.
 __device__ __forceinline__ u32 filtered_keep(const SampleArgs& a, const RowCfg& c) {
   if (c.p.top_k) return min(u32(c.p.top_k), u32(a.kchunk));
   const u32 half = max(1u, u32(a.kchunk) / 2);

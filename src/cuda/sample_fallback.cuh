@@ -1,14 +1,26 @@
-// Kernel 3 of nt_sample: exact resolution of flagged rows (see sample_common.cuh).
+// Kernel 3 of nt_sample: the rows the merges flagged (see sample_common.cuh),
+// in one cooperative launch on a grid sized for the chip. Its phases, each
+// shared out over the whole grid, with a grid sync after each of the first three:
+//  1-3  the large keep-set path (sample_large_keep.cuh) for the rows the
+//       merges listed for it: hist, collect, finish;
+//  4    the exact fallback below for the rows still flagged: those the large
+//       path does not take and those it left flagged.
+// The merges list every row they flag, so a launch with nothing flagged
+// reads one count and returns, and a launch with nothing listed for the
+// large path goes straight to the fallback (the flags are final).
 #pragma once
+
+#include <cooperative_groups.h>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "cuda/sample_common.cuh"
+#include "cuda/sample_large_keep.cuh"
 
 namespace nt::cuda {
 
-// ---- kernel 3: exact resolution of flagged rows over the whole row -----------
+// ---- phase 4: exact resolution of a flagged row over the whole row -----------
 
 struct Threshold {
   u64 prefix;
@@ -16,27 +28,38 @@ struct Threshold {
   u64 above_mass, bucket_mass;
 };
 
-template <nt_dtype DT, bool VEC>
-__global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(SampleArgs a) {
+template <int NT>
+struct FallbackShared {
+  MassScratch first, deeper;
+  u32 floors[kWordFloorSlots];
+  u32 shared_u32[2];
+  u64 shared_u64[2];
+  union {
+    typename cub::BlockReduce<u32, NT>::TempStorage r32;
+    typename cub::BlockReduce<u64, NT>::TempStorage r64;
+    typename cub::BlockScan<u64, NT>::TempStorage scan;
+  } tmp;
+};
+
+// The token of a row the merges flagged, by radix descents over the whole
+// row on the NT threads of the CTA, unless the large keep-set path resolved
+// it (its flag cleared). Block-uniform returns.
+template <nt_dtype DT, bool VEC, int NT>
+__device__ void fallback_row(const SampleArgs& a, u32 row, FallbackShared<NT>& sh) {
   using S = typename LogitTraits<DT>::Storage;
-  using ReduceU32 = cub::BlockReduce<u32, kFallbackThreads>;
-  using ReduceU64 = cub::BlockReduce<u64, kFallbackThreads>;
-  using ScanU64 = cub::BlockScan<u64, kFallbackThreads>;
-  const u32 row = blockIdx.x;
-  const RowCfg c = load_row_cfg(a, row);
-  if (c.cls != kFilteredRow) return;
+  using ReduceU32 = cub::BlockReduce<u32, NT>;
+  using ReduceU64 = cub::BlockReduce<u64, NT>;
+  using ScanU64 = cub::BlockScan<u64, NT>;
   const RowState st = a.row_states[row];
   if (!st.fallback) return;
+  const RowCfg c = load_row_cfg(a, row);
 
-  __shared__ MassScratch first, deeper;
-  __shared__ u32 floors[kWordFloorSlots];
-  __shared__ u32 shared_u32[2];
-  __shared__ u64 shared_u64[2];
-  __shared__ union {
-    typename ReduceU32::TempStorage r32;
-    typename ReduceU64::TempStorage r64;
-    typename ScanU64::TempStorage scan;
-  } tmp;
+  MassScratch& first = sh.first;
+  MassScratch& deeper = sh.deeper;
+  u32* floors = sh.floors;
+  u32* shared_u32 = sh.shared_u32;
+  u64* shared_u64 = sh.shared_u64;
+  auto& tmp = sh.tmp;
   const int tid = int(threadIdx.x);
   const int64_t vocab = a.vocab;
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
@@ -51,14 +74,14 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
     return inf_rule ? one : u64(__double2ull_rn(double(expf(s - s_max)) * scale));
   };
   auto clear = [&](MassScratch& h) {
-    for (int i = tid; i < 256; i += kFallbackThreads) {
+    for (int i = tid; i < 256; i += NT) {
       h.cnt[i] = 0;
       h.mass[i] = 0;
     }
   };
   // Histogram of the digit below `prefix` (depth bits) of every matching composite.
   auto build = [&](MassScratch& h, u64 prefix, int depth, u32* min_p_count) {
-    visit_tokens<DT, VEC, kFallbackThreads>(rowp, 0, vocab, [&](u32 t0, const float (&x)[4]) {
+    visit_tokens<DT, VEC, NT>(rowp, 0, vocab, [&](u32 t0, const float (&x)[4]) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float s = nt_scaled_score(x[j], c.p.temperature);
@@ -148,10 +171,10 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
   if (tid == 0) a.row_states[row].keep_cut = cut.depth == 0 ? 0ull : cut.prefix << (64 - cut.depth);
 
   if (!c.has_u) {
-    build_word_floors<kFallbackThreads>(floors);
+    build_word_floors<NT>(floors);
     __syncthreads();
     GumbelBest g;
-    visit_tokens<DT, VEC, kFallbackThreads>(rowp, 0, vocab, [&](u32 t0, const float (&x)[4]) {
+    visit_tokens<DT, VEC, NT>(rowp, 0, vocab, [&](u32 t0, const float (&x)[4]) {
       gumbel_group(g, c, floors, t0, x, [&](float s, u32 t) {
         return t < u32(vocab) && in_set(s) && kept(composite(nt_order_key(s), t));
       });
@@ -163,7 +186,7 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
 
   // Explicit draw: contiguous segments per thread, their masses scanned in
   // thread order, then the thread holding the crossing walks its segment.
-  const int64_t seg = (((vocab + kFallbackThreads - 1) / kFallbackThreads) + 3) & ~int64_t(3);
+  const int64_t seg = (((vocab + NT - 1) / NT) + 3) & ~int64_t(3);
   const int64_t lo = min(vocab, int64_t(tid) * seg), hi = min(vocab, lo + seg);
   auto walk = [&](auto&& on_kept) {
     for (int64_t t = lo; t < hi; ++t) {
@@ -209,6 +232,44 @@ __global__ void __launch_bounds__(kFallbackThreads) sample_fallback_kernel(Sampl
   if (tid == 0) {
     const u32 at = shared_u32[1];
     write_token(a, row, at != 0xFFFFFFFFu ? (long long)at : (long long)shared_u32[0] - 1);
+  }
+}
+
+// ---- kernel 3 -------------------------------------------------------------------
+
+// Shared memory of one phase at a time.
+union FlaggedRowsShared {
+  LargeHistShared hist;
+  LargeCollectShared collect;
+  LargeFinishShared finish;
+  FallbackShared<kLargeThreads> fallback;
+};
+
+// Launched cooperatively (every CTA resident at once) on at most as many CTAs
+// as the chip holds. Every CTA reads the same two counts, so all of them
+// return at once or all of them reach every grid sync.
+template <nt_dtype DT, bool VEC>
+__global__ void __launch_bounds__(kLargeThreads, 2) sample_flagged_rows_kernel(SampleArgs a) {
+  __shared__ FlaggedRowsShared sh;
+  const LargeKeepArgs& L = a.large;
+  const u32 n_flagged = *L.n_flagged;
+  if (n_flagged == 0) return;  // nothing flagged: nothing listed either
+  const u32 n_listed = *L.n_listed;
+  if (n_listed > 0) {
+    cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+    large_keep_hist<DT, VEC>(a, sh.hist);
+    grid.sync();  // the histograms are final
+    large_keep_collect<DT, VEC>(a, sh.collect);
+    grid.sync();  // the cuts, draws and lists are final
+    for (u32 i = blockIdx.x; i < n_listed; i += gridDim.x) {
+      large_keep_finish(a, L.listed[i], sh.finish);
+      __syncthreads();  // the row's shared memory is free for the next one
+    }
+    grid.sync();  // the rows finish resolved are no longer flagged
+  }
+  for (u32 i = blockIdx.x; i < n_flagged; i += gridDim.x) {
+    fallback_row<DT, VEC, kLargeThreads>(a, L.flagged[i], sh.fallback);
+    __syncthreads();  // the row's shared memory is free for the next one
   }
 }
 

@@ -1,7 +1,8 @@
-// Kernels 3a-3c of nt_sample: rows whose keep-set reaches past the merged
-// candidates (top-p over a flat row), resolved in two passes over the row.
-// The merges list these rows; hist and collect share out the listed rows'
-// chunks over a grid sized for the chip (for_each_large_item).
+// Phases 1-3 of nt_sample's flagged-row kernel (sample_fallback.cuh): rows
+// whose keep-set reaches past the merged candidates (top-p over a flat row),
+// resolved in two passes over the row. The merges list these rows; hist and
+// collect share out the listed rows' chunks over the kernel's grid, sized for
+// the chip (for_each_large_item); a grid sync separates the phases.
 //
 //  hist     per chunk: a count and a fixed-point mass histogram of the row
 //           over kLargeBins bins of s_max - s (1/kLargeBinsPerUnit wide; the
@@ -11,8 +12,9 @@
 //           decision for every chunk: the histogram is final), draws the
 //           Gumbel-max over the bins above it and appends the tokens of that
 //           bin (at most kLargeCap, checked before) to the row's list.
-//  finish   grid B: sorts the list, cuts it where the count or mass target is
-//           reached, draws over the kept part, writes the token.
+//  finish   per listed row, one CTA: sorts the list, cuts it where the count
+//           or mass target is reached, draws over the kept part, writes the
+//           token and clears the row's flag.
 //
 // Bins are monotone in the order (s_max - s and the scaling by a power of two
 // round monotonically), so every bin above the cut is kept whole and the cut
@@ -20,7 +22,7 @@
 // the same integer masses, the same targets, the same keep-set. Rows this path
 // does not take (an explicit draw, +inf scores, a top-p renormalized on a
 // top-k that cuts the row, a cut bin over kLargeCap tokens) stay flagged for
-// the fallback kernel.
+// the kernel's last phase, the exact fallback.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -46,7 +48,7 @@ __device__ __forceinline__ bool large_keep_takes(const RowCfg& c, const RowState
   return c.cls == kFilteredRow && st.fallback && st.n_pos_inf == 0 && !c.has_u;
 }
 
-// Called by the whole merge CTA after it flagged `row` for these kernels.
+// Called by the whole merge CTA after it flagged `row` for this path.
 __device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
   const LargeKeepArgs& L = a.large;
   uint4* cnt = reinterpret_cast<uint4*>(L.cnt + size_t(row) * kLargeBins);
@@ -60,10 +62,11 @@ __device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
   }
 }
 
-// The hist and collect kernels run on a grid sized for the chip, not for the
+// The hist and collect phases run on a grid sized for the chip, not for the
 // batch: its CTAs share out the work items (listed row, chunk) of the rows the
 // merges listed, each row cut into as many chunks as fill the grid (at most
-// L.splits); a launch with none listed reads one count.
+// L.splits). Both phases cut the rows alike (the same grid, the same count);
+// the kernel runs them only with some row listed.
 struct LargeItem {
   u32 row;
   int64_t begin, end;
@@ -72,7 +75,6 @@ template <class OnItem>
 __device__ __forceinline__ void for_each_large_item(const SampleArgs& a, OnItem&& on_item) {
   const LargeKeepArgs& L = a.large;
   const u32 listed = *L.n_listed;
-  if (listed == 0) return;
   const int64_t vocab = a.vocab;
   const int64_t wanted = max(1u, min(u32(L.splits), gridDim.x / listed));
   const int64_t chunk = ((vocab + wanted - 1) / wanted + 7) / 8 * 8;  // whole Philox blocks
@@ -84,16 +86,24 @@ __device__ __forceinline__ void for_each_large_item(const SampleArgs& a, OnItem&
   }
 }
 
-template <nt_dtype DT, bool VEC>
-__global__ void __launch_bounds__(kLargeThreads) sample_large_hist_kernel(SampleArgs a) {
-  const LargeKeepArgs& L = a.large;
-  using S = typename LogitTraits<DT>::Storage;
-  using ReduceU32 = cub::BlockReduce<u32, kLargeThreads>;
+// Each phase's shared memory; the kernel holds one phase's at a time (a union).
+struct LargeHistShared {
   // A bin's mass as two 32-bit words: shared memory has no 64-bit atomic add
   // (the compiler loops on a 64-bit CAS); the carry out of the low word is
   // seen in the value the 32-bit add returns.
-  __shared__ u32 cnt[kLargeBins], mass_lo[kLargeBins], mass_hi[kLargeBins];
-  __shared__ typename ReduceU32::TempStorage reduce;
+  u32 cnt[kLargeBins], mass_lo[kLargeBins], mass_hi[kLargeBins];
+  typename cub::BlockReduce<u32, kLargeThreads>::TempStorage reduce;
+};
+
+// Phase 1 (the whole CTA): the listed rows' histograms.
+template <nt_dtype DT, bool VEC>
+__device__ void large_keep_hist(const SampleArgs& a, LargeHistShared& sh) {
+  const LargeKeepArgs& L = a.large;
+  using S = typename LogitTraits<DT>::Storage;
+  using ReduceU32 = cub::BlockReduce<u32, kLargeThreads>;
+  u32* cnt = sh.cnt;
+  u32* mass_lo = sh.mass_lo;
+  u32* mass_hi = sh.mass_hi;
   for_each_large_item(a, [&](const LargeItem& item) {
     const u32 row = item.row;
     const RowCfg c = load_row_cfg(a, row);
@@ -122,7 +132,7 @@ __global__ void __launch_bounds__(kLargeThreads) sample_large_hist_kernel(Sample
         n_min_p += (c.p.min_p > 0.0f && p >= c.p.min_p) ? 1u : 0u;
       }
     });
-    n_min_p = ReduceU32(reduce).Reduce(n_min_p, SumU32());
+    n_min_p = ReduceU32(sh.reduce).Reduce(n_min_p, SumU32());
     if (threadIdx.x == 0 && n_min_p) atomicAdd(&L.rows[row].n_min_p, n_min_p);
     __syncthreads();
     u32* gcnt = L.cnt + size_t(row) * kLargeBins;
@@ -190,16 +200,25 @@ __device__ void large_find_cut(const SampleArgs& a, const RowCfg& c, const u32* 
   __syncthreads();
 }
 
+struct LargeCollectShared {
+  u32 cnt[kLargeBins];
+  u64 mass[kLargeBins];
+  u32 floors[kWordFloorSlots];
+  LargeCut cut;
+  typename cub::BlockReduce<u64, kLargeThreads>::TempStorage reduce;
+};
+
+// Phase 2 (the whole CTA, the histograms final): the listed rows' cuts, the
+// draws above them and the lists of their cut bins.
 template <nt_dtype DT, bool VEC>
-__global__ void __launch_bounds__(kLargeThreads, 2) sample_large_collect_kernel(SampleArgs a) {
+__device__ void large_keep_collect(const SampleArgs& a, LargeCollectShared& sh) {
   const LargeKeepArgs& L = a.large;
   using S = typename LogitTraits<DT>::Storage;
   using ReduceU64 = cub::BlockReduce<u64, kLargeThreads>;
-  __shared__ u32 cnt[kLargeBins];
-  __shared__ u64 mass[kLargeBins];
-  __shared__ u32 floors[kWordFloorSlots];
-  __shared__ LargeCut cut;
-  __shared__ typename ReduceU64::TempStorage reduce;
+  u32* cnt = sh.cnt;
+  u64* mass = sh.mass;
+  u32* floors = sh.floors;
+  LargeCut& cut = sh.cut;
   build_word_floors<kLargeThreads>(floors);
   for_each_large_item(a, [&](const LargeItem& item) {
     const u32 row = item.row;
@@ -237,29 +256,36 @@ __global__ void __launch_bounds__(kLargeThreads, 2) sample_large_collect_kernel(
       }
       gumbel_group(g, c, floors, t0, x, [&](float s, u32) { return large_bin(s, s_max) < cut_bin; });
     });
-    const u64 best = ReduceU64(reduce).Reduce(g.best, MaxU64());
+    const u64 best = ReduceU64(sh.reduce).Reduce(g.best, MaxU64());
     if (threadIdx.x == 0 && best) atomicMax(&lk.best, best);
   });
 }
 
-__global__ void __launch_bounds__(kLargeThreads) sample_large_finish_kernel(SampleArgs a) {
+struct LargeFinishShared {
+  u64 list[kLargeCap];
+  u32 length;
+  union {
+    typename cub::BlockScan<u64, kLargeThreads>::TempStorage scan;
+    typename cub::BlockReduce<u64, kLargeThreads>::TempStorage r64;
+    typename cub::BlockReduce<u32, kLargeThreads>::TempStorage r32;
+  } tmp;
+};
+
+// Phase 3 (the whole CTA, the lists final): the token of one listed row,
+// unless collect found no cut for it (the row stays flagged). Block-uniform
+// returns.
+__device__ void large_keep_finish(const SampleArgs& a, u32 row, LargeFinishShared& sh) {
   const LargeKeepArgs& L = a.large;
   using ScanU64 = cub::BlockScan<u64, kLargeThreads>;
   using ReduceU64 = cub::BlockReduce<u64, kLargeThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kLargeThreads>;
-  const u32 row = blockIdx.x;
-  const RowCfg c = load_row_cfg(a, row);
-  const RowState st = a.row_states[row];
-  if (!large_keep_takes(c, st)) return;
   const LargeKeepRow lk = L.rows[row];
   if (!lk.active) return;
-  __shared__ u64 list[kLargeCap];
-  __shared__ u32 length;
-  __shared__ union {
-    typename ScanU64::TempStorage scan;
-    typename ReduceU64::TempStorage r64;
-    typename ReduceU32::TempStorage r32;
-  } tmp;
+  const RowCfg c = load_row_cfg(a, row);
+  const RowState st = a.row_states[row];
+  u64* list = sh.list;
+  u32& length = sh.length;
+  auto& tmp = sh.tmp;
   const int tid = int(threadIdx.x);
   u64 best = 0;
   u64 keep_cut = 0;  // kNoCut: every score is kept

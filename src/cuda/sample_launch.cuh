@@ -16,7 +16,8 @@ namespace nt::cuda {
 // Bytes of the sampler's workspace layout from its 256-aligned start (the
 // size query's answer without kWorkspaceSlack). `device` must be current.
 size_t sample_layout_bytes(const SampleCall& call, int device);
-// The backend's own limits (rows, shared memory), checked before any launch.
+// The backend's own limits (rows, shared memory, cooperative launch where the
+// call may flag rows), checked before any launch. `call`'s device must be current.
 void check_sample_limits(const char* op, const SampleCall& call);
 // nt_sample's kernels on the aligned workspace `ws` (checked by the caller);
 // returns the arguments they ran with. The logits' device must be current.
