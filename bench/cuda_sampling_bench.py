@@ -394,12 +394,13 @@ def bench_w4(rows_out, gen, l2, xgrammar=None):
     kinds = ("50% random", "1% allowed", "blocky")
     for dtype in (torch.float32, torch.bfloat16):
         for rows in (1, 64, 256):
+            suffix = "" if xgrammar is None else " vs XGrammar"
             names = [f"W4 {str(dtype)[6:]} B={rows} V={vocab} {kind}" for kind in kinds]
-            if not any(rows_out.wanted(n) for n in names):
+            if not any(rows_out.wanted(n + suffix) for n in names):
                 continue
             copies = make_copies(rows, vocab, "flat", dtype, gen, l2)
             for kind, name in zip(kinds, names):
-                if not rows_out.wanted(name):
+                if not rows_out.wanted(name + suffix):
                     continue
                 bm, _ = make_bitmask(rows, vocab, kind, gen)
                 moved = mask_bytes(bm, vocab, copies[0].element_size())

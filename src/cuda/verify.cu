@@ -309,14 +309,16 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSM) verify_rows_kern
     return;
   }
 
-  // Top-k lists: a pivot score key with, in expectation, a few times k tokens
-  // at or above it, from the keys of every stride-th token (every finite
-  // token is a candidate when the row is short). Only the speed depends on it:
-  // the candidates are checked to hold at least k tokens and at most kCandCap,
-  // and a miss costs the row four more passes (the radix select below). With
-  // e = k / stride samples expected above the k-th key, the rank e + 4 sqrt(e)
-  // + 4 keeps both misses rare (each under 1e-6 a row at k = 50, V = 128,256,
-  // on independent logits): one slow row sets the time of the whole launch.
+  // Top-k lists: a pivot score key with, in expectation, about rank x stride
+  // tokens at or above it, from the keys of every stride-th token (every
+  // finite token is a candidate when the row is short). Only the speed depends
+  // on it: the candidates are checked to hold at least k tokens and at most
+  // kCandCap, and a miss costs the row four more passes (the radix select
+  // below). With e = k / stride samples expected above the k-th key, the rank
+  // e + 4 sqrt(e) + 4 keeps both misses rare for small k (each under 1e-6 a row
+  // at k = 50, V = 128,256, on independent logits; one slow row sets the time
+  // of the whole launch); past k = 400 too many candidates become likely (about
+  // 6% of rows at k = 512), and such rows take the radix select.
   const bool k_listable = p.top_k > 1 && p.top_k <= kListCap;
   u32 pivot = NT_KEY_FIRST_FINITE;
   if (k_listable) {

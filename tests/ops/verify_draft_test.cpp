@@ -286,7 +286,8 @@ TEST_P(VerifyDraft, EdgeCases) {
 // estimate holds too many tied tokens (a few 5s among about 2,500 4s) or too
 // few (ten high tokens, all sampled, under a top-40), ties past the list but
 // not past the candidates (a third of the row at the top value), top-p alone,
-// and no cut.
+// no cut, and a top-512 over more candidates than the list holds (random
+// rows: about 1,500 at or above the pivot).
 TEST_P(VerifyDraft, LargeRowsEveryKeepSetPath) {
   Rng rng(651);
   const int64_t V = 5003;
@@ -304,8 +305,8 @@ TEST_P(VerifyDraft, LargeRowsEveryKeepSetPath) {
       for (int64_t i = 0; i < V; ++i) x[i] = float(rng.integer(0, 2));
     }
   }
-  const std::vector<int32_t> ks = {20, 5, 0, 0, 64, 40};
-  const std::vector<float> ps = {0.93f, 1.0f, 0.73f, 1.0f, 0.95f, 0.91f};
+  const std::vector<int32_t> ks = {20, 5, 0, 0, 64, 40, 512};
+  const std::vector<float> ps = {0.93f, 1.0f, 0.73f, 1.0f, 0.95f, 0.91f, 0.97f};
   for (size_t v = 0; v < ks.size(); ++v) {
     SCOPED_TRACE("top_k=" + std::to_string(ks[v]) + " top_p=" + std::to_string(ps[v]));
     c.top_k = scalar(ks[v]);
