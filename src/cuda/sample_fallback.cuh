@@ -28,24 +28,24 @@ struct Threshold {
   u64 above_mass, bucket_mass;
 };
 
-template <int NT>
 struct FallbackShared {
   MassScratch first, deeper;
   u32 floors[kWordFloorSlots];
   u32 shared_u32[2];
   u64 shared_u64[2];
   union {
-    typename cub::BlockReduce<u32, NT>::TempStorage r32;
-    typename cub::BlockReduce<u64, NT>::TempStorage r64;
-    typename cub::BlockScan<u64, NT>::TempStorage scan;
+    cub::BlockReduce<u32, kLargeThreads>::TempStorage r32;
+    cub::BlockReduce<u64, kLargeThreads>::TempStorage r64;
+    cub::BlockScan<u64, kLargeThreads>::TempStorage scan;
   } tmp;
 };
 
 // The token of a row the merges flagged, by radix descents over the whole
-// row on the NT threads of the CTA, unless the large keep-set path resolved
-// it (its flag cleared). Block-uniform returns.
-template <nt_dtype DT, bool VEC, int NT>
-__device__ void fallback_row(const SampleArgs& a, u32 row, FallbackShared<NT>& sh) {
+// row on the kernel's kLargeThreads threads, unless the large keep-set path
+// resolved it (its flag cleared). Block-uniform returns.
+template <nt_dtype DT, bool VEC>
+__device__ void fallback_row(const SampleArgs& a, u32 row, FallbackShared& sh) {
+  constexpr int NT = kLargeThreads;
   using S = typename LogitTraits<DT>::Storage;
   using ReduceU32 = cub::BlockReduce<u32, NT>;
   using ReduceU64 = cub::BlockReduce<u64, NT>;
@@ -242,7 +242,7 @@ union FlaggedRowsShared {
   LargeHistShared hist;
   LargeCollectShared collect;
   LargeFinishShared finish;
-  FallbackShared<kLargeThreads> fallback;
+  FallbackShared fallback;
 };
 
 // Launched cooperatively (every CTA resident at once) on at most as many CTAs
@@ -268,7 +268,7 @@ __global__ void __launch_bounds__(kLargeThreads, 2) sample_flagged_rows_kernel(S
     grid.sync();  // the rows finish resolved are no longer flagged
   }
   for (u32 i = blockIdx.x; i < n_flagged; i += gridDim.x) {
-    fallback_row<DT, VEC, kLargeThreads>(a, L.flagged[i], sh.fallback);
+    fallback_row<DT, VEC>(a, L.flagged[i], sh.fallback);
     __syncthreads();  // the row's shared memory is free for the next one
   }
 }
