@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""W3 (logits -> token), W3r's logprobs rows and W4 (grammar bitmask) on a CUDA
+"""W3 (logits -> token), W3u's explicit draws, W3r's logprobs rows and W4 (grammar bitmask) on a CUDA
 GPU: nexttok (the Python package, on torch tensors) against the PyTorch
 baselines of BENCH.md, timed in the same process on the same inputs (method:
 bench/_common.py). The logprobs rows (n = 20, raw and processed) take as
@@ -46,6 +46,10 @@ CLASS_CONFIGS = [("k50+p0.9", 0.7, 50, 0.9, 0.0), ("greedy", 0.0, 0, 1.0, 0.0),
                  ("top-k 50", 0.7, 50, 1.0, 0.0), ("top-p 0.9", 0.7, 0, 0.9, 0.0)]
 QUARTER_ROWS = [c[1:] for c in CLASS_CONFIGS[1:]] + [CLASS_CONFIGS[0][1:]]
 CLASS_SHAPES = [(1, 128256), (64, 128256), (256, 128256), (64, 248320), (256, 248320)]
+# W3u: explicit draws (uniform=, one u per row), each against the same row's
+# Gumbel draw; plain and top-p alone take the exact fallback.
+EXPLICIT_CONFIGS = [CONFIGS[1], CONFIGS[3], CONFIGS[4]]
+EXPLICIT_SHAPES = [(1, 128256), (256, 128256)]
 # W3r's logprobs rows: k50+p0.9 with every parameter a per-row tensor.
 LOGPROB_CONFIG = ("k50+p0.9", 0.7, 50, 0.9, 0.0)
 LOGPROB_SHAPES = [(256, 128256), (1, 128256)]
@@ -339,6 +343,25 @@ def bench_w3_classes(rows_out, gen, l2):
     return lines
 
 
+def bench_w3u_explicit(rows_out, gen, l2):
+    """W3u rows: sample(..., uniform=u) against the same call without it."""
+    for rows, vocab in EXPLICIT_SHAPES:
+        for kind in ("peaked", "flat"):
+            names = [f"W3u {cfg[0]} uniform= B={rows} V={vocab} {kind}" for cfg in EXPLICIT_CONFIGS]
+            if not any(rows_out.wanted(n) for n in names):
+                continue
+            copies = make_copies(rows, vocab, kind, torch.float32, gen, l2)
+            u = torch.rand(rows, device="cuda", generator=gen)
+            for cfg, name in zip(EXPLICIT_CONFIGS, names):
+                if rows_out.wanted(name):
+                    prm = RowParams(cfg, rows, "cuda")
+                    rows_out.time(name, lambda i: prm.sample(copies[i], uniform=u),
+                                  lambda i: prm.sample(copies[i]), len(copies),
+                                  rows * vocab * 4 + rows * 12, "the same row's Gumbel draw")
+            copies = None
+            torch.cuda.empty_cache()
+
+
 def bench_w3r_logprobs(rows_out, gen, l2):
     """W3r logprobs n = 20, raw and processed, each against the same sample row
     without logprobs (per-row tensors, same inputs, same process)."""
@@ -435,6 +458,7 @@ def main():
     rows = Rows(args)
     bench_w3(rows, gen, info["l2"])
     class_lines = bench_w3_classes(rows, gen, info["l2"])
+    bench_w3u_explicit(rows, gen, info["l2"])
     bench_w3r_logprobs(rows, gen, info["l2"])
     bench_w4(rows, gen, info["l2"], load_xgrammar_kernel(args.xgrammar) if args.xgrammar else None)
     if args.json:
