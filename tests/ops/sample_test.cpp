@@ -580,6 +580,35 @@ TEST_P(Sample, PerRowSeedsMakeTokensBatchInvariant) {
   }
 }
 
+// Top-p alone sums the row's mass over every token: masked (-inf) and NaN
+// logits add nothing, at temperatures from 0.3 (scores up to about 50) to 1.5,
+// on rows whose length leaves part of the last tile past the row.
+TEST_P(Sample, TopPMassOverMaskedAndNaNLogits) {
+  uint64_t seed = 6100;
+  for (nt_dtype dtype : {NT_F32, NT_BF16}) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype));
+    SampleCase c;
+    c.rows = 8;
+    c.vocab = 32007;
+    c.dtype = dtype;
+    c.temperature = per_row<float>({0.7f, 0.8f, 0.9f, 1.2f, 1.5f, 0.3f, 1.0f, 0.5f});
+    c.top_p = scalar(0.9f);
+    std::vector<uint64_t> seeds;
+    for (int64_t r = 0; r < c.rows; ++r) seeds.push_back(rng.bits());
+    c.seed = per_row(seeds);
+    c.logits.resize(size_t(c.rows * c.vocab));
+    auto make_row = [&](float* row) {
+      fill_row(rng, true, dtype, row, c.vocab);
+      for (int64_t i = 0; i < c.vocab / 5; ++i) row[rng.integer(0, c.vocab - 1)] = -kInf;
+      for (int64_t i = 0; i < c.vocab / 100; ++i) row[rng.integer(0, c.vocab - 1)] = kNaN;
+    };
+    for (int64_t r = 0; r < c.rows; ++r) make_row(&c.logits[size_t(r * c.vocab)]);
+    redraw_degenerate_rows(c, make_row);
+    expect_tokens_match(dev(), c);
+  }
+}
+
 TEST_P(Sample, NonFiniteLogits) {
   uint64_t seed = 6000;
   for (nt_dtype dtype : kFloatTypes) {
