@@ -582,7 +582,9 @@ TEST_P(Sample, PerRowSeedsMakeTokensBatchInvariant) {
 
 // Top-p alone sums the row's mass over every token: masked (-inf) and NaN
 // logits add nothing, at temperatures from 0.3 (scores up to about 50) to 1.5,
-// on rows whose length leaves part of the last tile past the row.
+// on rows whose length leaves part of the last tile past the row; in f32, row 2
+// holds three equal logits whose score x / T rounds to FLT_MAX, where x times
+// a rounded 1/T overflows (the nucleus: the three, drawn among evenly).
 TEST_P(Sample, TopPMassOverMaskedAndNaNLogits) {
   uint64_t seed = 6100;
   for (nt_dtype dtype : {NT_F32, NT_BF16}) {
@@ -592,7 +594,7 @@ TEST_P(Sample, TopPMassOverMaskedAndNaNLogits) {
     c.rows = 8;
     c.vocab = 32007;
     c.dtype = dtype;
-    c.temperature = per_row<float>({0.7f, 0.8f, 0.9f, 1.2f, 1.5f, 0.3f, 1.0f, 0.5f});
+    c.temperature = per_row<float>({0.7f, 0.8f, 0x1.8fe48ap-2f, 1.2f, 1.5f, 0.3f, 1.0f, 0.5f});
     c.top_p = scalar(0.9f);
     std::vector<uint64_t> seeds;
     for (int64_t r = 0; r < c.rows; ++r) seeds.push_back(rng.bits());
@@ -605,6 +607,9 @@ TEST_P(Sample, TopPMassOverMaskedAndNaNLogits) {
     };
     for (int64_t r = 0; r < c.rows; ++r) make_row(&c.logits[size_t(r * c.vocab)]);
     redraw_degenerate_rows(c, make_row);
+    if (dtype == NT_F32)
+      for (int64_t i : {int64_t(5), int64_t(16000), c.vocab - 1})
+        c.logits[size_t(2 * c.vocab + i)] = 0x1.8fe488p+126f;
     expect_tokens_match(dev(), c);
   }
 }
