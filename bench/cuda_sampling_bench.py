@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""W3 (logits -> token), W3u's explicit draws, W3r's logprobs rows and W4 (grammar bitmask) on a CUDA
-GPU: nexttok (the Python package, on torch tensors) against the PyTorch
-baselines of BENCH.md, timed in the same process on the same inputs (method:
-bench/_common.py). The logprobs rows (n = 20, raw and processed) take as
-baseline nexttok's own sample row of the same shape and per-row parameters
-without logprobs.
+"""W3 (logits -> token), W3u's explicit draws, W3r's logprobs rows and W4
+(grammar bitmask) on a CUDA GPU: nexttok (the Python package, on torch
+tensors) against the PyTorch baselines of BENCH.md, timed in the same process
+on the same inputs (method: bench/_common.py). The logprobs rows (n = 20, raw
+and processed) take as baseline nexttok's own sample row of the same shape and
+per-row parameters without logprobs.
 
   PYTHONPATH=build/python python3 bench/cuda_sampling_bench.py [--check] [--json out.json]
       [--xgrammar DIR]
@@ -47,7 +47,9 @@ CLASS_CONFIGS = [("k50+p0.9", 0.7, 50, 0.9, 0.0), ("greedy", 0.0, 0, 1.0, 0.0),
 QUARTER_ROWS = [c[1:] for c in CLASS_CONFIGS[1:]] + [CLASS_CONFIGS[0][1:]]
 CLASS_SHAPES = [(1, 128256), (64, 128256), (256, 128256), (64, 248320), (256, 248320)]
 # W3u: explicit draws (uniform=, one u per row), each against the same row's
-# Gumbel draw; plain and top-p alone take the exact fallback.
+# Gumbel draw. Without a top-k an explicit draw takes the general filtered scan
+# (1,024 candidates a chunk), and the exact fallback where its keep-set passes
+# them.
 EXPLICIT_CONFIGS = [CONFIGS[1], CONFIGS[3], CONFIGS[4]]
 EXPLICIT_SHAPES = [(1, 128256), (256, 128256)]
 # W3r's logprobs rows: k50+p0.9 with every parameter a per-row tensor.
