@@ -268,6 +268,31 @@ TEST_P(SampleLogprobs, TiedLogitsAtTheCandidatesFloor) {
     }
 }
 
+// Top-p alone over three equal logits whose score x / T rounds to FLT_MAX
+// (x times a rounded 1/T overflows there): the keep-set is the three, so
+// processed logprobs give each -log 3, where a row mass that lost their terms
+// would keep the first alone (value 0).
+TEST_P(SampleLogprobs, TopPNucleusAtTheLargestScore) {
+  const uint64_t seed = 7800;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase c;
+  c.rows = 2;
+  c.vocab = 32007;
+  c.temperature = scalar(0x1.8fe48ap-2f);
+  c.top_p = scalar(0.9f);
+  c.seed = scalar<uint64_t>(rng.bits());
+  fill_logits(c, rng, true);
+  for (int64_t r = 0; r < c.rows; ++r)
+    for (int64_t i : {int64_t(5) + r, int64_t(16000), c.vocab - 1 - r})
+      c.logits[size_t(r * c.vocab + i)] = 0x1.8fe488p+126f;
+  for (int64_t r = 0; r < c.rows; ++r) ASSERT_EQ(reference_sample(c, r).keep.size(), 3u);
+  expect_logprobs_match(dev(), c, 3, NT_LOGPROBS_PROCESSED);
+  const LogprobsResult got = run_sample_logprobs(dev(), c, 3, NT_LOGPROBS_PROCESSED);
+  for (int64_t r = 0; r < c.rows; ++r)
+    EXPECT_NEAR(got.values[size_t(r * got.columns)], -std::log(3.0), 1e-6) << "row " << r;
+}
+
 // A processed row sums to 1 over its keep-set: with n >= V every token is
 // listed, so the listed probabilities of a row account for all of its mass.
 TEST_P(SampleLogprobs, SmallRowsListEveryToken) {

@@ -584,7 +584,9 @@ TEST_P(Sample, PerRowSeedsMakeTokensBatchInvariant) {
 // logits add nothing, at temperatures from 0.3 (scores up to about 50) to 1.5,
 // on rows whose length leaves part of the last tile past the row; in f32, row 2
 // holds three equal logits whose score x / T rounds to FLT_MAX, where x times
-// a rounded 1/T overflows (the nucleus: the three, drawn among evenly).
+// a rounded 1/T overflows (the nucleus: the three; their score plus any Gumbel
+// value rounds to FLT_MAX, so the draw takes the first, and the keep-set is
+// checked by SampleLogprobs.TopPNucleusAtTheLargestScore).
 TEST_P(Sample, TopPMassOverMaskedAndNaNLogits) {
   uint64_t seed = 6100;
   for (nt_dtype dtype : {NT_F32, NT_BF16}) {
