@@ -1,8 +1,9 @@
 // nt_sample_logprobs on CUDA: nt_sample's launches (cuda/sample_launch.cuh),
-// then the logprobs scan and finish kernels (cuda/sample_logprobs.cuh) on the
-// same stream. The workspace is the sampler's layout followed by one record
-// per (row, chunk); the plan depends only on the shapes and the device, so a
-// captured graph replays the same work.
+// then the logprobs kernels (cuda/sample_logprobs.cuh) on the same stream: in
+// processed mode the candidates kernel first, then the scan and finish kernels
+// for the rows it left. The workspace is the sampler's layout followed by one
+// record per (row, chunk) and a done flag per row; the plan depends only on the
+// shapes and the device, so a captured graph replays the same work.
 #include <algorithm>
 #include <string>
 
@@ -23,7 +24,7 @@ constexpr int64_t kLogprobMaxSplits = 128;
 
 struct LogprobPlan {
   int splits = 1, chunk = 1;
-  size_t records_at = 0, bytes = 0;
+  size_t records_at = 0, done_at = 0, bytes = 0;
 };
 
 // Few rows: a row spreads over many CTAs (B = 1 over the chip); many rows:
@@ -39,7 +40,8 @@ LogprobPlan make_logprob_plan(const SampleCall& call, int device) {
   p.chunk = int(chunk);
   p.splits = int((vocab + chunk - 1) / chunk);
   p.records_at = align_up(sample_layout_bytes(call, device), 256);
-  p.bytes = p.records_at + size_t(rows) * size_t(p.splits) * sizeof(LogprobChunk) + kWorkspaceSlack;
+  p.done_at = align_up(p.records_at + size_t(rows) * size_t(p.splits) * sizeof(LogprobChunk), 256);
+  p.bytes = p.done_at + size_t(rows) * sizeof(u32) + kWorkspaceSlack;
   return p;
 }
 
@@ -78,9 +80,17 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   l.values_stride = a.logprobs.row_stride;
   l.ranks = static_cast<int32_t*>(a.ranks.data);
   l.chunks = reinterpret_cast<LogprobChunk*>(ws + plan.records_at);
+  // Processed mode with a filtered row possible (per-row parameters, or
+  // scalars that make every row filtered): the candidates kernel runs.
+  const bool from_candidates = l.processed && (s.per_row || s.row_class == kFilteredRow);
+  l.done = from_candidates ? reinterpret_cast<u32*>(ws + plan.done_at) : nullptr;
   const u32 rows = u32(s.rows);
   with_logit_layout(s.args.logits.dtype, rows_16b_aligned(s.args.logits), [&](auto layout) {
     constexpr nt_dtype DT = decltype(layout)::kDtype;
+    if (l.done != nullptr) {
+      sample_logprobs_candidates_kernel<DT><<<rows, kLogprobThreads, 0, st>>>(args, l);
+      check_launch(kOp);
+    }
     const dim3 grid =
         l.rows_last_first ? dim3(u32(plan.splits), rows, 1) : dim3(rows, u32(plan.splits), 1);
     sample_logprobs_scan_kernel<DT, decltype(layout)::kVec>

@@ -1,6 +1,10 @@
 // Device side of nt_sample_logprobs (docs/SEMANTICS.md, "Logprobs with sample"):
-// two kernels after nt_sample's on the same stream.
+// kernels after nt_sample's on the same stream.
 //
+//  candidates  (processed mode only) grid B: a filtered row whose keep-set and
+//          first n tokens lie among the sampler's chunk candidates (still in
+//          the workspace) gets its outputs from them, reading n + its
+//          candidates' logits, and is marked done; scan and finish skip it.
 //  scan    grid (B, splits): one CTA reads one chunk of one row once, 16
 //          tokens a thread an iteration: the largest finite value and the sum
 //          of exp(v - max) of its values (an online softmax: one exp a token
@@ -59,6 +63,7 @@ struct LogprobArgs {
   int64_t values_stride;
   int32_t* ranks;
   LogprobChunk* chunks;  // [B][splits]
+  u32* done;             // [B]: the candidates kernel wrote the row; nullptr: it did not run
 };
 
 __device__ __forceinline__ long long sampled_token(const SampleArgs& a, u32 row) {
@@ -159,6 +164,159 @@ __device__ __forceinline__ float pairwise_sum(const float (&t)[K]) {
   }
 }
 
+// The most candidates a row may have for the candidates kernel to take it:
+// past that the scan over the row (spread over many CTAs) costs less than one
+// CTA going through them.
+constexpr u32 kLogprobCandidatesMax = 1024;
+
+// Processed mode, one CTA a row. A filtered row (no +inf score, a token drawn,
+// T finite)
+// whose keep-set lies among its chunks' candidates (the keep-set's cut at or
+// above every truncated chunk's floor: every token a chunk dropped ranks below
+// its floor) has every member there, and with them the normalizer and the
+// rank. Its first n tokens of the logits' order are the candidates' first n
+// when the n-th's score is above every floor: a dropped token scores at most
+// its floor's score, so its logit is below the n-th's (x / T is monotone).
+// Such a row's outputs are written here, from the candidates and the logits of
+// those tokens, and done[row] = 1; every other row gets done[row] = 0 and the
+// scan over its logits. Block-uniform decisions.
+template <nt_dtype DT>
+__global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_kernel(SampleArgs a,
+                                                                                   LogprobArgs l) {
+  constexpr int kWarps = kLogprobThreads / 32;
+  using ReduceF = cub::BlockReduce<float, kLogprobThreads>;
+  using ReduceD = cub::BlockReduce<double, kLogprobThreads>;
+  using ReduceU32 = cub::BlockReduce<u32, kLogprobThreads>;
+  __shared__ union {
+    typename ReduceF::TempStorage f;
+    typename ReduceD::TempStorage d;
+    typename ReduceU32::TempStorage r32;
+  } tmp;
+  __shared__ u64 stage[kWarps * 32];
+  __shared__ u32 taken;
+  __shared__ float v_max_shared;
+  __shared__ double log_z_shared;
+  using S = typename LogitTraits<DT>::Storage;
+  const u32 row = blockIdx.x;
+  const u32 lane = lane_index();
+  const int warp = int(threadIdx.x >> 5);
+  const RowCfg c = load_row_cfg(a, row);
+  const long long token = sampled_token(a, row);
+  // Filtered rows with a token only (the others have no candidates or row
+  // state), and a finite T (T = +inf scores a +inf logit as NaN: the logits'
+  // order is then no longer the scores').
+  if (c.cls != kFilteredRow || token < 0 || !isfinite(c.p.temperature)) {
+    if (threadIdx.x == 0) l.done[row] = 0u;
+    return;
+  }
+  const RowState st = a.row_states[row];
+  const ChunkRecord* rec = a.chunks + size_t(row) * a.splits;
+  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+  const int n = l.n;
+
+  // The floor below which the chunks dropped tokens (0: none dropped) and the
+  // candidates' count; warp 0, chunks a lane.
+  if (warp == 0) {
+    u64 floor = 0ull;
+    u32 count = 0u;
+    for (int k = int(lane); k < a.splits; k += 32) {
+      count += rec[k].n_cand;
+      const u64 f = rec[k].truncated ? rec[k].last : 0ull;
+      floor = f > floor ? f : floor;
+    }
+    floor = warp_max(floor);
+    count = warp_sum(count);
+    if (lane == 0) {
+      taken = st.n_pos_inf == 0 && st.keep_cut >= floor && count <= kLogprobCandidatesMax;
+      stage[0] = floor;
+    }
+  }
+  __syncthreads();
+  const u64 floor = stage[0];
+  if (!taken) {
+    if (threadIdx.x == 0) l.done[row] = 0u;
+    return;
+  }
+  __syncthreads();  // stage is the merges' from here on
+
+  const LogprobRow lr = logprob_row(a, c, row, token, true);
+  const float token_base = logprob_base(widen<DT>(rowp[token]), u32(token), lr);
+  // Candidate i of the row (chunk k, slot j): warp w takes chunks w, w + 8, ...
+  // 32 slots at a time. on_item(composite by score or 0, its logit's value).
+  auto for_each_candidate = [&](auto&& on_batch) {
+    for (int k = warp; k < a.splits; k += kWarps) {
+      const u32 n_cand = rec[k].n_cand;
+      const u64* src = a.candidates + (size_t(row) * a.splits + k) * size_t(a.kchunk);
+      for (u32 j0 = 0; j0 < n_cand; j0 += 32) {  // warp-uniform
+        const u32 j = j0 + lane;
+        const u64 v = j < n_cand ? src[j] : 0ull;
+        const u32 id = composite_index(v);
+        const float x = v ? widen<DT>(rowp[id]) : -INFINITY;
+        on_batch(v, id, x);
+      }
+    }
+  };
+  // The largest value (the keep-set's first member), then the normalizer,
+  // the rank and the first 32 of the logits' order.
+  float v_max = -INFINITY;
+  for_each_candidate([&](u64 v, u32 id, float x) {
+    if (v) v_max = fmaxf(v_max, logprob_base(x, id, lr));
+  });
+  v_max = ReduceF(tmp.f).Reduce(v_max, [](float x, float y) { return fmaxf(x, y); });
+  if (threadIdx.x == 0) v_max_shared = v_max;
+  __syncthreads();
+  v_max = v_max_shared;
+  double z = 0.0;
+  u32 rank = 0u;
+  u64 list[1] = {0ull};
+  for_each_candidate([&](u64 v, u32 id, float x) {
+    const float b = v ? logprob_base(x, id, lr) : -INFINITY;
+    if (b != -INFINITY) {
+      z += exp(double(b) - double(v_max));
+      rank += b >= token_base ? 1u : 0u;
+    }
+    u64 b1[1] = {v ? composite(nt_order_key(x), id) : 0ull};
+    warp_sort_desc<1>(b1);
+    warp_merge_desc<1>(list, b1);
+  });
+  z = ReduceD(tmp.d).Sum(z);
+  __syncthreads();
+  rank = ReduceU32(tmp.r32).Sum(rank);
+  if (threadIdx.x == 0) log_z_shared = z > 0.0 ? log(z) : 0.0;
+  __syncthreads();
+  block_merge_desc<1>(list, stage, 32, min(kWarps, a.splits));
+  if (warp != 0) return;
+  // The n-th of the logits' order must score above the floor, or a dropped
+  // token could precede it (with no floor every finite score is a candidate,
+  // so it must only exist).
+  bool first_n_known = true;
+  if (n > 0) {
+    const u64 nth = __shfl_sync(kFullMask, list[0], n - 1);
+    const float s_nth = nth ? nt_scaled_score(widen<DT>(rowp[composite_index(nth)]), c.p.temperature)
+                            : -INFINITY;
+    first_n_known = nth != 0ull && s_nth != -INFINITY &&
+                    (floor == 0ull || s_nth > nt_key_to_float(composite_key(floor)));
+  }
+  if (!first_n_known) {
+    if (lane == 0) l.done[row] = 0u;
+    return;
+  }
+  const double log_z = log_z_shared;
+  int32_t* ids = l.ids + int64_t(row) * l.ids_stride;
+  float* values = l.values + int64_t(row) * l.values_stride;
+  if (int(lane) < n) {
+    const u32 id = composite_index(list[0]);
+    ids[1 + lane] = int32_t(id);
+    values[1 + lane] = logprob_value(logprob_base(widen<DT>(rowp[id]), id, lr), 0u, v_max, log_z);
+  }
+  if (lane == 0) {
+    ids[0] = int32_t(token);
+    values[0] = logprob_value(token_base, 0u, v_max, log_z);
+    l.ranks[row] = int32_t(rank);
+    l.done[row] = 1u;
+  }
+}
+
 template <nt_dtype DT, bool VEC>
 __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
     sample_logprobs_scan_kernel(SampleArgs a, LogprobArgs l) {
@@ -181,6 +339,7 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   // the rows in order, so the last ones are the likeliest to be still in L2.
   const u32 row = l.rows_last_first ? a.rows - 1u - blockIdx.y : blockIdx.x;
   const int chunk = int(l.rows_last_first ? blockIdx.x : blockIdx.y);
+  if (l.done != nullptr && l.done[row]) return;
   // Token positions in u32: a row has fewer than 2^31 tokens.
   const u32 begin = u32(chunk) * u32(l.chunk);
   const u32 end = u32(min(int64_t(begin) + l.chunk, int64_t(a.vocab)));
@@ -400,6 +559,7 @@ __global__ void __launch_bounds__(kLogprobFinishThreads) sample_logprobs_finish_
   constexpr int kWarps = kLogprobFinishThreads / 32;
   __shared__ u64 stage[kWarps * 32];
   const u32 row = blockIdx.x;
+  if (l.done != nullptr && l.done[row]) return;
   const u32 lane = lane_index();
   const int warp = int(threadIdx.x >> 5);
   const LogprobChunk* rec = l.chunks + size_t(row) * l.splits;
