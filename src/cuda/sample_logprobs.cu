@@ -81,8 +81,10 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   l.ranks = static_cast<int32_t*>(a.ranks.data);
   l.chunks = reinterpret_cast<LogprobChunk*>(ws + plan.records_at);
   // Processed mode with a filtered row possible (per-row parameters, or
-  // scalars that make every row filtered): the candidates kernel runs.
-  const bool from_candidates = l.processed && (s.per_row || s.row_class == kFilteredRow);
+  // scalars that make every row filtered) and few enough candidates a row:
+  // the candidates kernel runs.
+  const bool from_candidates = l.processed && (s.per_row || s.row_class == kFilteredRow) &&
+                               int64_t(args.splits) * args.kchunk <= kLogprobCandidatesMax;
   l.done = from_candidates ? reinterpret_cast<u32*>(ws + plan.done_at) : nullptr;
   const u32 rows = u32(s.rows);
   with_logit_layout(s.args.logits.dtype, rows_16b_aligned(s.args.logits), [&](auto layout) {

@@ -164,10 +164,12 @@ __device__ __forceinline__ float pairwise_sum(const float (&t)[K]) {
   }
 }
 
-// The most candidates a row may have for the candidates kernel to take it:
-// past that the scan over the row (spread over many CTAs) costs less than one
-// CTA going through them.
-constexpr u32 kLogprobCandidatesMax = 1024;
+// The most candidates a row may have (chunks times their capacity) for the
+// candidates kernel to run: past that the scan over the row (spread over many
+// CTAs) costs less than one CTA going through them, and a launch whose every
+// row refuses costs its own time. Batches whose rows fill the chip (one chunk
+// a row) are within it.
+constexpr int64_t kLogprobCandidatesMax = 1024;
 
 // Processed mode, one CTA a row. A filtered row (no +inf score, a token drawn,
 // T finite)
@@ -214,20 +216,17 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const int n = l.n;
 
-  // The floor below which the chunks dropped tokens (0: none dropped) and the
-  // candidates' count; warp 0, chunks a lane.
+  // The floor below which the chunks dropped tokens (0: none dropped); warp 0,
+  // chunks a lane.
   if (warp == 0) {
     u64 floor = 0ull;
-    u32 count = 0u;
     for (int k = int(lane); k < a.splits; k += 32) {
-      count += rec[k].n_cand;
       const u64 f = rec[k].truncated ? rec[k].last : 0ull;
       floor = f > floor ? f : floor;
     }
     floor = warp_max(floor);
-    count = warp_sum(count);
     if (lane == 0) {
-      taken = st.n_pos_inf == 0 && st.keep_cut >= floor && count <= kLogprobCandidatesMax;
+      taken = st.n_pos_inf == 0 && st.keep_cut >= floor;
       stage[0] = floor;
     }
   }

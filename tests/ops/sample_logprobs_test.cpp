@@ -243,29 +243,32 @@ TEST_P(SampleLogprobs, KeepSetsOfEverySize) {
 // candidate lists inside a run of equal scores, and the logits' first n and
 // the keep-set must still come out exact (a GPU that takes them from the
 // candidates must see that a dropped token of the same score could precede
-// the n-th).
+// the n-th). Rows of several chunks and rows of one (4,001 tokens: the CUDA
+// backend takes those of a full batch from the candidates).
 TEST_P(SampleLogprobs, TiedLogitsAtTheCandidatesFloor) {
   uint64_t seed = 7700;
   for (nt_dtype dtype : kFloatTypes)
-    for (int64_t rows : {6, 1}) {
-      Rng rng(++seed);
-      SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " B=" + std::to_string(rows));
-      SampleCase c;
-      c.rows = rows;
-      c.vocab = 20011;
-      c.dtype = dtype;
-      c.temperature = scalar(0.9f);
-      c.top_k = scalar<int32_t>(40);
-      c.top_p = scalar(0.93f);
-      c.seed = scalar<uint64_t>(rng.bits());
-      auto refill = [&](float* row) {
-        for (int64_t i = 0; i < c.vocab; ++i) row[i] = float(rng.integer(-8, 0));
-      };
-      c.logits.resize(size_t(rows * c.vocab));
-      for (int64_t r = 0; r < rows; ++r) refill(c.logits.data() + r * c.vocab);
-      redraw_degenerate_rows(c, refill);
-      for (int n : {5, 20}) expect_logprobs_match(dev(), c, n, NT_LOGPROBS_PROCESSED);
-    }
+    for (int64_t rows : {6, 1})
+      for (int64_t vocab : {20011, 4001}) {
+        Rng rng(++seed);
+        SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " B=" + std::to_string(rows) +
+                     " V=" + std::to_string(vocab));
+        SampleCase c;
+        c.rows = rows;
+        c.vocab = vocab;
+        c.dtype = dtype;
+        c.temperature = scalar(0.9f);
+        c.top_k = scalar<int32_t>(40);
+        c.top_p = scalar(0.93f);
+        c.seed = scalar<uint64_t>(rng.bits());
+        auto refill = [&](float* row) {
+          for (int64_t i = 0; i < c.vocab; ++i) row[i] = float(rng.integer(-8, 0));
+        };
+        c.logits.resize(size_t(rows * c.vocab));
+        for (int64_t r = 0; r < rows; ++r) refill(c.logits.data() + r * c.vocab);
+        redraw_degenerate_rows(c, refill);
+        for (int n : {5, 20}) expect_logprobs_match(dev(), c, n, NT_LOGPROBS_PROCESSED);
+      }
 }
 
 // Top-p alone over three equal logits whose score x / T rounds to FLT_MAX
