@@ -302,6 +302,76 @@ struct MaxSumMerge {
   }
 };
 
+constexpr float kLog2e = 1.44269504f;  // log2(e) rounded to fp32
+
+// 2^x in fp32 by the SFU, subnormal results flushed to zero (a term below
+// 2^-126 of the largest is nothing at the promised tolerance); +0 for x = -inf.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// The sum of K fp32 terms, pairwise (log2(K) roundings on any term's path).
+template <int K>
+__device__ __forceinline__ float pairwise_sum(const float (&t)[K]) {
+  if constexpr (K == 1) {
+    return t[0];
+  } else {
+    float h[K / 2];
+#pragma unroll
+    for (int i = 0; i < K / 2; ++i) h[i] = t[2 * i] + t[2 * i + 1];
+    return pairwise_sum<K / 2>(h);
+  }
+}
+
+// A thread's running mass of exp(s - s_max) taken on the logits, two
+// instructions a token and no division: each term is 2^(x k - b) with
+// k = log2(e) / T and b = x_b k for a logit x_b the thread has seen, by one
+// fused multiply-add and the SFU's exp2. b moves up only when a tile's largest
+// logit would make a term past 2^32, so the sum never overflows and rarely
+// rescales. Its error against the fp32 mass of the scores x / T is bounded by
+// row_mass_error (sample_merge.cuh); tiles whose largest logit is not finite
+// or whose x k reaches 2^100 take the exact form (tile_mass_add) instead.
+struct Exp2Sum {
+  float b = -INFINITY;      // the exponent the sum is relative to (log2 units)
+  float z = 0.0f;           // sum of 2^(x k - b)
+  float x_max = -INFINITY;  // the largest logit summed
+};
+
+// The range of T whose k = log2(e) / T the exp2 mass takes (others: the exact
+// form for every tile).
+__device__ __forceinline__ bool exp2_mass_temperature(float t) {
+  return t >= 0x1p-20f && t <= 0x1p20f;
+}
+
+// Adds a thread's tile (U x G logits, largest logit m) to e; false when the
+// tile needs the exact form. NaN and -inf logits add nothing.
+template <int U, int G>
+__device__ __forceinline__ bool tile_mass_add_exp2(Exp2Sum& e, const float (&x)[U][G], float m,
+                                                   float k) {
+  if (m == -INFINITY) return true;
+  if (!(fabsf(m * k) < 0x1p100f)) return false;  // m = +inf, or scores near overflow
+  if (fmaf(m, k, -e.b) > 32.0f) {                // the first tile, or a term past 2^32
+    const float b = m * k;
+    e.z *= exp2_ftz(fmaxf(e.b - b, -512.0f));
+    e.b = b;
+  }
+  e.x_max = fmaxf(e.x_max, m);
+  float t[U * G];
+#pragma unroll
+  for (int i = 0; i < U * G; ++i) t[i] = exp2_ftz(fmaxf(fmaf(x[i / G][i % G], k, -e.b), -512.0f));
+  e.z += pairwise_sum(t);
+  return true;
+}
+
+// e as a (max score, mass) pair: the max the exact score of its largest logit,
+// the sum rescaled to it.
+__device__ __forceinline__ MaxSum exp2_sum_at_max(const Exp2Sum& e, float temperature, float k) {
+  if (e.x_max == -INFINITY) return {-INFINITY, 0.0f};
+  return {nt_scaled_score(e.x_max, temperature), e.z * exp2_ftz(-fmaf(e.x_max, k, -e.b))};
+}
+
 // ---- Gumbel-max over groups of 4 tokens, with pruning ------------------------
 // A token can only win if s + G >= the best value seen: most groups skip
 // Philox (top score + 16.75 below the bound) or the logs (a word below the
@@ -395,6 +465,16 @@ __device__ __forceinline__ bool filtered_tile_filter(const SampleArgs& a, const 
 // candidates sorted (sample_scan.cuh, lists_out_sorted).
 __device__ __forceinline__ bool list_scan_applies(const SampleArgs& a, const RowCfg& c) {
   return filtered_keep(a, c) <= u32(kListKeepMax) && c.bound_mode != 2;
+}
+
+// The rows whose chunks sum the mass by exp2 (Exp2Sum): the list scan's rows
+// of top-p without top-k, with T in exp2_mass_temperature's range. A cut
+// within that mass's error is left to the flagged-row kernel, which every
+// plan with such a row launches; a top-k row (joint mode) must resolve in the
+// merge and keeps the exact form.
+__device__ __forceinline__ bool exp2_mass_applies(const SampleArgs& a, const RowCfg& c) {
+  return c.p.top_k == 0 && list_scan_applies(a, c) && filtered_needs_mass(a, c) &&
+         exp2_mass_temperature(c.p.temperature);
 }
 
 // Rows with sorted chunk lists and a top-k of at most 128 (or none): the

@@ -142,28 +142,6 @@ struct MaxSumDMerge {
   }
 };
 
-// 2^x in fp32 by the SFU, subnormal results flushed to zero (a term below
-// 2^-126 of the chunk's largest is nothing at the promised tolerance); +0 for
-// x = -inf.
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// The sum of K fp32 terms, pairwise (log2(K) roundings on any term's path).
-template <int K>
-__device__ __forceinline__ float pairwise_sum(const float (&t)[K]) {
-  if constexpr (K == 1) {
-    return t[0];
-  } else {
-    float h[K / 2];
-#pragma unroll
-    for (int i = 0; i < K / 2; ++i) h[i] = t[2 * i] + t[2 * i + 1];
-    return pairwise_sum<K / 2>(h);
-  }
-}
-
 // The most candidates a row may have (chunks times their capacity) for the
 // candidates kernel to run: past that the scan over the row (spread over many
 // CTAs) costs less than one CTA going through them, and a launch whose every
@@ -323,7 +301,6 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   using ReduceMax = cub::BlockReduce<MaxSumD, kLogprobThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kLogprobThreads>;
   constexpr int kWarps = kLogprobThreads / 32;
-  constexpr float kLog2e = 1.44269504f;
   constexpr int G = group_tokens<DT, VEC>();
   constexpr int U = kLogprobTokens / G;  // load groups a thread has in flight
   constexpr int K = U * G;

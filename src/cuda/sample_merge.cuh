@@ -43,14 +43,30 @@ struct MergeInfo {
   u32 counter;
 };
 
+// The relative error bound of a row mass the chunks summed by exp2
+// (exp2_mass_applies), 0 for the exact form. Against exp(s - s_max) of the
+// scores s = x / T, a term 2^(x k - b) (Exp2Sum) carries the rounding of k
+// and of the multiply-add, both relative to s_max - s (b's own rounding
+// cancels when the thread's sum is rescaled to its largest logit), the
+// roundings of x / T the scores carry (relative to |s| <= |s_max| + s_max - s)
+// and the SFU's exp2 (2^-22); the mass-weighted mean of s_max - s is at most
+// ln V. The sums (pairwise per tile, then per thread, block and row) and the
+// rescalings between them add less than 2^-24 x 200.
+__device__ __forceinline__ double row_mass_error(const SampleArgs& a, const RowCfg& c,
+                                                 float s_max) {
+  if (!exp2_mass_applies(a, c)) return 0.0;
+  return 0x1p-24 * (2.0 * fabs(double(s_max)) + 8.0 * log(double(a.vocab)) + 256.0);
+}
+
 // The keep-set length from the row's sorted candidates (m of them), 0 when they
-// cannot decide it (the fallback then does). count_pass(): candidates with
+// cannot decide it (the fallback then does). z_err bounds z_full's relative
+// error (row_mass_error). count_pass(): candidates with
 // p >= min_p; prefix_at(i): running mass through candidate i; count_below(
 // target, lim): i < lim whose running mass is below target. Block-uniform
 // control flow, so the callbacks may hold block barriers.
 template <class CountPass, class PrefixAt, class CountBelow>
 __device__ __forceinline__ u32 keep_length(const RowCfg& c, bool joint, u32 m, bool known_all,
-                                           double z_full, CountPass&& count_pass,
+                                           double z_full, double z_err, CountPass&& count_pass,
                                            PrefixAt&& prefix_at, CountBelow&& count_below) {
   // n_k: exact when it is within the candidates
   u32 nk = c.p.top_k ? u32(c.p.top_k) : kNoLimit;
@@ -70,13 +86,17 @@ __device__ __forceinline__ u32 keep_length(const RowCfg& c, bool joint, u32 m, b
       len = min(len, 1u);
       exact_any = true;
     } else {
-      double z = z_full;
+      double z = z_full, err = z_err;
       if (!joint && c.p.top_k != 0) {
         if (nk > m) return 0;  // the top-k set's mass is not known
         z = prefix_at(nk - 1);
+        err = 0.0;
       }
       const u32 lim = min(nk, m);
-      const u32 below = count_below(double(c.p.top_p) * z, lim);
+      const double target = double(c.p.top_p) * z;
+      const u32 below = count_below(target * (1.0 - err), lim);
+      // A cut that moves within the mass's error is left to the fallback.
+      if (err > 0.0 && count_below(target * (1.0 + err), lim) != below) return 0;
       if (below < lim) {
         len = min(len, below + 1);
         exact_any = true;
@@ -127,7 +147,7 @@ __device__ void merge_tail_sorted(const SampleArgs& a, const RowCfg& c, u32 row,
   };
 
   const u32 length = keep_length(
-      c, a.joint != 0, m, known_all, z_full,
+      c, a.joint != 0, m, known_all, z_full, row_mass_error(a, c, s_max),
       [&] {
         u32 pass = 0;
 #pragma unroll
@@ -412,6 +432,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
       inf_rule ? m_count
                : keep_length(
                      c, a.joint != 0, m_count, known_all, info.z_full,
+                     row_mass_error(a, c, s_max),
                      [&] {
                        u32 pass = 0;
 #pragma unroll

@@ -366,7 +366,8 @@ __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count,
 
 // Filtered rows whose chunk keeps few candidates (keep <= kListKeepMax) and
 // whose logits can be compared with a bound (the chunk mass, when top-p needs
-// it, is summed beside the lists by tile_mass_add): each warp appends to its
+// it, is summed beside the lists, by exp2 where exp2_mass_applies, else by
+// tile_mass_add): each warp appends to its
 // own list in shared memory and ranks it by itself (rank_warp_list), with no
 // block barrier per tile. The admission bound stays block-wide without
 // barriers: each warp publishes its r-th best (r = ceil(keep / warps)), so the
@@ -396,7 +397,10 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   const u32 tid = threadIdx.x, warp = tid / 32, lane = lane_index();
   const u32 rank = (keep + kWarps - 1) / kWarps;
   const bool need_z = filtered_needs_mass(a, c);
-  MaxSum mz = {-INFINITY, 0.0f};
+  const bool exp2_mass = exp2_mass_applies(a, c);
+  const float k = kLog2e / c.p.temperature;  // read only where exp2_mass
+  MaxSum mz = {-INFINITY, 0.0f};             // the tiles of the exact form
+  Exp2Sum e;                                 // the others
   u64* list = buf + size_t(warp) * kListCap;
   u32* hist = reinterpret_cast<u32*>(buf + size_t(kWarps) * kListCap) + size_t(warp) * 256;
   WarpList w{kNegInfCeiling, 0u, u32(kListRefresh)};
@@ -429,11 +433,11 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     } else {
       raise(*static_cast<volatile u64*>(&shared_thr));
     }
-    if (need_z) tile_mass_add(mz, x, c);
     float m = -INFINITY;
     for_each_group(tile, x, [&](u32, const float (&x4)[4]) {
       m = fmaxf(fmaxf(m, fmaxf(x4[0], x4[1])), fmaxf(x4[2], x4[3]));
     });
+    if (need_z && !(exp2_mass && tile_mass_add_exp2(e, x, m, k))) tile_mass_add(mz, x, c);
     bool appended = false;
     if (!(m < thr_x)) {
       u32 pending = 0;
@@ -496,7 +500,8 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   const bool any_inf = __syncthreads_or(n_inf != 0) != 0;
   MaxSum total = {-INFINITY, 0.0f};
   if (need_z) {
-    total = ReduceMZ(tmp.rmz).Reduce(mz, MaxSumMerge());
+    const MaxSum mine = MaxSumMerge()(mz, exp2_sum_at_max(e, c.p.temperature, k));
+    total = ReduceMZ(tmp.rmz).Reduce(mine, MaxSumMerge());
     if (tid == 0) chunk_mass = total;
     __syncthreads();
     total = chunk_mass;

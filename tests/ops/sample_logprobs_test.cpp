@@ -271,6 +271,54 @@ TEST_P(SampleLogprobs, TiedLogitsAtTheCandidatesFloor) {
       }
 }
 
+// Top-p alone whose cut lies 8e-6 of the prefix's mass from the crossing
+// (past the 1e-6 of the row's mass the contract leaves to rounding): three
+// planted logits above a noise that holds up to half the mass, top_p set so
+// that the keep-set ends with the first or second of them by that margin
+// either side. A backend that
+// sums the row's mass approximately (the CUDA list scan's exp2 form) must see
+// that its error bound straddles the cut and resolve the row exactly.
+TEST_P(SampleLogprobs, TopPCutNearTheRowMass) {
+  uint64_t seed = 7900;
+  for (nt_dtype dtype : {NT_F32, NT_BF16})
+    for (int64_t vocab : {32007, 4001, 61}) {
+      Rng rng(++seed);
+      SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + " V=" + std::to_string(vocab));
+      SampleCase c;
+      c.rows = 6;
+      c.vocab = vocab;
+      c.dtype = dtype;
+      c.temperature = scalar(0.8f);
+      c.seed = scalar<uint64_t>(rng.bits());
+      c.logits.resize(size_t(c.rows * vocab));
+      std::vector<float> top_p;
+      std::vector<size_t> keep;
+      for (int64_t r = 0; r < c.rows; ++r) {
+        float* row = &c.logits[size_t(r * vocab)];
+        for (int64_t i = 0; i < vocab; ++i) row[i] = float(int(rng.uniform(-4.0, 4.0) * 64.0)) / 64.0f;
+        const float planted[3] = {10.0f, 9.5f, 9.0f};
+        for (int j = 0; j < 3; ++j) row[size_t(j * (vocab / 3) + rng.integer(0, vocab / 3 - 1))] = planted[j];
+        // The mass in fp64 of the fp32 scores, as the reference sums it.
+        const double s_max = double(planted[0] / 0.8f);
+        double z = 0.0;
+        for (int64_t i = 0; i < vocab; ++i) z += std::exp(double(row[i] / 0.8f) - s_max);
+        const size_t first = size_t(1 + r % 2);  // the cut after the first or the second
+        double prefix = 0.0;
+        for (size_t j = 0; j < first; ++j) prefix += std::exp(double(planted[j] / 0.8f) - s_max);
+        const double margin = r / 2 % 2 ? -8e-6 : 8e-6;  // below: the next one crosses
+        top_p.push_back(float(prefix / z * (1.0 - margin)));
+        keep.push_back(margin > 0 ? first : first + 1);
+      }
+      c.top_p = per_row(top_p);
+      for (int64_t r = 0; r < c.rows; ++r) {
+        const SampleReference ref = reference_sample(c, r);
+        ASSERT_FALSE(ref.degenerate) << "row " << r << ": " << ref.why_degenerate;
+        ASSERT_EQ(ref.n_top_p, keep[size_t(r)]) << "row " << r;
+      }
+      expect_logprobs_match(dev(), c, 3, NT_LOGPROBS_PROCESSED);
+    }
+}
+
 // Top-p alone over three equal logits whose score x / T rounds to FLT_MAX
 // (x times a rounded 1/T overflows there): the keep-set is the three, so
 // processed logprobs give each -log 3, where a row mass that lost their terms
