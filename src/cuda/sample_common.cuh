@@ -46,7 +46,8 @@ struct ChunkRecord {
   u64 best_inf;  // Gumbel-max composite among +inf scores (plain and filtered rows)
   u64 last;      // truncated chunk: every finite token it did not keep ranks below this
   float max_s;   // filtered rows that need the full mass: max finite score of the chunk
-  float z;       // ... and sum of exp(s - max_s) over its finite scores
+  float z;       // ... and sum of exp(s - max_s) over its finite scores (by exp2,
+                 // within row_mass_error, where exp2_mass_applies)
   u32 n_cand;
   u32 n_pos_inf;
   u32 truncated;

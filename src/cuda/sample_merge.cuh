@@ -50,12 +50,14 @@ struct MergeInfo {
 // cancels when the thread's sum is rescaled to its largest logit), the
 // roundings of x / T the scores carry (relative to |s| <= |s_max| + s_max - s)
 // and the SFU's exp2 (2^-22); the mass-weighted mean of s_max - s is at most
-// ln V. The sums (pairwise per tile, then per thread, block and row) and the
-// rescalings between them add less than 2^-24 x 200.
+// ln V. The sums (pairwise per tile, a thread's tile sums one after another,
+// then block and row), the multiply-add of a term up to 2^32 above b and the
+// rescalings add less than 2^-24 x (200 + the tiles a thread sums).
 __device__ __forceinline__ double row_mass_error(const SampleArgs& a, const RowCfg& c,
                                                  float s_max) {
   if (!exp2_mass_applies(a, c)) return 0.0;
-  return 0x1p-24 * (2.0 * fabs(double(s_max)) + 8.0 * log(double(a.vocab)) + 256.0);
+  const double tiles = double((int64_t(a.chunk) + kTileTokens - 1) / kTileTokens);
+  return 0x1p-24 * (2.0 * fabs(double(s_max)) + 8.0 * log(double(a.vocab)) + 256.0 + tiles);
 }
 
 // The keep-set length from the row's sorted candidates (m of them), 0 when they
@@ -90,6 +92,9 @@ __device__ __forceinline__ u32 keep_length(const RowCfg& c, bool joint, u32 m, b
       if (!joint && c.p.top_k != 0) {
         if (nk > m) return 0;  // the top-k set's mass is not known
         z = prefix_at(nk - 1);
+        err = 0.0;
+      } else if (known_all) {  // every finite token is a candidate
+        z = prefix_at(m - 1);
         err = 0.0;
       }
       const u32 lim = min(nk, m);

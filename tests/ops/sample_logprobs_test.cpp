@@ -273,11 +273,10 @@ TEST_P(SampleLogprobs, TiedLogitsAtTheCandidatesFloor) {
 
 // Top-p alone whose cut lies 8e-6 of the prefix's mass from the crossing
 // (past the 1e-6 of the row's mass the contract leaves to rounding): three
-// planted logits above a noise that holds up to half the mass, top_p set so
-// that the keep-set ends with the first or second of them by that margin
-// either side. A backend that
-// sums the row's mass approximately (the CUDA list scan's exp2 form) must see
-// that its error bound straddles the cut and resolve the row exactly.
+// planted logits above a noise of the rest of the row, top_p set so that the
+// keep-set ends with the first or second of them by that margin either side.
+// A backend that sums the row's mass approximately (the CUDA list scan's exp2
+// form) finds its error bound straddling the cut and resolves the row exactly.
 TEST_P(SampleLogprobs, TopPCutNearTheRowMass) {
   uint64_t seed = 7900;
   for (nt_dtype dtype : {NT_F32, NT_BF16})
