@@ -367,9 +367,8 @@ __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count,
 // Filtered rows whose chunk keeps few candidates (keep <= kListKeepMax) and
 // whose logits can be compared with a bound (the chunk mass, when top-p needs
 // it, is summed beside the lists, by exp2 where exp2_mass_applies, else by
-// tile_mass_add): each warp appends to its
-// own list in shared memory and ranks it by itself (rank_warp_list), with no
-// block barrier per tile. The admission bound stays block-wide without
+// tile_mass_add): each warp appends to its own list in shared memory and
+// ranks it by itself (rank_warp_list), with no block barrier per tile. The admission bound stays block-wide without
 // barriers: each warp publishes its r-th best (r = ceil(keep / warps)), so the
 // smallest published value has keep tokens at or above it in the chunk and
 // bounds the chunk's keep-th best from below. At the end the lists are cut to
