@@ -318,6 +318,64 @@ TEST_P(SampleLogprobs, TopPCutNearTheRowMass) {
     }
 }
 
+// Top-p alone over scores near 10^4 (logits near 1,000 at T = 0.1), where
+// the rounding of each score x / T (up to 2^-11) moves its term by up to 1e-3:
+// rows are drawn until the mass of the exact quotients differs from the mass
+// of the rounded scores by more than 2e-4, and top_p puts the cut 5e-5 of the
+// prefix on the side that difference would cross. A backend that sums the
+// mass from the logits (the CUDA list scan's exp2 form) keeps the right set
+// only by its error bound.
+TEST_P(SampleLogprobs, TopPCutNearTheMassOfLargeScores) {
+  uint64_t seed = 8000;
+  for (int64_t vocab : {32007, 4001}) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " V=" + std::to_string(vocab));
+    const float t = 0.1f;
+    SampleCase c;
+    c.rows = 4;
+    c.vocab = vocab;
+    c.temperature = scalar(t);
+    c.seed = scalar<uint64_t>(rng.bits());
+    c.logits.resize(size_t(c.rows * vocab));
+    std::vector<float> top_p;
+    std::vector<size_t> keep;
+    for (int64_t r = 0; r < c.rows; ++r) {
+      float* row = &c.logits[size_t(r * vocab)];
+      for (int64_t i = 0; i < vocab; ++i) row[i] = float(rng.uniform(-4.0, 4.0));
+      float x[3];
+      double rounded[3], exact[3], z_rounded = 0.0, z_exact = 0.0;
+      for (int attempt = 0;; ++attempt) {
+        ASSERT_LT(attempt, 100000) << "no row whose two masses differ by 2e-4";
+        x[0] = float(rng.uniform(990.0, 1010.0));
+        x[1] = x[0] - float(rng.uniform(0.02, 0.1));
+        x[2] = x[1] - float(rng.uniform(0.02, 0.1));
+        z_rounded = z_exact = 0.0;
+        for (int j = 0; j < 3; ++j) {
+          rounded[j] = std::exp(double(x[j] / t) - double(x[0] / t));
+          exact[j] = std::exp((double(x[j]) - double(x[0])) / double(t));
+          z_rounded += rounded[j];
+          z_exact += exact[j];
+        }
+        if (std::fabs(z_exact / z_rounded - 1.0) > 2e-4) break;
+      }
+      for (int j = 0; j < 3; ++j) row[size_t(j * (vocab / 3) + rng.integer(0, vocab / 3 - 1))] = x[j];
+      const size_t first = size_t(1 + r % 2);
+      double prefix = 0.0;
+      for (size_t j = 0; j < first; ++j) prefix += rounded[j];
+      const bool over = z_exact > z_rounded;  // the exact mass would push the cut past `first`
+      top_p.push_back(float(prefix / z_rounded * (over ? 1.0 - 5e-5 : 1.0 + 5e-5)));
+      keep.push_back(over ? first : first + 1);
+    }
+    c.top_p = per_row(top_p);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      const SampleReference ref = reference_sample(c, r);
+      ASSERT_FALSE(ref.degenerate) << "row " << r << ": " << ref.why_degenerate;
+      ASSERT_EQ(ref.n_top_p, keep[size_t(r)]) << "row " << r;
+    }
+    expect_logprobs_match(dev(), c, 3, NT_LOGPROBS_PROCESSED);
+  }
+}
+
 // Top-p alone over three equal logits whose score x / T rounds to FLT_MAX
 // (x times a rounded 1/T overflows there): the keep-set is the three, so
 // processed logprobs give each -log 3, where a row mass that lost their terms
