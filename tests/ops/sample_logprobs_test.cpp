@@ -103,6 +103,43 @@ TEST_P(SampleLogprobs, LargeVocabularyMixedBatch) {
   for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 20, mode);
 }
 
+// A batch of one chunk a row on GPUs of up to 160 SMs (320 rows), rows of
+// three tiles of 4,096 tokens and a few more, half of them with logits that
+// climb by 25 a tile, so that a running mass taken on the logits moves its
+// reference from tile to tile: top-p alone (the row's mass) and k50+p0.9
+// (raw logprobs from the candidates and the chunks' raw mass), T from 0.6 to
+// 1.4, both modes, n = 20.
+TEST_P(SampleLogprobs, RowMassOverSeveralTiles) {
+  const uint64_t seed = 8100;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase c;
+  c.rows = 320;
+  c.vocab = 3 * 4096 + 11;
+  std::vector<float> t, p;
+  std::vector<int32_t> k;
+  std::vector<uint64_t> seeds;
+  for (int64_t r = 0; r < c.rows; ++r) {
+    t.push_back(0.6f + 0.4f * float(r % 3));
+    k.push_back(r % 2 ? 50 : 0);
+    p.push_back(0.9f);
+    seeds.push_back(rng.bits());
+  }
+  c.temperature = per_row(t);
+  c.top_k = per_row(k);
+  c.top_p = per_row(p);
+  c.seed = per_row(seeds);
+  auto refill = [&](float* row) {
+    fill_row(rng, true, NT_F32, row, c.vocab);
+    if ((row - c.logits.data()) / c.vocab % 4 < 2)
+      for (int64_t i = 0; i < c.vocab; ++i) row[i] += 25.0f * float(i / 4096);
+  };
+  c.logits.resize(size_t(c.rows * c.vocab));
+  for (int64_t r = 0; r < c.rows; ++r) refill(&c.logits[size_t(r * c.vocab)]);
+  redraw_degenerate_rows(c, refill);
+  for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 20, mode);
+}
+
 // NaN, +-inf, several +inf (they share the mass), fully masked rows (token
 // -1: ids -1 in column 0, every value -inf, rank 0; columns 1..n still the
 // order's first ids), one-token vocabularies and n > V.
@@ -243,8 +280,9 @@ TEST_P(SampleLogprobs, KeepSetsOfEverySize) {
 // candidate lists inside a run of equal scores, and the logits' first n and
 // the keep-set must still come out exact (a GPU that takes them from the
 // candidates must see that a dropped token of the same score could precede
-// the n-th). Rows of several chunks and rows of one (4,001 tokens: the CUDA
-// backend takes those of a full batch from the candidates).
+// the n-th; in raw mode, one that could tie the token's logit and count in
+// its rank). Rows of several chunks and rows of one (4,001 tokens: the CUDA
+// backend takes those from the candidates).
 TEST_P(SampleLogprobs, TiedLogitsAtTheCandidatesFloor) {
   uint64_t seed = 7700;
   for (nt_dtype dtype : kFloatTypes)
@@ -267,7 +305,8 @@ TEST_P(SampleLogprobs, TiedLogitsAtTheCandidatesFloor) {
         c.logits.resize(size_t(rows * c.vocab));
         for (int64_t r = 0; r < rows; ++r) refill(c.logits.data() + r * c.vocab);
         redraw_degenerate_rows(c, refill);
-        for (int n : {5, 20}) expect_logprobs_match(dev(), c, n, NT_LOGPROBS_PROCESSED);
+          for (int n : {5, 20})
+          for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, n, mode);
       }
 }
 
