@@ -140,6 +140,57 @@ TEST_P(SampleLogprobs, RowMassOverSeveralTiles) {
   for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 20, mode);
 }
 
+// Filtered rows of one chunk (V = 1,000, k50+p0.9), where a GPU may take
+// both modes from the candidates, with what raw mode must see apart from the
+// scores: NaN and -inf logits; a +inf logit; a finite logit whose score
+// overflows at T = 1e-10; a logit of 1e30 (x log2(e) past 2^100, x / T
+// finite); two equal largest logits; two adjacent fp32 logits whose scores
+// round to one value; ordinary rows.
+TEST_P(SampleLogprobs, FilteredRowsOfOneChunkWithSpecialLogits) {
+  const uint64_t seed = 8200;
+  Rng rng(seed);
+  SCOPED_TRACE(seed_trace(seed));
+  SampleCase c;
+  c.rows = 8;
+  c.vocab = 1000;
+  const float t_pair = 3.0f;
+  c.temperature = per_row<float>({0.8f, 0.8f, 1e-10f, 0.8f, 0.8f, t_pair, 1.0f, 0.7f});
+  c.top_k = scalar<int32_t>(50);
+  c.top_p = scalar(0.9f);
+  std::vector<uint64_t> seeds;
+  for (int64_t r = 0; r < c.rows; ++r) seeds.push_back(rng.bits());
+  c.seed = per_row(seeds);
+  // Two adjacent fp32 logits near 20 whose scores x / 3 are one fp32 value.
+  float pair_lo = 20.0f, pair_hi = std::nextafter(pair_lo, 100.0f);
+  while (pair_lo / t_pair != pair_hi / t_pair) {
+    pair_lo = pair_hi;
+    pair_hi = std::nextafter(pair_lo, 100.0f);
+  }
+  auto any = [&] { return rng.integer(0, c.vocab - 1); };
+  auto refill = [&](float* row) {
+    const int64_t r = (row - c.logits.data()) / c.vocab;
+    fill_row(rng, true, NT_F32, row, c.vocab);
+    switch (r) {
+      case 0:
+        for (int i = 0; i < 30; ++i) row[any()] = i % 2 ? kNaN : -kInf;
+        break;
+      case 1: row[any()] = kInf; break;
+      case 2: row[any()] = 1e30f; break;
+      case 3: row[any()] = 1e30f; break;
+      case 4: row[any()] = row[any()] = 30.0f; break;
+      case 5:
+        row[any()] = pair_lo;
+        row[any()] = pair_hi;
+        break;
+      default: break;
+    }
+  };
+  c.logits.resize(size_t(c.rows * c.vocab));
+  for (int64_t r = 0; r < c.rows; ++r) refill(&c.logits[size_t(r * c.vocab)]);
+  redraw_degenerate_rows(c, refill);
+  for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 5, mode);
+}
+
 // NaN, +-inf, several +inf (they share the mass), fully masked rows (token
 // -1: ids -1 in column 0, every value -inf, rank 0; columns 1..n still the
 // order's first ids), one-token vocabularies and n > V.
