@@ -361,6 +361,19 @@ TEST_P(SampleLogprobs, TiedLogitsAtTheCandidatesFloor) {
       }
 }
 
+// c with per-row top_p, each row's cut checked against the reference (keep[r]
+// tokens, not degenerate), then its processed logprobs on the device (n = 3).
+void expect_top_p_cuts(TestDevice& dev, SampleCase& c, const std::vector<float>& top_p,
+                       const std::vector<size_t>& keep) {
+  c.top_p = per_row(top_p);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const SampleReference ref = reference_sample(c, r);
+    ASSERT_FALSE(ref.degenerate) << "row " << r << ": " << ref.why_degenerate;
+    ASSERT_EQ(ref.n_top_p, keep[size_t(r)]) << "row " << r;
+  }
+  expect_logprobs_match(dev, c, 3, NT_LOGPROBS_PROCESSED);
+}
+
 // Top-p alone whose cut lies 8e-6 of the prefix's mass from the crossing
 // (past the 1e-6 of the row's mass the contract leaves to rounding): three
 // planted logits above a noise of the rest of the row, top_p set so that the
@@ -398,13 +411,7 @@ TEST_P(SampleLogprobs, TopPCutNearTheRowMass) {
         top_p.push_back(float(prefix / z * (1.0 - margin)));
         keep.push_back(margin > 0 ? first : first + 1);
       }
-      c.top_p = per_row(top_p);
-      for (int64_t r = 0; r < c.rows; ++r) {
-        const SampleReference ref = reference_sample(c, r);
-        ASSERT_FALSE(ref.degenerate) << "row " << r << ": " << ref.why_degenerate;
-        ASSERT_EQ(ref.n_top_p, keep[size_t(r)]) << "row " << r;
-      }
-      expect_logprobs_match(dev(), c, 3, NT_LOGPROBS_PROCESSED);
+      expect_top_p_cuts(dev(), c, top_p, keep);
     }
 }
 
@@ -456,13 +463,7 @@ TEST_P(SampleLogprobs, TopPCutNearTheMassOfLargeScores) {
       top_p.push_back(float(prefix / z_rounded * (over ? 1.0 - 5e-5 : 1.0 + 5e-5)));
       keep.push_back(over ? first : first + 1);
     }
-    c.top_p = per_row(top_p);
-    for (int64_t r = 0; r < c.rows; ++r) {
-      const SampleReference ref = reference_sample(c, r);
-      ASSERT_FALSE(ref.degenerate) << "row " << r << ": " << ref.why_degenerate;
-      ASSERT_EQ(ref.n_top_p, keep[size_t(r)]) << "row " << r;
-    }
-    expect_logprobs_match(dev(), c, 3, NT_LOGPROBS_PROCESSED);
+    expect_top_p_cuts(dev(), c, top_p, keep);
   }
 }
 
