@@ -71,6 +71,14 @@ void redraw_degenerate_rows(SampleCase& c, Refill&& refill) {
     }
 }
 
+// Every row of c drawn by refill(row), then drawn again while degenerate.
+template <class Refill>
+void fill_rows(SampleCase& c, Refill&& refill) {
+  c.logits.resize(size_t(c.rows * c.vocab));
+  for (int64_t r = 0; r < c.rows; ++r) refill(&c.logits[size_t(r * c.vocab)]);
+  redraw_degenerate_rows(c, refill);
+}
+
 inline void redraw_degenerate_rows(SampleCase& c, Rng& rng, bool peaked) {
   redraw_degenerate_rows(c, [&](float* row) { fill_row(rng, peaked, c.dtype, row, c.vocab); });
 }

@@ -134,9 +134,7 @@ TEST_P(SampleLogprobs, RowMassOverSeveralTiles) {
     if ((row - c.logits.data()) / c.vocab % 4 < 2)
       for (int64_t i = 0; i < c.vocab; ++i) row[i] += 25.0f * float(i / 4096);
   };
-  c.logits.resize(size_t(c.rows * c.vocab));
-  for (int64_t r = 0; r < c.rows; ++r) refill(&c.logits[size_t(r * c.vocab)]);
-  redraw_degenerate_rows(c, refill);
+  fill_rows(c, refill);
   for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 20, mode);
 }
 
@@ -185,9 +183,7 @@ TEST_P(SampleLogprobs, FilteredRowsOfOneChunkWithSpecialLogits) {
       default: break;
     }
   };
-  c.logits.resize(size_t(c.rows * c.vocab));
-  for (int64_t r = 0; r < c.rows; ++r) refill(&c.logits[size_t(r * c.vocab)]);
-  redraw_degenerate_rows(c, refill);
+  fill_rows(c, refill);
   for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 5, mode);
 }
 
@@ -353,9 +349,7 @@ TEST_P(SampleLogprobs, TiedLogitsAtTheCandidatesFloor) {
         auto refill = [&](float* row) {
           for (int64_t i = 0; i < c.vocab; ++i) row[i] = float(rng.integer(-8, 0));
         };
-        c.logits.resize(size_t(rows * c.vocab));
-        for (int64_t r = 0; r < rows; ++r) refill(c.logits.data() + r * c.vocab);
-        redraw_degenerate_rows(c, refill);
+        fill_rows(c, refill);
           for (int n : {5, 20})
           for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, n, mode);
       }

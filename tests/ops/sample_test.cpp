@@ -601,14 +601,12 @@ TEST_P(Sample, TopPMassOverMaskedAndNaNLogits) {
     std::vector<uint64_t> seeds;
     for (int64_t r = 0; r < c.rows; ++r) seeds.push_back(rng.bits());
     c.seed = per_row(seeds);
-    c.logits.resize(size_t(c.rows * c.vocab));
     auto make_row = [&](float* row) {
       fill_row(rng, true, dtype, row, c.vocab);
       for (int64_t i = 0; i < c.vocab / 5; ++i) row[rng.integer(0, c.vocab - 1)] = -kInf;
       for (int64_t i = 0; i < c.vocab / 100; ++i) row[rng.integer(0, c.vocab - 1)] = kNaN;
     };
-    for (int64_t r = 0; r < c.rows; ++r) make_row(&c.logits[size_t(r * c.vocab)]);
-    redraw_degenerate_rows(c, make_row);
+    fill_rows(c, make_row);
     if (dtype == NT_F32)
       for (int64_t i : {int64_t(5), int64_t(16000), c.vocab - 1})
         c.logits[size_t(2 * c.vocab + i)] = 0x1.8fe488p+126f;
