@@ -279,116 +279,115 @@ def run_checks(chk, gen):
 
 # ---- workloads -----------------------------------------------------------------------
 
-def bench_w3(rows_out, gen, l2):
-    for rows, vocab in SHAPES:
+def for_each_input(rows_out, gen, l2, shapes, names_of, body):
+    """body(rows, vocab, kind, names, copies) for each shape of `shapes` and
+    each kind of f32 logits where one of names_of(rows, vocab, kind) is wanted;
+    the copies are freed before the next."""
+    for rows, vocab in shapes:
         for kind in ("peaked", "flat"):
-            names = [f"W3 {cfg[0]} B={rows} V={vocab} {kind}" for cfg in CONFIGS]
-            if not any(rows_out.wanted(n) for n in names):
+            names = names_of(rows, vocab, kind)
+            if any(rows_out.wanted(n) for n in names):
+                body(rows, vocab, kind, names, make_copies(rows, vocab, kind, torch.float32, gen, l2))
+                torch.cuda.empty_cache()
+
+
+def bench_w3(rows_out, gen, l2):
+    def body(rows, vocab, kind, names, copies):
+        for cfg, name in zip(CONFIGS, names):
+            if not rows_out.wanted(name):
                 continue
-            copies = make_copies(rows, vocab, kind, torch.float32, gen, l2)
-            for cfg, name in zip(CONFIGS, names):
-                if not rows_out.wanted(name):
-                    continue
-                prm = RowParams(cfg, rows, "cuda")
-                if cfg[0] == "greedy":
-                    baseline, baseline_name = (lambda i: torch.argmax(copies[i], dim=-1)), "torch.argmax"
-                else:
-                    baseline, baseline_name = (lambda i: torch_sample(copies[i], prm)), "sort chain"
-                rows_out.time(name, lambda i: prm.sample(copies[i]), baseline, len(copies),
-                              rows * vocab * 4 + rows * 8, baseline_name)
-            copies = None  # freed before the next shape
-            torch.cuda.empty_cache()
+            prm = RowParams(cfg, rows, "cuda")
+            if cfg[0] == "greedy":
+                baseline, baseline_name = (lambda i: torch.argmax(copies[i], dim=-1)), "torch.argmax"
+            else:
+                baseline, baseline_name = (lambda i: torch_sample(copies[i], prm)), "sort chain"
+            rows_out.time(name, lambda i: prm.sample(copies[i]), baseline, len(copies),
+                          rows * vocab * 4 + rows * 8, baseline_name)
+    for_each_input(rows_out, gen, l2, SHAPES,
+                   lambda rows, vocab, kind: [f"W3 {cfg[0]} B={rows} V={vocab} {kind}" for cfg in CONFIGS],
+                   body)
 
 
 def bench_w3_classes(rows_out, gen, l2):
     """W3c rows; returns the closing table's lines (per-row / scalar, top-p /
     k50+p0.9, mixed / the row-weighted mean of its classes' scalar rows)."""
     lines = []
-    for rows, vocab in CLASS_SHAPES:
-        for kind in ("peaked", "flat"):
-            tag = f"B={rows} V={vocab} {kind}"
-            if not any(rows_out.wanted(f"W3c {c[0]} {tag}") for c in CLASS_CONFIGS):
-                continue
-            copies = make_copies(rows, vocab, kind, torch.float32, gen, l2)
-            moved = rows * vocab * 4 + rows * 8
-            k50p = RowParams(CLASS_CONFIGS[0], rows, "cuda")
-            reference = lambda i: k50p.sample(copies[i])
-            timed = {}
 
-            def row(label, prm):
-                name = f"W3c {label} {tag}"
-                if rows_out.wanted(name):
-                    rows_out.time(name, lambda i: prm.sample(copies[i]), reference, len(copies), moved,
-                                  "k50+p0.9 scalars")
-                    if "error" not in rows_out.rows[-1]:
-                        timed[label] = rows_out.rows[-1]["ours_us"]
+    def body(rows, vocab, kind, names, copies):
+        tag = f"B={rows} V={vocab} {kind}"
+        moved = rows * vocab * 4 + rows * 8
+        k50p = RowParams(CLASS_CONFIGS[0], rows, "cuda")
+        reference = lambda i: k50p.sample(copies[i])
+        timed = {}
 
-            for cfg in CLASS_CONFIGS:
-                row(cfg[0], RowParams(cfg, rows, "cuda"))
-                if cfg[0] in ("k50+p0.9", "top-p 0.9"):
-                    per_row = RowParams(cfg, rows, "cuda")
-                    per_row.per_row = True
-                    row(cfg[0] + " per-row", per_row)
-            if rows >= 4:
-                row("mixed quarters per-row", RowParams(("mixed", None), rows, "cuda", QUARTER_ROWS))
-            copies = None
-            torch.cuda.empty_cache()
+        def row(label, prm):
+            name = f"W3c {label} {tag}"
+            if rows_out.wanted(name):
+                rows_out.time(name, lambda i: prm.sample(copies[i]), reference, len(copies), moved,
+                              "k50+p0.9 scalars")
+                if "error" not in rows_out.rows[-1]:
+                    timed[label] = rows_out.rows[-1]["ours_us"]
 
-            def ratio(a, b):
-                return f"{timed[a] / timed[b]:.2f}" if a in timed and b in timed else "-"
-            mean = (sum(timed[c[0]] for c in CLASS_CONFIGS) / len(CLASS_CONFIGS)
-                    if all(c[0] in timed for c in CLASS_CONFIGS) else None)
-            mixed = timed.get("mixed quarters per-row")
-            lines.append(f"| {tag} | {ratio('k50+p0.9 per-row', 'k50+p0.9')} | "
-                         f"{ratio('top-p 0.9', 'k50+p0.9')} | {ratio('top-p 0.9 per-row', 'top-p 0.9')} | "
-                         + (f"{mixed:.1f} / {mean:.1f} = {mixed / mean:.2f} |" if mixed and mean else "- |"))
+        for cfg in CLASS_CONFIGS:
+            row(cfg[0], RowParams(cfg, rows, "cuda"))
+            if cfg[0] in ("k50+p0.9", "top-p 0.9"):
+                per_row = RowParams(cfg, rows, "cuda")
+                per_row.per_row = True
+                row(cfg[0] + " per-row", per_row)
+        if rows >= 4:
+            row("mixed quarters per-row", RowParams(("mixed", None), rows, "cuda", QUARTER_ROWS))
+
+        def ratio(a, b):
+            return f"{timed[a] / timed[b]:.2f}" if a in timed and b in timed else "-"
+        mean = (sum(timed[c[0]] for c in CLASS_CONFIGS) / len(CLASS_CONFIGS)
+                if all(c[0] in timed for c in CLASS_CONFIGS) else None)
+        mixed = timed.get("mixed quarters per-row")
+        lines.append(f"| {tag} | {ratio('k50+p0.9 per-row', 'k50+p0.9')} | "
+                     f"{ratio('top-p 0.9', 'k50+p0.9')} | {ratio('top-p 0.9 per-row', 'top-p 0.9')} | "
+                     + (f"{mixed:.1f} / {mean:.1f} = {mixed / mean:.2f} |" if mixed and mean else "- |"))
+
+    for_each_input(rows_out, gen, l2, CLASS_SHAPES,
+                   lambda rows, vocab, kind: [f"W3c {c[0]} B={rows} V={vocab} {kind}" for c in CLASS_CONFIGS],
+                   body)
     return lines
 
 
 def bench_w3u_explicit(rows_out, gen, l2):
     """W3u rows: sample(..., uniform=u) against the same call without it."""
-    for rows, vocab in EXPLICIT_SHAPES:
-        for kind in ("peaked", "flat"):
-            names = [f"W3u {cfg[0]} uniform= B={rows} V={vocab} {kind}" for cfg in EXPLICIT_CONFIGS]
-            if not any(rows_out.wanted(n) for n in names):
-                continue
-            copies = make_copies(rows, vocab, kind, torch.float32, gen, l2)
-            u = torch.rand(rows, device="cuda", generator=gen)
-            for cfg, name in zip(EXPLICIT_CONFIGS, names):
-                if rows_out.wanted(name):
-                    prm = RowParams(cfg, rows, "cuda")
-                    rows_out.time(name, lambda i: prm.sample(copies[i], uniform=u),
-                                  lambda i: prm.sample(copies[i]), len(copies),
-                                  rows * vocab * 4 + rows * 12, "the same row's Gumbel draw")
-            copies = None
-            torch.cuda.empty_cache()
+    def body(rows, vocab, kind, names, copies):
+        u = torch.rand(rows, device="cuda", generator=gen)
+        for cfg, name in zip(EXPLICIT_CONFIGS, names):
+            if rows_out.wanted(name):
+                prm = RowParams(cfg, rows, "cuda")
+                rows_out.time(name, lambda i: prm.sample(copies[i], uniform=u),
+                              lambda i: prm.sample(copies[i]), len(copies),
+                              rows * vocab * 4 + rows * 12, "the same row's Gumbel draw")
+    for_each_input(rows_out, gen, l2, EXPLICIT_SHAPES,
+                   lambda rows, vocab, kind: [f"W3u {cfg[0]} uniform= B={rows} V={vocab} {kind}"
+                                              for cfg in EXPLICIT_CONFIGS],
+                   body)
 
 
 def bench_w3r_logprobs(rows_out, gen, l2):
     """W3r logprobs n = 20, raw and processed, each against the same sample row
     without logprobs (per-row tensors, same inputs, same process)."""
-    for rows, vocab in LOGPROB_SHAPES:
-        for kind in ("peaked", "flat"):
-            base = f"W3r {LOGPROB_CONFIG[0]} per-row B={rows} V={vocab} {kind}"
-            names = [base] + [f"W3r logprobs n=20 {mode} B={rows} V={vocab} {kind}"
-                              for mode in ("raw", "processed")]
-            if not any(rows_out.wanted(n) for n in names):
-                continue
-            copies = make_copies(rows, vocab, kind, torch.float32, gen, l2)
-            prm = RowParams(LOGPROB_CONFIG, rows, "cuda")
-            prm.per_row = True  # every parameter a per-row tensor (W3r)
-            plain = lambda i: prm.sample(copies[i])
-            moved = rows * vocab * 4 + rows * 8
-            if rows_out.wanted(base):
-                rows_out.time(base, plain, lambda i: torch_sample(copies[i], prm), len(copies),
-                              moved, "sort chain")
-            for mode, name in zip(("raw", "processed"), names[1:]):
-                if rows_out.wanted(name):
-                    rows_out.time(name, lambda i: prm.sample(copies[i], logprobs=20, logprobs_mode=mode),
-                                  plain, len(copies), moved + rows * 21 * 8 + rows * 4,
-                                  "the same row without logprobs", baseline_moved=moved)
-            copies = None
-            torch.cuda.empty_cache()
+    def body(rows, vocab, kind, names, copies):
+        prm = RowParams(LOGPROB_CONFIG, rows, "cuda")
+        prm.per_row = True  # every parameter a per-row tensor (W3r)
+        plain = lambda i: prm.sample(copies[i])
+        moved = rows * vocab * 4 + rows * 8
+        if rows_out.wanted(names[0]):
+            rows_out.time(names[0], plain, lambda i: torch_sample(copies[i], prm), len(copies),
+                          moved, "sort chain")
+        for mode, name in zip(("raw", "processed"), names[1:]):
+            if rows_out.wanted(name):
+                rows_out.time(name, lambda i: prm.sample(copies[i], logprobs=20, logprobs_mode=mode),
+                              plain, len(copies), moved + rows * 21 * 8 + rows * 4,
+                              "the same row without logprobs", baseline_moved=moved)
+    for_each_input(rows_out, gen, l2, LOGPROB_SHAPES,
+                   lambda rows, vocab, kind: [f"W3r {LOGPROB_CONFIG[0]} per-row B={rows} V={vocab} {kind}"]
+                   + [f"W3r logprobs n=20 {mode} B={rows} V={vocab} {kind}" for mode in ("raw", "processed")],
+                   body)
 
 
 def mask_bytes(bitmask, vocab, esize):
