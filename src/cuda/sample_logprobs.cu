@@ -81,10 +81,13 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   l.ranks = static_cast<int32_t*>(a.ranks.data);
   l.chunks = reinterpret_cast<LogprobChunk*>(ws + plan.records_at);
   // Processed mode with a filtered row possible (per-row parameters, or
-  // scalars that make every row filtered) and few enough candidates a row:
-  // the candidates kernel runs.
-  const bool from_candidates = l.processed && (s.per_row || s.row_class == kFilteredRow) &&
-                               int64_t(args.splits) * args.kchunk <= kLogprobCandidatesMax;
+  // scalars that make every row filtered) and rows of one chunk (batches that
+  // fill the chip; at most kMaxChunkCandidates candidates a row): the
+  // candidates kernel runs. A row of several chunks is spread over many CTAs
+  // by the scan for less than one CTA would take over its candidates, and a
+  // launch whose every row refused would cost its own time.
+  const bool from_candidates =
+      l.processed && (s.per_row || s.row_class == kFilteredRow) && args.splits == 1;
   l.done = from_candidates ? reinterpret_cast<u32*>(ws + plan.done_at) : nullptr;
   const u32 rows = u32(s.rows);
   with_logit_layout(s.args.logits.dtype, rows_16b_aligned(s.args.logits), [&](auto layout) {

@@ -142,16 +142,8 @@ struct MaxSumDMerge {
   }
 };
 
-// The most candidates a row may have (chunks times their capacity) for the
-// candidates kernel to run: past that the scan over the row (spread over many
-// CTAs) costs less than one CTA going through them, and a launch whose every
-// row refuses costs its own time. Batches whose rows fill the chip (one chunk
-// a row) are within it.
-constexpr int64_t kLogprobCandidatesMax = 1024;
-
 // Processed mode, one CTA a row. A filtered row (no +inf score, a token drawn,
-// T finite)
-// whose keep-set lies among its chunks' candidates (the keep-set's cut at or
+// T finite) whose keep-set lies among its chunks' candidates (the keep-set's cut at or
 // above every truncated chunk's floor: every token a chunk dropped ranks below
 // its floor) has every member there, and with them the normalizer and the
 // rank. Its first n tokens of the logits' order are the candidates' first n
