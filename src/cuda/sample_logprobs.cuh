@@ -143,9 +143,9 @@ struct MaxSumDMerge {
 };
 
 // Processed mode, one CTA a row. A filtered row (no +inf score, a token drawn,
-// T finite) whose keep-set lies among its chunks' candidates (the keep-set's cut at or
-// above every truncated chunk's floor: every token a chunk dropped ranks below
-// its floor) has every member there, and with them the normalizer and the
+// T finite) whose keep-set lies among its chunks' candidates (the keep-set's
+// cut at or above every truncated chunk's floor: every token a chunk dropped
+// ranks below its floor) has every member there, and with them the normalizer and the
 // rank. Its first n tokens of the logits' order are the candidates' first n
 // when the n-th's score is above every floor: a dropped token scores at most
 // its floor's score, so its logit is below the n-th's (x / T is monotone).
