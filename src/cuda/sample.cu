@@ -208,9 +208,9 @@ SampleArgs kernel_args(const SampleCall& call, const Plan& plan, char* ws) {
   return g;
 }
 
-template <nt_dtype DT, bool VEC, int MODE>
+template <nt_dtype DT, bool VEC, int MODE, bool RAW = false>
 void launch_scan(const Launch& l) {
-  auto kernel = sample_scan_kernel<DT, VEC, MODE>;
+  auto kernel = sample_scan_kernel<DT, VEC, MODE, RAW>;
   const dim3 grid(l.args.rows, u32(l.plan.splits), 1);
   const size_t smem = l.plan.filtered ? size_t(kScanSmemBytes) : 0;
   if (smem > 0) allow_dynamic_smem(kernel, kScanSmemBytes, l.device, kOp);
@@ -253,8 +253,13 @@ void launch_all(const Launch& l) {
   switch (l.plan.mode) {
     case kGreedyRow: launch_scan<DT, VEC, kGreedyRow>(l); break;
     case kPlainRow: launch_scan<DT, VEC, kPlainRow>(l); break;
-    case kFilteredRow: launch_scan<DT, VEC, kFilteredRow>(l); break;
-    default: launch_scan<DT, VEC, kAnyRow>(l); break;
+    case kFilteredRow:
+      l.args.raw_mass ? launch_scan<DT, VEC, kFilteredRow, true>(l)
+                      : launch_scan<DT, VEC, kFilteredRow>(l);
+      break;
+    default:
+      l.args.raw_mass ? launch_scan<DT, VEC, kAnyRow, true>(l) : launch_scan<DT, VEC, kAnyRow>(l);
+      break;
   }
   const Plan& p = l.plan;
   const u32 rows = l.args.rows;
@@ -295,10 +300,14 @@ void check_sample_limits(const char* op, const SampleCall& call) {
                                    "for rows whose keep-set may reach past the merged candidates)");
 }
 
-SampleArgs launch_sample(const SampleCall& call, char* ws, cudaStream_t stream) {
+SampleArgs launch_sample(const SampleCall& call, char* ws, cudaStream_t stream, bool raw_mass) {
   const int device = call.args.logits.device_id;
   const Plan plan = make_plan(call, device);
-  const Launch launch{plan, kernel_args(call, plan, ws), device, stream};
+  SampleArgs args = kernel_args(call, plan, ws);
+  // The raw mass serves the logprobs candidates kernel, which takes filtered
+  // rows of one chunk only.
+  args.raw_mass = raw_mass && plan.filtered && plan.splits == 1;
+  const Launch launch{plan, args, device, stream};
   with_logit_layout(call.args.logits.dtype, rows_16b_aligned(call.args.logits), [&](auto layout) {
     launch_all<decltype(layout)::kDtype, decltype(layout)::kVec>(launch);
   });
@@ -318,7 +327,7 @@ void CudaBackend::sample(const SampleCall& call, void* workspace, size_t workspa
   DeviceScope scope(device, kOp);
   check_sample_limits(kOp, call);
   check_workspace(kOp, make_plan(call, device).bytes, workspace, workspace_bytes);
-  launch_sample(call, aligned_workspace(workspace), static_cast<cudaStream_t>(stream));
+  launch_sample(call, aligned_workspace(workspace), static_cast<cudaStream_t>(stream), false);
 }
 
 }  // namespace nt::cuda

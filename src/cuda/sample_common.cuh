@@ -52,6 +52,10 @@ struct ChunkRecord {
   u32 n_pos_inf;
   u32 truncated;
   u32 pad;
+  // SampleArgs::raw_mass, filtered rows: the chunk's raw mass (RawMass)
+  double raw_z;      // sum of exp(x - raw_max) over its finite logits
+  float raw_max;     // largest finite logit, -inf if none
+  u32 raw_unsummed;  // tiles left out (a +inf or huge logit): the mass is not whole
 };
 
 // A filtered row's hand-over from the merge to the flagged-row kernel, and,
@@ -113,6 +117,7 @@ struct SampleArgs {
   int merge_in_scan;  // rows of one chunk: the scan CTA merges (no merge kernel)
   int cluster_merge;  // rows of several chunks: each row's CTAs form one thread-block
                       // cluster and its first CTA merges them (no merge kernel)
+  int raw_mass;       // the filtered scans also sum each chunk's raw mass (raw logprobs)
   ChunkRecord* chunks;
   u64* candidates;
   RowState* row_states;
@@ -370,6 +375,60 @@ __device__ __forceinline__ bool tile_mass_add_exp2(Exp2Sum& e, const float (&x)[
 __device__ __forceinline__ MaxSum exp2_sum_at_max(const Exp2Sum& e, float temperature, float k) {
   if (e.x_max == -INFINITY) return {-INFINITY, 0.0f};
   return {nt_scaled_score(e.x_max, temperature), e.z * exp2_ftz(-fmaf(e.x_max, k, -e.b))};
+}
+
+// Running (max, sum of exp(v - max)) with the sum in fp64: the terms in fp32,
+// a group of them added pairwise in fp32, those sums added in fp64, so that
+// hundreds of terms a thread add no rounding worth the logprobs' tolerance.
+struct MaxSumD {
+  float m;
+  double z;
+};
+struct MaxSumDMerge {
+  __device__ __forceinline__ MaxSumD operator()(MaxSumD a, MaxSumD b) const {
+    if (a.m == -INFINITY) return b;
+    if (b.m == -INFINITY) return a;
+    const float m = fmaxf(a.m, b.m);
+    return {m, a.z * exp2(double(a.m - m) * 1.4426950408889634) +
+                   b.z * exp2(double(b.m - m) * 1.4426950408889634)};
+  }
+};
+
+// A thread's running raw mass, sum of exp(x - x_max) over its finite logits,
+// for raw logprobs: the exp2 form at T = 1 (k = log2(e), no score rounding),
+// each tile's terms added pairwise in fp32 and those sums in fp64. A tile
+// with a +inf logit, or one whose x k reaches 2^100, is counted and left out:
+// such a row takes the logprobs scan instead (core/logprobs.h's +inf rule).
+struct RawMass {
+  float b = -INFINITY;      // the exponent the sum is relative to (log2 units)
+  double z = 0.0;           // sum of 2^(x k - b)
+  float x_max = -INFINITY;  // the largest logit summed
+  u32 unsummed = 0;         // tiles left out
+};
+
+template <int U, int G>
+__device__ __forceinline__ void tile_raw_mass_add(RawMass& r, const float (&x)[U][G], float m) {
+  if (m == -INFINITY) return;
+  if (!(fabsf(m * kLog2e) < 0x1p100f)) {
+    ++r.unsummed;
+    return;
+  }
+  if (fmaf(m, kLog2e, -r.b) > 32.0f) {
+    const float b = m * kLog2e;
+    r.z *= double(exp2_ftz(fmaxf(r.b - b, -512.0f)));
+    r.b = b;
+  }
+  r.x_max = fmaxf(r.x_max, m);
+  float t[U * G];
+#pragma unroll
+  for (int i = 0; i < U * G; ++i) t[i] = exp2_ftz(fmaxf(fmaf(x[i / G][i % G], kLog2e, -r.b), -512.0f));
+  r.z += double(pairwise_sum(t));
+}
+
+// r as a (max logit, mass) pair, the sum rescaled to its largest logit.
+__device__ __forceinline__ MaxSumD raw_mass_at_max(const RawMass& r) {
+  if (r.x_max == -INFINITY) return {-INFINITY, 0.0};
+  return {r.x_max, r.z * exp2(double(r.b) - double(r.x_max) * double(kLog2e))};
 }
 
 // ---- Gumbel-max over groups of 4 tokens, with pruning ------------------------

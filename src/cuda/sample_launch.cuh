@@ -20,7 +20,10 @@ size_t sample_layout_bytes(const SampleCall& call, int device);
 // call may flag rows), checked before any launch. `call`'s device must be current.
 void check_sample_limits(const char* op, const SampleCall& call);
 // nt_sample's kernels on the aligned workspace `ws` (checked by the caller);
-// returns the arguments they ran with. The logits' device must be current.
-SampleArgs launch_sample(const SampleCall& call, char* ws, cudaStream_t stream);
+// returns the arguments they ran with. `raw_mass`: the filtered scans also sum
+// each chunk's raw mass where the logprobs candidates kernel can use it
+// (SampleArgs::raw_mass says whether they did). The logits' device must be
+// current.
+SampleArgs launch_sample(const SampleCall& call, char* ws, cudaStream_t stream, bool raw_mass);
 
 }  // namespace nt::cuda

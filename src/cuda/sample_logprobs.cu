@@ -1,7 +1,8 @@
-// nt_sample_logprobs on CUDA: nt_sample's launches (cuda/sample_launch.cuh),
-// then the logprobs kernels (cuda/sample_logprobs.cuh) on the same stream: in
-// processed mode the candidates kernel first, then the scan and finish kernels
-// for the rows it left. The workspace is the sampler's layout followed by one
+// nt_sample_logprobs on CUDA: nt_sample's launches (cuda/sample_launch.cuh; in
+// raw mode its filtered scans also sum each chunk's raw mass), then the
+// logprobs kernels (cuda/sample_logprobs.cuh) on the same stream: the
+// candidates kernel first, then the scan and finish kernels for the rows it
+// left. The workspace is the sampler's layout followed by one
 // record per (row, chunk) and a done flag per row; the plan depends only on the
 // shapes and the device, so a captured graph replays the same work.
 #include <algorithm>
@@ -65,7 +66,8 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
   char* ws = aligned_workspace(workspace);
   const cudaStream_t st = static_cast<cudaStream_t>(stream);
-  const SampleArgs args = launch_sample(s, ws, st);
+  const bool processed = call.processed;
+  const SampleArgs args = launch_sample(s, ws, st, !processed);
 
   const nt_sample_logprobs_args& a = call.args;
   LogprobArgs l{};
@@ -80,14 +82,14 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   l.values_stride = a.logprobs.row_stride;
   l.ranks = static_cast<int32_t*>(a.ranks.data);
   l.chunks = reinterpret_cast<LogprobChunk*>(ws + plan.records_at);
-  // Processed mode with a filtered row possible (per-row parameters, or
-  // scalars that make every row filtered) and rows of one chunk (batches that
-  // fill the chip; at most kMaxChunkCandidates candidates a row): the
-  // candidates kernel runs. A row of several chunks is spread over many CTAs
-  // by the scan for less than one CTA would take over its candidates, and a
-  // launch whose every row refused would cost its own time.
-  const bool from_candidates =
-      l.processed && (s.per_row || s.row_class == kFilteredRow) && args.splits == 1;
+  // A filtered row possible (per-row parameters, or scalars that make every
+  // row filtered) and rows of one chunk (batches that fill the chip; at most
+  // kMaxChunkCandidates candidates a row): the candidates kernel runs, in raw
+  // mode where the scans summed the raw mass. A row of several chunks is spread
+  // over many CTAs by the scan for less than one CTA would take over its
+  // candidates, and a launch whose every row refused would cost its own time.
+  const bool from_candidates = (s.per_row || s.row_class == kFilteredRow) && args.splits == 1 &&
+                               (processed || args.raw_mass);
   l.done = from_candidates ? reinterpret_cast<u32*>(ws + plan.done_at) : nullptr;
   const u32 rows = u32(s.rows);
   with_logit_layout(s.args.logits.dtype, rows_16b_aligned(s.args.logits), [&](auto layout) {

@@ -1,10 +1,12 @@
 // Device side of nt_sample_logprobs (docs/SEMANTICS.md, "Logprobs with sample"):
 // kernels after nt_sample's on the same stream.
 //
-//  candidates  (processed mode only) grid B: a filtered row whose keep-set and
-//          first n tokens lie among the sampler's chunk candidates (still in
-//          the workspace) gets its outputs from them, reading n + its
-//          candidates' logits, and is marked done; scan and finish skip it.
+//  candidates  grid B: a filtered row whose first n tokens, rank and
+//          normalizer the sampler's chunk candidates (still in the workspace)
+//          and records give (processed: the keep-set among the candidates; raw:
+//          the chunks' raw mass, summed by the sampler's scans) gets its
+//          outputs from them, reading its candidates' logits, and is marked
+//          done; scan and finish skip it.
 //  scan    grid (B, splits): one CTA reads one chunk of one row once, 16
 //          tokens a thread an iteration: the largest finite value and the sum
 //          of exp(v - max) of its values (an online softmax: one exp a token
@@ -125,33 +127,19 @@ __device__ __forceinline__ float logprob_value(float v, u32 n_pos_inf, float v_m
   return float((double(v) - double(v_max)) - log_z);
 }
 
-// Running (max, sum of exp(v - max)) of a thread's values: the terms in fp32,
-// 16 at a time added pairwise in fp32, those sums added in fp64, so that
-// hundreds of terms a thread add no rounding worth the tolerance.
-struct MaxSumD {
-  float m;
-  double z;
-};
-struct MaxSumDMerge {
-  __device__ __forceinline__ MaxSumD operator()(MaxSumD a, MaxSumD b) const {
-    if (a.m == -INFINITY) return b;
-    if (b.m == -INFINITY) return a;
-    const float m = fmaxf(a.m, b.m);
-    return {m, a.z * exp2(double(a.m - m) * 1.4426950408889634) +
-                   b.z * exp2(double(b.m - m) * 1.4426950408889634)};
-  }
-};
-
-// Processed mode, one CTA a row. A filtered row (no +inf score, a token drawn,
-// T finite) whose keep-set lies among its chunks' candidates (the keep-set's
-// cut at or above every truncated chunk's floor: every token a chunk dropped
-// ranks below its floor) has every member there, and with them the normalizer and the
-// rank. Its first n tokens of the logits' order are the candidates' first n
-// when the n-th's score is above every floor: a dropped token scores at most
-// its floor's score, so its logit is below the n-th's (x / T is monotone).
-// Such a row's outputs are written here, from the candidates and the logits of
-// those tokens, and done[row] = 1; every other row gets done[row] = 0 and the
-// scan over its logits. Block-uniform decisions.
+// One CTA a row, for a filtered row with a token drawn, no +inf score and T
+// finite. Its first n tokens of the logits' order are the candidates' first n
+// when the n-th's score is above every truncated chunk's floor: a dropped
+// token scores at most its floor's score, so its logit is below the n-th's
+// (x / T is monotone). Processed mode: a keep-set among the candidates (its
+// cut at or above the floor) has every member there, and with them the
+// normalizer and the rank. Raw mode: the scans summed each chunk's raw mass
+// (SampleArgs::raw_mass; none left out), which gives the normalizer, and the
+// rank is the candidates' when the token's score is above the floor (every
+// dropped logit is below the token's). Such a row's outputs are written here,
+// from the candidates and the logits of those tokens, and done[row] = 1; every
+// other row gets done[row] = 0 and the scan over its logits. Block-uniform
+// decisions.
 template <nt_dtype DT>
 __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_kernel(SampleArgs a,
                                                                                    LogprobArgs l) {
@@ -167,7 +155,7 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
   __shared__ u64 stage[kWarps * 32];
   __shared__ u32 taken;
   __shared__ float v_max_shared;
-  __shared__ double log_z_shared;
+  __shared__ double log_z_shared, raw_z_shared;
   using S = typename LogitTraits<DT>::Storage;
   const u32 row = blockIdx.x;
   const u32 lane = lane_index();
@@ -185,18 +173,43 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
   const ChunkRecord* rec = a.chunks + size_t(row) * a.splits;
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const int n = l.n;
+  const bool processed = l.processed != 0;
 
-  // The floor below which the chunks dropped tokens (0: none dropped); warp 0,
-  // chunks a lane.
+  // The floor below which the chunks dropped tokens (0: none dropped), and in
+  // raw mode the row's raw mass; warp 0, chunks a lane.
   if (warp == 0) {
     u64 floor = 0ull;
+    u32 unsummed = 0u;
+    float raw_max = -INFINITY;
     for (int k = int(lane); k < a.splits; k += 32) {
       const u64 f = rec[k].truncated ? rec[k].last : 0ull;
       floor = f > floor ? f : floor;
+      if (!processed) {
+        unsummed += rec[k].raw_unsummed;
+        raw_max = fmaxf(raw_max, rec[k].raw_max);
+      }
     }
     floor = warp_max(floor);
+    bool ok = st.n_pos_inf == 0;
+    if (processed) {
+      ok = ok && st.keep_cut >= floor;
+    } else {
+      unsummed = warp_sum(unsummed);
+      raw_max = warp_max(raw_max);
+      double z = 0.0;
+      for (int k = int(lane); k < a.splits; k += 32)
+        if (rec[k].raw_max != -INFINITY) z += rec[k].raw_z * exp(double(rec[k].raw_max) - double(raw_max));
+      z = warp_sum(z);
+      const u32 token_key = nt_order_key(nt_scaled_score(widen<DT>(rowp[token]), c.p.temperature));
+      ok = ok && a.raw_mass && unsummed == 0u && raw_max != -INFINITY &&
+           (floor == 0ull || token_key > composite_key(floor));
+      if (lane == 0) {
+        v_max_shared = raw_max;
+        raw_z_shared = z;
+      }
+    }
     if (lane == 0) {
-      taken = st.n_pos_inf == 0 && st.keep_cut >= floor;
+      taken = ok;
       stage[0] = floor;
     }
   }
@@ -208,7 +221,7 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
   }
   __syncthreads();  // stage is the merges' from here on
 
-  const LogprobRow lr = logprob_row(a, c, row, token, true);
+  const LogprobRow lr = logprob_row(a, c, row, token, processed);
   const float token_base = logprob_base(widen<DT>(rowp[token]), u32(token), lr);
   // Candidate i of the row (chunk k, slot j): warp w takes chunks w, w + 8, ...
   // 32 slots at a time. on_item(composite by score or 0, its logit's value).
@@ -225,30 +238,33 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
       }
     }
   };
-  // The largest value (the keep-set's first member), then the normalizer,
-  // the rank and the first 32 of the logits' order.
-  float v_max = -INFINITY;
-  for_each_candidate([&](u64 v, u32 id, float x) {
-    if (v) v_max = fmaxf(v_max, logprob_base(x, id, lr));
-  });
-  v_max = ReduceF(tmp.f).Reduce(v_max, [](float x, float y) { return fmaxf(x, y); });
-  if (threadIdx.x == 0) v_max_shared = v_max;
-  __syncthreads();
-  v_max = v_max_shared;
+  // The largest value (processed: the keep-set's first member; raw: the
+  // records' largest logit), then the normalizer (raw: the records'), the rank
+  // and the first 32 of the logits' order.
+  float v_max = processed ? -INFINITY : v_max_shared;
+  if (processed) {
+    for_each_candidate([&](u64 v, u32 id, float x) {
+      if (v) v_max = fmaxf(v_max, logprob_base(x, id, lr));
+    });
+    v_max = ReduceF(tmp.f).Reduce(v_max, [](float x, float y) { return fmaxf(x, y); });
+    if (threadIdx.x == 0) v_max_shared = v_max;
+    __syncthreads();
+    v_max = v_max_shared;
+  }
   double z = 0.0;
   u32 rank = 0u;
   u64 list[1] = {0ull};
   for_each_candidate([&](u64 v, u32 id, float x) {
     const float b = v ? logprob_base(x, id, lr) : -INFINITY;
     if (b != -INFINITY) {
-      z += exp(double(b) - double(v_max));
+      if (processed) z += exp(double(b) - double(v_max));
       rank += b >= token_base ? 1u : 0u;
     }
     u64 b1[1] = {v ? composite(nt_order_key(x), id) : 0ull};
     warp_sort_desc<1>(b1);
     warp_merge_desc<1>(list, b1);
   });
-  z = ReduceD(tmp.d).Sum(z);
+  z = processed ? ReduceD(tmp.d).Sum(z) : raw_z_shared;
   __syncthreads();
   rank = ReduceU32(tmp.r32).Sum(rank);
   if (threadIdx.x == 0) log_z_shared = z > 0.0 ? log(z) : 0.0;

@@ -120,7 +120,28 @@ __device__ __forceinline__ void store_filtered_record(const SampleArgs& a, u32 r
   r.z = mass.z;
 }
 
-template <nt_dtype DT, bool VEC>
+// A filtered chunk's raw mass (SampleArgs::raw_mass) into its record: the
+// block's (max, fp64 sum) and its tiles left out. Block-uniform call.
+__device__ __forceinline__ void store_raw_mass(const SampleArgs& a, u32 row, int chunk,
+                                               const RawMass& raw) {
+  using ReduceD = cub::BlockReduce<MaxSumD, kScanThreads>;
+  using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
+  __shared__ union {
+    typename ReduceD::TempStorage d;
+    typename ReduceU32::TempStorage r32;
+  } tmp;
+  const MaxSumD total = ReduceD(tmp.d).Reduce(raw_mass_at_max(raw), MaxSumDMerge());
+  __syncthreads();
+  const u32 unsummed = ReduceU32(tmp.r32).Reduce(raw.unsummed, SumU32());
+  if (threadIdx.x == 0) {
+    ChunkRecord& r = a.chunks[size_t(row) * a.splits + chunk];
+    r.raw_z = total.z;
+    r.raw_max = total.m;
+    r.raw_unsummed = unsummed;
+  }
+}
+
+template <nt_dtype DT, bool VEC, bool RAW>
 __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                               const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                               int64_t end, u64* buf) {
@@ -148,6 +169,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   bool truncated = false;    // some finite token was not kept ...
   u64 kept_floor = 0;        // ... and every such token ranks below this
   MaxSum mz = {-INFINITY, 0.0f};
+  RawMass raw;
   u32 n_inf = 0;
   u64 best_inf = 0;
   if (threadIdx.x == 0) count = 0;
@@ -163,14 +185,14 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
         kept_floor = floor;
       }
     }
-    bool maybe = true;
-    if (tile_filter) {
-      float m = -INFINITY;
+    float m = -INFINITY;
+    if (RAW || tile_filter)
       for_each_group(tile, x, [&](u32, const float (&x4)[4]) {
         m = fmaxf(fmaxf(m, fmaxf(x4[0], x4[1])), fmaxf(x4[2], x4[3]));
       });
-      maybe = score_upper(m, c) >= thr_s;
-    }
+    if constexpr (RAW) tile_raw_mass_add(raw, x, m);
+    bool maybe = true;
+    if (tile_filter) maybe = score_upper(m, c) >= thr_s;
     // The thread's candidates as bits, then one slot reservation per warp.
     u32 admitted = 0;
     if (maybe) {
@@ -247,6 +269,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   __syncthreads();
   MaxSum total = {-INFINITY, 0.0f};
   if (need_z) total = ReduceMZ(tmp.rmz).Reduce(mz, MaxSumMerge());
+  if constexpr (RAW) store_raw_mass(a, row, chunk, raw);
   if (threadIdx.x != 0) return;
   store_filtered_record(a, row, chunk, bi, ni, min(n, keep), truncated, kept_floor, total);
 }
@@ -374,7 +397,7 @@ __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count,
 // bounds the chunk's keep-th best from below. At the end the lists are cut to
 // keep each and handed over sorted (lists_out_sorted). Returns whether it drew
 // the row's token (block-uniform).
-template <nt_dtype DT, bool VEC>
+template <nt_dtype DT, bool VEC, bool RAW>
 __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                                     int64_t end, u64* buf, u32 keep) {
@@ -400,6 +423,7 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   const float k = kLog2e / c.p.temperature;  // read only where exp2_mass
   MaxSum mz = {-INFINITY, 0.0f};             // the tiles of the exact form
   Exp2Sum e;                                 // the others
+  RawMass raw;
   u64* list = buf + size_t(warp) * kListCap;
   u32* hist = reinterpret_cast<u32*>(buf + size_t(kWarps) * kListCap) + size_t(warp) * 256;
   WarpList w{kNegInfCeiling, 0u, u32(kListRefresh)};
@@ -437,6 +461,7 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
       m = fmaxf(fmaxf(m, fmaxf(x4[0], x4[1])), fmaxf(x4[2], x4[3]));
     });
     if (need_z && !(exp2_mass && tile_mass_add_exp2(e, x, m, k))) tile_mass_add(mz, x, c);
+    if constexpr (RAW) tile_raw_mass_add(raw, x, m);
     bool appended = false;
     if (!(m < thr_x)) {
       u32 pending = 0;
@@ -505,6 +530,7 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     __syncthreads();
     total = chunk_mass;
   }
+  if constexpr (RAW) store_raw_mass(a, row, chunk, raw);
   if (tid == 0) {
     // Written in every case: the merge reads it unless the draw below takes the row.
     store_filtered_record(a, row, chunk, bi, ni, n_out, lists.truncated, lists.kept_floor, total);
@@ -522,13 +548,14 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
 
 // A filtered row's chunk: the list scan where it applies, else the general
 // one. Returns whether the row's token was drawn already (block-uniform).
-template <nt_dtype DT, bool VEC>
+template <nt_dtype DT, bool VEC, bool RAW>
 __device__ bool scan_filtered_chunk(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                                     int64_t end, u64* buf) {
   if (list_scan_applies(a, c))
-    return scan_filtered_lists<DT, VEC>(a, c, row, chunk, rowp, begin, end, buf, filtered_keep(a, c));
-  scan_filtered<DT, VEC>(a, c, row, chunk, rowp, begin, end, buf);
+    return scan_filtered_lists<DT, VEC, RAW>(a, c, row, chunk, rowp, begin, end, buf,
+                                             filtered_keep(a, c));
+  scan_filtered<DT, VEC, RAW>(a, c, row, chunk, rowp, begin, end, buf);
   return false;
 }
 
@@ -557,7 +584,10 @@ __device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const 
 #endif
 }
 
-template <nt_dtype DT, bool VEC, int MODE>
+// RAW (SampleArgs::raw_mass): the filtered scans also sum each chunk's raw
+// mass; instantiated for the modes with filtered rows, launched only by raw
+// logprobs, so that the sampler alone carries none of its state.
+template <nt_dtype DT, bool VEC, int MODE, bool RAW = false>
 __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
   using S = typename LogitTraits<DT>::Storage;
   extern __shared__ u64 scan_buffer[];
@@ -575,7 +605,8 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   } else if constexpr (MODE == kPlainRow) {
     scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kFilteredRow) {
-    const bool drawn = scan_filtered_chunk<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+    const bool drawn =
+        scan_filtered_chunk<DT, VEC, RAW>(a, c, row, chunk, rowp, begin, end, scan_buffer);
     if (a.merge_in_scan) merge_row_in_scan(a, c, row, drawn);
   } else {
     if (c.cls == kGreedyRow) {
@@ -583,7 +614,8 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
     } else if (c.cls == kPlainRow) {
       scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
     } else {
-      const bool drawn = scan_filtered_chunk<DT, VEC>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+      const bool drawn =
+        scan_filtered_chunk<DT, VEC, RAW>(a, c, row, chunk, rowp, begin, end, scan_buffer);
       if (a.merge_in_scan) merge_row_in_scan(a, c, row, drawn);
     }
   }
