@@ -338,11 +338,14 @@ __device__ __forceinline__ float pairwise_sum(const float (&t)[K]) {
 // term past 2^32, so the sum never overflows and rarely rescales. Its error against the fp32 mass of the scores x / T is bounded by
 // row_mass_error (sample_merge.cuh); tiles whose largest logit is not finite
 // or whose x k reaches 2^100 take the exact form (tile_mass_add) instead.
-struct Exp2Sum {
+// Z: the sum's type (fp32 for the row mass; fp64 for raw logprobs, RawMass).
+template <class Z>
+struct Exp2SumOf {
   float b = -INFINITY;      // the exponent the sum is relative to (log2 units)
-  float z = 0.0f;           // sum of 2^(x k - b)
+  Z z = Z(0);               // sum of 2^(x k - b)
   float x_max = -INFINITY;  // the largest logit summed
 };
+using Exp2Sum = Exp2SumOf<float>;
 
 // The range of T whose k = log2(e) / T the exp2 mass takes (others: the exact
 // form for every tile).
@@ -352,21 +355,21 @@ __device__ __forceinline__ bool exp2_mass_temperature(float t) {
 
 // Adds a thread's tile (U x G logits, largest logit m) to e; false when the
 // tile needs the exact form. NaN and -inf logits add nothing.
-template <int U, int G>
-__device__ __forceinline__ bool tile_mass_add_exp2(Exp2Sum& e, const float (&x)[U][G], float m,
+template <class Z, int U, int G>
+__device__ __forceinline__ bool tile_mass_add_exp2(Exp2SumOf<Z>& e, const float (&x)[U][G], float m,
                                                    float k) {
   if (m == -INFINITY) return true;
   if (!(fabsf(m * k) < 0x1p100f)) return false;  // m = +inf, or scores near overflow
   if (fmaf(m, k, -e.b) > 32.0f) {                // the first tile, or a term past 2^32
     const float b = m * k;
-    e.z *= exp2_ftz(fmaxf(e.b - b, -512.0f));
+    e.z *= Z(exp2_ftz(fmaxf(e.b - b, -512.0f)));
     e.b = b;
   }
   e.x_max = fmaxf(e.x_max, m);
   float t[U * G];
 #pragma unroll
   for (int i = 0; i < U * G; ++i) t[i] = exp2_ftz(fmaxf(fmaf(x[i / G][i % G], k, -e.b), -512.0f));
-  e.z += pairwise_sum(t);
+  e.z += Z(pairwise_sum(t));
   return true;
 }
 
@@ -400,35 +403,20 @@ struct MaxSumDMerge {
 // with a +inf logit, or one whose x k reaches 2^100, is counted and left out:
 // such a row takes the logprobs scan instead (core/logprobs.h's +inf rule).
 struct RawMass {
-  float b = -INFINITY;      // the exponent the sum is relative to (log2 units)
-  double z = 0.0;           // sum of 2^(x k - b)
-  float x_max = -INFINITY;  // the largest logit summed
-  u32 unsummed = 0;         // tiles left out
+  Exp2SumOf<double> e;  // at k = log2(e)
+  u32 unsummed = 0;     // tiles left out
 };
 
 template <int U, int G>
 __device__ __forceinline__ void tile_raw_mass_add(RawMass& r, const float (&x)[U][G], float m) {
-  if (m == -INFINITY) return;
-  if (!(fabsf(m * kLog2e) < 0x1p100f)) {
-    ++r.unsummed;
-    return;
-  }
-  if (fmaf(m, kLog2e, -r.b) > 32.0f) {
-    const float b = m * kLog2e;
-    r.z *= double(exp2_ftz(fmaxf(r.b - b, -512.0f)));
-    r.b = b;
-  }
-  r.x_max = fmaxf(r.x_max, m);
-  float t[U * G];
-#pragma unroll
-  for (int i = 0; i < U * G; ++i) t[i] = exp2_ftz(fmaxf(fmaf(x[i / G][i % G], kLog2e, -r.b), -512.0f));
-  r.z += double(pairwise_sum(t));
+  if (!tile_mass_add_exp2(r.e, x, m, kLog2e)) ++r.unsummed;
 }
 
 // r as a (max logit, mass) pair, the sum rescaled to its largest logit.
 __device__ __forceinline__ MaxSumD raw_mass_at_max(const RawMass& r) {
-  if (r.x_max == -INFINITY) return {-INFINITY, 0.0};
-  return {r.x_max, r.z * exp2(double(r.b) - double(r.x_max) * double(kLog2e))};
+  const Exp2SumOf<double>& e = r.e;
+  if (e.x_max == -INFINITY) return {-INFINITY, 0.0};
+  return {e.x_max, e.z * exp2(double(e.b) - double(e.x_max) * double(kLog2e))};
 }
 
 // ---- Gumbel-max over groups of 4 tokens, with pruning ------------------------
