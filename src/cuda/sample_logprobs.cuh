@@ -223,13 +223,14 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
 
   const LogprobRow lr = logprob_row(a, c, row, token, processed);
   const float token_base = logprob_base(widen<DT>(rowp[token]), u32(token), lr);
-  // Candidate i of the row (chunk k, slot j): warp w takes chunks w, w + 8, ...
-  // 32 slots at a time. on_item(composite by score or 0, its logit's value).
+  // The row's candidates, chunk by chunk, 32 slots a batch, the batches of a
+  // chunk dealt over the warps (a row has one chunk here).
+  // on_batch(composite by score or 0, its index, its logit's value).
   auto for_each_candidate = [&](auto&& on_batch) {
-    for (int k = warp; k < a.splits; k += kWarps) {
+    for (int k = 0; k < a.splits; ++k) {
       const u32 n_cand = rec[k].n_cand;
       const u64* src = a.candidates + (size_t(row) * a.splits + k) * size_t(a.kchunk);
-      for (u32 j0 = 0; j0 < n_cand; j0 += 32) {  // warp-uniform
+      for (u32 j0 = u32(warp) * 32u; j0 < n_cand; j0 += 32u * kWarps) {  // warp-uniform
         const u32 j = j0 + lane;
         const u64 v = j < n_cand ? src[j] : 0ull;
         const u32 id = composite_index(v);
@@ -269,7 +270,7 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
   rank = ReduceU32(tmp.r32).Sum(rank);
   if (threadIdx.x == 0) log_z_shared = z > 0.0 ? log(z) : 0.0;
   __syncthreads();
-  block_merge_desc<1>(list, stage, 32, min(kWarps, a.splits));
+  block_merge_desc<1>(list, stage, 32, kWarps);
   if (warp != 0) return;
   // The n-th of the logits' order must score above the floor, or a dropped
   // token could precede it (with no floor every finite score is a candidate,
