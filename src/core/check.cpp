@@ -118,7 +118,6 @@ class TensorCheck {
   const nt_tensor& t_;
 };
 
-
 void check_topk(const char* op, int32_t k, int64_t vocab) {
   const int64_t limit = vocab < kMaxTopK ? vocab : kMaxTopK;
   if (k < 1 || k > limit)
@@ -304,6 +303,89 @@ VerifyCall check_verify_common(const char* op, bool tree, const Args& a) {
   return c;
 }
 
+// The optional logprobs request, checked as sample_logprobs checks its own.
+// The shard forms take theirs in the shard and refuse these fields.
+void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
+                          const FusedLogprobs& lp, const nt_lm_head_shard* shard) {
+  if (!lp.requested()) {
+    if (present(lp.logprobs) || present(lp.ranks))
+      fail_argument(op, present(lp.logprobs) ? "logprobs" : "ranks",
+                    "is given without logprob_ids (a logprobs request needs all three outputs)");
+    return;
+  }
+  if (shard != nullptr)
+    fail_argument(op, "logprob_ids", "must be absent in a shard call: its logprobs request is "
+                                     "shard.num_logprobs / logprobs_mode / scores, and the "
+                                     "combine writes the logprobs");
+  check_logprobs_request(op, ref, ref_name, rows, "M, the rows of the input", lp.n, lp.mode,
+                         "logprobs_mode", lp.ids, lp.logprobs, lp.ranks);
+}
+
+// The scalars every vocabulary-parallel call shares: the whole vocabulary's
+// size, and the first row of `rows` (the Philox row tags).
+void check_shard_rows(const char* op, int64_t vocab_size, int64_t first_row, int64_t rows) {
+  if (vocab_size < 1 || vocab_size > INT32_MAX)
+    fail_argument(op, "vocab_size", "must be in [1, 2^31-1], got " + std::to_string(vocab_size));
+  if (first_row < 0 || first_row + rows > int64_t(UINT32_MAX) + 1)
+    fail_argument(op, "first_row", "must be >= 0 with first_row + M <= 2^32, got " +
+                                       std::to_string(first_row));
+}
+
+void check_summary_columns(const char* op, const char* name, const nt_tensor& summary,
+                           int64_t logprobs_words = 0) {
+  if (summary_candidates(summary, logprobs_words) < 1)
+    fail_argument(op, name, logprobs_words == 0
+                      ? "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
+                            std::to_string(summary.shape[1])
+                      : std::string("must have NT_LM_HEAD_SUMMARY_WORDS + K + "
+                                    "NT_LM_HEAD_LOGPROBS_WORDS(num_logprobs) = ") + std::to_string(NT_LM_HEAD_SUMMARY_WORDS) + " + K + " +
+                            std::to_string(logprobs_words) + " columns with K >= 1, got " +
+                            std::to_string(summary.shape[1]));
+}
+
+// What the fused ops share past the head's inputs: the bitmask, the sampling
+// parameters, the logprobs request, and either the tokens or the shard and its
+// summary.
+void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
+                      int64_t vocab, const nt_tensor& bitmask, const nt_lm_head_sampling& sampling,
+                      const nt_tensor& tokens, const nt_lm_head_shard* shard,
+                      const FusedLogprobs& lp) {
+  if (present(bitmask)) {
+    TensorCheck(op, "bitmask", bitmask).rank(2).dtype({NT_I32}).same_device(ref, ref_name)
+        .dim(0, rows, "M, the rows of the input");
+    if (bitmask.shape[1] < 1) fail_argument(op, "bitmask", "must have at least one word per row");
+  }
+  check_sampling(op, sampling);
+  check_fused_logprobs(op, ref, ref_name, rows, lp, shard);
+  if (shard == nullptr) {
+    TensorCheck(op, "tokens", tokens).required().rank(1).dtype({NT_I64, NT_I32})
+        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
+    return;
+  }
+  check_shard_rows(op, shard->vocab_size, shard->first_row, rows);
+  if (shard->vocab_start < 0 || shard->vocab_start > INT32_MAX - vocab)
+    fail_argument(op, "vocab_start", "must be >= 0 with vocab_start + V_shard < 2^31, got " +
+                                         std::to_string(shard->vocab_start));
+  TensorCheck(op, "summary", shard->summary).required().rank(2).dtype({NT_I64})
+      .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
+  if (shard_logprobs(*shard)) {
+    check_logprobs_count_mode(op, shard->num_logprobs, shard->logprobs_mode, "shard.num_logprobs",
+                              "shard.logprobs_mode");
+    TensorCheck(op, "shard.scores", shard->scores).required().rank(2).dtype({NT_F32})
+        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input")
+        .dim(1, vocab, "V_shard, the rows of the shard's head");
+  }
+  check_summary_columns(op, "summary", shard->summary, shard_logprobs_words(*shard));
+}
+
+// The optional copy of the head's scores: f32 [M, V] beside the head.
+void check_fused_scores(const char* op, const nt_tensor& scores, const nt_tensor& ref, const char* ref_name,
+                        int64_t rows, int64_t vocab) {
+  if (!present(scores)) return;
+  TensorCheck(op, "scores", scores).rank(2).dtype({NT_F32}).same_device(ref, ref_name)
+      .dim(0, rows, "M, the rows of the input").dim(1, vocab, "V, the rows of the head");
+}
+
 }  // namespace
 
 void check_apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
@@ -372,94 +454,6 @@ void check_lm_head_binary(const nt_lm_head_binary_args& a) {
   check_topk(op, a.k, vocab);
   check_topk_outputs(op, a.values, a.indices, a.wq, rows, a.k);
 }
-
-namespace {
-
-// The optional logprobs request, checked as sample_logprobs checks its own.
-// The shard forms take theirs in the shard and refuse these fields.
-void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
-                          const FusedLogprobs& lp, const nt_lm_head_shard* shard) {
-  if (!lp.requested()) {
-    if (present(lp.logprobs) || present(lp.ranks))
-      fail_argument(op, present(lp.logprobs) ? "logprobs" : "ranks",
-                    "is given without logprob_ids (a logprobs request needs all three outputs)");
-    return;
-  }
-  if (shard != nullptr)
-    fail_argument(op, "logprob_ids", "must be absent in a shard call: its logprobs request is "
-                                     "shard.num_logprobs / logprobs_mode / scores, and the "
-                                     "combine writes the logprobs");
-  check_logprobs_request(op, ref, ref_name, rows, "M, the rows of the input", lp.n, lp.mode,
-                         "logprobs_mode", lp.ids, lp.logprobs, lp.ranks);
-}
-
-
-// The scalars every vocabulary-parallel call shares: the whole vocabulary's
-// size, and the first row of `rows` (the Philox row tags).
-void check_shard_rows(const char* op, int64_t vocab_size, int64_t first_row, int64_t rows) {
-  if (vocab_size < 1 || vocab_size > INT32_MAX)
-    fail_argument(op, "vocab_size", "must be in [1, 2^31-1], got " + std::to_string(vocab_size));
-  if (first_row < 0 || first_row + rows > int64_t(UINT32_MAX) + 1)
-    fail_argument(op, "first_row", "must be >= 0 with first_row + M <= 2^32, got " +
-                                       std::to_string(first_row));
-}
-
-void check_summary_columns(const char* op, const char* name, const nt_tensor& summary,
-                           int64_t logprobs_words = 0) {
-  if (summary_candidates(summary, logprobs_words) < 1)
-    fail_argument(op, name, logprobs_words == 0
-                      ? "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
-                            std::to_string(summary.shape[1])
-                      : std::string("must have NT_LM_HEAD_SUMMARY_WORDS + K + "
-                                    "NT_LM_HEAD_LOGPROBS_WORDS(num_logprobs) = ") + std::to_string(NT_LM_HEAD_SUMMARY_WORDS) + " + K + " +
-                            std::to_string(logprobs_words) + " columns with K >= 1, got " +
-                            std::to_string(summary.shape[1]));
-}
-
-// What the fused ops share past the head's inputs: the bitmask, the sampling
-// parameters, the logprobs request, and either the tokens or the shard and its
-// summary.
-void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
-                      int64_t vocab, const nt_tensor& bitmask, const nt_lm_head_sampling& sampling,
-                      const nt_tensor& tokens, const nt_lm_head_shard* shard,
-                      const FusedLogprobs& lp) {
-  if (present(bitmask)) {
-    TensorCheck(op, "bitmask", bitmask).rank(2).dtype({NT_I32}).same_device(ref, ref_name)
-        .dim(0, rows, "M, the rows of the input");
-    if (bitmask.shape[1] < 1) fail_argument(op, "bitmask", "must have at least one word per row");
-  }
-  check_sampling(op, sampling);
-  check_fused_logprobs(op, ref, ref_name, rows, lp, shard);
-  if (shard == nullptr) {
-    TensorCheck(op, "tokens", tokens).required().rank(1).dtype({NT_I64, NT_I32})
-        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
-    return;
-  }
-  check_shard_rows(op, shard->vocab_size, shard->first_row, rows);
-  if (shard->vocab_start < 0 || shard->vocab_start > INT32_MAX - vocab)
-    fail_argument(op, "vocab_start", "must be >= 0 with vocab_start + V_shard < 2^31, got " +
-                                         std::to_string(shard->vocab_start));
-  TensorCheck(op, "summary", shard->summary).required().rank(2).dtype({NT_I64})
-      .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
-  if (shard_logprobs(*shard)) {
-    check_logprobs_count_mode(op, shard->num_logprobs, shard->logprobs_mode, "shard.num_logprobs",
-                              "shard.logprobs_mode");
-    TensorCheck(op, "shard.scores", shard->scores).required().rank(2).dtype({NT_F32})
-        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input")
-        .dim(1, vocab, "V_shard, the rows of the shard's head");
-  }
-  check_summary_columns(op, "summary", shard->summary, shard_logprobs_words(*shard));
-}
-
-// The optional copy of the head's scores: f32 [M, V] beside the head.
-void check_fused_scores(const char* op, const nt_tensor& scores, const nt_tensor& ref, const char* ref_name,
-                        int64_t rows, int64_t vocab) {
-  if (!present(scores)) return;
-  TensorCheck(op, "scores", scores).rank(2).dtype({NT_F32}).same_device(ref, ref_name)
-      .dim(0, rows, "M, the rows of the input").dim(1, vocab, "V, the rows of the head");
-}
-
-}  // namespace
 
 void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard) {
   const char* op = shard ? "lm_head_shard_dense" : "lm_head_sample_dense";
