@@ -217,18 +217,18 @@ void check_logprobs_count_mode(const char* op, int32_t n, uint32_t mode, const c
 }
 
 // A logprobs request's count, mode and outputs (sample_logprobs, the fused
-// heads and the combine): rows of the outputs = `rows`, on the device of `ref`.
+// heads and the combine): rows of the outputs = `rows`, on the device of `ref`;
+// `mode_arg` names the mode.
 void check_logprobs_request(const char* op, const nt_tensor& ref, const char* ref_name,
-                            int64_t rows, const char* rows_name, int32_t n, uint32_t mode,
-                            const char* mode_arg, const nt_tensor& ids, const nt_tensor& logprobs,
-                            const nt_tensor& ranks) {
-  check_logprobs_count_mode(op, n, mode, "num_logprobs", mode_arg);
-  const int64_t columns = int64_t(n) + 1;
-  TensorCheck(op, "logprob_ids", ids).required().rank(2).dtype({NT_I32}).same_device(ref, ref_name)
-      .dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
-  TensorCheck(op, "logprobs", logprobs).required().rank(2).dtype({NT_F32})
+                            int64_t rows, const char* rows_name, const FusedLogprobs& lp,
+                            const char* mode_arg) {
+  check_logprobs_count_mode(op, lp.n, lp.mode, "num_logprobs", mode_arg);
+  const int64_t columns = int64_t(lp.n) + 1;
+  TensorCheck(op, "logprob_ids", lp.ids).required().rank(2).dtype({NT_I32})
       .same_device(ref, ref_name).dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
-  TensorCheck(op, "ranks", ranks).required().rank(1).dtype({NT_I32}).same_device(ref, ref_name)
+  TensorCheck(op, "logprobs", lp.logprobs).required().rank(2).dtype({NT_F32})
+      .same_device(ref, ref_name).dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
+  TensorCheck(op, "ranks", lp.ranks).required().rank(1).dtype({NT_I32}).same_device(ref, ref_name)
       .dim(0, rows, rows_name);
 }
 
@@ -317,8 +317,7 @@ void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_
     fail_argument(op, "logprob_ids", "must be absent in a shard call: its logprobs request is "
                                      "shard.num_logprobs / logprobs_mode / scores, and the "
                                      "combine writes the logprobs");
-  check_logprobs_request(op, ref, ref_name, rows, "M, the rows of the input", lp.n, lp.mode,
-                         "logprobs_mode", lp.ids, lp.logprobs, lp.ranks);
+  check_logprobs_request(op, ref, ref_name, rows, "M, the rows of the input", lp, "logprobs_mode");
 }
 
 // The scalars every vocabulary-parallel call shares: the whole vocabulary's
@@ -432,9 +431,9 @@ SampleCall check_sample(const nt_sample_args& a) {
 SampleLogprobsCall check_sample_logprobs(const nt_sample_logprobs_args& a) {
   const char* op = "sample_logprobs";
   const SampleCall sample = check_sample(a.sample);
-  check_logprobs_request(op, a.sample.logits, "sample.logits", sample.rows,
-                         "B, the rows of logits", a.num_logprobs, a.mode, "mode", a.logprob_ids,
-                         a.logprobs, a.ranks);
+  check_logprobs_request(op, a.sample.logits, "sample.logits", sample.rows, "B, the rows of logits",
+                         FusedLogprobs{a.num_logprobs, a.mode, a.logprob_ids, a.logprobs, a.ranks},
+                         "mode");
   return SampleLogprobsCall{sample, a, a.num_logprobs, a.mode == NT_LOGPROBS_PROCESSED};
 }
 
@@ -497,8 +496,7 @@ void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
       .same_device(a.summaries, "summaries").dim(0, rows, "M, the rows of summaries / shards");
   if (lp) {
     check_logprobs_request(op, a.summaries, "summaries", rows, "M, the rows of summaries / shards",
-                           a.num_logprobs, a.logprobs_mode, "logprobs_mode", a.logprob_ids,
-                           a.logprobs, a.ranks);
+                           fused_logprobs(a), "logprobs_mode");
     TensorCheck(op, "rank_keys", a.rank_keys).required().rank(1).dtype({NT_I64})
         .same_device(a.summaries, "summaries").dim(0, rows, "M, the rows of summaries / shards");
   }
