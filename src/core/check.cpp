@@ -342,47 +342,44 @@ void check_summary_columns(const char* op, const char* name, const nt_tensor& su
                             std::to_string(summary.shape[1]));
 }
 
-// What the fused ops share past the head's inputs: the bitmask, the sampling
-// parameters, the logprobs request, and either the tokens or the shard and its
-// summary.
-void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
-                      int64_t vocab, const nt_tensor& bitmask, const nt_lm_head_sampling& sampling,
-                      const nt_tensor& tokens, const nt_lm_head_shard* shard,
-                      const FusedLogprobs& lp) {
-  if (present(bitmask)) {
-    TensorCheck(op, "bitmask", bitmask).rank(2).dtype({NT_I32}).same_device(ref, ref_name)
+// What the fused ops share past the head's inputs (Args is
+// nt_lm_head_sample_dense_args or _binary_args, whose tensors must be on the
+// device of the head's `ref`, named `ref_name`): the bitmask, the sampling
+// parameters, the logprobs request, either the tokens or the shard and its
+// summary, and the optional copy of the head's scores, f32 [M, V].
+template <class Args>
+void check_fused_rest(const char* op, const Args& a, const nt_tensor& ref, const char* ref_name,
+                      int64_t rows, int64_t vocab, const nt_lm_head_shard* shard) {
+  if (present(a.bitmask)) {
+    TensorCheck(op, "bitmask", a.bitmask).rank(2).dtype({NT_I32}).same_device(ref, ref_name)
         .dim(0, rows, "M, the rows of the input");
-    if (bitmask.shape[1] < 1) fail_argument(op, "bitmask", "must have at least one word per row");
+    if (a.bitmask.shape[1] < 1) fail_argument(op, "bitmask", "must have at least one word per row");
   }
-  check_sampling(op, sampling);
-  check_fused_logprobs(op, ref, ref_name, rows, lp, shard);
+  check_sampling(op, a.sampling);
+  check_fused_logprobs(op, ref, ref_name, rows, fused_logprobs(a), shard);
   if (shard == nullptr) {
-    TensorCheck(op, "tokens", tokens).required().rank(1).dtype({NT_I64, NT_I32})
+    TensorCheck(op, "tokens", a.tokens).required().rank(1).dtype({NT_I64, NT_I32})
         .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
-    return;
+  } else {
+    check_shard_rows(op, shard->vocab_size, shard->first_row, rows);
+    if (shard->vocab_start < 0 || shard->vocab_start > INT32_MAX - vocab)
+      fail_argument(op, "vocab_start", "must be >= 0 with vocab_start + V_shard < 2^31, got " +
+                                           std::to_string(shard->vocab_start));
+    TensorCheck(op, "summary", shard->summary).required().rank(2).dtype({NT_I64})
+        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
+    if (shard_logprobs(*shard)) {
+      check_logprobs_count_mode(op, shard->num_logprobs, shard->logprobs_mode,
+                                "shard.num_logprobs", "shard.logprobs_mode");
+      TensorCheck(op, "shard.scores", shard->scores).required().rank(2).dtype({NT_F32})
+          .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input")
+          .dim(1, vocab, "V_shard, the rows of the shard's head");
+    }
+    check_summary_columns(op, "summary", shard->summary, shard_logprobs_words(*shard));
   }
-  check_shard_rows(op, shard->vocab_size, shard->first_row, rows);
-  if (shard->vocab_start < 0 || shard->vocab_start > INT32_MAX - vocab)
-    fail_argument(op, "vocab_start", "must be >= 0 with vocab_start + V_shard < 2^31, got " +
-                                         std::to_string(shard->vocab_start));
-  TensorCheck(op, "summary", shard->summary).required().rank(2).dtype({NT_I64})
-      .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
-  if (shard_logprobs(*shard)) {
-    check_logprobs_count_mode(op, shard->num_logprobs, shard->logprobs_mode, "shard.num_logprobs",
-                              "shard.logprobs_mode");
-    TensorCheck(op, "shard.scores", shard->scores).required().rank(2).dtype({NT_F32})
-        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input")
-        .dim(1, vocab, "V_shard, the rows of the shard's head");
+  if (present(a.scores)) {
+    TensorCheck(op, "scores", a.scores).rank(2).dtype({NT_F32}).same_device(ref, ref_name)
+        .dim(0, rows, "M, the rows of the input").dim(1, vocab, "V, the rows of the head");
   }
-  check_summary_columns(op, "summary", shard->summary, shard_logprobs_words(*shard));
-}
-
-// The optional copy of the head's scores: f32 [M, V] beside the head.
-void check_fused_scores(const char* op, const nt_tensor& scores, const nt_tensor& ref, const char* ref_name,
-                        int64_t rows, int64_t vocab) {
-  if (!present(scores)) return;
-  TensorCheck(op, "scores", scores).rank(2).dtype({NT_F32}).same_device(ref, ref_name)
-      .dim(0, rows, "M, the rows of the input").dim(1, vocab, "V, the rows of the head");
 }
 
 }  // namespace
@@ -458,19 +455,14 @@ void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_
   const char* op = shard ? "lm_head_shard_dense" : "lm_head_sample_dense";
   const int64_t vocab = check_dense_head(op, a.weight, a.hidden, true);
   check_bias(op, a.bias, a.weight, vocab);
-  check_fused_rest(op, a.weight, "weight", a.hidden.shape[0], vocab, a.bitmask, a.sampling, a.tokens,
-                   shard, fused_logprobs(a));
-  check_fused_scores(op, a.scores, a.weight, "weight", a.hidden.shape[0], vocab);
+  check_fused_rest(op, a, a.weight, "weight", a.hidden.shape[0], vocab, shard);
 }
 
 void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard) {
   const char* op = shard ? "lm_head_shard_binary" : "lm_head_sample_binary";
   const int64_t vocab = check_binary_head(op, a.group_size, a.act_q, a.wq, a.act_scale, a.wscale, true);
-  const int64_t rows = a.act_q.shape[0];
   check_bias(op, a.bias, a.wq, vocab);
-  check_fused_rest(op, a.act_q, "act_q", rows, vocab, a.bitmask, a.sampling, a.tokens, shard,
-                   fused_logprobs(a));
-  check_fused_scores(op, a.scores, a.act_q, "act_q", rows, vocab);
+  check_fused_rest(op, a, a.act_q, "act_q", a.act_q.shape[0], vocab, shard);
 }
 
 void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
