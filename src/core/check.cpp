@@ -53,22 +53,18 @@ std::string dims(const nt_tensor& t) {
   return "[" + std::to_string(t.shape[0]) + ", " + std::to_string(t.shape[1]) + "]";
 }
 
-void check_device(const char* op, const char* arg, const nt_tensor& t) {
-  // Compared as int: a C caller can pass any value, and an enum outside its
-  // enumerators must not reach a switch.
-  const int device = static_cast<int>(t.device);
-  if (device != NT_DEVICE_CPU && device != NT_DEVICE_CUDA && device != NT_DEVICE_OPENCL)
-    fail_argument(op, arg, "has an unknown device type " + std::to_string(device));
-  if (t.device != NT_DEVICE_OPENCL && t.byte_offset != 0)
-    fail_argument(op, arg, "has byte_offset != 0; byte offsets are for OpenCL buffers only");
-  if (t.byte_offset < 0) fail_argument(op, arg, "has a negative byte_offset");
-}
-
 // Checks of one tensor argument of one operation, its device first.
 class TensorCheck {
  public:
   TensorCheck(const char* op, const char* arg, const nt_tensor& t) : op_(op), arg_(arg), t_(t) {
-    check_device(op, arg, t);
+    // Compared as int: a C caller can pass any value, and an enum outside its
+    // enumerators must not reach a switch.
+    const int device = static_cast<int>(t.device);
+    if (device != NT_DEVICE_CPU && device != NT_DEVICE_CUDA && device != NT_DEVICE_OPENCL)
+      fail_argument(op, arg, "has an unknown device type " + std::to_string(device));
+    if (t.device != NT_DEVICE_OPENCL && t.byte_offset != 0)
+      fail_argument(op, arg, "has byte_offset != 0; byte offsets are for OpenCL buffers only");
+    if (t.byte_offset < 0) fail_argument(op, arg, "has a negative byte_offset");
   }
 
   TensorCheck& required() {
