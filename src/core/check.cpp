@@ -114,19 +114,18 @@ class TensorCheck {
   const nt_tensor& t_;
 };
 
-void check_topk(const char* op, int32_t k, int64_t vocab) {
+// The top-k ops' k and outputs (Args is nt_lm_head_dense_args or
+// _binary_args), the outputs [M, k] on the device of the head's `ref`.
+template <class Args>
+void check_topk(const char* op, const Args& a, const nt_tensor& ref, int64_t rows, int64_t vocab) {
   const int64_t limit = vocab < kMaxTopK ? vocab : kMaxTopK;
-  if (k < 1 || k > limit)
+  if (a.k < 1 || a.k > limit)
     fail_argument(op, "k", "must be in [1, min(2048, V) = " + std::to_string(limit) + "], got " +
-                               std::to_string(k));
-}
-
-void check_topk_outputs(const char* op, const nt_tensor& values, const nt_tensor& indices,
-                        const nt_tensor& ref, int64_t rows, int32_t k) {
-  TensorCheck(op, "values", values).required().rank(2).dtype({NT_F32}).same_device(ref, "weight")
-      .dim(0, rows, "M, the rows of the input").dim(1, k, "k");
-  TensorCheck(op, "indices", indices).required().rank(2).dtype({NT_I64}).same_device(ref, "weight")
-      .dim(0, rows, "M, the rows of the input").dim(1, k, "k");
+                               std::to_string(a.k));
+  TensorCheck(op, "values", a.values).required().rank(2).dtype({NT_F32}).same_device(ref, "weight")
+      .dim(0, rows, "M, the rows of the input").dim(1, a.k, "k");
+  TensorCheck(op, "indices", a.indices).required().rank(2).dtype({NT_I64})
+      .same_device(ref, "weight").dim(0, rows, "M, the rows of the input").dim(1, a.k, "k");
 }
 
 void check_bias(const char* op, const nt_tensor& bias, const nt_tensor& ref, int64_t vocab) {
@@ -161,44 +160,50 @@ void check_sampling(const char* op, const S& s) {
     fail_argument(op, "flags", "has unknown bits set: " + std::to_string(s.flags));
 }
 
-// The dense head's weight [V, H] and hidden [M, H] (at most 2^32-1 rows when
-// rows_fit_u32); returns V.
-int64_t check_dense_head(const char* op, const nt_tensor& weight, const nt_tensor& hidden_rows,
-                         bool rows_fit_u32) {
-  TensorCheck(op, "weight", weight).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
-  const int64_t vocab = weight.shape[0], hidden = weight.shape[1];
+// The dense head's weight [V, H], hidden [M, H] (at most 2^32-1 rows when
+// rows_fit_u32) and optional bias (Args is the arguments of a dense op);
+// returns V.
+template <class Args>
+int64_t check_dense_head(const char* op, const Args& a, bool rows_fit_u32) {
+  TensorCheck(op, "weight", a.weight).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
+  const int64_t vocab = a.weight.shape[0], hidden = a.weight.shape[1];
   if (vocab < 1) fail_argument(op, "weight", "must have at least one row (V >= 1)");
   if (vocab > INT32_MAX) fail_argument(op, "weight", "has more than 2^31-1 rows");
   if (hidden < 1) fail_argument(op, "weight", "must have at least one column (H >= 1)");
-  TensorCheck(op, "hidden", hidden_rows).required().rank(2).dtype({weight.dtype})
-      .same_device(weight, "weight").dim(1, hidden, "H, the columns of weight");
-  if (rows_fit_u32 && hidden_rows.shape[0] > UINT32_MAX)
+  TensorCheck(op, "hidden", a.hidden).required().rank(2).dtype({a.weight.dtype})
+      .same_device(a.weight, "weight").dim(1, hidden, "H, the columns of weight");
+  if (rows_fit_u32 && a.hidden.shape[0] > UINT32_MAX)
     fail_argument(op, "hidden", "has more than 2^32-1 rows");
+  check_bias(op, a.bias, a.weight, vocab);
   return vocab;
 }
 
-// The binary head's act_q [M, H] (at most 2^32-1 rows when rows_fit_u32), wq
-// [V, H/32], act_scale [M] and wscale [V, H/group_size]; returns V.
-int64_t check_binary_head(const char* op, int32_t g, const nt_tensor& act_q, const nt_tensor& wq,
-                          const nt_tensor& act_scale, const nt_tensor& wscale, bool rows_fit_u32) {
+// The binary head's group_size, act_q [M, H] (at most 2^32-1 rows when
+// rows_fit_u32), wq [V, H/32], act_scale [M], wscale [V, H/group_size] and
+// optional bias (Args is the arguments of a binary op); returns V.
+template <class Args>
+int64_t check_binary_head(const char* op, const Args& a, bool rows_fit_u32) {
+  const int32_t g = a.group_size;
   if (g != 32 && g != 64 && g != 128 && g != 256)
     fail_argument(op, "group_size", "must be 32, 64, 128 or 256, got " + std::to_string(g));
-  TensorCheck(op, "act_q", act_q).required().rank(2).dtype({NT_I8});
-  const int64_t rows = act_q.shape[0], hidden = act_q.shape[1];
+  TensorCheck(op, "act_q", a.act_q).required().rank(2).dtype({NT_I8});
+  const int64_t rows = a.act_q.shape[0], hidden = a.act_q.shape[1];
   if (rows_fit_u32 && rows > UINT32_MAX) fail_argument(op, "act_q", "has more than 2^32-1 rows");
   if (hidden < 1 || hidden % g != 0)
     fail_argument(op, "act_q", "has H = " + std::to_string(hidden) +
                                    " columns; H must be a positive multiple of group_size " +
                                    std::to_string(g));
-  TensorCheck(op, "wq", wq).required().rank(2).dtype({NT_I32}).same_device(act_q, "act_q")
+  TensorCheck(op, "wq", a.wq).required().rank(2).dtype({NT_I32}).same_device(a.act_q, "act_q")
       .dim(1, hidden / 32, "H/32 packed sign words");
-  const int64_t vocab = wq.shape[0];
+  const int64_t vocab = a.wq.shape[0];
   if (vocab < 1) fail_argument(op, "wq", "must have at least one row (V >= 1)");
   if (vocab > INT32_MAX) fail_argument(op, "wq", "has more than 2^31-1 rows");
-  TensorCheck(op, "act_scale", act_scale).required().rank(1).dtype({NT_F32})
-      .same_device(act_q, "act_q").dim(0, rows, "M, the rows of act_q");
-  TensorCheck(op, "wscale", wscale).required().rank(2).dtype({NT_F16}).same_device(act_q, "act_q")
-      .dim(0, vocab, "V, the rows of wq").dim(1, hidden / g, "H/group_size");
+  TensorCheck(op, "act_scale", a.act_scale).required().rank(1).dtype({NT_F32})
+      .same_device(a.act_q, "act_q").dim(0, rows, "M, the rows of act_q");
+  TensorCheck(op, "wscale", a.wscale).required().rank(2).dtype({NT_F16})
+      .same_device(a.act_q, "act_q").dim(0, vocab, "V, the rows of wq")
+      .dim(1, hidden / g, "H/group_size");
+  check_bias(op, a.bias, a.wq, vocab);
   return vocab;
 }
 
@@ -432,32 +437,25 @@ SampleLogprobsCall check_sample_logprobs(const nt_sample_logprobs_args& a) {
 
 void check_lm_head_dense(const nt_lm_head_dense_args& a) {
   const char* op = "lm_head_topk_dense";
-  const int64_t vocab = check_dense_head(op, a.weight, a.hidden, false);
-  check_bias(op, a.bias, a.weight, vocab);
-  check_topk(op, a.k, vocab);
-  check_topk_outputs(op, a.values, a.indices, a.weight, a.hidden.shape[0], a.k);
+  const int64_t vocab = check_dense_head(op, a, false);
+  check_topk(op, a, a.weight, a.hidden.shape[0], vocab);
 }
 
 void check_lm_head_binary(const nt_lm_head_binary_args& a) {
   const char* op = "lm_head_topk_binary";
-  const int64_t vocab = check_binary_head(op, a.group_size, a.act_q, a.wq, a.act_scale, a.wscale, false);
-  const int64_t rows = a.act_q.shape[0];
-  check_bias(op, a.bias, a.wq, vocab);
-  check_topk(op, a.k, vocab);
-  check_topk_outputs(op, a.values, a.indices, a.wq, rows, a.k);
+  const int64_t vocab = check_binary_head(op, a, false);
+  check_topk(op, a, a.wq, a.act_q.shape[0], vocab);
 }
 
 void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard) {
   const char* op = shard ? "lm_head_shard_dense" : "lm_head_sample_dense";
-  const int64_t vocab = check_dense_head(op, a.weight, a.hidden, true);
-  check_bias(op, a.bias, a.weight, vocab);
+  const int64_t vocab = check_dense_head(op, a, true);
   check_fused_rest(op, a, a.weight, "weight", a.hidden.shape[0], vocab, shard);
 }
 
 void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard) {
   const char* op = shard ? "lm_head_shard_binary" : "lm_head_sample_binary";
-  const int64_t vocab = check_binary_head(op, a.group_size, a.act_q, a.wq, a.act_scale, a.wscale, true);
-  check_bias(op, a.bias, a.wq, vocab);
+  const int64_t vocab = check_binary_head(op, a, true);
   check_fused_rest(op, a, a.act_q, "act_q", a.act_q.shape[0], vocab, shard);
 }
 
