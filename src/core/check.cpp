@@ -331,16 +331,17 @@ void check_shard_rows(const char* op, int64_t vocab_size, int64_t first_row, int
                                        std::to_string(first_row));
 }
 
+// A summary's columns: NT_LM_HEAD_SUMMARY_WORDS, K >= 1 candidates, then the
+// `logprobs_words` of a logprobs request.
 void check_summary_columns(const char* op, const char* name, const nt_tensor& summary,
                            int64_t logprobs_words = 0) {
-  if (summary_candidates(summary, logprobs_words) < 1)
-    fail_argument(op, name, logprobs_words == 0
-                      ? "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
-                            std::to_string(summary.shape[1])
-                      : std::string("must have NT_LM_HEAD_SUMMARY_WORDS + K + "
-                                    "NT_LM_HEAD_LOGPROBS_WORDS(num_logprobs) = ") + std::to_string(NT_LM_HEAD_SUMMARY_WORDS) + " + K + " +
-                            std::to_string(logprobs_words) + " columns with K >= 1, got " +
-                            std::to_string(summary.shape[1]));
+  if (summary_candidates(summary, logprobs_words) >= 1) return;
+  const std::string got = " columns with K >= 1, got " + std::to_string(summary.shape[1]);
+  if (logprobs_words == 0) fail_argument(op, name, "must have NT_LM_HEAD_SUMMARY_WORDS + K" + got);
+  fail_argument(op, name, "must have NT_LM_HEAD_SUMMARY_WORDS + K + "
+                          "NT_LM_HEAD_LOGPROBS_WORDS(num_logprobs) = " +
+                              std::to_string(NT_LM_HEAD_SUMMARY_WORDS) + " + K + " +
+                              std::to_string(logprobs_words) + got);
 }
 
 // What the fused ops share past the head's inputs (Args is
