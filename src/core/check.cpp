@@ -53,22 +53,18 @@ std::string dims(const nt_tensor& t) {
   return "[" + std::to_string(t.shape[0]) + ", " + std::to_string(t.shape[1]) + "]";
 }
 
-void check_device(const char* op, const char* arg, const nt_tensor& t) {
-  // Compared as int: a C caller can pass any value, and an enum outside its
-  // enumerators must not reach a switch.
-  const int device = static_cast<int>(t.device);
-  if (device != NT_DEVICE_CPU && device != NT_DEVICE_CUDA && device != NT_DEVICE_OPENCL)
-    fail_argument(op, arg, "has an unknown device type " + std::to_string(device));
-  if (t.device != NT_DEVICE_OPENCL && t.byte_offset != 0)
-    fail_argument(op, arg, "has byte_offset != 0; byte offsets are for OpenCL buffers only");
-  if (t.byte_offset < 0) fail_argument(op, arg, "has a negative byte_offset");
-}
-
 // Checks of one tensor argument of one operation, its device first.
 class TensorCheck {
  public:
   TensorCheck(const char* op, const char* arg, const nt_tensor& t) : op_(op), arg_(arg), t_(t) {
-    check_device(op, arg, t);
+    // Compared as int: a C caller can pass any value, and an enum outside its
+    // enumerators must not reach a switch.
+    const int device = static_cast<int>(t.device);
+    if (device != NT_DEVICE_CPU && device != NT_DEVICE_CUDA && device != NT_DEVICE_OPENCL)
+      fail_argument(op, arg, "has an unknown device type " + std::to_string(device));
+    if (t.device != NT_DEVICE_OPENCL && t.byte_offset != 0)
+      fail_argument(op, arg, "has byte_offset != 0; byte offsets are for OpenCL buffers only");
+    if (t.byte_offset < 0) fail_argument(op, arg, "has a negative byte_offset");
   }
 
   TensorCheck& required() {
@@ -118,20 +114,18 @@ class TensorCheck {
   const nt_tensor& t_;
 };
 
-
-void check_topk(const char* op, int32_t k, int64_t vocab) {
+// The top-k ops' k and outputs (Args is nt_lm_head_dense_args or
+// _binary_args), the outputs [M, k] on the device of the head's `ref`.
+template <class Args>
+void check_topk(const char* op, const Args& a, const nt_tensor& ref, int64_t rows, int64_t vocab) {
   const int64_t limit = vocab < kMaxTopK ? vocab : kMaxTopK;
-  if (k < 1 || k > limit)
+  if (a.k < 1 || a.k > limit)
     fail_argument(op, "k", "must be in [1, min(2048, V) = " + std::to_string(limit) + "], got " +
-                               std::to_string(k));
-}
-
-void check_topk_outputs(const char* op, const nt_tensor& values, const nt_tensor& indices,
-                        const nt_tensor& ref, int64_t rows, int32_t k) {
-  TensorCheck(op, "values", values).required().rank(2).dtype({NT_F32}).same_device(ref, "weight")
-      .dim(0, rows, "M, the rows of the input").dim(1, k, "k");
-  TensorCheck(op, "indices", indices).required().rank(2).dtype({NT_I64}).same_device(ref, "weight")
-      .dim(0, rows, "M, the rows of the input").dim(1, k, "k");
+                               std::to_string(a.k));
+  TensorCheck(op, "values", a.values).required().rank(2).dtype({NT_F32}).same_device(ref, "weight")
+      .dim(0, rows, "M, the rows of the input").dim(1, a.k, "k");
+  TensorCheck(op, "indices", a.indices).required().rank(2).dtype({NT_I64})
+      .same_device(ref, "weight").dim(0, rows, "M, the rows of the input").dim(1, a.k, "k");
 }
 
 void check_bias(const char* op, const nt_tensor& bias, const nt_tensor& ref, int64_t vocab) {
@@ -166,44 +160,50 @@ void check_sampling(const char* op, const S& s) {
     fail_argument(op, "flags", "has unknown bits set: " + std::to_string(s.flags));
 }
 
-// The dense head's weight [V, H] and hidden [M, H] (at most 2^32-1 rows when
-// rows_fit_u32); returns V.
-int64_t check_dense_head(const char* op, const nt_tensor& weight, const nt_tensor& hidden_rows,
-                         bool rows_fit_u32) {
-  TensorCheck(op, "weight", weight).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
-  const int64_t vocab = weight.shape[0], hidden = weight.shape[1];
+// The dense head's weight [V, H], hidden [M, H] (at most 2^32-1 rows when
+// rows_fit_u32) and optional bias (Args is the arguments of a dense op);
+// returns V.
+template <class Args>
+int64_t check_dense_head(const char* op, const Args& a, bool rows_fit_u32) {
+  TensorCheck(op, "weight", a.weight).required().rank(2).dtype({NT_F32, NT_F16, NT_BF16});
+  const int64_t vocab = a.weight.shape[0], hidden = a.weight.shape[1];
   if (vocab < 1) fail_argument(op, "weight", "must have at least one row (V >= 1)");
   if (vocab > INT32_MAX) fail_argument(op, "weight", "has more than 2^31-1 rows");
   if (hidden < 1) fail_argument(op, "weight", "must have at least one column (H >= 1)");
-  TensorCheck(op, "hidden", hidden_rows).required().rank(2).dtype({weight.dtype})
-      .same_device(weight, "weight").dim(1, hidden, "H, the columns of weight");
-  if (rows_fit_u32 && hidden_rows.shape[0] > UINT32_MAX)
+  TensorCheck(op, "hidden", a.hidden).required().rank(2).dtype({a.weight.dtype})
+      .same_device(a.weight, "weight").dim(1, hidden, "H, the columns of weight");
+  if (rows_fit_u32 && a.hidden.shape[0] > UINT32_MAX)
     fail_argument(op, "hidden", "has more than 2^32-1 rows");
+  check_bias(op, a.bias, a.weight, vocab);
   return vocab;
 }
 
-// The binary head's act_q [M, H] (at most 2^32-1 rows when rows_fit_u32), wq
-// [V, H/32], act_scale [M] and wscale [V, H/group_size]; returns V.
-int64_t check_binary_head(const char* op, int32_t g, const nt_tensor& act_q, const nt_tensor& wq,
-                          const nt_tensor& act_scale, const nt_tensor& wscale, bool rows_fit_u32) {
+// The binary head's group_size, act_q [M, H] (at most 2^32-1 rows when
+// rows_fit_u32), wq [V, H/32], act_scale [M], wscale [V, H/group_size] and
+// optional bias (Args is the arguments of a binary op); returns V.
+template <class Args>
+int64_t check_binary_head(const char* op, const Args& a, bool rows_fit_u32) {
+  const int32_t g = a.group_size;
   if (g != 32 && g != 64 && g != 128 && g != 256)
     fail_argument(op, "group_size", "must be 32, 64, 128 or 256, got " + std::to_string(g));
-  TensorCheck(op, "act_q", act_q).required().rank(2).dtype({NT_I8});
-  const int64_t rows = act_q.shape[0], hidden = act_q.shape[1];
+  TensorCheck(op, "act_q", a.act_q).required().rank(2).dtype({NT_I8});
+  const int64_t rows = a.act_q.shape[0], hidden = a.act_q.shape[1];
   if (rows_fit_u32 && rows > UINT32_MAX) fail_argument(op, "act_q", "has more than 2^32-1 rows");
   if (hidden < 1 || hidden % g != 0)
     fail_argument(op, "act_q", "has H = " + std::to_string(hidden) +
                                    " columns; H must be a positive multiple of group_size " +
                                    std::to_string(g));
-  TensorCheck(op, "wq", wq).required().rank(2).dtype({NT_I32}).same_device(act_q, "act_q")
+  TensorCheck(op, "wq", a.wq).required().rank(2).dtype({NT_I32}).same_device(a.act_q, "act_q")
       .dim(1, hidden / 32, "H/32 packed sign words");
-  const int64_t vocab = wq.shape[0];
+  const int64_t vocab = a.wq.shape[0];
   if (vocab < 1) fail_argument(op, "wq", "must have at least one row (V >= 1)");
   if (vocab > INT32_MAX) fail_argument(op, "wq", "has more than 2^31-1 rows");
-  TensorCheck(op, "act_scale", act_scale).required().rank(1).dtype({NT_F32})
-      .same_device(act_q, "act_q").dim(0, rows, "M, the rows of act_q");
-  TensorCheck(op, "wscale", wscale).required().rank(2).dtype({NT_F16}).same_device(act_q, "act_q")
-      .dim(0, vocab, "V, the rows of wq").dim(1, hidden / g, "H/group_size");
+  TensorCheck(op, "act_scale", a.act_scale).required().rank(1).dtype({NT_F32})
+      .same_device(a.act_q, "act_q").dim(0, rows, "M, the rows of act_q");
+  TensorCheck(op, "wscale", a.wscale).required().rank(2).dtype({NT_F16})
+      .same_device(a.act_q, "act_q").dim(0, vocab, "V, the rows of wq")
+      .dim(1, hidden / g, "H/group_size");
+  check_bias(op, a.bias, a.wq, vocab);
   return vocab;
 }
 
@@ -218,18 +218,18 @@ void check_logprobs_count_mode(const char* op, int32_t n, uint32_t mode, const c
 }
 
 // A logprobs request's count, mode and outputs (sample_logprobs, the fused
-// heads and the combine): rows of the outputs = `rows`, on the device of `ref`.
+// heads and the combine): rows of the outputs = `rows`, on the device of `ref`;
+// `mode_arg` names the mode.
 void check_logprobs_request(const char* op, const nt_tensor& ref, const char* ref_name,
-                            int64_t rows, const char* rows_name, int32_t n, uint32_t mode,
-                            const char* mode_arg, const nt_tensor& ids, const nt_tensor& logprobs,
-                            const nt_tensor& ranks) {
-  check_logprobs_count_mode(op, n, mode, "num_logprobs", mode_arg);
-  const int64_t columns = int64_t(n) + 1;
-  TensorCheck(op, "logprob_ids", ids).required().rank(2).dtype({NT_I32}).same_device(ref, ref_name)
-      .dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
-  TensorCheck(op, "logprobs", logprobs).required().rank(2).dtype({NT_F32})
+                            int64_t rows, const char* rows_name, const FusedLogprobs& lp,
+                            const char* mode_arg) {
+  check_logprobs_count_mode(op, lp.n, lp.mode, "num_logprobs", mode_arg);
+  const int64_t columns = int64_t(lp.n) + 1;
+  TensorCheck(op, "logprob_ids", lp.ids).required().rank(2).dtype({NT_I32})
       .same_device(ref, ref_name).dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
-  TensorCheck(op, "ranks", ranks).required().rank(1).dtype({NT_I32}).same_device(ref, ref_name)
+  TensorCheck(op, "logprobs", lp.logprobs).required().rank(2).dtype({NT_F32})
+      .same_device(ref, ref_name).dim(0, rows, rows_name).dim(1, columns, "num_logprobs + 1");
+  TensorCheck(op, "ranks", lp.ranks).required().rank(1).dtype({NT_I32}).same_device(ref, ref_name)
       .dim(0, rows, rows_name);
 }
 
@@ -304,6 +304,86 @@ VerifyCall check_verify_common(const char* op, bool tree, const Args& a) {
   return c;
 }
 
+// The optional logprobs request, checked as sample_logprobs checks its own.
+// The shard forms take theirs in the shard and refuse these fields.
+void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
+                          const FusedLogprobs& lp, const nt_lm_head_shard* shard) {
+  if (!lp.requested()) {
+    if (present(lp.logprobs) || present(lp.ranks))
+      fail_argument(op, present(lp.logprobs) ? "logprobs" : "ranks",
+                    "is given without logprob_ids (a logprobs request needs all three outputs)");
+    return;
+  }
+  if (shard != nullptr)
+    fail_argument(op, "logprob_ids", "must be absent in a shard call: its logprobs request is "
+                                     "shard.num_logprobs / logprobs_mode / scores, and the "
+                                     "combine writes the logprobs");
+  check_logprobs_request(op, ref, ref_name, rows, "M, the rows of the input", lp, "logprobs_mode");
+}
+
+// The scalars every vocabulary-parallel call shares: the whole vocabulary's
+// size, and the first row of `rows` (the Philox row tags).
+void check_shard_rows(const char* op, int64_t vocab_size, int64_t first_row, int64_t rows) {
+  if (vocab_size < 1 || vocab_size > INT32_MAX)
+    fail_argument(op, "vocab_size", "must be in [1, 2^31-1], got " + std::to_string(vocab_size));
+  if (first_row < 0 || first_row + rows > int64_t(UINT32_MAX) + 1)
+    fail_argument(op, "first_row", "must be >= 0 with first_row + M <= 2^32, got " +
+                                       std::to_string(first_row));
+}
+
+// A summary's columns: NT_LM_HEAD_SUMMARY_WORDS, K >= 1 candidates, then the
+// `logprobs_words` of a logprobs request.
+void check_summary_columns(const char* op, const char* name, const nt_tensor& summary,
+                           int64_t logprobs_words = 0) {
+  if (summary_candidates(summary, logprobs_words) >= 1) return;
+  const std::string got = " columns with K >= 1, got " + std::to_string(summary.shape[1]);
+  if (logprobs_words == 0) fail_argument(op, name, "must have NT_LM_HEAD_SUMMARY_WORDS + K" + got);
+  fail_argument(op, name, "must have NT_LM_HEAD_SUMMARY_WORDS + K + "
+                          "NT_LM_HEAD_LOGPROBS_WORDS(num_logprobs) = " +
+                              std::to_string(NT_LM_HEAD_SUMMARY_WORDS) + " + K + " +
+                              std::to_string(logprobs_words) + got);
+}
+
+// What the fused ops share past the head's inputs (Args is
+// nt_lm_head_sample_dense_args or _binary_args, whose tensors must be on the
+// device of the head's `ref`, named `ref_name`): the bitmask, the sampling
+// parameters, the logprobs request, either the tokens or the shard and its
+// summary, and the optional copy of the head's scores, f32 [M, V].
+template <class Args>
+void check_fused_rest(const char* op, const Args& a, const nt_tensor& ref, const char* ref_name,
+                      int64_t rows, int64_t vocab, const nt_lm_head_shard* shard) {
+  if (present(a.bitmask)) {
+    TensorCheck(op, "bitmask", a.bitmask).rank(2).dtype({NT_I32}).same_device(ref, ref_name)
+        .dim(0, rows, "M, the rows of the input");
+    if (a.bitmask.shape[1] < 1) fail_argument(op, "bitmask", "must have at least one word per row");
+  }
+  check_sampling(op, a.sampling);
+  check_fused_logprobs(op, ref, ref_name, rows, fused_logprobs(a), shard);
+  if (shard == nullptr) {
+    TensorCheck(op, "tokens", a.tokens).required().rank(1).dtype({NT_I64, NT_I32})
+        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
+  } else {
+    check_shard_rows(op, shard->vocab_size, shard->first_row, rows);
+    if (shard->vocab_start < 0 || shard->vocab_start > INT32_MAX - vocab)
+      fail_argument(op, "vocab_start", "must be >= 0 with vocab_start + V_shard < 2^31, got " +
+                                           std::to_string(shard->vocab_start));
+    TensorCheck(op, "summary", shard->summary).required().rank(2).dtype({NT_I64})
+        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
+    if (shard_logprobs(*shard)) {
+      check_logprobs_count_mode(op, shard->num_logprobs, shard->logprobs_mode,
+                                "shard.num_logprobs", "shard.logprobs_mode");
+      TensorCheck(op, "shard.scores", shard->scores).required().rank(2).dtype({NT_F32})
+          .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input")
+          .dim(1, vocab, "V_shard, the rows of the shard's head");
+    }
+    check_summary_columns(op, "summary", shard->summary, shard_logprobs_words(*shard));
+  }
+  if (present(a.scores)) {
+    TensorCheck(op, "scores", a.scores).rank(2).dtype({NT_F32}).same_device(ref, ref_name)
+        .dim(0, rows, "M, the rows of the input").dim(1, vocab, "V, the rows of the head");
+  }
+}
+
 }  // namespace
 
 void check_apply_token_bitmask(const nt_apply_token_bitmask_args& a) {
@@ -350,134 +430,34 @@ SampleCall check_sample(const nt_sample_args& a) {
 SampleLogprobsCall check_sample_logprobs(const nt_sample_logprobs_args& a) {
   const char* op = "sample_logprobs";
   const SampleCall sample = check_sample(a.sample);
-  check_logprobs_request(op, a.sample.logits, "sample.logits", sample.rows,
-                         "B, the rows of logits", a.num_logprobs, a.mode, "mode", a.logprob_ids,
-                         a.logprobs, a.ranks);
+  check_logprobs_request(op, a.sample.logits, "sample.logits", sample.rows, "B, the rows of logits",
+                         FusedLogprobs{a.num_logprobs, a.mode, a.logprob_ids, a.logprobs, a.ranks},
+                         "mode");
   return SampleLogprobsCall{sample, a, a.num_logprobs, a.mode == NT_LOGPROBS_PROCESSED};
 }
 
 void check_lm_head_dense(const nt_lm_head_dense_args& a) {
   const char* op = "lm_head_topk_dense";
-  const int64_t vocab = check_dense_head(op, a.weight, a.hidden, false);
-  check_bias(op, a.bias, a.weight, vocab);
-  check_topk(op, a.k, vocab);
-  check_topk_outputs(op, a.values, a.indices, a.weight, a.hidden.shape[0], a.k);
+  const int64_t vocab = check_dense_head(op, a, false);
+  check_topk(op, a, a.weight, a.hidden.shape[0], vocab);
 }
 
 void check_lm_head_binary(const nt_lm_head_binary_args& a) {
   const char* op = "lm_head_topk_binary";
-  const int64_t vocab = check_binary_head(op, a.group_size, a.act_q, a.wq, a.act_scale, a.wscale, false);
-  const int64_t rows = a.act_q.shape[0];
-  check_bias(op, a.bias, a.wq, vocab);
-  check_topk(op, a.k, vocab);
-  check_topk_outputs(op, a.values, a.indices, a.wq, rows, a.k);
+  const int64_t vocab = check_binary_head(op, a, false);
+  check_topk(op, a, a.wq, a.act_q.shape[0], vocab);
 }
-
-namespace {
-
-// The optional logprobs request, checked as sample_logprobs checks its own.
-// The shard forms take theirs in the shard and refuse these fields.
-void check_fused_logprobs(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
-                          const FusedLogprobs& lp, const nt_lm_head_shard* shard) {
-  if (!lp.requested()) {
-    if (present(lp.logprobs) || present(lp.ranks))
-      fail_argument(op, present(lp.logprobs) ? "logprobs" : "ranks",
-                    "is given without logprob_ids (a logprobs request needs all three outputs)");
-    return;
-  }
-  if (shard != nullptr)
-    fail_argument(op, "logprob_ids", "must be absent in a shard call: its logprobs request is "
-                                     "shard.num_logprobs / logprobs_mode / scores, and the "
-                                     "combine writes the logprobs");
-  check_logprobs_request(op, ref, ref_name, rows, "M, the rows of the input", lp.n, lp.mode,
-                         "logprobs_mode", lp.ids, lp.logprobs, lp.ranks);
-}
-
-
-// The scalars every vocabulary-parallel call shares: the whole vocabulary's
-// size, and the first row of `rows` (the Philox row tags).
-void check_shard_rows(const char* op, int64_t vocab_size, int64_t first_row, int64_t rows) {
-  if (vocab_size < 1 || vocab_size > INT32_MAX)
-    fail_argument(op, "vocab_size", "must be in [1, 2^31-1], got " + std::to_string(vocab_size));
-  if (first_row < 0 || first_row + rows > int64_t(UINT32_MAX) + 1)
-    fail_argument(op, "first_row", "must be >= 0 with first_row + M <= 2^32, got " +
-                                       std::to_string(first_row));
-}
-
-void check_summary_columns(const char* op, const char* name, const nt_tensor& summary,
-                           int64_t logprobs_words = 0) {
-  if (summary_candidates(summary, logprobs_words) < 1)
-    fail_argument(op, name, logprobs_words == 0
-                      ? "must have NT_LM_HEAD_SUMMARY_WORDS + K columns with K >= 1, got " +
-                            std::to_string(summary.shape[1])
-                      : std::string("must have NT_LM_HEAD_SUMMARY_WORDS + K + "
-                                    "NT_LM_HEAD_LOGPROBS_WORDS(num_logprobs) = ") + std::to_string(NT_LM_HEAD_SUMMARY_WORDS) + " + K + " +
-                            std::to_string(logprobs_words) + " columns with K >= 1, got " +
-                            std::to_string(summary.shape[1]));
-}
-
-// What the fused ops share past the head's inputs: the bitmask, the sampling
-// parameters, the logprobs request, and either the tokens or the shard and its
-// summary.
-void check_fused_rest(const char* op, const nt_tensor& ref, const char* ref_name, int64_t rows,
-                      int64_t vocab, const nt_tensor& bitmask, const nt_lm_head_sampling& sampling,
-                      const nt_tensor& tokens, const nt_lm_head_shard* shard,
-                      const FusedLogprobs& lp) {
-  if (present(bitmask)) {
-    TensorCheck(op, "bitmask", bitmask).rank(2).dtype({NT_I32}).same_device(ref, ref_name)
-        .dim(0, rows, "M, the rows of the input");
-    if (bitmask.shape[1] < 1) fail_argument(op, "bitmask", "must have at least one word per row");
-  }
-  check_sampling(op, sampling);
-  check_fused_logprobs(op, ref, ref_name, rows, lp, shard);
-  if (shard == nullptr) {
-    TensorCheck(op, "tokens", tokens).required().rank(1).dtype({NT_I64, NT_I32})
-        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
-    return;
-  }
-  check_shard_rows(op, shard->vocab_size, shard->first_row, rows);
-  if (shard->vocab_start < 0 || shard->vocab_start > INT32_MAX - vocab)
-    fail_argument(op, "vocab_start", "must be >= 0 with vocab_start + V_shard < 2^31, got " +
-                                         std::to_string(shard->vocab_start));
-  TensorCheck(op, "summary", shard->summary).required().rank(2).dtype({NT_I64})
-      .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input");
-  if (shard_logprobs(*shard)) {
-    check_logprobs_count_mode(op, shard->num_logprobs, shard->logprobs_mode, "shard.num_logprobs",
-                              "shard.logprobs_mode");
-    TensorCheck(op, "shard.scores", shard->scores).required().rank(2).dtype({NT_F32})
-        .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input")
-        .dim(1, vocab, "V_shard, the rows of the shard's head");
-  }
-  check_summary_columns(op, "summary", shard->summary, shard_logprobs_words(*shard));
-}
-
-// The optional copy of the head's scores: f32 [M, V] beside the head.
-void check_fused_scores(const char* op, const nt_tensor& scores, const nt_tensor& ref, const char* ref_name,
-                        int64_t rows, int64_t vocab) {
-  if (!present(scores)) return;
-  TensorCheck(op, "scores", scores).rank(2).dtype({NT_F32}).same_device(ref, ref_name)
-      .dim(0, rows, "M, the rows of the input").dim(1, vocab, "V, the rows of the head");
-}
-
-}  // namespace
 
 void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard) {
   const char* op = shard ? "lm_head_shard_dense" : "lm_head_sample_dense";
-  const int64_t vocab = check_dense_head(op, a.weight, a.hidden, true);
-  check_bias(op, a.bias, a.weight, vocab);
-  check_fused_rest(op, a.weight, "weight", a.hidden.shape[0], vocab, a.bitmask, a.sampling, a.tokens,
-                   shard, fused_logprobs(a));
-  check_fused_scores(op, a.scores, a.weight, "weight", a.hidden.shape[0], vocab);
+  const int64_t vocab = check_dense_head(op, a, true);
+  check_fused_rest(op, a, a.weight, "weight", a.hidden.shape[0], vocab, shard);
 }
 
 void check_lm_head_sample_binary(const nt_lm_head_sample_binary_args& a, const nt_lm_head_shard* shard) {
   const char* op = shard ? "lm_head_shard_binary" : "lm_head_sample_binary";
-  const int64_t vocab = check_binary_head(op, a.group_size, a.act_q, a.wq, a.act_scale, a.wscale, true);
-  const int64_t rows = a.act_q.shape[0];
-  check_bias(op, a.bias, a.wq, vocab);
-  check_fused_rest(op, a.act_q, "act_q", rows, vocab, a.bitmask, a.sampling, a.tokens, shard,
-                   fused_logprobs(a));
-  check_fused_scores(op, a.scores, a.act_q, "act_q", rows, vocab);
+  const int64_t vocab = check_binary_head(op, a, true);
+  check_fused_rest(op, a, a.act_q, "act_q", a.act_q.shape[0], vocab, shard);
 }
 
 void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
@@ -503,8 +483,7 @@ void check_lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
       .same_device(a.summaries, "summaries").dim(0, rows, "M, the rows of summaries / shards");
   if (lp) {
     check_logprobs_request(op, a.summaries, "summaries", rows, "M, the rows of summaries / shards",
-                           a.num_logprobs, a.logprobs_mode, "logprobs_mode", a.logprob_ids,
-                           a.logprobs, a.ranks);
+                           fused_logprobs(a), "logprobs_mode");
     TensorCheck(op, "rank_keys", a.rank_keys).required().rank(1).dtype({NT_I64})
         .same_device(a.summaries, "summaries").dim(0, rows, "M, the rows of summaries / shards");
   }

@@ -43,7 +43,7 @@ inline nt_sample_args fused_sample_args(const nt_tensor& scores, const nt_lm_hea
 }
 
 // The optional logprobs request of the fused ops' arguments (its fields are
-// named alike in nt_lm_head_sample_dense_args and _binary_args).
+// named alike in nt_lm_head_sample_dense_args, _binary_args and _combine_args).
 struct FusedLogprobs {
   int32_t n;
   uint32_t mode;
