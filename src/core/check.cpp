@@ -115,22 +115,25 @@ class TensorCheck {
 };
 
 // The top-k ops' k and outputs (Args is nt_lm_head_dense_args or
-// _binary_args), the outputs [M, k] on the device of the head's `ref`.
+// _binary_args), the outputs [M, k] on the device of the head's weights `ref`
+// (argument ref_name).
 template <class Args>
-void check_topk(const char* op, const Args& a, const nt_tensor& ref, int64_t rows, int64_t vocab) {
+void check_topk(const char* op, const Args& a, const nt_tensor& ref, const char* ref_name,
+                int64_t rows, int64_t vocab) {
   const int64_t limit = vocab < kMaxTopK ? vocab : kMaxTopK;
   if (a.k < 1 || a.k > limit)
     fail_argument(op, "k", "must be in [1, min(2048, V) = " + std::to_string(limit) + "], got " +
                                std::to_string(a.k));
-  TensorCheck(op, "values", a.values).required().rank(2).dtype({NT_F32}).same_device(ref, "weight")
-      .dim(0, rows, "M, the rows of the input").dim(1, a.k, "k");
+  TensorCheck(op, "values", a.values).required().rank(2).dtype({NT_F32})
+      .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input").dim(1, a.k, "k");
   TensorCheck(op, "indices", a.indices).required().rank(2).dtype({NT_I64})
-      .same_device(ref, "weight").dim(0, rows, "M, the rows of the input").dim(1, a.k, "k");
+      .same_device(ref, ref_name).dim(0, rows, "M, the rows of the input").dim(1, a.k, "k");
 }
 
-void check_bias(const char* op, const nt_tensor& bias, const nt_tensor& ref, int64_t vocab) {
+void check_bias(const char* op, const nt_tensor& bias, const nt_tensor& ref, const char* ref_name,
+                int64_t vocab) {
   if (!present(bias)) return;
-  TensorCheck(op, "bias", bias).rank(1).dtype({NT_F32, NT_F16, NT_BF16}).same_device(ref, "weight")
+  TensorCheck(op, "bias", bias).rank(1).dtype({NT_F32, NT_F16, NT_BF16}).same_device(ref, ref_name)
       .dim(0, vocab, "V");
 }
 
@@ -174,7 +177,7 @@ int64_t check_dense_head(const char* op, const Args& a, bool rows_fit_u32) {
       .same_device(a.weight, "weight").dim(1, hidden, "H, the columns of weight");
   if (rows_fit_u32 && a.hidden.shape[0] > UINT32_MAX)
     fail_argument(op, "hidden", "has more than 2^32-1 rows");
-  check_bias(op, a.bias, a.weight, vocab);
+  check_bias(op, a.bias, a.weight, "weight", vocab);
   return vocab;
 }
 
@@ -203,7 +206,7 @@ int64_t check_binary_head(const char* op, const Args& a, bool rows_fit_u32) {
   TensorCheck(op, "wscale", a.wscale).required().rank(2).dtype({NT_F16})
       .same_device(a.act_q, "act_q").dim(0, vocab, "V, the rows of wq")
       .dim(1, hidden / g, "H/group_size");
-  check_bias(op, a.bias, a.wq, vocab);
+  check_bias(op, a.bias, a.wq, "wq", vocab);
   return vocab;
 }
 
@@ -439,13 +442,13 @@ SampleLogprobsCall check_sample_logprobs(const nt_sample_logprobs_args& a) {
 void check_lm_head_dense(const nt_lm_head_dense_args& a) {
   const char* op = "lm_head_topk_dense";
   const int64_t vocab = check_dense_head(op, a, false);
-  check_topk(op, a, a.weight, a.hidden.shape[0], vocab);
+  check_topk(op, a, a.weight, "weight", a.hidden.shape[0], vocab);
 }
 
 void check_lm_head_binary(const nt_lm_head_binary_args& a) {
   const char* op = "lm_head_topk_binary";
   const int64_t vocab = check_binary_head(op, a, false);
-  check_topk(op, a, a.wq, a.act_q.shape[0], vocab);
+  check_topk(op, a, a.wq, "wq", a.act_q.shape[0], vocab);
 }
 
 void check_lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard) {
