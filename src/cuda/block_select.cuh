@@ -196,10 +196,11 @@ __device__ __forceinline__ E warp_element(const E (&v)[N], u32 i) {
 
 // ---- count-only radix select --------------------------------------------------
 
-struct SelectScratch {
-  u32 hist[256];
-  u32 digit, rank, count;
-  u64 result;
+// The scratch of a block-wide radix select: the digit's histogram (bin 256:
+// lanes with nothing to count) and the digit found.
+struct RadixScratch {
+  u32 hist[257];
+  int digit, above, count;
 };
 
 // Given a 256-bin histogram of the current digit, finds (called by a whole
@@ -242,54 +243,67 @@ __device__ __forceinline__ bool prefix_matches(u64 v, u64 prefix, int depth) {
   return depth == 0 || (v >> (64 - depth)) == prefix;
 }
 
-// The k-th largest (1 <= k <= n) of the distinct values items[0, n) in shared
-// or global memory, written before the call by any thread of the block. Every
-// thread of the block calls it; it begins and ends with a barrier.
+// Block-wide radix select: the rank T such that exactly `need` of the ranks
+// visited are >= T (ranks are distinct; 0 marks padding). for_each(f) calls
+// f(rank, value) for each of the thread's entries, the same number of times on
+// every lane of a warp. Every thread of the block calls it.
+template <class ForEach>
+__device__ u64 block_rank_threshold(ForEach&& for_each, int need, RadixScratch& s) {
+  u64 prefix = 0;
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    const u64 hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
+    for (int b = threadIdx.x; b < 257; b += blockDim.x) s.hist[b] = 0;
+    __syncthreads();
+    for_each([&](u64 rank, float) {
+      const bool mine = rank != 0 && (rank & hi_mask) == prefix;
+      const unsigned digit = mine ? (unsigned(rank >> shift) & 255u) : 256u;
+      // Scores cluster in a few bins: one atomic per distinct digit per warp.
+      const unsigned peers = __match_any_sync(kFullMask, digit);
+      if (int(lane_index()) == __ffs(peers) - 1 && digit != 256u)
+        atomicAdd(&s.hist[digit], unsigned(__popc(peers)));
+    });
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      int digit, above, count;
+      warp_find_digit(s.hist, need, digit, above, count);
+      if (threadIdx.x == 0) {
+        s.digit = digit;
+        s.above = above;
+        s.count = count;
+      }
+    }
+    __syncthreads();
+    need -= s.above;
+    prefix |= u64(s.digit) << shift;
+    const bool done = s.count == need;
+    __syncthreads();  // s.digit/above/count are rewritten by the next pass
+    if (done) break;
+  }
+  return prefix;
+}
+
+struct SelectScratch {
+  RadixScratch radix;
+  u64 result;
+};
+
+// The k-th largest (1 <= k <= n) of the distinct nonzero values items[0, n)
+// in shared or global memory, written before the call by any thread of the
+// block: the smallest value at or above block_rank_threshold's. Every thread
+// of the block calls it; it begins and ends with a barrier.
 template <int NT>
 __device__ u64 block_select_kth(const u64* items, int n, u32 k, SelectScratch& s) {
   const int tid = int(threadIdx.x);
-  u64 prefix = 0;
-  int depth = 0;
   __syncthreads();
-  for (;;) {
-    for (int i = tid; i < 256; i += NT) s.hist[i] = 0;
-    __syncthreads();
-    const int shift = 56 - depth;
-    for (int base = 0; base < n; base += NT) {
-      const int i = base + tid;
-      u32 d = 0x100u;  // not counted
-      if (i < n) {
-        const u64 v = items[i];
-        if (prefix_matches(v, prefix, depth)) d = u32(v >> shift) & 0xFFu;
-      }
-      // Neighbouring values share their high digits: one atomic per distinct digit.
-      const u32 peers = __match_any_sync(kFullMask, d);
-      if (d < 0x100u && int(lane_index()) == __ffs(peers) - 1)
-        atomicAdd(&s.hist[d], u32(__popc(peers)));
-    }
-    __syncthreads();
-    if (tid < 32) {  // rank: k less the entries of the higher bins
-      int digit, above, count;
-      warp_find_digit(s.hist, int(k), digit, above, count);
-      if (tid == 0) s.digit = u32(digit), s.rank = k - u32(above), s.count = u32(count);
-    }
-    __syncthreads();
-    const u32 digit = s.digit, rank = s.rank, count = s.count;
-    prefix = (prefix << 8) | digit;
-    depth += 8;
-    k = rank;
-    if (depth == 64) {
-      __syncthreads();
-      return prefix;
-    }
-    if (rank == count) break;  // the smallest value of the bucket
-  }
+  const u64 t = block_rank_threshold(
+      [&](auto&& f) {
+        for (int i = tid; i < (n + 31) / 32 * 32; i += NT) f(i < n ? items[i] : 0ull, 0.0f);
+      },
+      int(k), s.radix);
   if (tid == 0) s.result = ~0ull;
   __syncthreads();
-  for (int i = tid; i < n; i += NT) {
-    const u64 v = items[i];
-    if (prefix_matches(v, prefix, depth)) atomicMin(&s.result, v);
-  }
+  for (int i = tid; i < n; i += NT)
+    if (items[i] >= t) atomicMin(&s.result, items[i]);
   __syncthreads();
   const u64 r = s.result;
   __syncthreads();

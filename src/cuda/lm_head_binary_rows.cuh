@@ -465,7 +465,8 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
       }
     };
     const bool cut = total > p.cand.k;
-    const uint64_t threshold = cut ? topk::block_rank_threshold(for_each, p.cand.k, s.select) : 0ull;
+    const uint64_t threshold =
+        cut ? block_rank_threshold(for_each, p.cand.k, s.select.radix) : 0ull;
     if (threadIdx.x == 0) s.gathered = 0;
     __syncthreads();
     topk::Candidate* out = p.cand.cand + (size_t(blockIdx.x) * p.cand.mp_stride + m) * p.cand.cap;

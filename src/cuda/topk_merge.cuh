@@ -50,50 +50,12 @@ __device__ __forceinline__ uint32_t cta_threshold(const MergeArgs& a, int c, int
 }
 
 struct MergeShared {
-  uint32_t hist[257];  // bin 256: lanes with nothing to count
-  int digit, above, count;
+  RadixScratch radix;
   int gathered;
   uint32_t floor_key;
   int warp_start[32];
   int offset[kMergeMaxGrid + 1];  // segment c's first candidate in the row's stored order
 };
-
-// Block-wide radix select; for_each(f) must call f(rank) the same number of
-// times on every lane of a warp (padding passes rank 0).
-template <class ForEach>
-__device__ uint64_t block_rank_threshold(ForEach&& for_each, int need, MergeShared& s) {
-  uint64_t prefix = 0;
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    const uint64_t hi_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
-    for (int b = threadIdx.x; b < 257; b += blockDim.x) s.hist[b] = 0;
-    __syncthreads();
-    for_each([&](uint64_t rank, float) {
-      const bool mine = rank != 0 && (rank & hi_mask) == prefix;
-      const unsigned digit = mine ? (unsigned(rank >> shift) & 255u) : 256u;
-      // Scores cluster in a few bins: one atomic per distinct digit per warp.
-      const unsigned peers = __match_any_sync(0xffffffffu, digit);
-      if (int(threadIdx.x & 31) == __ffs(peers) - 1 && digit != 256u)
-        atomicAdd(&s.hist[digit], unsigned(__popc(peers)));
-    });
-    __syncthreads();
-    if (threadIdx.x < 32) {
-      int digit, above, count;
-      warp_find_digit(s.hist, need, digit, above, count);
-      if (threadIdx.x == 0) {
-        s.digit = digit;
-        s.above = above;
-        s.count = count;
-      }
-    }
-    __syncthreads();
-    need -= s.above;
-    prefix |= uint64_t(s.digit) << shift;
-    const bool done = s.count == need;
-    __syncthreads();  // s.digit/above/count are rewritten by the next pass
-    if (done) break;
-  }
-  return prefix;
-}
 
 // A template so that every file including this header shares one kernel.
 template <int kThreads = kMergeThreads>
@@ -239,7 +201,7 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
     }
   };
 
-  const uint64_t threshold = block_rank_threshold(for_each, a.k, s);
+  const uint64_t threshold = block_rank_threshold(for_each, a.k, s.radix);
 
   for_each([&](uint64_t rank, float value) {
     if (rank != 0 && rank >= threshold) {
