@@ -72,21 +72,19 @@ constexpr int kGenericWords = 4;  // 128 columns per step
 // Each thread's 4 x 4 block: D from dp4a of 0/1 sign bytes
 // (D = 2 * D_plus - sum(a)), then one fmaf per group, in increasing g.
 template <bool kScores>
-__global__ void __launch_bounds__(kThreads) binary_generic_kernel(BinaryParams p) {
+__global__ void __launch_bounds__(kGenericThreads) binary_generic_kernel(BinaryParams p) {
   __shared__ uint32_t w_tile[kGenericTileRows][kGenericWords + 1];
   __shared__ uint32_t x_tile[topk::kMaxRows][kGenericWords * 8 + 1];
-  __shared__ topk::CtaShared<kWarps> topk_shared;
-  topk::SinkOf<kScores, kWarps> topk(topk_shared, p.cand, p.rows);
   const int n_words = p.cols / 32, words_per_group = p.group / 32;
   auto score = [&](int tile_row0, int row_end, int ty, int tx, float (&out)[4][4]) {
     int32_t dot[4][4] = {};
     for (int w0 = 0; w0 < n_words; w0 += kGenericWords) {
-      for (int e = threadIdx.x; e < kGenericTileRows * kGenericWords; e += kThreads) {
+      for (int e = threadIdx.x; e < kGenericTileRows * kGenericWords; e += kGenericThreads) {
         const int r = e / kGenericWords, c = e % kGenericWords;
         const int row = tile_row0 + r;
         w_tile[r][c] = row < row_end && w0 + c < n_words ? p.wq[int64_t(row) * p.wq_stride + w0 + c] : 0u;
       }
-      for (int e = threadIdx.x; e < topk::kMaxRows * kGenericWords * 8; e += kThreads) {
+      for (int e = threadIdx.x; e < topk::kMaxRows * kGenericWords * 8; e += kGenericThreads) {
         const int r = e / (kGenericWords * 8), c = e % (kGenericWords * 8);
         const int col = (w0 * 32) + 4 * c;
         uint32_t packed = 0;
@@ -143,8 +141,9 @@ __global__ void __launch_bounds__(kThreads) binary_generic_kernel(BinaryParams p
       __syncthreads();
     }
   };
-  generic_tiles(topk, p.vocab, p.rows, p.rows_per_cta, score,
-                [&](float out, int m, int row) { return add_bias(p.act_scale[m] * out, p.bias, row); });
+  generic_tiles<kScores>(p, score, [&](float out, int m, int row) {
+    return add_bias(p.act_scale[m] * out, p.bias, row);
+  });
 }
 
 // ---- host -------------------------------------------------------------------
@@ -502,8 +501,8 @@ void score_passes(const Call& c, After&& after) {
       case BinaryKernel::kWgmmaBulk: launch_pass<kScores>(c, pass, true); break;
       case BinaryKernel::kMma: launch_pass<kScores>(c, pass, false); break;
       case BinaryKernel::kGeneric:
-        binary_generic_kernel<kScores>
-            <<<c.plan.topk.grid, kThreads, 0, c.stream>>>(scoring_params<BinaryParams>(c, pass));
+        binary_generic_kernel<kScores><<<c.plan.topk.grid, kGenericThreads, 0, c.stream>>>(
+            scoring_params<BinaryParams>(c, pass));
         break;
     }
     check_launch(c.op);
