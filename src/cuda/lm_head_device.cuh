@@ -10,6 +10,7 @@
 
 #include "core/half.h"
 #include "cuda/async_copy.cuh"
+#include "cuda/topk_cta.cuh"
 #include "nexttok/nexttok.h"
 
 namespace nt::cuda::lm_head {
@@ -91,18 +92,21 @@ __device__ __forceinline__ float add_bias(float score, const BiasArgs& b, int64_
   return b.data != nullptr ? score + widen(b.data, b.dtype, v) : score;
 }
 
-// The fallback kernels' walk (256 threads): the CTA's vocabulary range in
-// tiles of 64 rows x up to 64 token rows, thread (ty, tx) = (tid / 16,
-// tid % 16) owning rows tile_row0 + 4ty + i of token rows 4tx + j.
-// score(tile_row0, row_end, ty, tx, acc) accumulates the 4 x 4 block, and
-// finish(acc[i][j], m, row) is the score offered to `topk`.
+// The fallback kernels' walk (kGenericThreads threads, p their parameters):
+// the CTA's vocabulary range in tiles of 64 rows x up to 64 token rows, thread
+// (ty, tx) = (tid / 16, tid % 16) owning rows tile_row0 + 4ty + i of token
+// rows 4tx + j. score(tile_row0, row_end, ty, tx, acc) accumulates the 4 x 4
+// block, and finish(acc[i][j], m, row) is the score the walk's top-k is
+// offered (with kScores, stored).
+constexpr int kGenericThreads = 256;
 constexpr int kGenericTileRows = 64;
-template <class Sink, class Score, class Finish>
-__device__ __forceinline__ void generic_tiles(Sink& topk, int vocab, int rows, int rows_per_cta, Score&& score,
-                                              Finish&& finish) {
+template <bool kScores, class Params, class Score, class Finish>
+__device__ __forceinline__ void generic_tiles(const Params& p, Score&& score, Finish&& finish) {
+  __shared__ topk::CtaShared<kGenericThreads / 32> topk_shared;
+  topk::SinkOf<kScores, kGenericThreads / 32> topk(topk_shared, p.cand, p.rows);
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
-  const int row_begin = blockIdx.x * rows_per_cta;
-  const int row_end = min(vocab, row_begin + rows_per_cta);
+  const int row_begin = blockIdx.x * p.rows_per_cta;
+  const int row_end = min(p.vocab, row_begin + p.rows_per_cta);
   const int n_tiles = (row_end - row_begin + kGenericTileRows - 1) / kGenericTileRows;
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int tile_row0 = row_begin + tile * kGenericTileRows;
@@ -113,7 +117,7 @@ __device__ __forceinline__ void generic_tiles(Sink& topk, int vocab, int rows, i
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int row = tile_row0 + ty * 4 + i, m = tx * 4 + j;
-        if (row < row_end && m < rows) topk.offer(m, finish(acc[i][j], m, row), row);
+        if (row < row_end && m < p.rows) topk.offer(m, finish(acc[i][j], m, row), row);
       }
     topk.end_tile(kGenericTileRows, tile == n_tiles - 1);
   }

@@ -11,7 +11,6 @@
 // binary_mma_kernel's also get accumulator seeds. Instantiated with kScores,
 // the kernels store every score instead (lm_head_scores_binary).
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -70,30 +69,22 @@ __global__ void __launch_bounds__(256) binary_prep_kernel(PrepParams p) {
 
 constexpr int kGenericWords = 4;  // 128 columns per step
 
-struct GenericParams : BinaryOperands {
-  int rows_per_cta;
-  BiasArgs bias;
-  topk::CandidateArgs cand;
-};
-
 // Each thread's 4 x 4 block: D from dp4a of 0/1 sign bytes
 // (D = 2 * D_plus - sum(a)), then one fmaf per group, in increasing g.
 template <bool kScores>
-__global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams p) {
+__global__ void __launch_bounds__(kGenericThreads) binary_generic_kernel(BinaryParams p) {
   __shared__ uint32_t w_tile[kGenericTileRows][kGenericWords + 1];
   __shared__ uint32_t x_tile[topk::kMaxRows][kGenericWords * 8 + 1];
-  __shared__ topk::CtaShared<kWarps> topk_shared;
-  topk::SinkOf<kScores, kWarps> topk(topk_shared, p.cand, p.rows);
   const int n_words = p.cols / 32, words_per_group = p.group / 32;
   auto score = [&](int tile_row0, int row_end, int ty, int tx, float (&out)[4][4]) {
     int32_t dot[4][4] = {};
     for (int w0 = 0; w0 < n_words; w0 += kGenericWords) {
-      for (int e = threadIdx.x; e < kGenericTileRows * kGenericWords; e += kThreads) {
+      for (int e = threadIdx.x; e < kGenericTileRows * kGenericWords; e += kGenericThreads) {
         const int r = e / kGenericWords, c = e % kGenericWords;
         const int row = tile_row0 + r;
         w_tile[r][c] = row < row_end && w0 + c < n_words ? p.wq[int64_t(row) * p.wq_stride + w0 + c] : 0u;
       }
-      for (int e = threadIdx.x; e < topk::kMaxRows * kGenericWords * 8; e += kThreads) {
+      for (int e = threadIdx.x; e < topk::kMaxRows * kGenericWords * 8; e += kGenericThreads) {
         const int r = e / (kGenericWords * 8), c = e % (kGenericWords * 8);
         const int col = (w0 * 32) + 4 * c;
         uint32_t packed = 0;
@@ -150,8 +141,9 @@ __global__ void __launch_bounds__(kThreads) binary_generic_kernel(GenericParams 
       __syncthreads();
     }
   };
-  generic_tiles(topk, p.vocab, p.rows, p.rows_per_cta, score,
-                [&](float out, int m, int row) { return add_bias(p.act_scale[m] * out, p.bias, row); });
+  generic_tiles<kScores>(p, score, [&](float out, int m, int row) {
+    return add_bias(p.act_scale[m] * out, p.bias, row);
+  });
 }
 
 // ---- host -------------------------------------------------------------------
@@ -349,7 +341,6 @@ struct Call {
   const Plan& plan;
   char* ws;  // aligned
   topk::CandidateArgs cand;  // with scores: the call's first row
-  BiasArgs bias;
   DeviceLimits dev;
   int device;
   cudaStream_t stream;
@@ -382,12 +373,22 @@ BinaryOperands operands(const nt_lm_head_binary_args& a, const Pass& pass) {
   return o;
 }
 
+// A scoring kernel's parameters with the fields every such struct has
+// filled: the pass's operands, the CTAs' vocabulary ranges, bias and output.
+template <class Params>
+Params scoring_params(const Call& c, const Pass& pass) {
+  Params p{};
+  static_cast<BinaryOperands&>(p) = operands(c.a, pass);
+  p.rows_per_cta = c.plan.topk.rows_per_cta;
+  p.bias = BiasArgs{c.a.bias.data, c.a.bias.dtype};
+  p.cand = pass.cand;
+  return p;
+}
+
 template <bool kScores>
 void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
   const nt_lm_head_binary_args& a = c.a;
-  BinaryRowsParams p{};
-  static_cast<BinaryOperands&>(p) = operands(a, pass);
-  p.rows_per_cta = c.plan.topk.rows_per_cta;
+  BinaryRowsParams p = scoring_params<BinaryRowsParams>(c, pass);
   p.scale_copy = scale_copy_bytes(a);
   p.stages = choice.rows.stages;
   p.tensor_copies = choice.tensor_copies ? 1 : 0;
@@ -398,8 +399,6 @@ void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
     encode_map_u16(c.op, &p.scale_map, a.wscale.data, uint64_t(p.vocab), uint64_t(p.cols / p.group),
                    scale_map_stride(a), kRowsTile, uint32_t(p.cols / p.group), CU_TENSOR_MAP_SWIZZLE_NONE, false);
   }
-  p.bias = c.bias;
-  p.cand = pass.cand;
   p.warp_cand = kScores ? nullptr : reinterpret_cast<topk::Candidate*>(c.ws + c.plan.lists.offset);
   p.warp_stride = c.plan.lists.stride;
   const bool wide_groups = a.group_size == 256;
@@ -411,16 +410,6 @@ void launch_rows(const Call& c, const Pass& pass, const Choice& choice) {
   const RowsLayout L = rows_layout(p.cols, p.group, p.rows, choice.tensor_copies);
   kernel<<<c.plan.topk.grid, 32 * choice.rows.warps, rows_smem_bytes(L, choice.rows.warps, choice.rows.stages),
            c.stream>>>(p);
-}
-
-template <bool kScores>
-void launch_generic(const Call& c, const Pass& pass) {
-  GenericParams p{};
-  static_cast<BinaryOperands&>(p) = operands(c.a, pass);
-  p.rows_per_cta = c.plan.topk.rows_per_cta;
-  p.bias = c.bias;
-  p.cand = pass.cand;
-  binary_generic_kernel<kScores><<<c.plan.topk.grid, kThreads, 0, c.stream>>>(p);
 }
 
 template <bool kScores>
@@ -472,16 +461,12 @@ void launch_pass(const Call& c, const Pass& pass, bool bulk) {
   binary_prep_kernel<<<prep_grid, 256, 0, c.stream>>>(prep);
   check_launch(c.op);
 
-  BinaryParams p{};
-  static_cast<BinaryOperands&>(p) = prep;
+  BinaryParams p = scoring_params<BinaryParams>(c, pass);
   p.act_perm = prep.act_perm;
   p.padded_cols = prep.padded_cols;
   p.seed = prep.seed;
-  p.rows_per_cta = c.plan.topk.rows_per_cta;
   p.wq_copy = static_cast<int>(std::min<int64_t>(16, row_alignment(a.wq)));
   p.sign_flip = 0xC0C0C0C0u;
-  p.bias = c.bias;
-  p.cand = pass.cand;
   if (bulk) launch_wgmma_bulk<kScores>(c, p);
   else launch_mma<kScores>(c, p);
 }
@@ -515,7 +500,10 @@ void score_passes(const Call& c, After&& after) {
       case BinaryKernel::kRows: launch_rows<kScores>(c, pass, choice); break;
       case BinaryKernel::kWgmmaBulk: launch_pass<kScores>(c, pass, true); break;
       case BinaryKernel::kMma: launch_pass<kScores>(c, pass, false); break;
-      case BinaryKernel::kGeneric: launch_generic<kScores>(c, pass); break;
+      case BinaryKernel::kGeneric:
+        binary_generic_kernel<kScores><<<c.plan.topk.grid, kGenericThreads, 0, c.stream>>>(
+            scoring_params<BinaryParams>(c, pass));
+        break;
     }
     check_launch(c.op);
     after(m0, pass.rows);
@@ -538,7 +526,7 @@ void lm_head_topk_binary(const nt_lm_head_binary_args& a, void* workspace, size_
     check_workspace(kOp, plan.lists.end + kWorkspaceSlack, workspace, workspace_bytes);
     char* ws = aligned_workspace(workspace);
     const topk::MergeCall topk(candidate_args(plan.topk, ws), plan.topk.grid, a.wq.device_id, dev, kOp);
-    const Call call{a, plan, ws, topk.cand, BiasArgs{a.bias.data, a.bias.dtype}, dev, a.wq.device_id, stream, kOp};
+    const Call call{a, plan, ws, topk.cand, dev, a.wq.device_id, stream, kOp};
     score_passes<false>(call, [&](int64_t m0, int rows) { topk.merge(a.values, a.indices, m0, rows, stream); });
   });
 }
@@ -558,8 +546,7 @@ void lm_head_scores_binary(const char* op, const nt_lm_head_binary_args& a, floa
     topk::CandidateArgs out{};
     out.scores = scores;
     out.score_stride = stride;
-    const Call call{a, plan, aligned_workspace(workspace), out, BiasArgs{a.bias.data, a.bias.dtype}, dev,
-                    a.wq.device_id, stream, op};
+    const Call call{a, plan, aligned_workspace(workspace), out, dev, a.wq.device_id, stream, op};
     score_passes<true>(call, [](int64_t, int) {});
   });
 }

@@ -222,14 +222,12 @@ constexpr int kGenericK = 32;
 
 // Each thread's 4 x 4 block of scores accumulated with fmaf in increasing h.
 template <nt_dtype kType, bool kScores>
-__global__ void __launch_bounds__(kThreads) dense_generic_kernel(DenseOperands p) {
+__global__ void __launch_bounds__(kGenericThreads) dense_generic_kernel(DenseOperands p) {
   __shared__ float w_tile[kGenericTileRows][kGenericK + 1];
   __shared__ float x_tile[topk::kMaxRows][kGenericK + 1];
-  __shared__ topk::CtaShared<kWarps> topk_shared;
-  topk::SinkOf<kScores, kWarps> topk(topk_shared, p.cand, p.rows);
   auto score = [&](int tile_row0, int row_end, int ty, int tx, float (&acc)[4][4]) {
     for (int k0 = 0; k0 < p.cols; k0 += kGenericK) {
-      for (int e = threadIdx.x; e < kGenericTileRows * kGenericK; e += kThreads) {
+      for (int e = threadIdx.x; e < kGenericTileRows * kGenericK; e += kGenericThreads) {
         const int r = e / kGenericK, c = e % kGenericK;
         const int row = tile_row0 + r, col = k0 + c;
         w_tile[r][c] = row < row_end && col < p.cols
@@ -256,8 +254,8 @@ __global__ void __launch_bounds__(kThreads) dense_generic_kernel(DenseOperands p
       __syncthreads();
     }
   };
-  generic_tiles(topk, p.vocab, p.rows, p.rows_per_cta, score,
-                [&](float acc, int, int row) { return add_bias(acc, p.bias, row); });
+  generic_tiles<kScores>(p, score,
+                         [&](float acc, int, int row) { return add_bias(acc, p.bias, row); });
 }
 
 // ---- host -------------------------------------------------------------------
@@ -353,12 +351,12 @@ void launch(DenseKernel kernel, const nt_lm_head_dense_args& a, const Pass& pass
         if (bf16) launch_mma<true, decltype(nt)::value, kScores>(a, pass, dev, stream);
         else launch_mma<false, decltype(nt)::value, kScores>(a, pass, dev, stream);
       });
-    case DenseKernel::kGeneric:
-      switch (a.weight.dtype) {
-        case NT_F32: return dense_generic_kernel<NT_F32, kScores><<<pass.grid, kThreads, 0, stream>>>(pass);
-        case NT_BF16: return dense_generic_kernel<NT_BF16, kScores><<<pass.grid, kThreads, 0, stream>>>(pass);
-        default: return dense_generic_kernel<NT_F16, kScores><<<pass.grid, kThreads, 0, stream>>>(pass);
-      }
+    case DenseKernel::kGeneric: {
+      const auto kernel = a.weight.dtype == NT_F32    ? dense_generic_kernel<NT_F32, kScores>
+                          : a.weight.dtype == NT_BF16 ? dense_generic_kernel<NT_BF16, kScores>
+                                                      : dense_generic_kernel<NT_F16, kScores>;
+      return kernel<<<pass.grid, kGenericThreads, 0, stream>>>(pass);
+    }
   }
 }
 
