@@ -350,7 +350,7 @@ TEST_P(SampleLogprobs, TiedLogitsAtTheCandidatesFloor) {
           for (int64_t i = 0; i < c.vocab; ++i) row[i] = float(rng.integer(-8, 0));
         };
         fill_rows(c, refill);
-          for (int n : {5, 20})
+        for (int n : {5, 20})
           for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, n, mode);
       }
 }
