@@ -102,13 +102,12 @@ void OpenclBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a,
                                " -DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
     cl::Kernel widen = kernel(op, q, spec, "nt_dense_widen_hidden");
     cl::Kernel scores = kernel(op, q, spec, "nt_dense_write_scores");
-    set_args(widen, hidden.buffer, hidden.offset, cl_ulong(a.hidden.row_stride), cl_uint(columns),
-             cl_uint(h8), cl_uint(rows), cl_uint(0), cl_uint(round_up(rows, 4)), ws);
+    set_args(widen, hidden, cl_ulong(a.hidden.row_stride), cl_uint(columns), cl_uint(h8),
+             cl_uint(rows), cl_uint(0), cl_uint(round_up(rows, 4)), ws);
     enqueue(widen, q, round_up(rows, 4) * h8, work_group_size(widen, q, 256));
     const cl_int bias_dtype = present(a.bias) ? cl_int(a.bias.dtype) : -1;
-    set_args(scores, weight.buffer, weight.offset, cl_ulong(a.weight.row_stride), cl_uint(vocab),
-             cl_uint(columns), cl_uint(h8), cl_uint(rows), bias.buffer, bias.offset, bias_dtype, ws,
-             cl_ulong(L.scores_at));
+    set_args(scores, weight, cl_ulong(a.weight.row_stride), cl_uint(vocab), cl_uint(columns),
+             cl_uint(h8), cl_uint(rows), bias, bias_dtype, ws, cl_ulong(L.scores_at));
     enqueue(scores, q, rows * vocab, work_group_size(scores, q, 256));
     copy_scores(op, q, ws, L, a.scores, rows, vocab);
   });
@@ -148,11 +147,9 @@ void OpenclBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a
                            "-DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
     cl::Kernel scores = kernel(op, q, spec, "nt_binary_write_scores");
     const cl_int bias_dtype = present(a.bias) ? cl_int(a.bias.dtype) : -1;
-    set_args(scores, act_q.buffer, act_q.offset, cl_ulong(a.act_q.row_stride), act_scale.buffer,
-             act_scale.offset, wq.buffer, wq.offset, cl_ulong(a.wq.row_stride), wscale.buffer,
-             wscale.offset, cl_ulong(a.wscale.row_stride), cl_uint(vocab), cl_uint(a.act_q.shape[1]),
-             cl_uint(a.group_size), cl_uint(rows), bias.buffer, bias.offset, bias_dtype, ws,
-             cl_ulong(L.scores_at));
+    set_args(scores, act_q, cl_ulong(a.act_q.row_stride), act_scale, wq, cl_ulong(a.wq.row_stride),
+             wscale, cl_ulong(a.wscale.row_stride), cl_uint(vocab), cl_uint(a.act_q.shape[1]),
+             cl_uint(a.group_size), cl_uint(rows), bias, bias_dtype, ws, cl_ulong(L.scores_at));
     enqueue(scores, q, rows * vocab, work_group_size(scores, q, 256));
     copy_scores(op, q, ws, L, a.scores, rows, vocab);
   });

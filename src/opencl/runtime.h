@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <initializer_list>
 #include <string>
-#include <utility>
 
 #include "core/error.h"
 #include "nexttok/nexttok.h"
@@ -57,10 +56,21 @@ cl::Kernel kernel(const char* op, const Queue& q, const ProgramSpec& spec, const
 // The largest power of two <= preferred the kernel can run as one work-group.
 size_t work_group_size(const cl::Kernel& k, const Queue& q, size_t preferred);
 
+// Sets kernel argument i (and advances i); a View sets two: its buffer, then its offset.
+template <class T>
+void set_arg(cl::Kernel& k, cl_uint& i, const T& arg) {
+  k.setArg(i++, arg);
+}
+inline void set_arg(cl::Kernel& k, cl_uint& i, const View& v) {
+  k.setArg(i++, v.buffer);
+  k.setArg(i++, v.offset);
+}
+
+// Sets the kernel's arguments in order, each through set_arg.
 template <class... Args>
-void set_args(cl::Kernel& k, Args&&... args) {
+void set_args(cl::Kernel& k, const Args&... args) {
   cl_uint i = 0;
-  (k.setArg(i++, std::forward<Args>(args)), ...);
+  (set_arg(k, i, args), ...);
 }
 
 // global is rounded up to a multiple of local.

@@ -82,11 +82,10 @@ void enqueue_sample(const char* op, const SampleCall& call, void* workspace,
                            sample_program_defines(a.logits.dtype)};
     for (const char* name : pipeline(call)) {
       cl::Kernel kern = kernel(op, q, spec, name);
-      set_args(kern, logits.buffer, logits.offset, cl_ulong(a.logits.row_stride),
-               cl_uint(call.vocab), t, a.temperature.scalar, k, cl_int(a.top_k.scalar), p,
-               a.top_p.scalar, min_p, a.min_p.scalar, seed, cl_ulong(a.seed.scalar), offset,
-               cl_ulong(a.offset.scalar), uniform.buffer, uniform.offset, flags,
-               cl_int(call.mass_bits), tokens.buffer, tokens.offset, ws);
+      set_args(kern, logits, cl_ulong(a.logits.row_stride), cl_uint(call.vocab), t,
+               a.temperature.scalar, k, cl_int(a.top_k.scalar), p, a.top_p.scalar, min_p,
+               a.min_p.scalar, seed, cl_ulong(a.seed.scalar), offset, cl_ulong(a.offset.scalar),
+               uniform, flags, cl_int(call.mass_bits), tokens, ws);
       const size_t wg = work_group_size(kern, q, kRowWorkGroup);
       enqueue(kern, q, rows * wg, wg);
     }

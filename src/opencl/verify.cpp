@@ -61,17 +61,14 @@ void OpenclBackend::verify(const VerifyCall& c, void* workspace_handle, size_t w
     if (c.out_nodes.data) flags |= kNodes;
     cl::Kernel kern = kernel(op, q, {{"verify.cl"}, "-DNT_ELEM=" + std::to_string(int(c.target.dtype))},
                              "nt_verify");
-    set_args(kern, target.buffer, target.offset, cl_ulong(c.target.row_stride), cl_uint(c.vocab),
-             cl_uint(B), cl_uint(c.width), flags, cl_int(c.mass_bits), t, c.temperature.scalar, k,
+    set_args(kern, target, cl_ulong(c.target.row_stride), cl_uint(c.vocab), cl_uint(B),
+             cl_uint(c.width), flags, cl_int(c.mass_bits), t, c.temperature.scalar, k,
              cl_int(c.top_k.scalar), p, c.top_p.scalar, mp, c.min_p.scalar, seed,
-             cl_ulong(c.seed.scalar), offset, cl_ulong(c.offset.scalar), drafts.buffer,
-             drafts.offset, cl_uint(c.drafts), cu.buffer, cu.offset, probs.buffer, probs.offset,
-             cl_ulong(c.draft_probs.row_stride), cand.buffer, cand.offset,
-             cl_ulong(c.candidates.row_stride), next.buffer, next.offset,
-             cl_ulong(c.next_token.row_stride), sib.buffer, sib.offset,
-             cl_ulong(c.next_sibling.row_stride), cl_uint(c.nodes), out_ids.buffer, out_ids.offset,
-             cl_ulong(c.out_ids.row_stride), out_nodes.buffer, out_nodes.offset,
-             cl_ulong(c.out_nodes.row_stride), num.buffer, num.offset, tried);
+             cl_ulong(c.seed.scalar), offset, cl_ulong(c.offset.scalar), drafts, cl_uint(c.drafts),
+             cu, probs, cl_ulong(c.draft_probs.row_stride), cand, cl_ulong(c.candidates.row_stride),
+             next, cl_ulong(c.next_token.row_stride), sib, cl_ulong(c.next_sibling.row_stride),
+             cl_uint(c.nodes), out_ids, cl_ulong(c.out_ids.row_stride), out_nodes,
+             cl_ulong(c.out_nodes.row_stride), num, tried);
     enqueue(kern, q, B, 1);
   });
 }
