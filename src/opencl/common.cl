@@ -62,6 +62,43 @@ static inline float nt_widen_dtype(__global const uchar* base, ulong i, int code
   return code == 1 ? nt_f16_to_f32(h) : nt_bf16_to_f32(h);
 }
 
+/* ---- the sampling parameters of sample and verify ----
+ * Each a per-row array, read where the kernel's flags have its bit, and a
+ * scalar (opencl/runtime.h's RowParams sets them). */
+#define NT_PER_ROW_T 1u
+#define NT_PER_ROW_K 2u
+#define NT_PER_ROW_P 4u
+#define NT_PER_ROW_MIN_P 8u
+#define NT_PER_ROW_SEED 16u
+#define NT_PER_ROW_OFFSET 32u
+
+#define NT_ROW_PARAMS                                                                        \
+  __global const float *temperature, float temperature_scalar, __global const int *top_k,   \
+      int top_k_scalar, __global const float *top_p, float top_p_scalar,                    \
+      __global const float *min_p, float min_p_scalar, __global const ulong *seed,          \
+      ulong seed_scalar, __global const ulong *offset, ulong offset_scalar
+#define NT_ROW_PARAM_NAMES                                                                  \
+  temperature, temperature_scalar, top_k, top_k_scalar, top_p, top_p_scalar, min_p,         \
+      min_p_scalar, seed, seed_scalar, offset, offset_scalar
+
+/* Row r's parameters, as core/sampling.h resolves them, and its Philox seed
+ * and offset. */
+typedef struct {
+  nt_row_params p;
+  ulong seed, offset;
+} nt_row_draw;
+
+static inline nt_row_draw nt_row_draw_of(uint r, uint flags, uint vocab, NT_ROW_PARAMS) {
+  nt_row_draw d;
+  d.p = nt_resolve_row_params((flags & NT_PER_ROW_T) ? temperature[r] : temperature_scalar,
+                              (flags & NT_PER_ROW_K) ? top_k[r] : top_k_scalar,
+                              (flags & NT_PER_ROW_P) ? top_p[r] : top_p_scalar,
+                              (flags & NT_PER_ROW_MIN_P) ? min_p[r] : min_p_scalar, (int)vocab);
+  d.seed = (flags & NT_PER_ROW_SEED) ? seed[r] : seed_scalar;
+  d.offset = (flags & NT_PER_ROW_OFFSET) ? offset[r] : offset_scalar;
+  return d;
+}
+
 /* ---- work-group reductions ----
  * Through `s`, NT_WG_MAX + 1 local entries. No barrier ever sits inside a
  * loop: PoCL turns every region between barriers into a loop over the

@@ -66,6 +66,42 @@ inline void set_arg(cl::Kernel& k, cl_uint& i, const View& v) {
   k.setArg(i++, v.offset);
 }
 
+// A sampling parameter of sample and verify as their kernels take it: the
+// per-row array (a null buffer when absent), then the scalar.
+template <class Scalar>
+struct RowParam {
+  cl::Buffer per_row;
+  Scalar scalar;
+};
+template <class Scalar>
+void set_arg(cl::Kernel& k, cl_uint& i, const RowParam<Scalar>& p) {
+  k.setArg(i++, p.per_row);
+  k.setArg(i++, p.scalar);
+}
+
+// The six of them, in common.cl's NT_ROW_PARAMS order, and the NT_PER_ROW_*
+// bits of the kernels' flags saying which are per-row arrays.
+struct RowParams {
+  RowParam<cl_float> temperature;
+  RowParam<cl_int> top_k;
+  RowParam<cl_float> top_p, min_p;
+  RowParam<cl_ulong> seed, offset;
+  cl_uint per_row_flags = 0;
+};
+// Checks each per-row array against its buffer for `rows` rows.
+RowParams row_params(const char* op, const Queue& q, size_t rows, const nt_param_f32& temperature,
+                     const nt_param_i32& top_k, const nt_param_f32& top_p,
+                     const nt_param_f32& min_p, const nt_param_u64& seed,
+                     const nt_param_u64& offset);
+inline void set_arg(cl::Kernel& k, cl_uint& i, const RowParams& p) {
+  set_arg(k, i, p.temperature);
+  set_arg(k, i, p.top_k);
+  set_arg(k, i, p.top_p);
+  set_arg(k, i, p.min_p);
+  set_arg(k, i, p.seed);
+  set_arg(k, i, p.offset);
+}
+
 // Sets the kernel's arguments in order, each through set_arg.
 template <class... Args>
 void set_args(cl::Kernel& k, const Args&... args) {

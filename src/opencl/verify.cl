@@ -7,13 +7,7 @@
  * (core/verify.h), so its cut, its mass and every decision are the CPU
  * backend's exactly. Tried tree children live in the workspace, D per request.
  *
- * flags: which parameters are per-request arrays, and the layout. */
-#define NT_V_PER_T 1u
-#define NT_V_PER_K 2u
-#define NT_V_PER_P 4u
-#define NT_V_PER_MIN_P 8u
-#define NT_V_PER_SEED 16u
-#define NT_V_PER_OFFSET 32u
+ * flags: common.cl's NT_PER_ROW_* (per-request arrays), and the layout. */
 #define NT_V_JOINT 64u
 #define NT_V_TREE 128u
 #define NT_V_PROBS 256u
@@ -186,11 +180,7 @@ static long nt_vdraw_residual(const nt_vrow* r, ulong seed, ulong offset, uint t
 
 __kernel void nt_verify(
     __global const nt_elem* target, ulong target_off, ulong target_stride, uint vocab,
-    uint requests, uint width, uint flags, int bits,
-    __global const float* temperature, float temperature_scalar, __global const int* top_k,
-    int top_k_scalar, __global const float* top_p, float top_p_scalar,
-    __global const float* min_p, float min_p_scalar, __global const ulong* seed,
-    ulong seed_scalar, __global const ulong* offset, ulong offset_scalar,
+    uint requests, uint width, uint flags, int bits, NT_ROW_PARAMS,
     /* chain */
     __global const int* draft_ids, ulong draft_off, uint drafts, __global const int* cu,
     ulong cu_off, __global const float* probs, ulong probs_off, ulong probs_stride,
@@ -204,13 +194,10 @@ __kernel void nt_verify(
     __global long* tried) {
   const uint b = get_global_id(0);
   if (b >= requests) return;
-  const nt_row_params p = nt_resolve_row_params(
-      (flags & NT_V_PER_T) ? temperature[b] : temperature_scalar,
-      (flags & NT_V_PER_K) ? top_k[b] : top_k_scalar, (flags & NT_V_PER_P) ? top_p[b] : top_p_scalar,
-      (flags & NT_V_PER_MIN_P) ? min_p[b] : min_p_scalar, (int)vocab);
-  const ulong sd = (flags & NT_V_PER_SEED) ? seed[b] : seed_scalar;
-  const ulong of = (flags & NT_V_PER_OFFSET) ? offset[b] : offset_scalar;
-  const int per_request = (flags & NT_V_PER_SEED) != 0;
+  const nt_row_draw d = nt_row_draw_of(b, flags, vocab, NT_ROW_PARAM_NAMES);
+  const nt_row_params p = d.p;
+  const ulong sd = d.seed, of = d.offset;
+  const int per_request = (flags & NT_PER_ROW_SEED) != 0;
   const int joint = (flags & NT_V_JOINT) != 0;
   __global int* out = out_ids + out_off + (ulong)b * out_stride;
   __global int* out_n = (flags & NT_V_NODES) ? out_nodes + nodes_off + (ulong)b * nodes_stride : out;
