@@ -19,6 +19,26 @@ static inline int4 nt_at_or_before4(uint4 key, uint4 index, ulong cut) {
   return (key > ck) | ((key == ck) & (index <= ci));
 }
 
+/* Keys of finite scores: neither -inf (nor NaN) nor +inf. */
+static inline int nt_finite_key(uint key) { return key != NT_KEY_NEG_INF && key != NT_KEY_POS_INF; }
+static inline int4 nt_finite_key4(uint4 key) {
+  return (key != NT_KEY_NEG_INF) & (key != NT_KEY_POS_INF);
+}
+
+/* A keep-set of sample and verify: the finite scores whose composite is >=
+ * cut, or with inf_rule the +inf scores (whose score then counts as 0). Is
+ * score s of token t a member? */
+static inline int nt_member(float s, uint t, ulong cut, int inf_rule) {
+  if (inf_rule) return s == INFINITY;
+  const uint key = nt_order_key(s);
+  return nt_finite_key(key) && nt_composite(key, t) >= cut;
+}
+/* The same on four lanes, from their keys. */
+static inline int4 nt_member4(uint4 key, uint4 index, ulong cut, int inf_rule) {
+  if (inf_rule) return key == NT_KEY_POS_INF;
+  return nt_finite_key4(key) & nt_at_or_before4(key, index, cut);
+}
+
 /* ---- elements of the op's float tensor (NT_ELEM: 0 f32, 1 f16, 2 bf16) ---- */
 #ifdef NT_ELEM
 #if NT_ELEM == 0

@@ -22,7 +22,7 @@ nt_row_stats nt_stats_pass(__global const nt_elem* row, uint n, float t, __local
     best_key = select(best_key, key, better);
     best_index = select(best_index, 4u * g + (uint4)(0, 1, 2, 3), better);
     n_inf -= as_uint4(key == NT_KEY_POS_INF);
-    n_finite -= as_uint4((key != NT_KEY_POS_INF) & (key != NT_KEY_NEG_INF));
+    n_finite -= as_uint4(nt_finite_key4(key));
   }
   ulong best = max(max(nt_composite(best_key.s0, best_index.s0), nt_composite(best_key.s1, best_index.s1)),
                    max(nt_composite(best_key.s2, best_index.s2), nt_composite(best_key.s3, best_index.s3)));
@@ -67,7 +67,7 @@ void nt_level_scan(__global const nt_elem* row, uint n, const nt_row_cfg* c, flo
     float s[4], p[4];
     const float4 s4 = nt_scores4(nt_load4(row, 4u * g, n), c->p.temperature);
     const uint4 key4 = nt_order_key4(s4);
-    if (!any((key4 >= L->klo) & (key4 <= L->khi) & (key4 != NT_KEY_NEG_INF) & (key4 != NT_KEY_POS_INF)))
+    if (!any((key4 >= L->klo) & (key4 <= L->khi) & nt_finite_key4(key4)))
       continue; /* finer levels see few tokens: most groups leave here */
     uint keys[4];
     vstore4(s4, 0, s);
@@ -153,7 +153,7 @@ uint nt_compact_pass(__global const nt_elem* row, uint n, float t, ulong lo, ulo
   for (uint g = get_local_id(0); g < groups; g += get_local_size(0)) {
     const uint4 key = nt_order_key4(nt_scores4(nt_load4(row, 4u * g, n), t));
     const uint4 index = 4u * g + (uint4)(0, 1, 2, 3);
-    int4 in = (key != NT_KEY_NEG_INF) & (key != NT_KEY_POS_INF) & nt_at_or_before4(key, index, lo);
+    int4 in = nt_member4(key, index, lo, 0);
     if (hi != ~0ul) in &= ~nt_at_or_before4(key, index, hi + 1ul);
     if (!any(in)) continue;
     uint k[4];
@@ -172,14 +172,6 @@ uint nt_compact_pass(__global const nt_elem* row, uint n, float t, ulong lo, ulo
 }
 
 /* ---- draws over the whole row ---- */
-
-/* Members: finite scores whose composite is >= cut, or with inf_rule the
- * +inf scores (whose score then counts as 0). */
-static inline int nt_member(float s, uint t, ulong cut, int inf_rule) {
-  if (inf_rule) return s == INFINITY;
-  const uint key = nt_order_key(s);
-  return nt_finite_key(key) && nt_composite(key, t) >= cut;
-}
 
 /* Bounds of the Gumbel value per 1/64 of the Philox words (G grows with the
  * word: the largest word of each bin gives its bound; the margin covers any
@@ -204,10 +196,7 @@ long nt_gumbel_row(__global const nt_elem* row, uint n, const nt_row_cfg* c, ulo
   for (uint g = get_local_id(0); g < groups; g += get_local_size(0)) {
     const float4 s4 = nt_scores4(nt_load4(row, 4u * g, n), c->p.temperature);
     const uint4 key = nt_order_key4(s4);
-    const int4 member =
-        inf_rule ? (key == NT_KEY_POS_INF)
-                 : (key != NT_KEY_NEG_INF) & (key != NT_KEY_POS_INF) &
-                       nt_at_or_before4(key, 4u * g + (uint4)(0, 1, 2, 3), cut);
+    const int4 member = nt_member4(key, 4u * g + (uint4)(0, 1, 2, 3), cut, inf_rule);
     const int4 live4 = member & (s4 + NT_GUMBEL_MAX >= reach);
     if (!any(live4)) continue;
     float s[4];

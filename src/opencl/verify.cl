@@ -29,12 +29,13 @@ static inline float nt_vrow_score(const nt_vrow* r, uint i) {
   return nt_scaled_score(nt_widen(r->x, i), r->temperature);
 }
 
-/* Tokens at or before `cut` and their mass, over the finite scores. */
+/* Tokens at or before `cut` and their mass, over the finite scores (of a row
+ * without +inf scores). */
 static void nt_vrow_prefix(const nt_vrow* r, ulong cut, ulong* count, ulong* mass) {
   ulong c = 0, m = 0;
   for (uint i = 0; i < r->vocab; ++i) {
     const float s = nt_vrow_score(r, i);
-    if (s == -INFINITY || nt_composite(nt_order_key(s), i) < cut) continue;
+    if (!nt_member(s, i, cut, 0)) continue;
     ++c;
     m += nt_mass_of(s, r->s_max, r->bits);
   }
@@ -125,18 +126,16 @@ static nt_vrow nt_vrow_resolve(__global const nt_elem* x, uint vocab, nt_row_par
   return r;
 }
 
+static int nt_vrow_member(const nt_vrow* r, uint i, float s) {
+  return nt_member(s, i, r->cut, r->inf_row);
+}
+
 /* m_x: 0 outside the keep-set or [0, V). */
 static ulong nt_vrow_mass(const nt_vrow* r, long x) {
   if (r->empty || x < 0 || x >= (long)r->vocab) return 0;
   const float s = nt_vrow_score(r, (uint)x);
-  if (r->inf_row) return s == INFINITY ? 1ul : 0ul;
-  if (s == -INFINITY || nt_composite(nt_order_key(s), (uint)x) < r->cut) return 0;
-  return nt_mass_of(s, r->s_max, r->bits);
-}
-
-static int nt_vrow_member(const nt_vrow* r, uint i, float s) {
-  if (r->inf_row) return s == INFINITY;
-  return s != -INFINITY && nt_composite(nt_order_key(s), i) >= r->cut;
+  if (!nt_vrow_member(r, (uint)x, s)) return 0;
+  return r->inf_row ? 1ul : nt_mass_of(s, r->s_max, r->bits);
 }
 
 static int nt_excluded(long i, __global const long* excluded, uint n_excluded, long single) {
