@@ -166,15 +166,16 @@ ulong nt_wg_exclusive_sum_u64(__local ulong* s, ulong v, ulong* total) {
   return r;
 }
 
-/* Sorts a[0, n) largest first into out[0, n) (distinct values): each item
- * ranks its values by counting the larger ones, a sort without barriers in
- * loops whose O(n^2) compares stay small at the list sizes used here. */
-void nt_wg_rank_sort_desc(__local const ulong* a, uint n, __local ulong* out) {
+/* The `keep` largest of a[0, n) into out, largest first (distinct values;
+ * equal ones land on one slot): each item ranks its values by counting the
+ * larger ones, a sort without barriers in loops whose O(n^2) compares stay
+ * small at the list sizes used here. */
+void nt_wg_rank_sort_desc(__local const ulong* a, uint n, __local ulong* out, uint keep) {
   for (uint i = get_local_id(0); i < n; i += get_local_size(0)) {
     const ulong x = a[i];
     uint rank = 0;
     for (uint j = 0; j < n; ++j) rank += a[j] > x;
-    out[rank] = x;
+    if (rank < keep) out[rank] = x;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 }

@@ -176,7 +176,7 @@ __kernel void nt_sample_list(NT_SAMPLE_PARAMS) {
   const nt_row_cfg* c = &st.c;
   const uint m = nt_compact_pass(NT_ROW, active ? vocab : 0u, c->p.temperature, st.list_lo,
                                  st.list_hi, list, &count);
-  nt_wg_rank_sort_desc(list, m, sorted);
+  nt_wg_rank_sort_desc(list, m, sorted, m);
   nt_need need = st.need;
   need.need_mass |= st.top_k_first; /* the top-k set's mass comes from the list */
   nt_prefix_end end = nt_list_prefix_end(sorted, m, st.above_count, st.above_mass, &need,

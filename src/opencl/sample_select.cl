@@ -164,7 +164,7 @@ long nt_explicit_list(__local ulong* list, uint count, __local ulong* order, con
   for (uint i = lid; i < count; i += wg)
     list[i] = ((ulong)(~nt_composite_index(list[i])) << 32) | nt_composite_key(list[i]);
   barrier(CLK_LOCAL_MEM_FENCE);
-  nt_wg_rank_sort_desc(list, count, order);
+  nt_wg_rank_sort_desc(list, count, order, count);
   const uint run = (count + wg - 1u) / wg;
   const uint a = min(count, lid * run), b = min(count, a + run);
   ulong mass = 0;
