@@ -217,6 +217,31 @@ long nt_gumbel_row(__global const nt_elem* row, uint n, const nt_row_cfg* c, ulo
   return best ? (long)nt_composite_index(best) : -1l;
 }
 
+/* The explicit draw's target, floor(u * total) of the members' mass, where
+ * each item brings the mass of its run of members (runs in the members'
+ * order). *found gets `fallback`, the draw when u >= 1 or there is no mass;
+ * returns whether the target falls in this item's run, [*before, *before +
+ * mass), which the item then walks again to set *found. */
+static int nt_explicit_target(const nt_row_cfg* c, ulong mass, ulong fallback, __local ulong* red,
+                              __local ulong* found, ulong* before, ulong* target) {
+  ulong total = 0;
+  *before = nt_wg_exclusive_sum_u64(red, mass, &total);
+  if (get_local_id(0) == 0) *found = fallback;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const float u = nt_explicit_u(c);
+  if (!(u < 1.0f && total > 0)) return 0;
+  *target = nt_scale_u64(total, u, 0);
+  return *before <= *target && *target < *before + mass;
+}
+
+/* The token *found holds once the walk is done, in every item. */
+static long nt_explicit_found(__local ulong* found) {
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const long token = (long)*found;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return token;
+}
+
 /* Inverse CDF in vocabulary order: the first member whose running mass
  * exceeds floor(u * total), the last member when u >= 1. Each item sums a
  * contiguous segment; the segments' sums are scanned in order, and the item
@@ -239,29 +264,18 @@ long nt_explicit_row(__global const nt_elem* row, uint n, const nt_row_cfg* c, f
       last = t + j + 1u;
     }
   }
-  ulong total = 0;
-  const ulong before = nt_wg_exclusive_sum_u64(red, mass, &total);
   const ulong last_member = nt_wg_max_u64(red, last);
-  if (lid == 0) *found = last_member - 1ul;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const float u = nt_explicit_u(c);
-  if (u < 1.0f && total > 0) {
-    const ulong target = nt_scale_u64(total, u, 0);
-    if (before <= target && target < before + mass) {
-      ulong run = before;
-      for (uint t = lo; t < hi; ++t) {
-        const float s = nt_scaled_score(nt_widen(row, t), c->p.temperature);
-        if (!nt_member(s, t, cut, inf_rule)) continue;
-        run += inf_rule ? 1ul : nt_mass_of(s, s_max, c->mass_bits);
-        if (run > target) {
-          *found = t;
-          break;
-        }
+  ulong run, target;
+  if (nt_explicit_target(c, mass, last_member - 1ul, red, found, &run, &target)) {
+    for (uint t = lo; t < hi; ++t) {
+      const float s = nt_scaled_score(nt_widen(row, t), c->p.temperature);
+      if (!nt_member(s, t, cut, inf_rule)) continue;
+      run += inf_rule ? 1ul : nt_mass_of(s, s_max, c->mass_bits);
+      if (run > target) {
+        *found = t;
+        break;
       }
     }
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const long token = (long)*found;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return token;
+  return nt_explicit_found(found);
 }
