@@ -26,7 +26,7 @@ void OpenclBackend::apply_logit_bias(const nt_apply_logit_bias_args& a, void* wo
     const View values = view(op, "values", q, a.values);
     const size_t bytes = apply_logit_bias_workspace_size(a);
     if (rows == 0 || bytes == 0) return;
-    const cl::Buffer table = workspace(op, q, workspace_handle, bytes);
+    const cl::Buffer table = workspace(op, q, workspace_handle, workspace_bytes, bytes);
     cl::Kernel k = kernel(op, q, {{"token_table.cl", "apply_logit_bias.cl"},
                                   "-DNT_ELEM=" + std::to_string(int(a.logits.dtype))},
                           "nt_apply_logit_bias");

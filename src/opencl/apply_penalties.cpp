@@ -33,7 +33,7 @@ void OpenclBackend::apply_penalties(const nt_apply_penalties_args& a, void* work
     const cl::Buffer f = per_row(kOp, "frequency", q, a.frequency.per_row, rows * 4);
     const size_t bytes = apply_penalties_workspace_size(a);
     if (rows == 0 || bytes == 0) return;
-    const cl::Buffer table = workspace(kOp, q, workspace_handle, bytes);
+    const cl::Buffer table = workspace(kOp, q, workspace_handle, workspace_bytes, bytes);
     const cl_int per_row_bits = (a.repetition.per_row ? 1 : 0) | (a.presence.per_row ? 2 : 0) |
                                 (a.frequency.per_row ? 4 : 0);
     cl::Kernel k = kernel(kOp, q, {{"token_table.cl", "apply_penalties.cl"},

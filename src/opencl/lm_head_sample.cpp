@@ -95,8 +95,7 @@ void OpenclBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a,
     const View weight = view(op, "weight", q, a.weight);
     const View bias = present(a.bias) ? view(op, "bias", q, a.bias) : View{};
     if (rows == 0) return;
-    check_workspace(op, L.bytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(op, q, workspace, L.bytes);
+    const cl::Buffer ws = opencl::workspace(op, q, workspace, workspace_bytes, L.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_dense.cl", "lm_head_sample_dense.cl"},
                            "-DNT_ELEM=" + std::to_string(int(a.weight.dtype)) +
                                " -DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
@@ -141,8 +140,7 @@ void OpenclBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a
     const View wscale = view(op, "wscale", q, a.wscale);
     const View bias = present(a.bias) ? view(op, "bias", q, a.bias) : View{};
     if (rows == 0) return;
-    check_workspace(op, L.bytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(op, q, workspace, L.bytes);
+    const cl::Buffer ws = opencl::workspace(op, q, workspace, workspace_bytes, L.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_binary.cl", "lm_head_sample_binary.cl"},
                            "-DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
     cl::Kernel scores = kernel(op, q, spec, "nt_binary_write_scores");

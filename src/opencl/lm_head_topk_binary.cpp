@@ -31,8 +31,7 @@ void OpenclBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* w
     const View indices = view(kOp, "indices", q, a.indices);
     if (rows == 0) return;
     const HeadPlan plan = head_plan(q.device, a.wq.shape[0], a.act_q.shape[0], a.k, 0);
-    check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, plan.bytes);
+    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, workspace_bytes, plan.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_binary.cl"},
                            "-DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
     cl::Kernel scores = kernel(kOp, q, spec, "nt_binary_scores");

@@ -32,8 +32,7 @@ void OpenclBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* wor
     if (rows == 0) return;
     const size_t h8 = round_up(columns, 8);
     const HeadPlan plan = head_plan(q.device, a.weight.shape[0], a.hidden.shape[0], a.k, h8);
-    check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, plan.bytes);
+    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, workspace_bytes, plan.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_dense.cl"},
                            "-DNT_ELEM=" + std::to_string(int(a.weight.dtype)) +
                                " -DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};

@@ -42,8 +42,10 @@ View view(const char* op, const char* arg, const Queue& q, const nt_tensor& t);
 // A per-row parameter array of `bytes` (a null buffer when absent).
 cl::Buffer per_row(const char* op, const char* arg, const Queue& q, const void* handle,
                    size_t bytes);
-// The caller's workspace: a cl_mem of at least `bytes` in the queue's context.
-cl::Buffer workspace(const char* op, const Queue& q, void* handle, size_t bytes);
+// The caller's workspace, `handle` of `declared` bytes, for `needed` bytes:
+// check_workspace, then a cl_mem of at least `needed` bytes in the queue's context.
+cl::Buffer workspace(const char* op, const Queue& q, void* handle, size_t declared,
+                     size_t needed);
 
 // A program: the core headers, common.cl, then `files`, built with `defines`.
 struct ProgramSpec {

@@ -66,8 +66,7 @@ void enqueue_sample(const char* op, const SampleCall& call, void* workspace,
                                         a.seed, a.offset);
     if (checks) checks();
     if (rows == 0) return;
-    check_workspace(op, rows * kRowBytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(op, q, workspace, rows * kRowBytes);
+    const cl::Buffer ws = opencl::workspace(op, q, workspace, workspace_bytes, rows * kRowBytes);
     const cl_uint flags = params.per_row_flags | (call.explicit_draw ? kHasUniform : 0) |
                           (call.joint ? kJoint : 0) | (call.tokens_i32 ? kTokensI32 : 0);
     const ProgramSpec spec{{"sample_state.cl", "sample_passes.cl", "sample_select.cl", "sample.cl"},

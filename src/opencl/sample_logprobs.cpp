@@ -35,7 +35,8 @@ void OpenclBackend::sample_logprobs(const SampleLogprobsCall& call, void* worksp
     if (s.rows == 0) return;
     const View logits = view(kOp, "logits", q, s.args.logits);
     const View tokens = view(kOp, "tokens", q, s.args.tokens);
-    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, sample_workspace_bytes(s));
+    const cl::Buffer ws =
+        opencl::workspace(kOp, q, workspace, workspace_bytes, sample_workspace_bytes(s));
     cl::Kernel k = kernel(kOp, q, {{"sample_state.cl", "sample_logprobs.cl"},
                                    sample_program_defines(s.args.logits.dtype)},
                           "nt_sample_logprobs");

@@ -43,7 +43,8 @@ void OpenclBackend::verify(const VerifyCall& c, void* workspace_handle, size_t w
     const RowParams params = row_params(op, q, B, c.temperature, c.top_k, c.top_p, c.min_p, c.seed,
                                         c.offset);
     if (B == 0) return;
-    const cl::Buffer tried = bytes ? opencl::workspace(op, q, workspace_handle, bytes) : cl::Buffer();
+    const cl::Buffer tried =
+        bytes ? opencl::workspace(op, q, workspace_handle, workspace_bytes, bytes) : cl::Buffer();
     cl_uint flags = params.per_row_flags;
     if (c.joint) flags |= kJoint;
     if (c.tree) flags |= kTree;
