@@ -92,13 +92,13 @@ static inline float nt_widen_dtype(__global const uchar* base, ulong i, int code
 #define NT_PER_ROW_SEED 16u
 #define NT_PER_ROW_OFFSET 32u
 
-#define NT_ROW_PARAMS                                                                        \
-  __global const float *temperature, float temperature_scalar, __global const int *top_k,   \
-      int top_k_scalar, __global const float *top_p, float top_p_scalar,                    \
-      __global const float *min_p, float min_p_scalar, __global const ulong *seed,          \
+#define NT_ROW_PARAMS                                                                              \
+  __global const float *temperature, float temperature_scalar, __global const int *top_k,          \
+      int top_k_scalar, __global const float *top_p, float top_p_scalar,                           \
+      __global const float *min_p, float min_p_scalar, __global const ulong *seed,                 \
       ulong seed_scalar, __global const ulong *offset, ulong offset_scalar
-#define NT_ROW_PARAM_NAMES                                                                  \
-  temperature, temperature_scalar, top_k, top_k_scalar, top_p, top_p_scalar, min_p,         \
+#define NT_ROW_PARAM_NAMES                                                                         \
+  temperature, temperature_scalar, top_k, top_k_scalar, top_p, top_p_scalar, min_p,                \
       min_p_scalar, seed, seed_scalar, offset, offset_scalar
 
 /* Row r's parameters, as core/sampling.h resolves them, and its Philox seed

@@ -25,9 +25,9 @@
 #define NT_TOKENS_I32 256u
 
 /* Every kernel of the pipeline takes the same arguments. */
-#define NT_SAMPLE_PARAMS                                                                        \
-  __global const nt_elem *logits, ulong logits_off, ulong row_stride, uint vocab, NT_ROW_PARAMS, \
-      __global const float *uniform, ulong uniform_off, uint flags, int mass_bits,              \
+#define NT_SAMPLE_PARAMS                                                                           \
+  __global const nt_elem *logits, ulong logits_off, ulong row_stride, uint vocab, NT_ROW_PARAMS,   \
+      __global const float *uniform, ulong uniform_off, uint flags, int mass_bits,                 \
       __global uchar *tokens, ulong tokens_off, __global uchar *ws
 
 #define NT_ROW (logits + logits_off + (ulong)get_group_id(0) * row_stride)
