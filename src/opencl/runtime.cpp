@@ -170,26 +170,6 @@ cl::Buffer per_row(const char* op, const char* arg, const Queue& q, const void* 
   return b;
 }
 
-RowParams row_params(const char* op, const Queue& q, size_t rows, const nt_param_f32& temperature,
-                     const nt_param_i32& top_k, const nt_param_f32& top_p,
-                     const nt_param_f32& min_p, const nt_param_u64& seed,
-                     const nt_param_u64& offset) {
-  RowParams p;
-  p.temperature = {per_row(op, "temperature", q, temperature.per_row, rows * 4),
-                   temperature.scalar};
-  p.top_k = {per_row(op, "top_k", q, top_k.per_row, rows * 4), top_k.scalar};
-  p.top_p = {per_row(op, "top_p", q, top_p.per_row, rows * 4), top_p.scalar};
-  p.min_p = {per_row(op, "min_p", q, min_p.per_row, rows * 4), min_p.scalar};
-  p.seed = {per_row(op, "seed", q, seed.per_row, rows * 8), seed.scalar};
-  p.offset = {per_row(op, "offset", q, offset.per_row, rows * 8), offset.scalar};
-  // common.cl's NT_PER_ROW_T ... NT_PER_ROW_OFFSET: bit b for parameter b
-  const void* arrays[] = {temperature.per_row, top_k.per_row, top_p.per_row,
-                          min_p.per_row,       seed.per_row,  offset.per_row};
-  for (cl_uint b = 0; b < 6; ++b)
-    if (arrays[b]) p.per_row_flags |= cl_uint(1) << b;
-  return p;
-}
-
 cl::Buffer workspace(const char* op, const Queue& q, void* handle, size_t declared,
                      size_t needed) {
   check_workspace(op, needed, handle, declared);

@@ -81,20 +81,34 @@ void set_arg(cl::Kernel& k, cl_uint& i, const RowParam<Scalar>& p) {
   k.setArg(i++, p.scalar);
 }
 
-// The six of them, in common.cl's NT_ROW_PARAMS order, and the NT_PER_ROW_*
-// bits of the kernels' flags saying which are per-row arrays.
+// The six of them, in common.cl's NT_ROW_PARAMS order.
 struct RowParams {
   RowParam<cl_float> temperature;
   RowParam<cl_int> top_k;
   RowParam<cl_float> top_p, min_p;
   RowParam<cl_ulong> seed, offset;
-  cl_uint per_row_flags = 0;
+  cl_uint per_row_flags = 0;  // common.cl's NT_PER_ROW_* bits of those that are arrays
 };
-// Checks each per-row array against its buffer for `rows` rows.
-RowParams row_params(const char* op, const Queue& q, size_t rows, const nt_param_f32& temperature,
-                     const nt_param_i32& top_k, const nt_param_f32& top_p,
-                     const nt_param_f32& min_p, const nt_param_u64& seed,
-                     const nt_param_u64& offset);
+
+// The parameters of `a`, nt_sample_args or VerifyCall (which name them alike),
+// each per-row array checked against its buffer for `rows` rows.
+template <class Args>
+RowParams row_params(const char* op, const Queue& q, size_t rows, const Args& a) {
+  RowParams p;
+  p.temperature = {per_row(op, "temperature", q, a.temperature.per_row, rows * 4),
+                   a.temperature.scalar};
+  p.top_k = {per_row(op, "top_k", q, a.top_k.per_row, rows * 4), a.top_k.scalar};
+  p.top_p = {per_row(op, "top_p", q, a.top_p.per_row, rows * 4), a.top_p.scalar};
+  p.min_p = {per_row(op, "min_p", q, a.min_p.per_row, rows * 4), a.min_p.scalar};
+  p.seed = {per_row(op, "seed", q, a.seed.per_row, rows * 8), a.seed.scalar};
+  p.offset = {per_row(op, "offset", q, a.offset.per_row, rows * 8), a.offset.scalar};
+  const void* arrays[] = {a.temperature.per_row, a.top_k.per_row, a.top_p.per_row,
+                          a.min_p.per_row,       a.seed.per_row,  a.offset.per_row};
+  for (cl_uint b = 0; b < 6; ++b)  // NT_PER_ROW_T = 1 << 0 ... NT_PER_ROW_OFFSET = 1 << 5
+    if (arrays[b]) p.per_row_flags |= cl_uint(1) << b;
+  return p;
+}
+
 inline void set_arg(cl::Kernel& k, cl_uint& i, const RowParams& p) {
   set_arg(k, i, p.temperature);
   set_arg(k, i, p.top_k);

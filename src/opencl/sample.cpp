@@ -62,8 +62,7 @@ void enqueue_sample(const char* op, const SampleCall& call, void* workspace,
     const View logits = view(op, "logits", q, a.logits);
     const View tokens = view(op, "tokens", q, a.tokens);
     const View uniform = call.explicit_draw ? view(op, "uniform", q, a.uniform) : View{};
-    const RowParams params = row_params(op, q, rows, a.temperature, a.top_k, a.top_p, a.min_p,
-                                        a.seed, a.offset);
+    const RowParams params = row_params(op, q, rows, a);
     if (checks) checks();
     if (rows == 0) return;
     const cl::Buffer ws = opencl::workspace(op, q, workspace, workspace_bytes, rows * kRowBytes);

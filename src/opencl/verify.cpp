@@ -40,8 +40,7 @@ void OpenclBackend::verify(const VerifyCall& c, void* workspace_handle, size_t w
       cu = view(op, "cu_num_draft", q, c.cu_num_draft);
       if (c.draft_probs.data) probs = view(op, "draft_probs", q, c.draft_probs);
     }
-    const RowParams params = row_params(op, q, B, c.temperature, c.top_k, c.top_p, c.min_p, c.seed,
-                                        c.offset);
+    const RowParams params = row_params(op, q, B, c);
     if (B == 0) return;
     const cl::Buffer tried =
         bytes ? opencl::workspace(op, q, workspace_handle, workspace_bytes, bytes) : cl::Buffer();
