@@ -126,15 +126,11 @@ static nt_vrow nt_vrow_resolve(__global const nt_elem* x, uint vocab, nt_row_par
   return r;
 }
 
-static int nt_vrow_member(const nt_vrow* r, uint i, float s) {
-  return nt_member(s, i, r->cut, r->inf_row);
-}
-
 /* m_x: 0 outside the keep-set or [0, V). */
 static ulong nt_vrow_mass(const nt_vrow* r, long x) {
   if (r->empty || x < 0 || x >= (long)r->vocab) return 0;
   const float s = nt_vrow_score(r, (uint)x);
-  if (!nt_vrow_member(r, (uint)x, s)) return 0;
+  if (!nt_member(s, (uint)x, r->cut, r->inf_row)) return 0;
   return r->inf_row ? 1ul : nt_mass_of(s, r->s_max, r->bits);
 }
 
@@ -152,7 +148,8 @@ static long nt_vdraw_p(const nt_vrow* r, ulong seed, ulong offset, uint tag,
   float best_v = 0.0f;
   for (uint i = 0; i < r->vocab; ++i) {
     const float s = nt_vrow_score(r, i);
-    if (!nt_vrow_member(r, i, s) || nt_excluded((long)i, excluded, n_excluded, single)) continue;
+    if (!nt_member(s, i, r->cut, r->inf_row) || nt_excluded((long)i, excluded, n_excluded, single))
+      continue;
     const float v = nt_perturbed_score(r->inf_row ? 0.0f : s, nt_token_gumbel(seed, offset, tag, i),
                                        r->inf_row);
     if (best < 0 || v > best_v) { best = (long)i; best_v = v; }
@@ -167,7 +164,7 @@ static long nt_vdraw_residual(const nt_vrow* r, ulong seed, ulong offset, uint t
   float best_v = 0.0f;
   for (uint i = 0; i < r->vocab; ++i) {
     const float s = nt_vrow_score(r, i);
-    if (!nt_vrow_member(r, i, s)) continue;
+    if (!nt_member(s, i, r->cut, r->inf_row)) continue;
     const ulong m = r->inf_row ? 1ul : nt_mass_of(s, r->s_max, r->bits);
     const ulong res = nt_verify_residual(m, q[i], r->z);
     if (res == 0ul) continue;
