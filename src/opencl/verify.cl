@@ -150,8 +150,7 @@ static long nt_vdraw_p(const nt_vrow* r, ulong seed, ulong offset, uint tag,
     const float s = nt_vrow_score(r, i);
     if (!nt_member(s, i, r->cut, r->inf_row) || nt_excluded((long)i, excluded, n_excluded, single))
       continue;
-    const float v = nt_perturbed_score(r->inf_row ? 0.0f : s, nt_token_gumbel(seed, offset, tag, i),
-                                       r->inf_row);
+    const float v = nt_perturbed_score(s, nt_token_gumbel(seed, offset, tag, i), r->inf_row);
     if (best < 0 || v > best_v) { best = (long)i; best_v = v; }
   }
   return best;
@@ -163,10 +162,7 @@ static long nt_vdraw_residual(const nt_vrow* r, ulong seed, ulong offset, uint t
   long best = -1;
   float best_v = 0.0f;
   for (uint i = 0; i < r->vocab; ++i) {
-    const float s = nt_vrow_score(r, i);
-    if (!nt_member(s, i, r->cut, r->inf_row)) continue;
-    const ulong m = r->inf_row ? 1ul : nt_mass_of(s, r->s_max, r->bits);
-    const ulong res = nt_verify_residual(m, q[i], r->z);
+    const ulong res = nt_verify_residual(nt_vrow_mass(r, (long)i), q[i], r->z);
     if (res == 0ul) continue;
     const float v = nt_verify_residual_key(res, nt_token_gumbel(seed, offset, tag, i));
     if (best < 0 || v > best_v) { best = (long)i; best_v = v; }
