@@ -26,14 +26,12 @@ void OpenclBackend::apply_logit_bias(const nt_apply_logit_bias_args& a, void* wo
     const View values = view(op, "values", q, a.values);
     const size_t bytes = apply_logit_bias_workspace_size(a);
     if (rows == 0 || bytes == 0) return;
-    const cl::Buffer table = workspace(op, q, workspace_handle, bytes);
+    const cl::Buffer table = workspace(op, q, workspace_handle, workspace_bytes, bytes);
     cl::Kernel k = kernel(op, q, {{"token_table.cl", "apply_logit_bias.cl"},
                                   "-DNT_ELEM=" + std::to_string(int(a.logits.dtype))},
                           "nt_apply_logit_bias");
-    set_args(k, logits.buffer, logits.offset, cl_ulong(a.logits.row_stride),
-             cl_uint(a.logits.shape[1]), rows, tokens.offsets.buffer, tokens.offsets.offset,
-             tokens.mode, tokens.ids.buffer, tokens.ids.offset, tokens.n, values.buffer,
-             values.offset, table, cl_ulong(bytes / (3 * sizeof(cl_uint))));
+    set_args(k, logits, cl_ulong(a.logits.row_stride), cl_uint(a.logits.shape[1]), rows, tokens,
+             values, table, cl_ulong(bytes / (3 * sizeof(cl_uint))));
     const size_t wg = work_group_size(k, q, 256);
     enqueue(k, q, size_t(rows) * wg, wg);
   });

@@ -33,18 +33,15 @@ void OpenclBackend::apply_penalties(const nt_apply_penalties_args& a, void* work
     const cl::Buffer f = per_row(kOp, "frequency", q, a.frequency.per_row, rows * 4);
     const size_t bytes = apply_penalties_workspace_size(a);
     if (rows == 0 || bytes == 0) return;
-    const cl::Buffer table = workspace(kOp, q, workspace_handle, bytes);
+    const cl::Buffer table = workspace(kOp, q, workspace_handle, workspace_bytes, bytes);
     const cl_int per_row_bits = (a.repetition.per_row ? 1 : 0) | (a.presence.per_row ? 2 : 0) |
                                 (a.frequency.per_row ? 4 : 0);
     cl::Kernel k = kernel(kOp, q, {{"token_table.cl", "apply_penalties.cl"},
                                    "-DNT_ELEM=" + std::to_string(int(a.logits.dtype))},
                           "nt_apply_penalties");
-    set_args(k, logits.buffer, logits.offset, cl_ulong(a.logits.row_stride),
-             cl_uint(a.logits.shape[1]), rows, prompt.offsets.buffer, prompt.offsets.offset,
-             prompt.mode, prompt.ids.buffer, prompt.ids.offset, prompt.n, output.offsets.buffer,
-             output.offsets.offset, output.mode, output.ids.buffer, output.ids.offset, output.n,
-             per_row_bits, r, a.repetition.scalar, p, a.presence.scalar, f, a.frequency.scalar,
-             table, cl_ulong(bytes / (2 * sizeof(cl_uint))));
+    set_args(k, logits, cl_ulong(a.logits.row_stride), cl_uint(a.logits.shape[1]), rows, prompt,
+             output, per_row_bits, r, a.repetition.scalar, p, a.presence.scalar, f,
+             a.frequency.scalar, table, cl_ulong(bytes / (2 * sizeof(cl_uint))));
     const size_t wg = work_group_size(k, q, 256);
     enqueue(k, q, size_t(rows) * wg, wg);
   });

@@ -21,9 +21,9 @@ void OpenclBackend::apply_token_bitmask(const nt_apply_token_bitmask_args& a, vo
     const bool wide = a.logits.dtype == NT_F32;
     cl::Kernel k = kernel(op, q, {{"apply_token_bitmask.cl"}, ""}, wide ? "nt_mask_32" : "nt_mask_16");
     const cl_int index_mode = !listed ? 0 : a.indices.dtype == NT_I32 ? 1 : 2;
-    set_args(k, logits.buffer, logits.offset, cl_ulong(a.logits.row_stride), vocab, rows,
-             mask.buffer, mask.offset, cl_ulong(a.bitmask.row_stride), cl_uint(a.bitmask.shape[1]),
-             indices.buffer, indices.offset, index_mode, selected);
+    set_args(k, logits, cl_ulong(a.logits.row_stride), vocab, rows, mask,
+             cl_ulong(a.bitmask.row_stride), cl_uint(a.bitmask.shape[1]), indices, index_mode,
+             selected);
     if (wide) k.setArg(13, cl_uint(NT_F32_NEG_INF));
     else k.setArg(13, cl_ushort(a.logits.dtype == NT_F16 ? NT_F16_NEG_INF : NT_BF16_NEG_INF));
     enqueue(k, q, selected * ((vocab + 31) / 32), work_group_size(k, q, 256));

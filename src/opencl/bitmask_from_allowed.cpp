@@ -14,8 +14,8 @@ void OpenclBackend::bitmask_from_allowed(const nt_bitmask_from_allowed_args& a, 
     const View bitmask = view(op, "bitmask", q, a.bitmask);
     if (rows == 0 || vocab == 0) return;
     cl::Kernel k = kernel(op, q, {{"bitmask_from_allowed.cl"}, ""}, "nt_bitmask_from_allowed");
-    set_args(k, allowed.buffer, allowed.offset, cl_ulong(a.allowed.row_stride), vocab, rows,
-             bitmask.buffer, bitmask.offset, cl_ulong(a.bitmask.row_stride));
+    set_args(k, allowed, cl_ulong(a.allowed.row_stride), vocab, rows, bitmask,
+             cl_ulong(a.bitmask.row_stride));
     enqueue(k, q, rows * ((vocab + 31) / 32), work_group_size(k, q, 256));
   });
 }

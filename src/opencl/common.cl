@@ -19,6 +19,26 @@ static inline int4 nt_at_or_before4(uint4 key, uint4 index, ulong cut) {
   return (key > ck) | ((key == ck) & (index <= ci));
 }
 
+/* Keys of finite scores: neither -inf (nor NaN) nor +inf. */
+static inline int nt_finite_key(uint key) { return key != NT_KEY_NEG_INF && key != NT_KEY_POS_INF; }
+static inline int4 nt_finite_key4(uint4 key) {
+  return (key != NT_KEY_NEG_INF) & (key != NT_KEY_POS_INF);
+}
+
+/* A keep-set of sample and verify: the finite scores whose composite is >=
+ * cut, or with inf_rule the +inf scores (whose score then counts as 0). Is
+ * score s of token t a member? */
+static inline int nt_member(float s, uint t, ulong cut, int inf_rule) {
+  if (inf_rule) return s == INFINITY;
+  const uint key = nt_order_key(s);
+  return nt_finite_key(key) && nt_composite(key, t) >= cut;
+}
+/* The same on four lanes, from their keys. */
+static inline int4 nt_member4(uint4 key, uint4 index, ulong cut, int inf_rule) {
+  if (inf_rule) return key == NT_KEY_POS_INF;
+  return nt_finite_key4(key) & nt_at_or_before4(key, index, cut);
+}
+
 /* ---- elements of the op's float tensor (NT_ELEM: 0 f32, 1 f16, 2 bf16) ---- */
 #ifdef NT_ELEM
 #if NT_ELEM == 0
@@ -60,6 +80,43 @@ static inline float nt_widen_dtype(__global const uchar* base, ulong i, int code
   if (code == 0) return ((__global const float*)base)[i];
   const uint h = ((__global const ushort*)base)[i];
   return code == 1 ? nt_f16_to_f32(h) : nt_bf16_to_f32(h);
+}
+
+/* ---- the sampling parameters of sample and verify ----
+ * Each a per-row array, read where the kernel's flags have its bit, and a
+ * scalar (opencl/runtime.h's RowParams sets them). */
+#define NT_PER_ROW_T 1u
+#define NT_PER_ROW_K 2u
+#define NT_PER_ROW_P 4u
+#define NT_PER_ROW_MIN_P 8u
+#define NT_PER_ROW_SEED 16u
+#define NT_PER_ROW_OFFSET 32u
+
+#define NT_ROW_PARAMS                                                                              \
+  __global const float *temperature, float temperature_scalar, __global const int *top_k,          \
+      int top_k_scalar, __global const float *top_p, float top_p_scalar,                           \
+      __global const float *min_p, float min_p_scalar, __global const ulong *seed,                 \
+      ulong seed_scalar, __global const ulong *offset, ulong offset_scalar
+#define NT_ROW_PARAM_NAMES                                                                         \
+  temperature, temperature_scalar, top_k, top_k_scalar, top_p, top_p_scalar, min_p,                \
+      min_p_scalar, seed, seed_scalar, offset, offset_scalar
+
+/* Row r's parameters, as core/sampling.h resolves them, and its Philox seed
+ * and offset. */
+typedef struct {
+  nt_row_params p;
+  ulong seed, offset;
+} nt_row_draw;
+
+static inline nt_row_draw nt_row_draw_of(uint r, uint flags, uint vocab, NT_ROW_PARAMS) {
+  nt_row_draw d;
+  d.p = nt_resolve_row_params((flags & NT_PER_ROW_T) ? temperature[r] : temperature_scalar,
+                              (flags & NT_PER_ROW_K) ? top_k[r] : top_k_scalar,
+                              (flags & NT_PER_ROW_P) ? top_p[r] : top_p_scalar,
+                              (flags & NT_PER_ROW_MIN_P) ? min_p[r] : min_p_scalar, (int)vocab);
+  d.seed = (flags & NT_PER_ROW_SEED) ? seed[r] : seed_scalar;
+  d.offset = (flags & NT_PER_ROW_OFFSET) ? offset[r] : offset_scalar;
+  return d;
 }
 
 /* ---- work-group reductions ----
@@ -109,15 +166,16 @@ ulong nt_wg_exclusive_sum_u64(__local ulong* s, ulong v, ulong* total) {
   return r;
 }
 
-/* Sorts a[0, n) largest first into out[0, n) (distinct values): each item
- * ranks its values by counting the larger ones, a sort without barriers in
- * loops whose O(n^2) compares stay small at the list sizes used here. */
-void nt_wg_rank_sort_desc(__local const ulong* a, uint n, __local ulong* out) {
+/* The `keep` largest of a[0, n) into out, largest first (distinct values;
+ * equal ones land on one slot): each item ranks its values by counting the
+ * larger ones, a sort without barriers in loops whose O(n^2) compares stay
+ * small at the list sizes used here. */
+void nt_wg_rank_sort_desc(__local const ulong* a, uint n, __local ulong* out, uint keep) {
   for (uint i = get_local_id(0); i < n; i += get_local_size(0)) {
     const ulong x = a[i];
     uint rank = 0;
     for (uint j = 0; j < n; ++j) rank += a[j] > x;
-    out[rank] = x;
+    if (rank < keep) out[rank] = x;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 }

@@ -65,8 +65,8 @@ void merge_candidates(const cl::Kernel& merge_kernel, const Queue& q, const Head
     const size_t groups = (plan.items + span - 1) / span;
     set_args(merge, ws, cl_ulong(plan.counts_at), cl_ulong(plan.cand_at), cl_uint(plan.items),
              cl_uint(plan.cap), cl_uint(k), cl_uint(rows), cl_uint(stride), cl_uint(kMergeFanIn),
-             cl_int(last), values.buffer, values.offset, cl_ulong(values_stride), indices.buffer,
-             indices.offset, cl_ulong(indices_stride), cl_uint(row_base));
+             cl_int(last), values, cl_ulong(values_stride), indices, cl_ulong(indices_stride),
+             cl_uint(row_base));
     enqueue(merge, q, rows * groups, wg);
     if (last) break;
   }

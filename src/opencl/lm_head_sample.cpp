@@ -24,7 +24,8 @@ struct FusedLayout {
   size_t sample_bytes, scores_at, bytes;
 };
 
-// The sample call on the scores.
+// The sample call on the scores, which fused_draw masks in place and samples
+// into the tokens (and the logprobs when requested).
 nt_sample_args sample_args(void* ws, size_t scores_at, const nt_tensor& like, int64_t rows,
                            int64_t vocab, const nt_lm_head_sampling& s, const nt_tensor& tokens) {
   return fused_sample_args(
@@ -36,7 +37,8 @@ FusedLayout fused_layout(OpenclBackend& b, const nt_tensor& like, int64_t rows, 
                          size_t widened_floats, const nt_lm_head_sampling& s, const nt_tensor& tokens,
                          const FusedLogprobs& lp) {
   FusedLayout L;
-  L.sample_bytes = b.fused_draw_workspace_size(sample_args(placeholder_scores(), 0, like, rows, vocab, s, tokens), lp);
+  L.sample_bytes = b.fused_draw_workspace_size(
+      sample_args(placeholder_scores(), 0, like, rows, vocab, s, tokens), lp);
   L.scores_at = round_up(std::max(L.sample_bytes, widened_floats * 4), 256);
   L.bytes = L.scores_at + size_t(rows) * size_t(vocab) * 4;
   return L;
@@ -56,16 +58,6 @@ void copy_scores(const char* op, const Queue& q, const cl::Buffer& ws, const Fus
   const size_t dst_pitch = std::max(size_t(out.row_stride), vocab) * 4;
   q.queue.enqueueCopyBufferRect(ws, dst.buffer, {L.scores_at, 0, 0}, {size_t(dst.offset) * 4, 0, 0},
                                 {row_bytes, rows, 1}, row_bytes, 0, dst_pitch, 0);
-}
-
-// Masks the scores in place and samples them into the tokens (and the logprobs
-// when requested).
-void mask_and_sample(OpenclBackend& b, const FusedLayout& L, void* workspace, const nt_tensor& like,
-                     int64_t rows, int64_t vocab, const nt_tensor& bitmask,
-                     const nt_lm_head_sampling& s, const nt_tensor& tokens,
-                     const FusedLogprobs& lp, void* stream) {
-  b.fused_draw(sample_args(workspace, L.scores_at, like, rows, vocab, s, tokens), bitmask, lp,
-               workspace, L.sample_bytes, stream);
 }
 
 }  // namespace
@@ -95,26 +87,24 @@ void OpenclBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a,
     const View weight = view(op, "weight", q, a.weight);
     const View bias = present(a.bias) ? view(op, "bias", q, a.bias) : View{};
     if (rows == 0) return;
-    check_workspace(op, L.bytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(op, q, workspace, L.bytes);
+    const cl::Buffer ws = opencl::workspace(op, q, workspace, workspace_bytes, L.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_dense.cl", "lm_head_sample_dense.cl"},
                            "-DNT_ELEM=" + std::to_string(int(a.weight.dtype)) +
                                " -DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
     cl::Kernel widen = kernel(op, q, spec, "nt_dense_widen_hidden");
     cl::Kernel scores = kernel(op, q, spec, "nt_dense_write_scores");
-    set_args(widen, hidden.buffer, hidden.offset, cl_ulong(a.hidden.row_stride), cl_uint(columns),
-             cl_uint(h8), cl_uint(rows), cl_uint(0), cl_uint(round_up(rows, 4)), ws);
+    set_args(widen, hidden, cl_ulong(a.hidden.row_stride), cl_uint(columns), cl_uint(h8),
+             cl_uint(rows), cl_uint(0), cl_uint(round_up(rows, 4)), ws);
     enqueue(widen, q, round_up(rows, 4) * h8, work_group_size(widen, q, 256));
     const cl_int bias_dtype = present(a.bias) ? cl_int(a.bias.dtype) : -1;
-    set_args(scores, weight.buffer, weight.offset, cl_ulong(a.weight.row_stride), cl_uint(vocab),
-             cl_uint(columns), cl_uint(h8), cl_uint(rows), bias.buffer, bias.offset, bias_dtype, ws,
-             cl_ulong(L.scores_at));
+    set_args(scores, weight, cl_ulong(a.weight.row_stride), cl_uint(vocab), cl_uint(columns),
+             cl_uint(h8), cl_uint(rows), bias, bias_dtype, ws, cl_ulong(L.scores_at));
     enqueue(scores, q, rows * vocab, work_group_size(scores, q, 256));
     copy_scores(op, q, ws, L, a.scores, rows, vocab);
   });
   if (rows == 0) return;
-  mask_and_sample(*this, L, workspace, a.weight, int64_t(rows), int64_t(vocab), a.bitmask, a.sampling,
-                  a.tokens, fused_logprobs(a), stream);
+  fused_draw(sample_args(workspace, L.scores_at, a.weight, rows, vocab, a.sampling, a.tokens),
+             a.bitmask, fused_logprobs(a), workspace, L.sample_bytes, stream);
 }
 
 size_t OpenclBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
@@ -142,23 +132,20 @@ void OpenclBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a
     const View wscale = view(op, "wscale", q, a.wscale);
     const View bias = present(a.bias) ? view(op, "bias", q, a.bias) : View{};
     if (rows == 0) return;
-    check_workspace(op, L.bytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(op, q, workspace, L.bytes);
+    const cl::Buffer ws = opencl::workspace(op, q, workspace, workspace_bytes, L.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_binary.cl", "lm_head_sample_binary.cl"},
                            "-DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
     cl::Kernel scores = kernel(op, q, spec, "nt_binary_write_scores");
     const cl_int bias_dtype = present(a.bias) ? cl_int(a.bias.dtype) : -1;
-    set_args(scores, act_q.buffer, act_q.offset, cl_ulong(a.act_q.row_stride), act_scale.buffer,
-             act_scale.offset, wq.buffer, wq.offset, cl_ulong(a.wq.row_stride), wscale.buffer,
-             wscale.offset, cl_ulong(a.wscale.row_stride), cl_uint(vocab), cl_uint(a.act_q.shape[1]),
-             cl_uint(a.group_size), cl_uint(rows), bias.buffer, bias.offset, bias_dtype, ws,
-             cl_ulong(L.scores_at));
+    set_args(scores, act_q, cl_ulong(a.act_q.row_stride), act_scale, wq, cl_ulong(a.wq.row_stride),
+             wscale, cl_ulong(a.wscale.row_stride), cl_uint(vocab), cl_uint(a.act_q.shape[1]),
+             cl_uint(a.group_size), cl_uint(rows), bias, bias_dtype, ws, cl_ulong(L.scores_at));
     enqueue(scores, q, rows * vocab, work_group_size(scores, q, 256));
     copy_scores(op, q, ws, L, a.scores, rows, vocab);
   });
   if (rows == 0) return;
-  mask_and_sample(*this, L, workspace, a.wq, int64_t(rows), int64_t(vocab), a.bitmask, a.sampling,
-                  a.tokens, fused_logprobs(a), stream);
+  fused_draw(sample_args(workspace, L.scores_at, a.wq, rows, vocab, a.sampling, a.tokens),
+             a.bitmask, fused_logprobs(a), workspace, L.sample_bytes, stream);
 }
 
 }  // namespace nt::opencl

@@ -31,8 +31,7 @@ void OpenclBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* w
     const View indices = view(kOp, "indices", q, a.indices);
     if (rows == 0) return;
     const HeadPlan plan = head_plan(q.device, a.wq.shape[0], a.act_q.shape[0], a.k, 0);
-    check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, plan.bytes);
+    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, workspace_bytes, plan.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_binary.cl"},
                            "-DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
     cl::Kernel scores = kernel(kOp, q, spec, "nt_binary_scores");
@@ -40,13 +39,11 @@ void OpenclBackend::lm_head_topk_binary(const nt_lm_head_binary_args& a, void* w
     const cl_int bias_dtype = present(a.bias) ? cl_int(a.bias.dtype) : -1;
     for (size_t base = 0; base < rows; base += plan.rows_per_launch) {
       const size_t n = std::min(plan.rows_per_launch, rows - base);
-      set_args(scores, act.buffer, act.offset, cl_ulong(a.act_q.row_stride), act_scale.buffer,
-               act_scale.offset, wq.buffer, wq.offset, cl_ulong(a.wq.row_stride), wscale.buffer,
-               wscale.offset, cl_ulong(a.wscale.row_stride), cl_uint(a.wq.shape[0]),
-               cl_uint(a.act_q.shape[1]), cl_uint(a.group_size), cl_uint(n), cl_uint(base),
-               bias.buffer, bias.offset, bias_dtype, cl_uint(a.k), cl_uint(plan.cap),
-               cl_uint(plan.items), cl_uint(plan.rows_per_item), ws, cl_ulong(plan.counts_at),
-               cl_ulong(plan.cand_at));
+      set_args(scores, act, cl_ulong(a.act_q.row_stride), act_scale, wq, cl_ulong(a.wq.row_stride),
+               wscale, cl_ulong(a.wscale.row_stride), cl_uint(a.wq.shape[0]),
+               cl_uint(a.act_q.shape[1]), cl_uint(a.group_size), cl_uint(n), cl_uint(base), bias,
+               bias_dtype, cl_uint(a.k), cl_uint(plan.cap), cl_uint(plan.items),
+               cl_uint(plan.rows_per_item), ws, cl_ulong(plan.counts_at), cl_ulong(plan.cand_at));
       enqueue(scores, q, plan.items, work_group_size(scores, q, plan.work_group));
       merge_candidates(merge, q, plan, ws, a.k, n, base, values, a.values.row_stride, indices,
                        a.indices.row_stride);

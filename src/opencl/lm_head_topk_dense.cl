@@ -15,6 +15,13 @@ static inline float8 nt_widen8(__global const nt_elem* w, uint h) {
 #endif
 }
 
+/* The weights from `whole` to H (fewer than 8), zero-padded to whole lanes. */
+static inline float8 nt_widen_tail8(__global const nt_elem* w, uint whole, uint H) {
+  float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (uint e = whole; e < H; ++e) t[e - whole] = nt_widen(w, e);
+  return vload8(0, t);
+}
+
 /* The hidden rows of this launch widened once, zero-padded to whole lanes
  * ([MB4][H8]), at the workspace's start. */
 __kernel void nt_dense_widen_hidden(__global const nt_elem* hidden, ulong hidden_off,
@@ -55,9 +62,7 @@ __kernel void nt_dense_scores(__global const nt_elem* weight, ulong weight_off, 
     for (uint r = 0; r < pair; ++r) {
       w[r] = weight + weight_off + (ulong)(v + r) * weight_stride;
       b[r] = bias_dtype >= 0 ? nt_widen_dtype(bias, bias_off + v + r, bias_dtype) : 0.0f;
-      float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (uint e = whole; e < H; ++e) t[e - whole] = nt_widen(w[r], e);
-      tail[r] = vload8(0, t);
+      tail[r] = nt_widen_tail8(w[r], whole, H);
     }
     uint m = 0;
     for (; m + 4u <= rows; m += 4u) {

@@ -32,8 +32,7 @@ void OpenclBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* wor
     if (rows == 0) return;
     const size_t h8 = round_up(columns, 8);
     const HeadPlan plan = head_plan(q.device, a.weight.shape[0], a.hidden.shape[0], a.k, h8);
-    check_workspace(kOp, plan.bytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, plan.bytes);
+    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, workspace_bytes, plan.bytes);
     const ProgramSpec spec{{"topk_select.cl", "lm_head_topk_dense.cl"},
                            "-DNT_ELEM=" + std::to_string(int(a.weight.dtype)) +
                                " -DNT_MB_MAX=" + std::to_string(kMaxHeadRows)};
@@ -43,13 +42,13 @@ void OpenclBackend::lm_head_topk_dense(const nt_lm_head_dense_args& a, void* wor
     const cl_int bias_dtype = present(a.bias) ? cl_int(a.bias.dtype) : -1;
     for (size_t base = 0; base < rows; base += plan.rows_per_launch) {
       const size_t n = std::min(plan.rows_per_launch, rows - base);
-      set_args(widen, hidden.buffer, hidden.offset, cl_ulong(a.hidden.row_stride), cl_uint(columns),
-               cl_uint(h8), cl_uint(n), cl_uint(base), cl_uint(round_up(n, 4)), ws);
+      set_args(widen, hidden, cl_ulong(a.hidden.row_stride), cl_uint(columns), cl_uint(h8),
+               cl_uint(n), cl_uint(base), cl_uint(round_up(n, 4)), ws);
       enqueue(widen, q, round_up(n, 4) * h8, work_group_size(widen, q, 256));
-      set_args(scores, weight.buffer, weight.offset, cl_ulong(a.weight.row_stride),
-               cl_uint(a.weight.shape[0]), cl_uint(columns), cl_uint(h8), cl_uint(n), bias.buffer,
-               bias.offset, bias_dtype, cl_uint(a.k), cl_uint(plan.cap), cl_uint(plan.items),
-               cl_uint(plan.rows_per_item), ws, cl_ulong(plan.counts_at), cl_ulong(plan.cand_at));
+      set_args(scores, weight, cl_ulong(a.weight.row_stride), cl_uint(a.weight.shape[0]),
+               cl_uint(columns), cl_uint(h8), cl_uint(n), bias, bias_dtype, cl_uint(a.k),
+               cl_uint(plan.cap), cl_uint(plan.items), cl_uint(plan.rows_per_item), ws,
+               cl_ulong(plan.counts_at), cl_ulong(plan.cand_at));
       enqueue(scores, q, plan.items, work_group_size(scores, q, plan.work_group));
       merge_candidates(merge, q, plan, ws, a.k, n, base, values, a.values.row_stride, indices,
                        a.indices.row_stride);

@@ -14,8 +14,7 @@ void OpenclBackend::pack_weights(const nt_pack_weights_args& a, void* stream) {
     const View wq = view(op, "wq", q, a.wq);
     if (rows == 0) return;
     cl::Kernel k = kernel(op, q, {{"pack_weights.cl"}, ""}, "nt_pack_weights");
-    set_args(k, signs.buffer, signs.offset, cl_ulong(a.signs.row_stride), rows, words, wq.buffer,
-             wq.offset, cl_ulong(a.wq.row_stride));
+    set_args(k, signs, cl_ulong(a.signs.row_stride), rows, words, wq, cl_ulong(a.wq.row_stride));
     enqueue(k, q, rows * words, work_group_size(k, q, 256));
   });
 }

@@ -17,8 +17,8 @@ void OpenclBackend::quantize_activations(const nt_quantize_activations_args& a, 
     if (rows == 0) return;
     cl::Kernel k = kernel(op, q, {{"quantize_activations.cl"}, "-DNT_ELEM=" + std::to_string(int(a.x.dtype))},
                           "nt_quantize_activations");
-    set_args(k, x.buffer, x.offset, cl_ulong(a.x.row_stride), cl_uint(a.x.shape[1]), act_q.buffer,
-             act_q.offset, cl_ulong(a.act_q.row_stride), scale.buffer, scale.offset);
+    set_args(k, x, cl_ulong(a.x.row_stride), cl_uint(a.x.shape[1]), act_q,
+             cl_ulong(a.act_q.row_stride), scale);
     const size_t wg = work_group_size(k, q, 128);
     enqueue(k, q, rows * wg, wg);
   });

@@ -170,12 +170,14 @@ cl::Buffer per_row(const char* op, const char* arg, const Queue& q, const void* 
   return b;
 }
 
-cl::Buffer workspace(const char* op, const Queue& q, void* handle, size_t bytes) {
+cl::Buffer workspace(const char* op, const Queue& q, void* handle, size_t declared,
+                     size_t needed) {
+  check_workspace(op, needed, handle, declared);
   size_t size = 0;
   cl::Buffer b = buffer_in_context(op, "workspace", q, handle, &size);
-  if (size < bytes)
+  if (size < needed)
     fail(NT_ERROR_WORKSPACE, std::string(op) + ": argument 'workspace' is a buffer of " +
-                                 std::to_string(size) + " bytes but " + std::to_string(bytes) +
+                                 std::to_string(size) + " bytes but " + std::to_string(needed) +
                                  " are needed");
   return b;
 }

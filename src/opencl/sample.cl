@@ -19,25 +19,15 @@
  * fixed-point values, so keep-sets are equal on non-degenerate inputs, and
  * Gumbel-max tokens are bit-identical for the same keep-set. */
 
-/* Bits of the kernels' flags argument: which parameters are per-row arrays. */
-#define NT_PER_ROW_T 1u
-#define NT_PER_ROW_K 2u
-#define NT_PER_ROW_P 4u
-#define NT_PER_ROW_MIN_P 8u
-#define NT_PER_ROW_SEED 16u
-#define NT_PER_ROW_OFFSET 32u
+/* Bits of the kernels' flags argument besides common.cl's NT_PER_ROW_*. */
 #define NT_HAS_UNIFORM 64u
 #define NT_JOINT 128u
 #define NT_TOKENS_I32 256u
 
 /* Every kernel of the pipeline takes the same arguments. */
-#define NT_SAMPLE_PARAMS                                                                        \
-  __global const nt_elem *logits, ulong logits_off, ulong row_stride, uint vocab,               \
-      __global const float *temperature, float temperature_scalar, __global const int *top_k,   \
-      int top_k_scalar, __global const float *top_p, float top_p_scalar,                        \
-      __global const float *min_p, float min_p_scalar, __global const ulong *seed,              \
-      ulong seed_scalar, __global const ulong *offset, ulong offset_scalar,                     \
-      __global const float *uniform, ulong uniform_off, uint flags, int mass_bits,              \
+#define NT_SAMPLE_PARAMS                                                                           \
+  __global const nt_elem *logits, ulong logits_off, ulong row_stride, uint vocab, NT_ROW_PARAMS,   \
+      __global const float *uniform, ulong uniform_off, uint flags, int mass_bits,                 \
       __global uchar *tokens, ulong tokens_off, __global uchar *ws
 
 #define NT_ROW (logits + logits_off + (ulong)get_group_id(0) * row_stride)
@@ -61,15 +51,13 @@ __kernel void nt_sample_start(NT_SAMPLE_PARAMS) {
   const uint r = get_group_id(0);
   nt_row_state st;
   nt_row_cfg* c = &st.c;
-  c->p = nt_resolve_row_params((flags & NT_PER_ROW_T) ? temperature[r] : temperature_scalar,
-                               (flags & NT_PER_ROW_K) ? top_k[r] : top_k_scalar,
-                               (flags & NT_PER_ROW_P) ? top_p[r] : top_p_scalar,
-                               (flags & NT_PER_ROW_MIN_P) ? min_p[r] : min_p_scalar, (int)vocab);
+  const nt_row_draw d = nt_row_draw_of(r, flags, vocab, NT_ROW_PARAM_NAMES);
+  c->p = d.p;
   c->joint = (flags & NT_JOINT) != 0;
   c->has_u = (flags & NT_HAS_UNIFORM) != 0;
   c->u = c->has_u ? uniform[uniform_off + r] : 0.0f;
-  c->seed = (flags & NT_PER_ROW_SEED) ? seed[r] : seed_scalar;
-  c->offset = (flags & NT_PER_ROW_OFFSET) ? offset[r] : offset_scalar;
+  c->seed = d.seed;
+  c->offset = d.offset;
   c->tag = nt_row_tag((flags & NT_PER_ROW_SEED) != 0, r);
   c->mass_bits = mass_bits;
 
@@ -188,7 +176,7 @@ __kernel void nt_sample_list(NT_SAMPLE_PARAMS) {
   const nt_row_cfg* c = &st.c;
   const uint m = nt_compact_pass(NT_ROW, active ? vocab : 0u, c->p.temperature, st.list_lo,
                                  st.list_hi, list, &count);
-  nt_wg_rank_sort_desc(list, m, sorted);
+  nt_wg_rank_sort_desc(list, m, sorted, m);
   nt_need need = st.need;
   need.need_mass |= st.top_k_first; /* the top-k set's mass comes from the list */
   nt_prefix_end end = nt_list_prefix_end(sorted, m, st.above_count, st.above_mass, &need,

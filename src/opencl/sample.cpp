@@ -22,6 +22,8 @@ constexpr size_t kRowBytes = kStateBytes + 8 * kListCap;
 constexpr size_t kRowWorkGroup = kSampleRowWorkGroup;  // the histogram scratch is sized for it
 // Level launches per search; rows needing more refine serially in the list kernel.
 constexpr int kLevelLaunches = 2;
+// The kernels' flags besides the NT_PER_ROW_* bits (sample.cl's NT_HAS_UNIFORM ...).
+constexpr cl_uint kHasUniform = 64, kJoint = 128, kTokensI32 = 256;
 
 // The kernels the call needs, in order: the plan of a call.
 std::vector<const char*> pipeline(const SampleCall& call) {
@@ -60,33 +62,18 @@ void enqueue_sample(const char* op, const SampleCall& call, void* workspace,
     const View logits = view(op, "logits", q, a.logits);
     const View tokens = view(op, "tokens", q, a.tokens);
     const View uniform = call.explicit_draw ? view(op, "uniform", q, a.uniform) : View{};
-    const cl::Buffer t = per_row(op, "temperature", q, a.temperature.per_row, rows * 4);
-    const cl::Buffer k = per_row(op, "top_k", q, a.top_k.per_row, rows * 4);
-    const cl::Buffer p = per_row(op, "top_p", q, a.top_p.per_row, rows * 4);
-    const cl::Buffer min_p = per_row(op, "min_p", q, a.min_p.per_row, rows * 4);
-    const cl::Buffer seed = per_row(op, "seed", q, a.seed.per_row, rows * 8);
-    const cl::Buffer offset = per_row(op, "offset", q, a.offset.per_row, rows * 8);
+    const RowParams params = row_params(op, q, rows, a);
     if (checks) checks();
     if (rows == 0) return;
-    check_workspace(op, rows * kRowBytes, workspace, workspace_bytes);
-    const cl::Buffer ws = opencl::workspace(op, q, workspace, rows * kRowBytes);
-    // The kernels' flags argument, bit b for entry b (sample.cl's NT_PER_ROW_T ... NT_TOKENS_I32).
-    const bool flag_bits[] = {a.temperature.per_row != nullptr, a.top_k.per_row != nullptr,
-                              a.top_p.per_row != nullptr,       a.min_p.per_row != nullptr,
-                              a.seed.per_row != nullptr,        a.offset.per_row != nullptr,
-                              call.explicit_draw,               call.joint,
-                              call.tokens_i32};
-    cl_uint flags = 0;
-    for (size_t b = 0; b < sizeof flag_bits; ++b) flags |= cl_uint(flag_bits[b]) << b;
+    const cl::Buffer ws = opencl::workspace(op, q, workspace, workspace_bytes, rows * kRowBytes);
+    const cl_uint flags = params.per_row_flags | (call.explicit_draw ? kHasUniform : 0) |
+                          (call.joint ? kJoint : 0) | (call.tokens_i32 ? kTokensI32 : 0);
     const ProgramSpec spec{{"sample_state.cl", "sample_passes.cl", "sample_select.cl", "sample.cl"},
                            sample_program_defines(a.logits.dtype)};
     for (const char* name : pipeline(call)) {
       cl::Kernel kern = kernel(op, q, spec, name);
-      set_args(kern, logits.buffer, logits.offset, cl_ulong(a.logits.row_stride),
-               cl_uint(call.vocab), t, a.temperature.scalar, k, cl_int(a.top_k.scalar), p,
-               a.top_p.scalar, min_p, a.min_p.scalar, seed, cl_ulong(a.seed.scalar), offset,
-               cl_ulong(a.offset.scalar), uniform.buffer, uniform.offset, flags,
-               cl_int(call.mass_bits), tokens.buffer, tokens.offset, ws);
+      set_args(kern, logits, cl_ulong(a.logits.row_stride), cl_uint(call.vocab), params, uniform,
+               flags, cl_int(call.mass_bits), tokens, ws);
       const size_t wg = work_group_size(kern, q, kRowWorkGroup);
       enqueue(kern, q, rows * wg, wg);
     }

@@ -96,18 +96,12 @@ __kernel void nt_sample_logprobs(__global const nt_elem* logits, ulong logits_of
   /* z_total >= 2^mass_bits (the largest value's mass is 1): log of a normal float */
   const float log_z = need_z ? nt_portable_log(ldexp((float)z_total, -mass_bits)) : 0.0f;
 
-  /* The row's first n: each item's list into local memory, ranked. */
+  /* The row's first n: each item's list into local memory, ranked. The empty
+   * entries (0) rank after every token and write 0 where top holds 0. */
   for (int j = 0; j < n; ++j) cand[lid * (uint)n + (uint)j] = mine[j];
   if (lid < (uint)NT_MAX_LOGPROBS) top[lid] = 0ul;
   barrier(CLK_LOCAL_MEM_FENCE);
-  const uint n_cand = size * (uint)n;
-  for (uint i = lid; i < n_cand; i += size) {
-    const ulong c = cand[i];
-    uint before = 0u;
-    for (uint j = 0; j < n_cand; ++j) before += cand[j] > c;
-    if (c != 0ul && before < (uint)n) top[before] = c;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  nt_wg_rank_sort_desc(cand, size * (uint)n, top, (uint)n);
 
   if (lid == 0u) {
     __global int* id_row = ids + ids_off + (ulong)r * ids_stride;

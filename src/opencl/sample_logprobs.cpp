@@ -35,15 +35,15 @@ void OpenclBackend::sample_logprobs(const SampleLogprobsCall& call, void* worksp
     if (s.rows == 0) return;
     const View logits = view(kOp, "logits", q, s.args.logits);
     const View tokens = view(kOp, "tokens", q, s.args.tokens);
-    const cl::Buffer ws = opencl::workspace(kOp, q, workspace, sample_workspace_bytes(s));
+    const cl::Buffer ws =
+        opencl::workspace(kOp, q, workspace, workspace_bytes, sample_workspace_bytes(s));
     cl::Kernel k = kernel(kOp, q, {{"sample_state.cl", "sample_logprobs.cl"},
                                    sample_program_defines(s.args.logits.dtype)},
                           "nt_sample_logprobs");
-    set_args(k, logits.buffer, logits.offset, cl_ulong(s.args.logits.row_stride),
-             cl_uint(s.vocab), tokens.buffer, tokens.offset, cl_int(s.tokens_i32), ws,
-             cl_int(call.n), cl_int(call.processed), cl_int(s.mass_bits), ids.buffer, ids.offset,
-             cl_ulong(a.logprob_ids.row_stride), values.buffer, values.offset,
-             cl_ulong(a.logprobs.row_stride), ranks.buffer, ranks.offset);
+    set_args(k, logits, cl_ulong(s.args.logits.row_stride), cl_uint(s.vocab), tokens,
+             cl_int(s.tokens_i32), ws, cl_int(call.n), cl_int(call.processed), cl_int(s.mass_bits),
+             ids, cl_ulong(a.logprob_ids.row_stride), values, cl_ulong(a.logprobs.row_stride),
+             ranks);
     const size_t wg = work_group_size(k, q, kSampleRowWorkGroup);
     enqueue(k, q, size_t(s.rows) * wg, wg);
   });

@@ -22,7 +22,7 @@ nt_row_stats nt_stats_pass(__global const nt_elem* row, uint n, float t, __local
     best_key = select(best_key, key, better);
     best_index = select(best_index, 4u * g + (uint4)(0, 1, 2, 3), better);
     n_inf -= as_uint4(key == NT_KEY_POS_INF);
-    n_finite -= as_uint4((key != NT_KEY_POS_INF) & (key != NT_KEY_NEG_INF));
+    n_finite -= as_uint4(nt_finite_key4(key));
   }
   ulong best = max(max(nt_composite(best_key.s0, best_index.s0), nt_composite(best_key.s1, best_index.s1)),
                    max(nt_composite(best_key.s2, best_index.s2), nt_composite(best_key.s3, best_index.s3)));
@@ -67,7 +67,7 @@ void nt_level_scan(__global const nt_elem* row, uint n, const nt_row_cfg* c, flo
     float s[4], p[4];
     const float4 s4 = nt_scores4(nt_load4(row, 4u * g, n), c->p.temperature);
     const uint4 key4 = nt_order_key4(s4);
-    if (!any((key4 >= L->klo) & (key4 <= L->khi) & (key4 != NT_KEY_NEG_INF) & (key4 != NT_KEY_POS_INF)))
+    if (!any((key4 >= L->klo) & (key4 <= L->khi) & nt_finite_key4(key4)))
       continue; /* finer levels see few tokens: most groups leave here */
     uint keys[4];
     vstore4(s4, 0, s);
@@ -153,7 +153,7 @@ uint nt_compact_pass(__global const nt_elem* row, uint n, float t, ulong lo, ulo
   for (uint g = get_local_id(0); g < groups; g += get_local_size(0)) {
     const uint4 key = nt_order_key4(nt_scores4(nt_load4(row, 4u * g, n), t));
     const uint4 index = 4u * g + (uint4)(0, 1, 2, 3);
-    int4 in = (key != NT_KEY_NEG_INF) & (key != NT_KEY_POS_INF) & nt_at_or_before4(key, index, lo);
+    int4 in = nt_member4(key, index, lo, 0);
     if (hi != ~0ul) in &= ~nt_at_or_before4(key, index, hi + 1ul);
     if (!any(in)) continue;
     uint k[4];
@@ -172,14 +172,6 @@ uint nt_compact_pass(__global const nt_elem* row, uint n, float t, ulong lo, ulo
 }
 
 /* ---- draws over the whole row ---- */
-
-/* Members: finite scores whose composite is >= cut, or with inf_rule the
- * +inf scores (whose score then counts as 0). */
-static inline int nt_member(float s, uint t, ulong cut, int inf_rule) {
-  if (inf_rule) return s == INFINITY;
-  const uint key = nt_order_key(s);
-  return nt_finite_key(key) && nt_composite(key, t) >= cut;
-}
 
 /* Bounds of the Gumbel value per 1/64 of the Philox words (G grows with the
  * word: the largest word of each bin gives its bound; the margin covers any
@@ -204,10 +196,7 @@ long nt_gumbel_row(__global const nt_elem* row, uint n, const nt_row_cfg* c, ulo
   for (uint g = get_local_id(0); g < groups; g += get_local_size(0)) {
     const float4 s4 = nt_scores4(nt_load4(row, 4u * g, n), c->p.temperature);
     const uint4 key = nt_order_key4(s4);
-    const int4 member =
-        inf_rule ? (key == NT_KEY_POS_INF)
-                 : (key != NT_KEY_NEG_INF) & (key != NT_KEY_POS_INF) &
-                       nt_at_or_before4(key, 4u * g + (uint4)(0, 1, 2, 3), cut);
+    const int4 member = nt_member4(key, 4u * g + (uint4)(0, 1, 2, 3), cut, inf_rule);
     const int4 live4 = member & (s4 + NT_GUMBEL_MAX >= reach);
     if (!any(live4)) continue;
     float s[4];
@@ -226,6 +215,31 @@ long nt_gumbel_row(__global const nt_elem* row, uint n, const nt_row_cfg* c, ulo
   }
   best = nt_wg_max_u64(red, best);
   return best ? (long)nt_composite_index(best) : -1l;
+}
+
+/* The explicit draw's target, floor(u * total) of the members' mass, where
+ * each item brings the mass of its run of members (runs in the members'
+ * order). *found gets `fallback`, the draw when u >= 1 or there is no mass;
+ * returns whether the target falls in this item's run, [*before, *before +
+ * mass), which the item then walks again to set *found. */
+static int nt_explicit_target(const nt_row_cfg* c, ulong mass, ulong fallback, __local ulong* red,
+                              __local ulong* found, ulong* before, ulong* target) {
+  ulong total = 0;
+  *before = nt_wg_exclusive_sum_u64(red, mass, &total);
+  if (get_local_id(0) == 0) *found = fallback;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const float u = nt_explicit_u(c);
+  if (!(u < 1.0f && total > 0)) return 0;
+  *target = nt_scale_u64(total, u, 0);
+  return *before <= *target && *target < *before + mass;
+}
+
+/* The token *found holds once the walk is done, in every item. */
+static long nt_explicit_found(__local ulong* found) {
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const long token = (long)*found;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return token;
 }
 
 /* Inverse CDF in vocabulary order: the first member whose running mass
@@ -250,29 +264,18 @@ long nt_explicit_row(__global const nt_elem* row, uint n, const nt_row_cfg* c, f
       last = t + j + 1u;
     }
   }
-  ulong total = 0;
-  const ulong before = nt_wg_exclusive_sum_u64(red, mass, &total);
   const ulong last_member = nt_wg_max_u64(red, last);
-  if (lid == 0) *found = last_member - 1ul;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const float u = nt_explicit_u(c);
-  if (u < 1.0f && total > 0) {
-    const ulong target = nt_scale_u64(total, u, 0);
-    if (before <= target && target < before + mass) {
-      ulong run = before;
-      for (uint t = lo; t < hi; ++t) {
-        const float s = nt_scaled_score(nt_widen(row, t), c->p.temperature);
-        if (!nt_member(s, t, cut, inf_rule)) continue;
-        run += inf_rule ? 1ul : nt_mass_of(s, s_max, c->mass_bits);
-        if (run > target) {
-          *found = t;
-          break;
-        }
+  ulong run, target;
+  if (nt_explicit_target(c, mass, last_member - 1ul, red, found, &run, &target)) {
+    for (uint t = lo; t < hi; ++t) {
+      const float s = nt_scaled_score(nt_widen(row, t), c->p.temperature);
+      if (!nt_member(s, t, cut, inf_rule)) continue;
+      run += inf_rule ? 1ul : nt_mass_of(s, s_max, c->mass_bits);
+      if (run > target) {
+        *found = t;
+        break;
       }
     }
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const long token = (long)*found;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return token;
+  return nt_explicit_found(found);
 }

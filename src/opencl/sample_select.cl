@@ -164,31 +164,21 @@ long nt_explicit_list(__local ulong* list, uint count, __local ulong* order, con
   for (uint i = lid; i < count; i += wg)
     list[i] = ((ulong)(~nt_composite_index(list[i])) << 32) | nt_composite_key(list[i]);
   barrier(CLK_LOCAL_MEM_FENCE);
-  nt_wg_rank_sort_desc(list, count, order);
+  nt_wg_rank_sort_desc(list, count, order, count);
   const uint run = (count + wg - 1u) / wg;
   const uint a = min(count, lid * run), b = min(count, a + run);
   ulong mass = 0;
   for (uint i = a; i < b; ++i) mass += nt_mass_of(nt_key_to_float((uint)order[i]), s_max, c->mass_bits);
-  ulong total = 0;
-  const ulong before = nt_wg_exclusive_sum_u64(red, mass, &total);
-  if (lid == 0) *found = count ? ~(uint)(order[count - 1u] >> 32) : ~0ul;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const float u = nt_explicit_u(c);
-  if (u < 1.0f && total > 0) {
-    const ulong target = nt_scale_u64(total, u, 0);
-    if (before <= target && target < before + mass) {
-      ulong running = before;
-      for (uint i = a; i < b; ++i) {
-        running += nt_mass_of(nt_key_to_float((uint)order[i]), s_max, c->mass_bits);
-        if (running > target) {
-          *found = ~(uint)(order[i] >> 32);
-          break;
-        }
+  const ulong last = count ? ~(uint)(order[count - 1u] >> 32) : ~0ul;
+  ulong running, target;
+  if (nt_explicit_target(c, mass, last, red, found, &running, &target)) {
+    for (uint i = a; i < b; ++i) {
+      running += nt_mass_of(nt_key_to_float((uint)order[i]), s_max, c->mass_bits);
+      if (running > target) {
+        *found = ~(uint)(order[i] >> 32);
+        break;
       }
     }
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const long token = (long)*found;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return token;
+  return nt_explicit_found(found);
 }

@@ -88,8 +88,6 @@ static inline float4 nt_scores4(float4 x, float t) {
   return select(s, (float4)(-INFINITY), isnan(s));
 }
 
-static inline int nt_finite_key(uint key) { return key != NT_KEY_NEG_INF && key != NT_KEY_POS_INF; }
-
 /* exp(d) for d <= 0, four lanes at a time: the core's nt_portable_exp
  * (core/portable_exp.h) per lane, the CPU backend's exp, so probabilities are
  * the CPU's bit for bit on every device (a driver's exp may differ in the last

@@ -7,7 +7,7 @@
 
 namespace nt::opencl {
 
-// offsets (+ offset in elements; mode 0 absent / 1 i32 / 2 i64), ids (+ offset), N.
+// offsets (mode 0 absent / 1 i32 / 2 i64), ids, N.
 struct ListArgs {
   View offsets, ids;
   cl_int mode = 0;
@@ -23,6 +23,14 @@ inline ListArgs list_args(const char* op, const Queue& q, const char* offsets_ar
   out.mode = l.offsets.dtype == NT_I64 ? 2 : 1;
   out.n = cl_ulong(l.ids.shape[0]);
   return out;
+}
+
+// A list's kernel arguments: offsets (buffer, offset), mode, ids (buffer, offset), N.
+inline void set_arg(cl::Kernel& k, cl_uint& i, const ListArgs& l) {
+  set_arg(k, i, l.offsets);
+  set_arg(k, i, l.mode);
+  set_arg(k, i, l.ids);
+  set_arg(k, i, l.n);
 }
 
 }  // namespace nt::opencl

@@ -7,13 +7,7 @@
  * (core/verify.h), so its cut, its mass and every decision are the CPU
  * backend's exactly. Tried tree children live in the workspace, D per request.
  *
- * flags: which parameters are per-request arrays, and the layout. */
-#define NT_V_PER_T 1u
-#define NT_V_PER_K 2u
-#define NT_V_PER_P 4u
-#define NT_V_PER_MIN_P 8u
-#define NT_V_PER_SEED 16u
-#define NT_V_PER_OFFSET 32u
+ * flags: common.cl's NT_PER_ROW_* (per-request arrays), and the layout. */
 #define NT_V_JOINT 64u
 #define NT_V_TREE 128u
 #define NT_V_PROBS 256u
@@ -35,12 +29,13 @@ static inline float nt_vrow_score(const nt_vrow* r, uint i) {
   return nt_scaled_score(nt_widen(r->x, i), r->temperature);
 }
 
-/* Tokens at or before `cut` and their mass, over the finite scores. */
+/* Tokens at or before `cut` and their mass, over the finite scores (of a row
+ * without +inf scores). */
 static void nt_vrow_prefix(const nt_vrow* r, ulong cut, ulong* count, ulong* mass) {
   ulong c = 0, m = 0;
   for (uint i = 0; i < r->vocab; ++i) {
     const float s = nt_vrow_score(r, i);
-    if (s == -INFINITY || nt_composite(nt_order_key(s), i) < cut) continue;
+    if (!nt_member(s, i, cut, 0)) continue;
     ++c;
     m += nt_mass_of(s, r->s_max, r->bits);
   }
@@ -135,14 +130,8 @@ static nt_vrow nt_vrow_resolve(__global const nt_elem* x, uint vocab, nt_row_par
 static ulong nt_vrow_mass(const nt_vrow* r, long x) {
   if (r->empty || x < 0 || x >= (long)r->vocab) return 0;
   const float s = nt_vrow_score(r, (uint)x);
-  if (r->inf_row) return s == INFINITY ? 1ul : 0ul;
-  if (s == -INFINITY || nt_composite(nt_order_key(s), (uint)x) < r->cut) return 0;
-  return nt_mass_of(s, r->s_max, r->bits);
-}
-
-static int nt_vrow_member(const nt_vrow* r, uint i, float s) {
-  if (r->inf_row) return s == INFINITY;
-  return s != -INFINITY && nt_composite(nt_order_key(s), i) >= r->cut;
+  if (!nt_member(s, (uint)x, r->cut, r->inf_row)) return 0;
+  return r->inf_row ? 1ul : nt_mass_of(s, r->s_max, r->bits);
 }
 
 static int nt_excluded(long i, __global const long* excluded, uint n_excluded, long single) {
@@ -159,9 +148,9 @@ static long nt_vdraw_p(const nt_vrow* r, ulong seed, ulong offset, uint tag,
   float best_v = 0.0f;
   for (uint i = 0; i < r->vocab; ++i) {
     const float s = nt_vrow_score(r, i);
-    if (!nt_vrow_member(r, i, s) || nt_excluded((long)i, excluded, n_excluded, single)) continue;
-    const float v = nt_perturbed_score(r->inf_row ? 0.0f : s, nt_token_gumbel(seed, offset, tag, i),
-                                       r->inf_row);
+    if (!nt_member(s, i, r->cut, r->inf_row) || nt_excluded((long)i, excluded, n_excluded, single))
+      continue;
+    const float v = nt_perturbed_score(s, nt_token_gumbel(seed, offset, tag, i), r->inf_row);
     if (best < 0 || v > best_v) { best = (long)i; best_v = v; }
   }
   return best;
@@ -173,10 +162,7 @@ static long nt_vdraw_residual(const nt_vrow* r, ulong seed, ulong offset, uint t
   long best = -1;
   float best_v = 0.0f;
   for (uint i = 0; i < r->vocab; ++i) {
-    const float s = nt_vrow_score(r, i);
-    if (!nt_vrow_member(r, i, s)) continue;
-    const ulong m = r->inf_row ? 1ul : nt_mass_of(s, r->s_max, r->bits);
-    const ulong res = nt_verify_residual(m, q[i], r->z);
+    const ulong res = nt_verify_residual(nt_vrow_mass(r, (long)i), q[i], r->z);
     if (res == 0ul) continue;
     const float v = nt_verify_residual_key(res, nt_token_gumbel(seed, offset, tag, i));
     if (best < 0 || v > best_v) { best = (long)i; best_v = v; }
@@ -186,11 +172,7 @@ static long nt_vdraw_residual(const nt_vrow* r, ulong seed, ulong offset, uint t
 
 __kernel void nt_verify(
     __global const nt_elem* target, ulong target_off, ulong target_stride, uint vocab,
-    uint requests, uint width, uint flags, int bits,
-    __global const float* temperature, float temperature_scalar, __global const int* top_k,
-    int top_k_scalar, __global const float* top_p, float top_p_scalar,
-    __global const float* min_p, float min_p_scalar, __global const ulong* seed,
-    ulong seed_scalar, __global const ulong* offset, ulong offset_scalar,
+    uint requests, uint width, uint flags, int bits, NT_ROW_PARAMS,
     /* chain */
     __global const int* draft_ids, ulong draft_off, uint drafts, __global const int* cu,
     ulong cu_off, __global const float* probs, ulong probs_off, ulong probs_stride,
@@ -204,13 +186,10 @@ __kernel void nt_verify(
     __global long* tried) {
   const uint b = get_global_id(0);
   if (b >= requests) return;
-  const nt_row_params p = nt_resolve_row_params(
-      (flags & NT_V_PER_T) ? temperature[b] : temperature_scalar,
-      (flags & NT_V_PER_K) ? top_k[b] : top_k_scalar, (flags & NT_V_PER_P) ? top_p[b] : top_p_scalar,
-      (flags & NT_V_PER_MIN_P) ? min_p[b] : min_p_scalar, (int)vocab);
-  const ulong sd = (flags & NT_V_PER_SEED) ? seed[b] : seed_scalar;
-  const ulong of = (flags & NT_V_PER_OFFSET) ? offset[b] : offset_scalar;
-  const int per_request = (flags & NT_V_PER_SEED) != 0;
+  const nt_row_draw d = nt_row_draw_of(b, flags, vocab, NT_ROW_PARAM_NAMES);
+  const nt_row_params p = d.p;
+  const ulong sd = d.seed, of = d.offset;
+  const int per_request = (flags & NT_PER_ROW_SEED) != 0;
   const int joint = (flags & NT_V_JOINT) != 0;
   __global int* out = out_ids + out_off + (ulong)b * out_stride;
   __global int* out_n = (flags & NT_V_NODES) ? out_nodes + nodes_off + (ulong)b * nodes_stride : out;

@@ -9,8 +9,8 @@
 namespace nt::opencl {
 namespace {
 
-constexpr cl_uint kPerT = 1, kPerK = 2, kPerP = 4, kPerMinP = 8, kPerSeed = 16, kPerOffset = 32,
-                  kJoint = 64, kTree = 128, kProbs = 256, kNodes = 512;
+// The kernel's flags besides the NT_PER_ROW_* bits (verify.cl's NT_V_JOINT ...).
+constexpr cl_uint kJoint = 64, kTree = 128, kProbs = 256, kNodes = 512;
 
 }  // namespace
 
@@ -40,38 +40,23 @@ void OpenclBackend::verify(const VerifyCall& c, void* workspace_handle, size_t w
       cu = view(op, "cu_num_draft", q, c.cu_num_draft);
       if (c.draft_probs.data) probs = view(op, "draft_probs", q, c.draft_probs);
     }
-    const cl::Buffer t = per_row(op, "temperature", q, c.temperature.per_row, B * 4);
-    const cl::Buffer k = per_row(op, "top_k", q, c.top_k.per_row, B * 4);
-    const cl::Buffer p = per_row(op, "top_p", q, c.top_p.per_row, B * 4);
-    const cl::Buffer mp = per_row(op, "min_p", q, c.min_p.per_row, B * 4);
-    const cl::Buffer seed = per_row(op, "seed", q, c.seed.per_row, B * 8);
-    const cl::Buffer offset = per_row(op, "offset", q, c.offset.per_row, B * 8);
+    const RowParams params = row_params(op, q, B, c);
     if (B == 0) return;
-    const cl::Buffer tried = bytes ? opencl::workspace(op, q, workspace_handle, bytes) : cl::Buffer();
-    cl_uint flags = 0;
-    if (c.temperature.per_row) flags |= kPerT;
-    if (c.top_k.per_row) flags |= kPerK;
-    if (c.top_p.per_row) flags |= kPerP;
-    if (c.min_p.per_row) flags |= kPerMinP;
-    if (c.seed.per_row) flags |= kPerSeed;
-    if (c.offset.per_row) flags |= kPerOffset;
+    const cl::Buffer tried =
+        bytes ? opencl::workspace(op, q, workspace_handle, workspace_bytes, bytes) : cl::Buffer();
+    cl_uint flags = params.per_row_flags;
     if (c.joint) flags |= kJoint;
     if (c.tree) flags |= kTree;
     if (c.draft_probs.data) flags |= kProbs;
     if (c.out_nodes.data) flags |= kNodes;
     cl::Kernel kern = kernel(op, q, {{"verify.cl"}, "-DNT_ELEM=" + std::to_string(int(c.target.dtype))},
                              "nt_verify");
-    set_args(kern, target.buffer, target.offset, cl_ulong(c.target.row_stride), cl_uint(c.vocab),
-             cl_uint(B), cl_uint(c.width), flags, cl_int(c.mass_bits), t, c.temperature.scalar, k,
-             cl_int(c.top_k.scalar), p, c.top_p.scalar, mp, c.min_p.scalar, seed,
-             cl_ulong(c.seed.scalar), offset, cl_ulong(c.offset.scalar), drafts.buffer,
-             drafts.offset, cl_uint(c.drafts), cu.buffer, cu.offset, probs.buffer, probs.offset,
-             cl_ulong(c.draft_probs.row_stride), cand.buffer, cand.offset,
-             cl_ulong(c.candidates.row_stride), next.buffer, next.offset,
-             cl_ulong(c.next_token.row_stride), sib.buffer, sib.offset,
-             cl_ulong(c.next_sibling.row_stride), cl_uint(c.nodes), out_ids.buffer, out_ids.offset,
-             cl_ulong(c.out_ids.row_stride), out_nodes.buffer, out_nodes.offset,
-             cl_ulong(c.out_nodes.row_stride), num.buffer, num.offset, tried);
+    set_args(kern, target, cl_ulong(c.target.row_stride), cl_uint(c.vocab), cl_uint(B),
+             cl_uint(c.width), flags, cl_int(c.mass_bits), params, drafts, cl_uint(c.drafts), cu,
+             probs, cl_ulong(c.draft_probs.row_stride), cand, cl_ulong(c.candidates.row_stride),
+             next, cl_ulong(c.next_token.row_stride), sib, cl_ulong(c.next_sibling.row_stride),
+             cl_uint(c.nodes), out_ids, cl_ulong(c.out_ids.row_stride), out_nodes,
+             cl_ulong(c.out_nodes.row_stride), num, tried);
     enqueue(kern, q, B, 1);
   });
 }
