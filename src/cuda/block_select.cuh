@@ -1,6 +1,7 @@
 // Block-level selection over 64-bit composites (ordering key << 32 | ~index):
 // one integer order that ranks by score descending, then index ascending, so
-// "larger composite" is "ranks first" and every composite of a row is distinct.
+// "larger composite" is "ranks first" and every composite of a row is distinct
+// and nonzero (an index is below 2^31, so ~index is not 0): 0 can mark padding.
 // Radix select here counts with integer atomics only, so its result never
 // depends on the order the atomics land in.
 #pragma once
@@ -237,10 +238,6 @@ __device__ __forceinline__ void warp_find_digit(const uint32_t* hist, int need, 
   digit = __shfl_sync(0xffffffffu, d, src);
   above = __shfl_sync(0xffffffffu, a, src);
   count = __shfl_sync(0xffffffffu, n, src);
-}
-
-__device__ __forceinline__ bool prefix_matches(u64 v, u64 prefix, int depth) {
-  return depth == 0 || (v >> (64 - depth)) == prefix;
 }
 
 // Block-wide radix select: the rank T such that exactly `need` of the ranks

@@ -20,6 +20,11 @@
 
 namespace nt::cuda {
 
+// Whether composite v's first `depth` bits are `prefix`.
+__device__ __forceinline__ bool prefix_matches(u64 v, u64 prefix, int depth) {
+  return depth == 0 || (v >> (64 - depth)) == prefix;
+}
+
 // ---- phase 4: exact resolution of a flagged row over the whole row -----------
 
 struct Threshold {
