@@ -49,7 +49,13 @@ inline __m256 load8(Row row, int64_t i, int64_t n) {
 }
 
 inline __m256i valid_lanes(int64_t n) {
-  return n >= 8 ? _mm256_set1_epi32(-1) : _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(n)), lane_offsets());
+  if (n >= 8) return _mm256_set1_epi32(-1);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(n)), lane_offsets());
+}
+
+// The token indices of eight lanes from i.
+inline __m256i lane_index(int64_t i) {
+  return _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), lane_offsets());
 }
 
 // nt_order_key(x) ^ kFlip: NaN -> -inf, -0 -> +0, then flip the magnitude bits
@@ -206,7 +212,7 @@ template <int kGroups>
 inline void group_words(const int64_t* group, uint64_t seed, uint64_t offset, uint32_t tag, __m256i* w) {
   __m256i block[kGroups];
   for (int g = 0; g < kGroups; ++g)
-    block[g] = _mm256_add_epi32(_mm256_set1_epi32(int32_t(group[g] * 8)), lane_offsets());
+    block[g] = lane_index(group[g] * 8);
   Philox8 b[kGroups];
   philox8<kGroups>(block, seed, offset, tag, b);
   for (int g = 0; g < kGroups; ++g) transpose_words(b[g], w + 4 * g);
@@ -249,11 +255,10 @@ template <bool kTail>
 inline void scan8(__m256 x, int64_t i, int64_t n, __m256i lo_key, __m256i hi_key, bool compact,
                   int32_t* out, ScanState* st) {
   const __m256i key = signed_key8(x);
-  const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), lane_offsets());
   __m256i gt = _mm256_cmpgt_epi32(key, st->best);
   if (kTail) gt = _mm256_and_si256(gt, valid_lanes(n));
   st->best = _mm256_blendv_epi8(st->best, key, gt);
-  st->best_index = _mm256_blendv_epi8(st->best_index, index, gt);
+  st->best_index = _mm256_blendv_epi8(st->best_index, lane_index(i), gt);
   if (!compact) return;
   __m256i in = _mm256_and_si256(ge_i32(key, lo_key), ge_i32(hi_key, key));
   if (kTail) in = _mm256_and_si256(in, valid_lanes(n));
@@ -273,18 +278,6 @@ ScanStats scan_result(const ScanState& st) {
   }
   if (result.max_index >= 0) result.max_key = uint32_t(top) ^ kFlip;
   return result;
-}
-
-int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int32_t* out,
-             ScanStats* stats) {
-  ScanState st;
-  const __m256i lo_key = signed_key(lo), hi_key = signed_key(hi);
-  const bool compact = lo <= hi;
-  int64_t i = begin;
-  for (; i + 8 <= end; i += 8) scan8<false>(load8(row, i, 8), i, 8, lo_key, hi_key, compact, out, &st);
-  if (i < end) scan8<true>(load8(row, i, end - i), i, end - i, lo_key, hi_key, compact, out, &st);
-  *stats = scan_result(st);
-  return st.n_out;
 }
 
 // Sums exp(s - ref) of the eight logits whose keys lie below lo_key into two
@@ -310,8 +303,10 @@ inline void mass8(__m256 x, float temperature, __m256 ref, __m256i lo_key, MassL
   m->add(exp8(d));
 }
 
-int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, float temperature,
-                  float ref, int32_t* out, ScanStats* stats, double* mass) {
+// scan_mass(), and scan() without kMass (temperature, ref and mass unused).
+template <bool kMass>
+int64_t scan_range(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi,
+                   float temperature, float ref, int32_t* out, ScanStats* stats, double* mass) {
   ScanState st;
   MassLanes m;
   const __m256i lo_key = signed_key(lo), hi_key = signed_key(hi);
@@ -321,16 +316,21 @@ int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi,
   for (; i + 8 <= end; i += 8) {
     const __m256 x = load8(row, i, 8);
     scan8<false>(x, i, 8, lo_key, hi_key, compact, out, &st);
-    mass8(x, temperature, ref8, lo_key, &m);
+    if (kMass) mass8(x, temperature, ref8, lo_key, &m);
   }
   if (i < end) {
     const __m256 x = load8(row, i, end - i);
     scan8<true>(x, i, end - i, lo_key, hi_key, compact, out, &st);
-    mass8(x, temperature, ref8, lo_key, &m);
+    if (kMass) mass8(x, temperature, ref8, lo_key, &m);
   }
   *stats = scan_result(st);
-  *mass = m.total();
+  if (kMass) *mass = m.total();
   return st.n_out;
+}
+
+int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int32_t* out,
+             ScanStats* stats) {
+  return scan_range<false>(row, begin, end, lo, hi, 1.0f, 0.0f, out, stats, nullptr);
 }
 
 double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, float s_max,
@@ -361,18 +361,15 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
     _mm_store_pd(p + 6, _mm256_extractf128_pd(q_hi, 1));
     _mm_store_si128(reinterpret_cast<__m128i*>(bin), _mm256_castsi256_si128(b));
     _mm_store_si128(reinterpret_cast<__m128i*>(bin + 4), _mm256_extracti128_si256(b, 1));
-    if (lanes == 0xFF) {  // the common case, without a data-dependent branch per lane
-      for (int l = 0; l < 8; ++l) {
-        mass[bin[l]] += p[l];
-        ++count[bin[l]];
-      }
-      continue;
-    }
-    for (int bits = lanes; bits != 0; bits &= bits - 1) {
-      const int l = __builtin_ctz(bits);
+    auto add_lane = [&](int l) {
       mass[bin[l]] += p[l];
       ++count[bin[l]];
+    };
+    if (lanes == 0xFF) {  // the common case, without a data-dependent branch per lane
+      for (int l = 0; l < 8; ++l) add_lane(l);
+      continue;
     }
+    for (int bits = lanes; bits != 0; bits &= bits - 1) add_lane(__builtin_ctz(bits));
   }
   return rest.total();
 }
@@ -408,10 +405,6 @@ inline __m256 draw_score8(__m256 x, const DrawSet& set) {
   return set.pos_inf ? _mm256_setzero_ps() : scaled8(x, set.temperature);
 }
 
-inline void consider(Best* b, float v, int32_t i) {
-  if (v > b->value || (v == b->value && i < b->index)) *b = Best{v, i};
-}
-
 // Above this many candidates in a group of 32, one Philox lane per block of
 // four consecutive tokens beats one lane per token.
 constexpr int kDenseGroup = 12;
@@ -441,8 +434,7 @@ inline void load_group(Row row, int64_t g0, int64_t end, const DrawSet& set, flo
   for (int k = 0; k < 4 && g0 + 8 * k < end; ++k) {
     const int64_t i = g0 + 8 * k, n = end - i;
     const __m256 x = load8(row, i, n);
-    const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), lane_offsets());
-    const __m256i in = member8(signed_key8(x), index, valid_lanes(n), set);
+    const __m256i in = member8(signed_key8(x), lane_index(i), valid_lanes(n), set);
     if (mask_bits(in) == 0) continue;
     const __m256 s = draw_score8(x, set);
     const __m256 reach = _mm256_and_ps(_mm256_castsi256_ps(in),
@@ -455,18 +447,29 @@ inline void load_group(Row row, int64_t g0, int64_t end, const DrawSet& set, flo
   g->s_top = max8(top);
 }
 
+// Gumbel-max over the lanes of `pass`: lane l, token token_of(l), scores
+// score[l] plus the Gumbel noise of Philox word w[l].
+template <class TokenOf>
+inline void draw_lanes(__m256 score, __m256i w, int pass, TokenOf token_of, Best* b) {
+  if (pass == 0) return;
+  alignas(32) float value[8];
+  _mm256_store_ps(value, _mm256_add_ps(score, gumbel8(w)));
+  for (int bits = pass; bits != 0; bits &= bits - 1) {
+    const int l = __builtin_ctz(bits);
+    const float v = value[l];
+    const int32_t i = token_of(l);
+    if (v > b->value || (v == b->value && i < b->index)) *b = Best{v, i};
+  }
+}
+
 // Gumbel-max over the candidates of a group whose Philox words are w.
 inline void draw_group(const Group& g, const __m256i* w, const WordFloor& floor_of, Best* b) {
-  alignas(32) float value[8];
   const int32_t floor = floor_of(b->value, g.s_top);
   for (int k = 0; k < 4; ++k) {
     const int pass = word_pass(w[k], floor) & int((g.keep >> (8 * k)) & 0xFFu);
-    if (pass == 0) continue;
-    _mm256_store_ps(value, _mm256_add_ps(_mm256_load_ps(g.score + 8 * k), gumbel8(w[k])));
-    for (int bits = pass; bits != 0; bits &= bits - 1) {
-      const int l = __builtin_ctz(bits);
-      consider(b, value[l], int32_t(g.first + 8 * k + l));
-    }
+    const int64_t first = g.first + 8 * k;
+    draw_lanes(_mm256_load_ps(g.score + 8 * k), w[k], pass,
+               [&](int l) { return int32_t(first + l); }, b);
   }
 }
 
@@ -474,7 +477,7 @@ void gumbel_scan(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* 
   Best b = *best;
   const WordFloor& floor_of = word_floor();
   alignas(32) int32_t pend_index[8];
-  alignas(32) float pend_score[8], pend_value[8];
+  alignas(32) float pend_score[8];
   int n_pend = 0;
   auto flush = [&] {
     if (n_pend == 0) return;
@@ -484,13 +487,7 @@ void gumbel_scan(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* 
     const __m256i w = token_words8(_mm256_load_si256(reinterpret_cast<const __m256i*>(pend_index)),
                                    set.seed, set.offset, set.tag);
     const int pass = word_pass(w, floor_of(b.value, s_top)) & ((1 << n_pend) - 1);
-    if (pass != 0) {
-      _mm256_store_ps(pend_value, _mm256_add_ps(_mm256_load_ps(pend_score), gumbel8(w)));
-      for (int bits = pass; bits != 0; bits &= bits - 1) {
-        const int l = __builtin_ctz(bits);
-        consider(&b, pend_value[l], pend_index[l]);
-      }
-    }
+    draw_lanes(_mm256_load_ps(pend_score), w, pass, [&](int l) { return pend_index[l]; }, &b);
     n_pend = 0;
   };
   auto sparse = [&](const Group& g) {
@@ -534,8 +531,7 @@ Cumulative cumulative(Row row, int64_t begin, int64_t end, const DrawSet& set, d
   for (int64_t i = begin; i < end; i += 8) {
     const int64_t n = end - i;
     const __m256 x = load8(row, i, n);
-    const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), lane_offsets());
-    const int in = mask_bits(member8(signed_key8(x), index, valid_lanes(n), set));
+    const int in = mask_bits(member8(signed_key8(x), lane_index(i), valid_lanes(n), set));
     if (in == 0) continue;
     const __m256 mass = set.pos_inf ? _mm256_set1_ps(1.0f) : exp8(_mm256_sub_ps(draw_score8(x, set), top));
     _mm256_store_ps(p, mass);
@@ -549,7 +545,8 @@ Cumulative cumulative(Row row, int64_t begin, int64_t end, const DrawSet& set, d
   return c;
 }
 
-constexpr Kernels kAvx2{&scan, &scan_mass, &mass_histogram, &exp_list, &gumbel_list, &gumbel_scan, &cumulative};
+constexpr Kernels kAvx2{&scan, &scan_range<true>, &mass_histogram, &exp_list, &gumbel_list,
+                        &gumbel_scan, &cumulative};
 
 }  // namespace
 
