@@ -7,8 +7,6 @@
 #include <limits>
 #include <numeric>
 
-#include "cpu/row_io.h"
-
 namespace nt::cpu::sampling {
 namespace {
 
@@ -73,7 +71,7 @@ uint32_t topk_pivot(RowJob& j, int64_t k, float* ref, int64_t stride = kPivotStr
   if (m < 16 || rank >= double(m)) return x_threshold(NT_KEY_FIRST_FINITE, j.p.temperature, j.hi);
   uint32_t top = 0;
   for (int64_t s = 0; s < m; ++s) {
-    j.r_key[s] = nt_order_key(widen_element(j.x.data, j.x.dtype, s * stride + stride - 1));
+    j.r_key[s] = nt_order_key(j.x.at(s * stride + stride - 1));
     j.r_index[s] = int32_t(s);
     top = std::max(top, j.r_key[s]);
   }
@@ -104,7 +102,7 @@ int64_t gather_found(RowJob& j) {
 // Scores and score keys of the listed candidates.
 void score_list(RowJob& j, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const float s = nt_scaled_score(widen_element(j.x.data, j.x.dtype, j.c_index[i]), j.p.temperature);
+    const float s = nt_scaled_score(j.x.at(j.c_index[i]), j.p.temperature);
     j.c_score[i] = s;
     j.c_key[i] = nt_order_key(s);
   }
@@ -181,8 +179,7 @@ int binned_estimate(RowJob& j, bool z_known) {
   const int64_t m = j.vocab / kPivotStride;
   if (m < 16) return kMassBins;
   for (int64_t s = 0; s < m; ++s)
-    j.c_score[s] = nt_scaled_score(widen_element(j.x.data, j.x.dtype, s * kPivotStride + kPivotStride - 1),
-                                   j.p.temperature);
+    j.c_score[s] = nt_scaled_score(j.x.at(s * kPivotStride + kPivotStride - 1), j.p.temperature);
   kernels().exp_list(j.c_score, m, j.s_max, j.c_mass);
   constexpr int kUnits = kMassBins / int(kMassBinScale);  // units of s_max - s the bins span
   double unit_mass[kUnits + 1] = {};  // estimated mass per unit of s_max - s
@@ -365,7 +362,7 @@ void stage_after_scan(RowJob& j) {
     // Every finite logit scores 0; the largest logit may be +inf, which scores NaN.
     bool any_finite = false;
     for (int64_t i = 0; i < j.vocab && !any_finite; ++i)
-      any_finite = std::isfinite(widen_element(j.x.data, j.x.dtype, i));
+      any_finite = std::isfinite(j.x.at(i));
     j.s_max_key = any_finite ? nt_order_key(0.0f) : NT_KEY_NEG_INF;
     bound_index = -1;
   } else {
