@@ -388,13 +388,10 @@ void stage_after_scan(RowJob& j) {
 
   if (j.p.top_k > 0) {
     int64_t n = gather_found(j);
-    if (n < j.p.top_k) {  // the pivot was too high: take every finite score
+    if (n < j.p.top_k) {  // the pivot was too high: list every finite score
       const uint32_t lo = x_threshold(NT_KEY_FIRST_FINITE, t, j.hi);
-      n = 0;
-      for (int64_t c = 0; c < j.n_chunks; ++c) {
-        ScanStats unused;
-        n += kernels().scan(j.x, chunk_begin(c), chunk_end(j, c), lo, j.hi, j.c_index + n, &unused);
-      }
+      ScanStats unused;
+      n = kernels().scan(j.x, 0, j.vocab, lo, j.hi, j.c_index, &unused);
     }
     score_list(j, n);
     if (n > j.p.top_k) {
