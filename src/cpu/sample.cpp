@@ -163,7 +163,8 @@ size_t CpuBackend::sample_workspace_size(const SampleCall& call) {
 }
 
 void CpuBackend::sample(const SampleCall& call, void* workspace, size_t workspace_bytes, void*) {
-  sampling::sample_rows("sample", call, workspace, workspace_bytes, sampling::RowDone{nullptr, nullptr});
+  sampling::sample_rows("sample", call, workspace, workspace_bytes,
+                        sampling::RowDone{nullptr, nullptr});
 }
 
 }  // namespace nt::cpu

@@ -72,7 +72,8 @@ void exp_list(const float* s, int64_t n, float s_max, float* p) {
 
 void gumbel_list(const int32_t* index, int64_t n, uint64_t seed, uint64_t offset, uint32_t tag,
                  float* gumbel) {
-  for (int64_t i = 0; i < n; ++i) gumbel[i] = nt_token_gumbel(seed, offset, tag, uint32_t(index[i]));
+  for (int64_t i = 0; i < n; ++i)
+    gumbel[i] = nt_token_gumbel(seed, offset, tag, uint32_t(index[i]));
 }
 
 void gumbel_scan(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* best) {

@@ -65,7 +65,8 @@ inline __m256i signed_key8(__m256 x) {
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
   u = _mm256_blendv_epi8(u, _mm256_set1_epi32(int32_t(0xFF800000u)), nan);
   u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, _mm256_set1_epi32(INT_MIN)), u);
-  return _mm256_xor_si256(u, _mm256_and_si256(_mm256_srai_epi32(u, 31), _mm256_set1_epi32(0x7FFFFFFF)));
+  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF);
+  return _mm256_xor_si256(u, _mm256_and_si256(_mm256_srai_epi32(u, 31), magnitude));
 }
 
 inline __m256i ge_i32(__m256i a, __m256i b) {  // a >= b
@@ -89,7 +90,8 @@ inline __m256 scaled8(__m256 x, float temperature) {
 inline __m256 exp8(__m256 d) {
   const __m256 in_range = _mm256_cmp_ps(d, _mm256_set1_ps(NT_EXP_MIN_ARG), _CMP_GE_OQ);
   const __m256 magic = _mm256_set1_ps(NT_EXP_ROUND_MAGIC);
-  const __m256 n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(d, _mm256_set1_ps(NT_EXP_LOG2E)), magic), magic);
+  const __m256 n =
+      _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(d, _mm256_set1_ps(NT_EXP_LOG2E)), magic), magic);
   __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-NT_EXP_LN2_HI), d);
   r = _mm256_fmadd_ps(n, _mm256_set1_ps(-NT_EXP_LN2_LO), r);
   __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(NT_EXP_C7), r, _mm256_set1_ps(NT_EXP_C6));
@@ -118,7 +120,8 @@ inline __m256 log8(__m256 x) {
   e = _mm256_sub_epi32(e, big);
   const __m256 f = _mm256_sub_ps(_mm256_castsi256_ps(m), _mm256_set1_ps(1.0f));
   const __m256 z = _mm256_mul_ps(f, f);
-  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(6.804056466e-02f), f, _mm256_set1_ps(-1.172831580e-01f));
+  __m256 p =
+      _mm256_fmadd_ps(_mm256_set1_ps(6.804056466e-02f), f, _mm256_set1_ps(-1.172831580e-01f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.189046502e-01f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.239611059e-01f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.421779245e-01f));
@@ -126,7 +129,8 @@ inline __m256 log8(__m256 x) {
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.000224590e-01f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-2.500000000e-01f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(3.333331048e-01f));
-  const __m256 tail = _mm256_fmadd_ps(_mm256_mul_ps(z, f), p, _mm256_mul_ps(_mm256_set1_ps(-0.5f), z));
+  const __m256 tail =
+      _mm256_fmadd_ps(_mm256_mul_ps(z, f), p, _mm256_mul_ps(_mm256_set1_ps(-0.5f), z));
   const __m256 fe = _mm256_cvtepi32_ps(e);
   __m256 r = _mm256_fmadd_ps(fe, _mm256_set1_ps(-2.121944400546905828e-4f), tail);
   r = _mm256_add_ps(r, f);
@@ -154,7 +158,8 @@ inline void mul_hi_lo(__m256i a, __m256i m, __m256i* hi, __m256i* lo) {
 // nt_token_block for kChains x 8 block indices at once. A round is a chain of
 // multiply, blend and xor latencies, so independent chains are interleaved.
 template <int kChains>
-inline void philox8(const __m256i* block, uint64_t seed, uint64_t offset, uint32_t tag, Philox8* out) {
+inline void philox8(const __m256i* block, uint64_t seed, uint64_t offset, uint32_t tag,
+                    Philox8* out) {
   __m256i c0[kChains], c1[kChains], c2[kChains], c3[kChains];
   for (int c = 0; c < kChains; ++c) {
     c0[c] = block[c];
@@ -163,7 +168,8 @@ inline void philox8(const __m256i* block, uint64_t seed, uint64_t offset, uint32
     c3[c] = _mm256_set1_epi32(int32_t(uint32_t(offset >> 32)));
   }
   uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
-  const __m256i m0 = _mm256_set1_epi32(int32_t(0xD2511F53u)), m1 = _mm256_set1_epi32(int32_t(0xCD9E8D57u));
+  const __m256i m0 = _mm256_set1_epi32(int32_t(0xD2511F53u));
+  const __m256i m1 = _mm256_set1_epi32(int32_t(0xCD9E8D57u));
 #pragma GCC unroll 10
   for (int round = 0; round < 10; ++round) {
     const __m256i key0 = _mm256_set1_epi32(int32_t(k0)), key1 = _mm256_set1_epi32(int32_t(k1));
@@ -177,7 +183,8 @@ inline void philox8(const __m256i* block, uint64_t seed, uint64_t offset, uint32
       c1[c] = lo1;
       c3[c] = lo0;
     }
-    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
   }
   for (int c = 0; c < kChains; ++c) out[c] = Philox8{{c0[c], c1[c], c2[c], c3[c]}};
 }
@@ -196,8 +203,10 @@ inline __m256i token_words8(__m256i token, uint64_t seed, uint64_t offset, uint3
 
 // Words of eight consecutive blocks (32 tokens) in token order.
 inline void transpose_words(const Philox8& b, __m256i w[4]) {
-  const __m256i lo01 = _mm256_unpacklo_epi32(b.v[0], b.v[1]), hi01 = _mm256_unpackhi_epi32(b.v[0], b.v[1]);
-  const __m256i lo23 = _mm256_unpacklo_epi32(b.v[2], b.v[3]), hi23 = _mm256_unpackhi_epi32(b.v[2], b.v[3]);
+  const __m256i lo01 = _mm256_unpacklo_epi32(b.v[0], b.v[1]);
+  const __m256i hi01 = _mm256_unpackhi_epi32(b.v[0], b.v[1]);
+  const __m256i lo23 = _mm256_unpacklo_epi32(b.v[2], b.v[3]);
+  const __m256i hi23 = _mm256_unpackhi_epi32(b.v[2], b.v[3]);
   const __m256i q0 = _mm256_unpacklo_epi64(lo01, lo23), q1 = _mm256_unpackhi_epi64(lo01, lo23);
   const __m256i q2 = _mm256_unpacklo_epi64(hi01, hi23), q3 = _mm256_unpackhi_epi64(hi01, hi23);
   w[0] = _mm256_permute2x128_si256(q0, q1, 0x20);
@@ -209,7 +218,8 @@ inline void transpose_words(const Philox8& b, __m256i w[4]) {
 // Philox words of the tokens of kGroups groups of 32 starting at tokens
 // 32 * group[g], in token order.
 template <int kGroups>
-inline void group_words(const int64_t* group, uint64_t seed, uint64_t offset, uint32_t tag, __m256i* w) {
+inline void group_words(const int64_t* group, uint64_t seed, uint64_t offset, uint32_t tag,
+                        __m256i* w) {
   __m256i block[kGroups];
   for (int g = 0; g < kGroups; ++g)
     block[g] = lane_index(group[g] * 8);
@@ -262,7 +272,8 @@ inline void scan8(__m256 x, int64_t i, int64_t n, __m256i lo_key, __m256i hi_key
   if (!compact) return;
   __m256i in = _mm256_and_si256(ge_i32(key, lo_key), ge_i32(hi_key, key));
   if (kTail) in = _mm256_and_si256(in, valid_lanes(n));
-  for (int bits = mask_bits(in); bits != 0; bits &= bits - 1) out[st->n_out++] = int32_t(i + __builtin_ctz(bits));
+  for (int bits = mask_bits(in); bits != 0; bits &= bits - 1)
+    out[st->n_out++] = int32_t(i + __builtin_ctz(bits));
 }
 
 // The first token holding the largest key of a scan's lanes.
@@ -274,7 +285,10 @@ ScanStats scan_result(const ScanState& st) {
   int32_t top = INT_MIN;
   for (int l = 0; l < 8; ++l) {
     if (idx[l] < 0) continue;
-    if (keys[l] > top || (keys[l] == top && idx[l] < result.max_index)) { top = keys[l]; result.max_index = idx[l]; }
+    if (keys[l] > top || (keys[l] == top && idx[l] < result.max_index)) {
+      top = keys[l];
+      result.max_index = idx[l];
+    }
   }
   if (result.max_index >= 0) result.max_key = uint32_t(top) ^ kFlip;
   return result;
@@ -347,7 +361,8 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
     const __m256 q = exp8(_mm256_sub_ps(s, top));  // 0 where s = -inf
     const __m256 t = _mm256_mul_ps(_mm256_sub_ps(top, s), _mm256_set1_ps(kMassBinScale));
     const __m256i b = _mm256_cvttps_epi32(_mm256_min_ps(t, _mm256_set1_ps(kMassBinLast)));
-    const __m256 binned = _mm256_and_ps(finite, _mm256_castsi256_ps(_mm256_cmpgt_epi32(binned_end, b)));
+    const __m256 binned =
+        _mm256_and_ps(finite, _mm256_castsi256_ps(_mm256_cmpgt_epi32(binned_end, b)));
     rest.add(_mm256_andnot_ps(binned, q));
     const int lanes = _mm256_movemask_ps(binned);
     if (lanes == 0) continue;
@@ -377,7 +392,8 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
 void exp_list(const float* s, int64_t n, float s_max, float* p) {
   const __m256 top = _mm256_set1_ps(s_max);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(p + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), top)));
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(p + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), top)));
   if (i < n) {
     const __m256i m = valid_lanes(n - i);
     _mm256_maskstore_ps(p + i, m, exp8(_mm256_sub_ps(_mm256_maskload_ps(s + i, m), top)));
@@ -533,7 +549,8 @@ Cumulative cumulative(Row row, int64_t begin, int64_t end, const DrawSet& set, d
     const __m256 x = load8(row, i, n);
     const int in = mask_bits(member8(signed_key8(x), lane_index(i), valid_lanes(n), set));
     if (in == 0) continue;
-    const __m256 mass = set.pos_inf ? _mm256_set1_ps(1.0f) : exp8(_mm256_sub_ps(draw_score8(x, set), top));
+    const __m256 mass =
+        set.pos_inf ? _mm256_set1_ps(1.0f) : exp8(_mm256_sub_ps(draw_score8(x, set), top));
     _mm256_store_ps(p, mass);
     for (int bits = in; bits != 0; bits &= bits - 1) {
       const int l = __builtin_ctz(bits);

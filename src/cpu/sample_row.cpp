@@ -125,7 +125,8 @@ int64_t filter_list(RowJob& j, int64_t n, PrefixEnd end) {
 PrefixEnd list_end(const RowJob& j, int64_t n) {
   PrefixEnd e{UINT32_MAX, -1};
   for (int64_t i = 0; i < n; ++i)
-    if (j.c_key[i] < e.key || (j.c_key[i] == e.key && j.c_index[i] > e.index)) e = {j.c_key[i], j.c_index[i]};
+    if (j.c_key[i] < e.key || (j.c_key[i] == e.key && j.c_index[i] > e.index))
+      e = {j.c_key[i], j.c_index[i]};
   return e;
 }
 
@@ -218,7 +219,8 @@ float explicit_uniform(const RowJob& j) {
 // path forms it (a sum per chunk from 0, chunk sums added in order). Returns
 // the first member whose cumulative mass exceeds target (-1 if none) and the
 // total in *total.
-int64_t chunked_walk(const int32_t* index, const float* p, int64_t n, double target, double* total) {
+int64_t chunked_walk(const int32_t* index, const float* p, int64_t n, double target,
+                     double* total) {
   double prefix = 0.0, chain = 0.0;
   int64_t chunk = index[0] / kChunk;
   for (int64_t i = 0; i < n; ++i) {
@@ -252,7 +254,8 @@ void draw_from_list(RowJob& j, int64_t n) {
   int64_t first = 0;
   for (int64_t i = 1; i < n; ++i)
     if (score[i] > score[first]) first = i;
-  const float bound = score[first] + nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(index[first]));
+  const float bound =
+      score[first] + nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(index[first]));
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (score[i] + NT_GUMBEL_MAX < bound) continue;
@@ -271,7 +274,8 @@ void draw_from_list(RowJob& j, int64_t n) {
 }
 
 void stage_constraints_done(RowJob& j) {
-  if (j.p.min_p > 0.0f) j.keep = shorter(j.keep, PrefixEnd{minp_key(j.s_max_key, j.s_max, j.p.min_p), INT32_MAX});
+  if (j.p.min_p > 0.0f)
+    j.keep = shorter(j.keep, PrefixEnd{minp_key(j.s_max_key, j.s_max, j.p.min_p), INT32_MAX});
   if (j.n_list >= 0) {
     const int64_t m = filter_list(j, j.n_list, j.keep);
     if (m <= kListDrawMax) return draw_from_list(j, m);
@@ -281,7 +285,8 @@ void stage_constraints_done(RowJob& j) {
   j.set.b = x_threshold(j.keep.key + 1, t, j.hi);
   j.set.cut = j.keep.index;
   // The bound is usable only if its token is a member.
-  if (!(std::isfinite(j.bound) && in_prefix(j.s_max_key, j.stats.max_index, j.keep))) j.bound = -INFINITY;
+  if (!(std::isfinite(j.bound) && in_prefix(j.s_max_key, j.stats.max_index, j.keep)))
+    j.bound = -INFINITY;
   if (!j.has_uniform && std::isfinite(j.bound)) {
     // Tokens with fl(s + NT_GUMBEL_MAX) < bound cannot win: leave them out of the set.
     const float bound = j.bound;
@@ -341,9 +346,9 @@ void chunk_scan(RowJob& j, int64_t c) {
     o.n_found = kernels().scan(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo, j.compact_hi,
                                j.c_index + chunk_begin(c), &o.stats);
   else
-    o.n_found = kernels().scan_mass(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo, j.compact_hi,
-                                    j.p.temperature, j.mass_ref, j.c_index + chunk_begin(c),
-                                    &o.stats, &o.mass);
+    o.n_found = kernels().scan_mass(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo,
+                                    j.compact_hi, j.p.temperature, j.mass_ref,
+                                    j.c_index + chunk_begin(c), &o.stats, &o.mass);
 }
 
 void stage_after_scan(RowJob& j) {
@@ -375,7 +380,8 @@ void stage_after_scan(RowJob& j) {
     // Only the tokens scoring +inf, uniformly (their scores count as 0).
     j.set.a = j.set.b = x_threshold(NT_KEY_POS_INF, t, j.hi);
     j.set.pos_inf = true;
-    j.bound = nt_perturbed_score(INFINITY, nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(bound_index)), 1);
+    const float g = nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(bound_index));
+    j.bound = nt_perturbed_score(INFINITY, g, 1);
     j.next = Next::kDraw;
     return;
   }
