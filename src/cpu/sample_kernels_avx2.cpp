@@ -523,17 +523,12 @@ void gumbel_scan(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* 
       if (g0 + 32 * h < end) load_group(row, g0 + 32 * h, end, set, b.value, &g[h]);
       if (__builtin_popcount(g[h].keep) > kDenseGroup) dense[n_dense++] = h; else sparse(g[h]);
     }
+    int64_t groups[2];
+    for (int d = 0; d < n_dense; ++d) groups[d] = g[dense[d]].first >> 5;
     __m256i w[8];
-    if (n_dense == 2) {
-      const int64_t groups[2] = {g0 >> 5, (g0 >> 5) + 1};
-      group_words<2>(groups, set.seed, set.offset, set.tag, w);
-      draw_group(g[0], w, floor_of, &b);
-      draw_group(g[1], w + 4, floor_of, &b);
-    } else if (n_dense == 1) {
-      const int64_t group = g[dense[0]].first >> 5;
-      group_words<1>(&group, set.seed, set.offset, set.tag, w);
-      draw_group(g[dense[0]], w, floor_of, &b);
-    }
+    if (n_dense == 2) group_words<2>(groups, set.seed, set.offset, set.tag, w);
+    if (n_dense == 1) group_words<1>(groups, set.seed, set.offset, set.tag, w);
+    for (int d = 0; d < n_dense; ++d) draw_group(g[dense[d]], w + 4 * d, floor_of, &b);
   }
   flush();
   *best = b;
