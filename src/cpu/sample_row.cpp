@@ -21,7 +21,7 @@ constexpr int64_t kListDrawMax = 4096;
 constexpr int64_t kTopPCandidates = 512;
 constexpr int64_t kTopPSample = 512;
 
-// ---- keys ----------------------------------------------------------------------
+// ---- chunks --------------------------------------------------------------------
 
 int64_t chunk_begin(int64_t c) { return c * kChunk; }
 int64_t chunk_end(const RowJob& j, int64_t c) { return std::min(j.vocab, (c + 1) * kChunk); }
