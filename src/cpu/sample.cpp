@@ -23,33 +23,37 @@ namespace {
 
 struct Layout {
   int64_t n_chunks, slots;
-  size_t list_bytes, slot_bytes, bytes;
+  size_t job_bytes, chunk_bytes, mass_bytes, count_bytes, list_bytes, slot_bytes, bytes;
   explicit Layout(const SampleCall& call)
       : n_chunks((call.vocab + kChunk - 1) / kChunk),
         slots(std::min<int64_t>(call.rows, num_threads())),
+        job_bytes(align64(sizeof(RowJob))),
+        chunk_bytes(align64(size_t(n_chunks) * sizeof(ChunkOut))),
+        mass_bytes(align64(size_t(n_chunks) * kMassBins * sizeof(double))),
+        count_bytes(align64(size_t(n_chunks) * kMassBins * sizeof(uint32_t))),
         list_bytes(align64(size_t(call.vocab) * 4)),
-        slot_bytes(align64(sizeof(RowJob)) + align64(size_t(n_chunks) * sizeof(ChunkOut)) +
-                   align64(size_t(n_chunks) * kMassBins * 8) +
-                   align64(size_t(n_chunks) * kMassBins * 4) + 7 * list_bytes),
+        slot_bytes(job_bytes + chunk_bytes + mass_bytes + count_bytes + 7 * list_bytes),
         bytes(size_t(slots) * slot_bytes + kWorkspaceSlack) {}
 };
 
 RowJob* bind_slot(char* base, const Layout& L) {
-  RowJob* job = new (base) RowJob;
-  char* p = base + align64(sizeof(RowJob));
-  job->chunks = reinterpret_cast<ChunkOut*>(p);
-  p += align64(size_t(L.n_chunks) * sizeof(ChunkOut));
-  job->bin_mass = reinterpret_cast<double*>(p);
-  p += align64(size_t(L.n_chunks) * kMassBins * 8);
-  job->bin_count = reinterpret_cast<uint32_t*>(p);
-  p += align64(size_t(L.n_chunks) * kMassBins * 4);
-  job->c_index = reinterpret_cast<int32_t*>(p); p += L.list_bytes;
-  job->c_key = reinterpret_cast<uint32_t*>(p); p += L.list_bytes;
-  job->c_score = reinterpret_cast<float*>(p); p += L.list_bytes;
-  job->c_mass = reinterpret_cast<float*>(p); p += L.list_bytes;
-  job->r_index = reinterpret_cast<int32_t*>(p); p += L.list_bytes;
-  job->r_key = reinterpret_cast<uint32_t*>(p); p += L.list_bytes;
-  job->r_val = reinterpret_cast<float*>(p);
+  char* p = base;
+  auto take = [&p](size_t bytes) {
+    char* piece = p;
+    p += bytes;
+    return piece;
+  };
+  RowJob* job = new (take(L.job_bytes)) RowJob;
+  job->chunks = reinterpret_cast<ChunkOut*>(take(L.chunk_bytes));
+  job->bin_mass = reinterpret_cast<double*>(take(L.mass_bytes));
+  job->bin_count = reinterpret_cast<uint32_t*>(take(L.count_bytes));
+  job->c_index = reinterpret_cast<int32_t*>(take(L.list_bytes));
+  job->c_key = reinterpret_cast<uint32_t*>(take(L.list_bytes));
+  job->c_score = reinterpret_cast<float*>(take(L.list_bytes));
+  job->c_mass = reinterpret_cast<float*>(take(L.list_bytes));
+  job->r_index = reinterpret_cast<int32_t*>(take(L.list_bytes));
+  job->r_key = reinterpret_cast<uint32_t*>(take(L.list_bytes));
+  job->r_val = reinterpret_cast<float*>(take(L.list_bytes));
   return job;
 }
 
@@ -163,7 +167,8 @@ size_t CpuBackend::sample_workspace_size(const SampleCall& call) {
 }
 
 void CpuBackend::sample(const SampleCall& call, void* workspace, size_t workspace_bytes, void*) {
-  sampling::sample_rows("sample", call, workspace, workspace_bytes, sampling::RowDone{nullptr, nullptr});
+  sampling::sample_rows("sample", call, workspace, workspace_bytes,
+                        sampling::RowDone{nullptr, nullptr});
 }
 
 }  // namespace nt::cpu

@@ -4,19 +4,17 @@
 #include <climits>
 #include <cmath>
 
-#include "cpu/row_io.h"
-
 namespace nt::cpu::sampling {
 namespace {
 
-inline uint32_t x_key(Row row, int64_t i) { return nt_order_key(widen_element(row.data, row.dtype, i)); }
+inline uint32_t x_key(Row row, int64_t i) { return nt_order_key(row.at(i)); }
 
 inline bool member(uint32_t key, int64_t i, const DrawSet& set) {
   return key <= set.hi && (key >= set.b || (key >= set.a && i <= set.cut));
 }
 
 inline float draw_score(Row row, int64_t i, const DrawSet& set) {
-  return set.pos_inf ? 0.0f : nt_scaled_score(widen_element(row.data, row.dtype, i), set.temperature);
+  return set.pos_inf ? 0.0f : nt_scaled_score(row.at(i), set.temperature);
 }
 
 int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int32_t* out,
@@ -41,7 +39,7 @@ int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi,
                   float ref, int32_t* out, ScanStats* stats, double* mass) {
   double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t i = begin; i < end; ++i) {
-    const float x = widen_element(row.data, row.dtype, i);
+    const float x = row.at(i);
     const float s = nt_scaled_score(x, temperature);
     if (s == -INFINITY || nt_order_key(x) >= lo) continue;
     lane[i & 7] += double(nt_portable_exp(s - ref));
@@ -54,7 +52,7 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
                       int n_binned, double* mass, uint32_t* count) {
   double rest[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t i = begin; i < end; ++i) {
-    const float s = nt_scaled_score(widen_element(row.data, row.dtype, i), temperature);
+    const float s = nt_scaled_score(row.at(i), temperature);
     if (s == -INFINITY) continue;
     const int bin = mass_bin(s, s_max);
     const double p = double(nt_portable_exp(s - s_max));
@@ -74,7 +72,8 @@ void exp_list(const float* s, int64_t n, float s_max, float* p) {
 
 void gumbel_list(const int32_t* index, int64_t n, uint64_t seed, uint64_t offset, uint32_t tag,
                  float* gumbel) {
-  for (int64_t i = 0; i < n; ++i) gumbel[i] = nt_token_gumbel(seed, offset, tag, uint32_t(index[i]));
+  for (int64_t i = 0; i < n; ++i)
+    gumbel[i] = nt_token_gumbel(seed, offset, tag, uint32_t(index[i]));
 }
 
 void gumbel_scan(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* best) {
@@ -102,7 +101,8 @@ Cumulative cumulative(Row row, int64_t begin, int64_t end, const DrawSet& set, d
   return c;
 }
 
-constexpr Kernels kPortable{&scan, &scan_mass, &mass_histogram, &exp_list, &gumbel_list, &gumbel_scan, &cumulative};
+constexpr Kernels kPortable{&scan, &scan_mass, &mass_histogram, &exp_list, &gumbel_list,
+                            &gumbel_scan, &cumulative};
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include "core/ordering.h"
 #include "core/portable_exp.h"
 #include "core/sampling.h"
+#include "cpu/row_io.h"
 #include "nexttok/nexttok.h"
 
 namespace nt::cpu::sampling {
@@ -46,6 +47,7 @@ inline uint32_t score_key(float logit, float temperature) {
 struct Row {
   const void* data;
   nt_dtype dtype;
+  float at(int64_t i) const { return widen_element(data, dtype, i); }  // logit i, widened exactly
 };
 
 struct ScanStats {

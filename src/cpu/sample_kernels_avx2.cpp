@@ -49,7 +49,13 @@ inline __m256 load8(Row row, int64_t i, int64_t n) {
 }
 
 inline __m256i valid_lanes(int64_t n) {
-  return n >= 8 ? _mm256_set1_epi32(-1) : _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(n)), lane_offsets());
+  if (n >= 8) return _mm256_set1_epi32(-1);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(n)), lane_offsets());
+}
+
+// The token indices of eight lanes from i.
+inline __m256i lane_index(int64_t i) {
+  return _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), lane_offsets());
 }
 
 // nt_order_key(x) ^ kFlip: NaN -> -inf, -0 -> +0, then flip the magnitude bits
@@ -59,7 +65,8 @@ inline __m256i signed_key8(__m256 x) {
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
   u = _mm256_blendv_epi8(u, _mm256_set1_epi32(int32_t(0xFF800000u)), nan);
   u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, _mm256_set1_epi32(INT_MIN)), u);
-  return _mm256_xor_si256(u, _mm256_and_si256(_mm256_srai_epi32(u, 31), _mm256_set1_epi32(0x7FFFFFFF)));
+  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF);
+  return _mm256_xor_si256(u, _mm256_and_si256(_mm256_srai_epi32(u, 31), magnitude));
 }
 
 inline __m256i ge_i32(__m256i a, __m256i b) {  // a >= b
@@ -83,7 +90,8 @@ inline __m256 scaled8(__m256 x, float temperature) {
 inline __m256 exp8(__m256 d) {
   const __m256 in_range = _mm256_cmp_ps(d, _mm256_set1_ps(NT_EXP_MIN_ARG), _CMP_GE_OQ);
   const __m256 magic = _mm256_set1_ps(NT_EXP_ROUND_MAGIC);
-  const __m256 n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(d, _mm256_set1_ps(NT_EXP_LOG2E)), magic), magic);
+  const __m256 n =
+      _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(d, _mm256_set1_ps(NT_EXP_LOG2E)), magic), magic);
   __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-NT_EXP_LN2_HI), d);
   r = _mm256_fmadd_ps(n, _mm256_set1_ps(-NT_EXP_LN2_LO), r);
   __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(NT_EXP_C7), r, _mm256_set1_ps(NT_EXP_C6));
@@ -112,7 +120,8 @@ inline __m256 log8(__m256 x) {
   e = _mm256_sub_epi32(e, big);
   const __m256 f = _mm256_sub_ps(_mm256_castsi256_ps(m), _mm256_set1_ps(1.0f));
   const __m256 z = _mm256_mul_ps(f, f);
-  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(6.804056466e-02f), f, _mm256_set1_ps(-1.172831580e-01f));
+  __m256 p =
+      _mm256_fmadd_ps(_mm256_set1_ps(6.804056466e-02f), f, _mm256_set1_ps(-1.172831580e-01f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.189046502e-01f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.239611059e-01f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.421779245e-01f));
@@ -120,7 +129,8 @@ inline __m256 log8(__m256 x) {
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.000224590e-01f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-2.500000000e-01f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(3.333331048e-01f));
-  const __m256 tail = _mm256_fmadd_ps(_mm256_mul_ps(z, f), p, _mm256_mul_ps(_mm256_set1_ps(-0.5f), z));
+  const __m256 tail =
+      _mm256_fmadd_ps(_mm256_mul_ps(z, f), p, _mm256_mul_ps(_mm256_set1_ps(-0.5f), z));
   const __m256 fe = _mm256_cvtepi32_ps(e);
   __m256 r = _mm256_fmadd_ps(fe, _mm256_set1_ps(-2.121944400546905828e-4f), tail);
   r = _mm256_add_ps(r, f);
@@ -148,7 +158,8 @@ inline void mul_hi_lo(__m256i a, __m256i m, __m256i* hi, __m256i* lo) {
 // nt_token_block for kChains x 8 block indices at once. A round is a chain of
 // multiply, blend and xor latencies, so independent chains are interleaved.
 template <int kChains>
-inline void philox8(const __m256i* block, uint64_t seed, uint64_t offset, uint32_t tag, Philox8* out) {
+inline void philox8(const __m256i* block, uint64_t seed, uint64_t offset, uint32_t tag,
+                    Philox8* out) {
   __m256i c0[kChains], c1[kChains], c2[kChains], c3[kChains];
   for (int c = 0; c < kChains; ++c) {
     c0[c] = block[c];
@@ -157,7 +168,8 @@ inline void philox8(const __m256i* block, uint64_t seed, uint64_t offset, uint32
     c3[c] = _mm256_set1_epi32(int32_t(uint32_t(offset >> 32)));
   }
   uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
-  const __m256i m0 = _mm256_set1_epi32(int32_t(0xD2511F53u)), m1 = _mm256_set1_epi32(int32_t(0xCD9E8D57u));
+  const __m256i m0 = _mm256_set1_epi32(int32_t(0xD2511F53u));
+  const __m256i m1 = _mm256_set1_epi32(int32_t(0xCD9E8D57u));
 #pragma GCC unroll 10
   for (int round = 0; round < 10; ++round) {
     const __m256i key0 = _mm256_set1_epi32(int32_t(k0)), key1 = _mm256_set1_epi32(int32_t(k1));
@@ -171,7 +183,8 @@ inline void philox8(const __m256i* block, uint64_t seed, uint64_t offset, uint32
       c1[c] = lo1;
       c3[c] = lo0;
     }
-    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
   }
   for (int c = 0; c < kChains; ++c) out[c] = Philox8{{c0[c], c1[c], c2[c], c3[c]}};
 }
@@ -190,8 +203,10 @@ inline __m256i token_words8(__m256i token, uint64_t seed, uint64_t offset, uint3
 
 // Words of eight consecutive blocks (32 tokens) in token order.
 inline void transpose_words(const Philox8& b, __m256i w[4]) {
-  const __m256i lo01 = _mm256_unpacklo_epi32(b.v[0], b.v[1]), hi01 = _mm256_unpackhi_epi32(b.v[0], b.v[1]);
-  const __m256i lo23 = _mm256_unpacklo_epi32(b.v[2], b.v[3]), hi23 = _mm256_unpackhi_epi32(b.v[2], b.v[3]);
+  const __m256i lo01 = _mm256_unpacklo_epi32(b.v[0], b.v[1]);
+  const __m256i hi01 = _mm256_unpackhi_epi32(b.v[0], b.v[1]);
+  const __m256i lo23 = _mm256_unpacklo_epi32(b.v[2], b.v[3]);
+  const __m256i hi23 = _mm256_unpackhi_epi32(b.v[2], b.v[3]);
   const __m256i q0 = _mm256_unpacklo_epi64(lo01, lo23), q1 = _mm256_unpackhi_epi64(lo01, lo23);
   const __m256i q2 = _mm256_unpacklo_epi64(hi01, hi23), q3 = _mm256_unpackhi_epi64(hi01, hi23);
   w[0] = _mm256_permute2x128_si256(q0, q1, 0x20);
@@ -203,10 +218,11 @@ inline void transpose_words(const Philox8& b, __m256i w[4]) {
 // Philox words of the tokens of kGroups groups of 32 starting at tokens
 // 32 * group[g], in token order.
 template <int kGroups>
-inline void group_words(const int64_t* group, uint64_t seed, uint64_t offset, uint32_t tag, __m256i* w) {
+inline void group_words(const int64_t* group, uint64_t seed, uint64_t offset, uint32_t tag,
+                        __m256i* w) {
   __m256i block[kGroups];
   for (int g = 0; g < kGroups; ++g)
-    block[g] = _mm256_add_epi32(_mm256_set1_epi32(int32_t(group[g] * 8)), lane_offsets());
+    block[g] = lane_index(group[g] * 8);
   Philox8 b[kGroups];
   philox8<kGroups>(block, seed, offset, tag, b);
   for (int g = 0; g < kGroups; ++g) transpose_words(b[g], w + 4 * g);
@@ -249,15 +265,15 @@ template <bool kTail>
 inline void scan8(__m256 x, int64_t i, int64_t n, __m256i lo_key, __m256i hi_key, bool compact,
                   int32_t* out, ScanState* st) {
   const __m256i key = signed_key8(x);
-  const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), lane_offsets());
   __m256i gt = _mm256_cmpgt_epi32(key, st->best);
   if (kTail) gt = _mm256_and_si256(gt, valid_lanes(n));
   st->best = _mm256_blendv_epi8(st->best, key, gt);
-  st->best_index = _mm256_blendv_epi8(st->best_index, index, gt);
+  st->best_index = _mm256_blendv_epi8(st->best_index, lane_index(i), gt);
   if (!compact) return;
   __m256i in = _mm256_and_si256(ge_i32(key, lo_key), ge_i32(hi_key, key));
   if (kTail) in = _mm256_and_si256(in, valid_lanes(n));
-  for (int bits = mask_bits(in); bits != 0; bits &= bits - 1) out[st->n_out++] = int32_t(i + __builtin_ctz(bits));
+  for (int bits = mask_bits(in); bits != 0; bits &= bits - 1)
+    out[st->n_out++] = int32_t(i + __builtin_ctz(bits));
 }
 
 // The first token holding the largest key of a scan's lanes.
@@ -269,22 +285,13 @@ ScanStats scan_result(const ScanState& st) {
   int32_t top = INT_MIN;
   for (int l = 0; l < 8; ++l) {
     if (idx[l] < 0) continue;
-    if (keys[l] > top || (keys[l] == top && idx[l] < result.max_index)) { top = keys[l]; result.max_index = idx[l]; }
+    if (keys[l] > top || (keys[l] == top && idx[l] < result.max_index)) {
+      top = keys[l];
+      result.max_index = idx[l];
+    }
   }
   if (result.max_index >= 0) result.max_key = uint32_t(top) ^ kFlip;
   return result;
-}
-
-int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int32_t* out,
-             ScanStats* stats) {
-  ScanState st;
-  const __m256i lo_key = signed_key(lo), hi_key = signed_key(hi);
-  const bool compact = lo <= hi;
-  int64_t i = begin;
-  for (; i + 8 <= end; i += 8) scan8<false>(load8(row, i, 8), i, 8, lo_key, hi_key, compact, out, &st);
-  if (i < end) scan8<true>(load8(row, i, end - i), i, end - i, lo_key, hi_key, compact, out, &st);
-  *stats = scan_result(st);
-  return st.n_out;
 }
 
 // Sums exp(s - ref) of the eight logits whose keys lie below lo_key into two
@@ -310,8 +317,10 @@ inline void mass8(__m256 x, float temperature, __m256 ref, __m256i lo_key, MassL
   m->add(exp8(d));
 }
 
-int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, float temperature,
-                  float ref, int32_t* out, ScanStats* stats, double* mass) {
+// scan_mass(), and scan() without kMass (temperature, ref and mass unused).
+template <bool kMass>
+int64_t scan_range(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi,
+                   float temperature, float ref, int32_t* out, ScanStats* stats, double* mass) {
   ScanState st;
   MassLanes m;
   const __m256i lo_key = signed_key(lo), hi_key = signed_key(hi);
@@ -321,16 +330,21 @@ int64_t scan_mass(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi,
   for (; i + 8 <= end; i += 8) {
     const __m256 x = load8(row, i, 8);
     scan8<false>(x, i, 8, lo_key, hi_key, compact, out, &st);
-    mass8(x, temperature, ref8, lo_key, &m);
+    if (kMass) mass8(x, temperature, ref8, lo_key, &m);
   }
   if (i < end) {
     const __m256 x = load8(row, i, end - i);
     scan8<true>(x, i, end - i, lo_key, hi_key, compact, out, &st);
-    mass8(x, temperature, ref8, lo_key, &m);
+    if (kMass) mass8(x, temperature, ref8, lo_key, &m);
   }
   *stats = scan_result(st);
-  *mass = m.total();
+  if (kMass) *mass = m.total();
   return st.n_out;
+}
+
+int64_t scan(Row row, int64_t begin, int64_t end, uint32_t lo, uint32_t hi, int32_t* out,
+             ScanStats* stats) {
+  return scan_range<false>(row, begin, end, lo, hi, 1.0f, 0.0f, out, stats, nullptr);
 }
 
 double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, float s_max,
@@ -347,7 +361,8 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
     const __m256 q = exp8(_mm256_sub_ps(s, top));  // 0 where s = -inf
     const __m256 t = _mm256_mul_ps(_mm256_sub_ps(top, s), _mm256_set1_ps(kMassBinScale));
     const __m256i b = _mm256_cvttps_epi32(_mm256_min_ps(t, _mm256_set1_ps(kMassBinLast)));
-    const __m256 binned = _mm256_and_ps(finite, _mm256_castsi256_ps(_mm256_cmpgt_epi32(binned_end, b)));
+    const __m256 binned =
+        _mm256_and_ps(finite, _mm256_castsi256_ps(_mm256_cmpgt_epi32(binned_end, b)));
     rest.add(_mm256_andnot_ps(binned, q));
     const int lanes = _mm256_movemask_ps(binned);
     if (lanes == 0) continue;
@@ -361,18 +376,15 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
     _mm_store_pd(p + 6, _mm256_extractf128_pd(q_hi, 1));
     _mm_store_si128(reinterpret_cast<__m128i*>(bin), _mm256_castsi256_si128(b));
     _mm_store_si128(reinterpret_cast<__m128i*>(bin + 4), _mm256_extracti128_si256(b, 1));
-    if (lanes == 0xFF) {  // the common case, without a data-dependent branch per lane
-      for (int l = 0; l < 8; ++l) {
-        mass[bin[l]] += p[l];
-        ++count[bin[l]];
-      }
-      continue;
-    }
-    for (int bits = lanes; bits != 0; bits &= bits - 1) {
-      const int l = __builtin_ctz(bits);
+    auto add_lane = [&](int l) {
       mass[bin[l]] += p[l];
       ++count[bin[l]];
+    };
+    if (lanes == 0xFF) {  // the common case, without a data-dependent branch per lane
+      for (int l = 0; l < 8; ++l) add_lane(l);
+      continue;
     }
+    for (int bits = lanes; bits != 0; bits &= bits - 1) add_lane(__builtin_ctz(bits));
   }
   return rest.total();
 }
@@ -380,7 +392,8 @@ double mass_histogram(Row row, int64_t begin, int64_t end, float temperature, fl
 void exp_list(const float* s, int64_t n, float s_max, float* p) {
   const __m256 top = _mm256_set1_ps(s_max);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(p + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), top)));
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(p + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), top)));
   if (i < n) {
     const __m256i m = valid_lanes(n - i);
     _mm256_maskstore_ps(p + i, m, exp8(_mm256_sub_ps(_mm256_maskload_ps(s + i, m), top)));
@@ -406,10 +419,6 @@ inline __m256i member8(__m256i key, __m256i index, __m256i valid, const DrawSet&
 
 inline __m256 draw_score8(__m256 x, const DrawSet& set) {
   return set.pos_inf ? _mm256_setzero_ps() : scaled8(x, set.temperature);
-}
-
-inline void consider(Best* b, float v, int32_t i) {
-  if (v > b->value || (v == b->value && i < b->index)) *b = Best{v, i};
 }
 
 // Above this many candidates in a group of 32, one Philox lane per block of
@@ -441,8 +450,7 @@ inline void load_group(Row row, int64_t g0, int64_t end, const DrawSet& set, flo
   for (int k = 0; k < 4 && g0 + 8 * k < end; ++k) {
     const int64_t i = g0 + 8 * k, n = end - i;
     const __m256 x = load8(row, i, n);
-    const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), lane_offsets());
-    const __m256i in = member8(signed_key8(x), index, valid_lanes(n), set);
+    const __m256i in = member8(signed_key8(x), lane_index(i), valid_lanes(n), set);
     if (mask_bits(in) == 0) continue;
     const __m256 s = draw_score8(x, set);
     const __m256 reach = _mm256_and_ps(_mm256_castsi256_ps(in),
@@ -455,18 +463,29 @@ inline void load_group(Row row, int64_t g0, int64_t end, const DrawSet& set, flo
   g->s_top = max8(top);
 }
 
+// Gumbel-max over the lanes of `pass`: lane l, token token_of(l), scores
+// score[l] plus the Gumbel noise of Philox word w[l].
+template <class TokenOf>
+inline void draw_lanes(__m256 score, __m256i w, int pass, TokenOf token_of, Best* b) {
+  if (pass == 0) return;
+  alignas(32) float value[8];
+  _mm256_store_ps(value, _mm256_add_ps(score, gumbel8(w)));
+  for (int bits = pass; bits != 0; bits &= bits - 1) {
+    const int l = __builtin_ctz(bits);
+    const float v = value[l];
+    const int32_t i = token_of(l);
+    if (v > b->value || (v == b->value && i < b->index)) *b = Best{v, i};
+  }
+}
+
 // Gumbel-max over the candidates of a group whose Philox words are w.
 inline void draw_group(const Group& g, const __m256i* w, const WordFloor& floor_of, Best* b) {
-  alignas(32) float value[8];
   const int32_t floor = floor_of(b->value, g.s_top);
   for (int k = 0; k < 4; ++k) {
     const int pass = word_pass(w[k], floor) & int((g.keep >> (8 * k)) & 0xFFu);
-    if (pass == 0) continue;
-    _mm256_store_ps(value, _mm256_add_ps(_mm256_load_ps(g.score + 8 * k), gumbel8(w[k])));
-    for (int bits = pass; bits != 0; bits &= bits - 1) {
-      const int l = __builtin_ctz(bits);
-      consider(b, value[l], int32_t(g.first + 8 * k + l));
-    }
+    const int64_t first = g.first + 8 * k;
+    draw_lanes(_mm256_load_ps(g.score + 8 * k), w[k], pass,
+               [&](int l) { return int32_t(first + l); }, b);
   }
 }
 
@@ -474,7 +493,7 @@ void gumbel_scan(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* 
   Best b = *best;
   const WordFloor& floor_of = word_floor();
   alignas(32) int32_t pend_index[8];
-  alignas(32) float pend_score[8], pend_value[8];
+  alignas(32) float pend_score[8];
   int n_pend = 0;
   auto flush = [&] {
     if (n_pend == 0) return;
@@ -484,13 +503,7 @@ void gumbel_scan(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* 
     const __m256i w = token_words8(_mm256_load_si256(reinterpret_cast<const __m256i*>(pend_index)),
                                    set.seed, set.offset, set.tag);
     const int pass = word_pass(w, floor_of(b.value, s_top)) & ((1 << n_pend) - 1);
-    if (pass != 0) {
-      _mm256_store_ps(pend_value, _mm256_add_ps(_mm256_load_ps(pend_score), gumbel8(w)));
-      for (int bits = pass; bits != 0; bits &= bits - 1) {
-        const int l = __builtin_ctz(bits);
-        consider(&b, pend_value[l], pend_index[l]);
-      }
-    }
+    draw_lanes(_mm256_load_ps(pend_score), w, pass, [&](int l) { return pend_index[l]; }, &b);
     n_pend = 0;
   };
   auto sparse = [&](const Group& g) {
@@ -510,17 +523,12 @@ void gumbel_scan(Row row, int64_t begin, int64_t end, const DrawSet& set, Best* 
       if (g0 + 32 * h < end) load_group(row, g0 + 32 * h, end, set, b.value, &g[h]);
       if (__builtin_popcount(g[h].keep) > kDenseGroup) dense[n_dense++] = h; else sparse(g[h]);
     }
+    int64_t groups[2];
+    for (int d = 0; d < n_dense; ++d) groups[d] = g[dense[d]].first >> 5;
     __m256i w[8];
-    if (n_dense == 2) {
-      const int64_t groups[2] = {g0 >> 5, (g0 >> 5) + 1};
-      group_words<2>(groups, set.seed, set.offset, set.tag, w);
-      draw_group(g[0], w, floor_of, &b);
-      draw_group(g[1], w + 4, floor_of, &b);
-    } else if (n_dense == 1) {
-      const int64_t group = g[dense[0]].first >> 5;
-      group_words<1>(&group, set.seed, set.offset, set.tag, w);
-      draw_group(g[dense[0]], w, floor_of, &b);
-    }
+    if (n_dense == 2) group_words<2>(groups, set.seed, set.offset, set.tag, w);
+    if (n_dense == 1) group_words<1>(groups, set.seed, set.offset, set.tag, w);
+    for (int d = 0; d < n_dense; ++d) draw_group(g[dense[d]], w + 4 * d, floor_of, &b);
   }
   flush();
   *best = b;
@@ -534,10 +542,10 @@ Cumulative cumulative(Row row, int64_t begin, int64_t end, const DrawSet& set, d
   for (int64_t i = begin; i < end; i += 8) {
     const int64_t n = end - i;
     const __m256 x = load8(row, i, n);
-    const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), lane_offsets());
-    const int in = mask_bits(member8(signed_key8(x), index, valid_lanes(n), set));
+    const int in = mask_bits(member8(signed_key8(x), lane_index(i), valid_lanes(n), set));
     if (in == 0) continue;
-    const __m256 mass = set.pos_inf ? _mm256_set1_ps(1.0f) : exp8(_mm256_sub_ps(draw_score8(x, set), top));
+    const __m256 mass =
+        set.pos_inf ? _mm256_set1_ps(1.0f) : exp8(_mm256_sub_ps(draw_score8(x, set), top));
     _mm256_store_ps(p, mass);
     for (int bits = in; bits != 0; bits &= bits - 1) {
       const int l = __builtin_ctz(bits);
@@ -549,7 +557,8 @@ Cumulative cumulative(Row row, int64_t begin, int64_t end, const DrawSet& set, d
   return c;
 }
 
-constexpr Kernels kAvx2{&scan, &scan_mass, &mass_histogram, &exp_list, &gumbel_list, &gumbel_scan, &cumulative};
+constexpr Kernels kAvx2{&scan, &scan_range<true>, &mass_histogram, &exp_list, &gumbel_list,
+                        &gumbel_scan, &cumulative};
 
 }  // namespace
 

@@ -8,7 +8,6 @@
 
 #include "core/logprobs.h"
 #include "cpu/ops.h"
-#include "cpu/row_io.h"
 #include "cpu/sample_row.h"
 #include "cpu/top_list.h"
 
@@ -26,11 +25,10 @@ void row_logprobs(const RowJob& j, int64_t r, const void* context) {
   int32_t* ids = static_cast<int32_t*>(a.logprob_ids.data) + r * a.logprob_ids.row_stride;
   float* values = static_cast<float*>(a.logprobs.data) + r * a.logprobs.row_stride;
   int32_t* rank = static_cast<int32_t*>(a.ranks.data) + r;
-  auto x_at = [&](int64_t i) { return widen_element(j.x.data, j.x.dtype, i); };
 
   TopList top;
   top.cap = call.n;
-  for (int64_t i = 0; i < vocab && call.n > 0; ++i) top.offer(nt_order_key(x_at(i)), int32_t(i));
+  for (int64_t i = 0; i < vocab && call.n > 0; ++i) top.offer(nt_order_key(j.x.at(i)), int32_t(i));
   for (int32_t c = 0; c < call.n; ++c) ids[1 + c] = c < top.n ? top.index[c] : -1;
 
   if (j.token < 0) {
@@ -45,7 +43,7 @@ void row_logprobs(const RowJob& j, int64_t r, const void* context) {
   float max = kNegInf;
   int64_t n_pos_inf = 0;
   for (int64_t i = 0; i < vocab; ++i) {
-    const float v = rv.base(x_at(i), int32_t(i));
+    const float v = rv.base(j.x.at(i), int32_t(i));
     if (v > max) max = v;
     n_pos_inf += v == std::numeric_limits<float>::infinity();
   }
@@ -55,7 +53,7 @@ void row_logprobs(const RowJob& j, int64_t r, const void* context) {
     // Pass 2: the normalizer.
     double z = 0.0;
     for (int64_t i = 0; i < vocab; ++i) {
-      const float v = rv.base(x_at(i), int32_t(i));
+      const float v = rv.base(j.x.at(i), int32_t(i));
       if (v != kNegInf) z += std::exp(double(v) - double(max));
     }
     rv.max = double(max);
@@ -63,17 +61,17 @@ void row_logprobs(const RowJob& j, int64_t r, const void* context) {
   }
   // Pass 3: the rank, by the ordering keys of the values the log-probabilities
   // come from (core/logprobs.h); tokens without one are never counted.
-  const float token_base = rv.base(x_at(j.token), int32_t(j.token));
+  const float token_base = rv.base(j.x.at(j.token), int32_t(j.token));
   const uint32_t token_key = nt_order_key(token_base);
   int32_t count = 0;
   for (int64_t i = 0; i < vocab; ++i) {
-    const float v = rv.base(x_at(i), int32_t(i));
+    const float v = rv.base(j.x.at(i), int32_t(i));
     if (v != kNegInf && nt_logprob_at_least(nt_order_key(v), token_key)) ++count;
   }
   ids[0] = int32_t(j.token);
   values[0] = rv.value(token_base);
   for (int32_t c = 0; c < call.n; ++c)
-    values[1 + c] = c < top.n ? rv.value(rv.base(x_at(top.index[c]), top.index[c])) : kNegInf;
+    values[1 + c] = c < top.n ? rv.value(rv.base(j.x.at(top.index[c]), top.index[c])) : kNegInf;
   *rank = count;
 }
 

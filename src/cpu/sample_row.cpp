@@ -7,8 +7,6 @@
 #include <limits>
 #include <numeric>
 
-#include "cpu/row_io.h"
-
 namespace nt::cpu::sampling {
 namespace {
 
@@ -23,7 +21,7 @@ constexpr int64_t kListDrawMax = 4096;
 constexpr int64_t kTopPCandidates = 512;
 constexpr int64_t kTopPSample = 512;
 
-// ---- keys ----------------------------------------------------------------------
+// ---- chunks --------------------------------------------------------------------
 
 int64_t chunk_begin(int64_t c) { return c * kChunk; }
 int64_t chunk_end(const RowJob& j, int64_t c) { return std::min(j.vocab, (c + 1) * kChunk); }
@@ -73,7 +71,7 @@ uint32_t topk_pivot(RowJob& j, int64_t k, float* ref, int64_t stride = kPivotStr
   if (m < 16 || rank >= double(m)) return x_threshold(NT_KEY_FIRST_FINITE, j.p.temperature, j.hi);
   uint32_t top = 0;
   for (int64_t s = 0; s < m; ++s) {
-    j.r_key[s] = nt_order_key(widen_element(j.x.data, j.x.dtype, s * stride + stride - 1));
+    j.r_key[s] = nt_order_key(j.x.at(s * stride + stride - 1));
     j.r_index[s] = int32_t(s);
     top = std::max(top, j.r_key[s]);
   }
@@ -104,7 +102,7 @@ int64_t gather_found(RowJob& j) {
 // Scores and score keys of the listed candidates.
 void score_list(RowJob& j, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const float s = nt_scaled_score(widen_element(j.x.data, j.x.dtype, j.c_index[i]), j.p.temperature);
+    const float s = nt_scaled_score(j.x.at(j.c_index[i]), j.p.temperature);
     j.c_score[i] = s;
     j.c_key[i] = nt_order_key(s);
   }
@@ -127,7 +125,8 @@ int64_t filter_list(RowJob& j, int64_t n, PrefixEnd end) {
 PrefixEnd list_end(const RowJob& j, int64_t n) {
   PrefixEnd e{UINT32_MAX, -1};
   for (int64_t i = 0; i < n; ++i)
-    if (j.c_key[i] < e.key || (j.c_key[i] == e.key && j.c_index[i] > e.index)) e = {j.c_key[i], j.c_index[i]};
+    if (j.c_key[i] < e.key || (j.c_key[i] == e.key && j.c_index[i] > e.index))
+      e = {j.c_key[i], j.c_index[i]};
   return e;
 }
 
@@ -181,8 +180,7 @@ int binned_estimate(RowJob& j, bool z_known) {
   const int64_t m = j.vocab / kPivotStride;
   if (m < 16) return kMassBins;
   for (int64_t s = 0; s < m; ++s)
-    j.c_score[s] = nt_scaled_score(widen_element(j.x.data, j.x.dtype, s * kPivotStride + kPivotStride - 1),
-                                   j.p.temperature);
+    j.c_score[s] = nt_scaled_score(j.x.at(s * kPivotStride + kPivotStride - 1), j.p.temperature);
   kernels().exp_list(j.c_score, m, j.s_max, j.c_mass);
   constexpr int kUnits = kMassBins / int(kMassBinScale);  // units of s_max - s the bins span
   double unit_mass[kUnits + 1] = {};  // estimated mass per unit of s_max - s
@@ -221,7 +219,8 @@ float explicit_uniform(const RowJob& j) {
 // path forms it (a sum per chunk from 0, chunk sums added in order). Returns
 // the first member whose cumulative mass exceeds target (-1 if none) and the
 // total in *total.
-int64_t chunked_walk(const int32_t* index, const float* p, int64_t n, double target, double* total) {
+int64_t chunked_walk(const int32_t* index, const float* p, int64_t n, double target,
+                     double* total) {
   double prefix = 0.0, chain = 0.0;
   int64_t chunk = index[0] / kChunk;
   for (int64_t i = 0; i < n; ++i) {
@@ -255,7 +254,8 @@ void draw_from_list(RowJob& j, int64_t n) {
   int64_t first = 0;
   for (int64_t i = 1; i < n; ++i)
     if (score[i] > score[first]) first = i;
-  const float bound = score[first] + nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(index[first]));
+  const float bound =
+      score[first] + nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(index[first]));
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (score[i] + NT_GUMBEL_MAX < bound) continue;
@@ -274,7 +274,8 @@ void draw_from_list(RowJob& j, int64_t n) {
 }
 
 void stage_constraints_done(RowJob& j) {
-  if (j.p.min_p > 0.0f) j.keep = shorter(j.keep, PrefixEnd{minp_key(j.s_max_key, j.s_max, j.p.min_p), INT32_MAX});
+  if (j.p.min_p > 0.0f)
+    j.keep = shorter(j.keep, PrefixEnd{minp_key(j.s_max_key, j.s_max, j.p.min_p), INT32_MAX});
   if (j.n_list >= 0) {
     const int64_t m = filter_list(j, j.n_list, j.keep);
     if (m <= kListDrawMax) return draw_from_list(j, m);
@@ -284,7 +285,8 @@ void stage_constraints_done(RowJob& j) {
   j.set.b = x_threshold(j.keep.key + 1, t, j.hi);
   j.set.cut = j.keep.index;
   // The bound is usable only if its token is a member.
-  if (!(std::isfinite(j.bound) && in_prefix(j.s_max_key, j.stats.max_index, j.keep))) j.bound = -INFINITY;
+  if (!(std::isfinite(j.bound) && in_prefix(j.s_max_key, j.stats.max_index, j.keep)))
+    j.bound = -INFINITY;
   if (!j.has_uniform && std::isfinite(j.bound)) {
     // Tokens with fl(s + NT_GUMBEL_MAX) < bound cannot win: leave them out of the set.
     const float bound = j.bound;
@@ -344,9 +346,9 @@ void chunk_scan(RowJob& j, int64_t c) {
     o.n_found = kernels().scan(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo, j.compact_hi,
                                j.c_index + chunk_begin(c), &o.stats);
   else
-    o.n_found = kernels().scan_mass(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo, j.compact_hi,
-                                    j.p.temperature, j.mass_ref, j.c_index + chunk_begin(c),
-                                    &o.stats, &o.mass);
+    o.n_found = kernels().scan_mass(j.x, chunk_begin(c), chunk_end(j, c), j.compact_lo,
+                                    j.compact_hi, j.p.temperature, j.mass_ref,
+                                    j.c_index + chunk_begin(c), &o.stats, &o.mass);
 }
 
 void stage_after_scan(RowJob& j) {
@@ -365,7 +367,7 @@ void stage_after_scan(RowJob& j) {
     // Every finite logit scores 0; the largest logit may be +inf, which scores NaN.
     bool any_finite = false;
     for (int64_t i = 0; i < j.vocab && !any_finite; ++i)
-      any_finite = std::isfinite(widen_element(j.x.data, j.x.dtype, i));
+      any_finite = std::isfinite(j.x.at(i));
     j.s_max_key = any_finite ? nt_order_key(0.0f) : NT_KEY_NEG_INF;
     bound_index = -1;
   } else {
@@ -378,7 +380,8 @@ void stage_after_scan(RowJob& j) {
     // Only the tokens scoring +inf, uniformly (their scores count as 0).
     j.set.a = j.set.b = x_threshold(NT_KEY_POS_INF, t, j.hi);
     j.set.pos_inf = true;
-    j.bound = nt_perturbed_score(INFINITY, nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(bound_index)), 1);
+    const float g = nt_token_gumbel(j.seed, j.offset, j.tag, uint32_t(bound_index));
+    j.bound = nt_perturbed_score(INFINITY, g, 1);
     j.next = Next::kDraw;
     return;
   }
@@ -391,13 +394,10 @@ void stage_after_scan(RowJob& j) {
 
   if (j.p.top_k > 0) {
     int64_t n = gather_found(j);
-    if (n < j.p.top_k) {  // the pivot was too high: take every finite score
+    if (n < j.p.top_k) {  // the pivot was too high: list every finite score
       const uint32_t lo = x_threshold(NT_KEY_FIRST_FINITE, t, j.hi);
-      n = 0;
-      for (int64_t c = 0; c < j.n_chunks; ++c) {
-        ScanStats unused;
-        n += kernels().scan(j.x, chunk_begin(c), chunk_end(j, c), lo, j.hi, j.c_index + n, &unused);
-      }
+      ScanStats unused;
+      n = kernels().scan(j.x, 0, j.vocab, lo, j.hi, j.c_index, &unused);
     }
     score_list(j, n);
     if (n > j.p.top_k) {

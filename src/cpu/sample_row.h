@@ -75,7 +75,8 @@ struct RowJob {
 
   uint32_t hi;          // larger x-keys are never kept (+inf logits when T = +inf)
   uint32_t compact_lo, compact_hi;  // x-key range of the next compaction; empty: none
-  float mass_ref;       // largest sampled score: the scan sums exp(s - mass_ref) below the pivot; NaN: no sum
+  // Largest sampled score: the scan sums exp(s - mass_ref) below the pivot; NaN: no sum.
+  float mass_ref;
   ScanStats stats;
   float s_max;
   uint32_t s_max_key;
@@ -117,7 +118,8 @@ uint32_t first_key(uint32_t lo, uint32_t hi, Pred pred) {
 
 // The smallest x-key in [first finite, hi] whose score key is >= key_min.
 inline uint32_t x_threshold(uint32_t key_min, float temperature, uint32_t hi) {
-  return first_key(NT_KEY_FIRST_FINITE, hi, [&](float x) { return score_key(x, temperature) >= key_min; });
+  return first_key(NT_KEY_FIRST_FINITE, hi,
+                   [&](float x) { return score_key(x, temperature) >= key_min; });
 }
 
 // The smallest score key whose probability exp(s - s_max) reaches min_p, at

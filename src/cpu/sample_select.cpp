@@ -64,7 +64,8 @@ PrefixEnd select_prefix(const uint32_t* key, const int32_t* index, const float* 
                         double before, double target, uint32_t* scratch_key,
                         int32_t* scratch_index, float* scratch_weight) {
   if (weight == nullptr)
-    return select<false>(key, index, nullptr, n, before, target, scratch_key, scratch_index, nullptr);
+    return select<false>(key, index, nullptr, n, before, target, scratch_key, scratch_index,
+                         nullptr);
   return select<true>(key, index, weight, n, before, target, scratch_key, scratch_index,
                       scratch_weight);
 }
