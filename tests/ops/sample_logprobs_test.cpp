@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "ops/sample_support.h"
 
@@ -136,6 +137,47 @@ TEST_P(SampleLogprobs, RowMassOverSeveralTiles) {
   };
   fill_rows(c, refill);
   for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, 20, mode);
+}
+
+// Batches whose rows the sampler scans as one chunk, where a GPU answers most
+// filtered rows from the sampler's candidates and scans the rest for their
+// logprobs: 300 and 600 rows (one chunk a row on GPUs of up to 132 and 264
+// SMs), 264 rows of 8,195 tokens (on 132 SMs, one sampler chunk and two
+// logprobs chunks a row), 8 rows of 4,096 tokens (one sampler chunk, two
+// logprobs chunks). Flat rows with top-p 0.95 alone (a keep-set of most of
+// the row, past every candidate list), flat rows with a top-k 50, peaked rows
+// with k50+p0.9 (within the candidates), greedy rows; both modes, n = 0 and 7.
+TEST_P(SampleLogprobs, RowsTheCandidatesLeaveInFullBatches) {
+  uint64_t seed = 8300;
+  for (auto [rows, vocab] : {std::pair<int64_t, int64_t>{300, 2053}, {600, 2053}, {264, 8195},
+                             {8, 4096}}) {
+    Rng rng(++seed);
+    SCOPED_TRACE(seed_trace(seed) + " B=" + std::to_string(rows) + " V=" + std::to_string(vocab));
+    SampleCase c;
+    c.rows = rows;
+    c.vocab = vocab;
+    std::vector<float> t, p;
+    std::vector<int32_t> k;
+    std::vector<uint64_t> seeds;
+    for (int64_t r = 0; r < c.rows; ++r) {
+      const int kind = int(r % 4);
+      t.push_back(kind == 3 ? 0.0f : 0.8f);
+      k.push_back(kind == 1 || kind == 2 ? 50 : 0);
+      p.push_back(kind == 0 ? 0.95f : kind == 2 ? 0.9f : 1.0f);
+      seeds.push_back(rng.bits());
+    }
+    c.temperature = per_row(t);
+    c.top_k = per_row(k);
+    c.top_p = per_row(p);
+    c.seed = per_row(seeds);
+    auto refill = [&](float* row) {
+      const int64_t r = (row - c.logits.data()) / c.vocab;
+      fill_row(rng, r % 4 == 2, NT_F32, row, c.vocab);
+    };
+    fill_rows(c, refill);
+    for (int n : {0, 7})
+      for (uint32_t mode : kModes) expect_logprobs_match(dev(), c, n, mode);
+  }
 }
 
 // Filtered rows of one chunk (V = 1,000, k50+p0.9), where a GPU may take
