@@ -61,6 +61,32 @@ void set_random_params(SampleCase& c, Rng& rng, bool per_row_params) {
   set_seeds(c, rng, per_row_params);
 }
 
+// A row's temperature, top-k and top-p.
+struct RowFilter {
+  float temperature;
+  int32_t top_k;
+  float top_p;
+};
+
+// Per-row filters f(r) for every row r of c, and a per-row seed each.
+template <class F>
+void set_row_filters(SampleCase& c, Rng& rng, F&& f) {
+  std::vector<float> t, p;
+  std::vector<int32_t> k;
+  std::vector<uint64_t> seeds;
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const RowFilter row = f(r);
+    t.push_back(row.temperature);
+    k.push_back(row.top_k);
+    p.push_back(row.top_p);
+    seeds.push_back(rng.bits());
+  }
+  c.temperature = per_row(t);
+  c.top_k = per_row(k);
+  c.top_p = per_row(p);
+  c.seed = per_row(seeds);
+}
+
 // Random rows of every kind of parameter set, every dtype, n in {0, 1, 5, 20},
 // both modes; V not a multiple of 32; strided inputs and outputs.
 TEST_P(SampleLogprobs, MatchesReference) {
@@ -117,19 +143,9 @@ TEST_P(SampleLogprobs, RowMassOverSeveralTiles) {
   SampleCase c;
   c.rows = 320;
   c.vocab = 3 * 4096 + 11;
-  std::vector<float> t, p;
-  std::vector<int32_t> k;
-  std::vector<uint64_t> seeds;
-  for (int64_t r = 0; r < c.rows; ++r) {
-    t.push_back(0.6f + 0.4f * float(r % 3));
-    k.push_back(r % 2 ? 50 : 0);
-    p.push_back(0.9f);
-    seeds.push_back(rng.bits());
-  }
-  c.temperature = per_row(t);
-  c.top_k = per_row(k);
-  c.top_p = per_row(p);
-  c.seed = per_row(seeds);
+  set_row_filters(c, rng, [](int64_t r) {
+    return RowFilter{0.6f + 0.4f * float(r % 3), r % 2 ? 50 : 0, 0.9f};
+  });
   auto refill = [&](float* row) {
     fill_row(rng, true, NT_F32, row, c.vocab);
     if ((row - c.logits.data()) / c.vocab % 4 < 2)
@@ -156,20 +172,11 @@ TEST_P(SampleLogprobs, RowsTheCandidatesLeaveInFullBatches) {
     SampleCase c;
     c.rows = rows;
     c.vocab = vocab;
-    std::vector<float> t, p;
-    std::vector<int32_t> k;
-    std::vector<uint64_t> seeds;
-    for (int64_t r = 0; r < c.rows; ++r) {
+    set_row_filters(c, rng, [](int64_t r) {
       const int kind = int(r % 4);
-      t.push_back(kind == 3 ? 0.0f : 0.8f);
-      k.push_back(kind == 1 || kind == 2 ? 50 : 0);
-      p.push_back(kind == 0 ? 0.95f : kind == 2 ? 0.9f : 1.0f);
-      seeds.push_back(rng.bits());
-    }
-    c.temperature = per_row(t);
-    c.top_k = per_row(k);
-    c.top_p = per_row(p);
-    c.seed = per_row(seeds);
+      return RowFilter{kind == 3 ? 0.0f : 0.8f, kind == 1 || kind == 2 ? 50 : 0,
+                       kind == 0 ? 0.95f : kind == 2 ? 0.9f : 1.0f};
+    });
     auto refill = [&](float* row) {
       const int64_t r = (row - c.logits.data()) / c.vocab;
       fill_row(rng, r % 4 == 2, NT_F32, row, c.vocab);
