@@ -335,9 +335,10 @@ __device__ __forceinline__ float pairwise_sum(const float (&t)[K]) {
 // division a token (a multiply-add, a clamp, the SFU's exp2 and an add): each
 // term is 2^(x k - b), k = log2(e) / T and b = x_b k for a logit x_b the
 // thread has seen. b moves up only when a tile's largest logit would make a
-// term past 2^32, so the sum never overflows and rarely rescales. Its error against the fp32 mass of the scores x / T is bounded by
-// row_mass_error (sample_merge.cuh); tiles whose largest logit is not finite
-// or whose x k reaches 2^100 take the exact form (tile_mass_add) instead.
+// term past 2^32, so the sum never overflows and rarely rescales. Its error
+// against the fp32 mass of the scores x / T is bounded by row_mass_error
+// (sample_merge.cuh); tiles whose largest logit is not finite or whose x k
+// reaches 2^100 take the exact form (tile_mass_add) instead.
 // Z: the sum's type (fp32 for the row mass; fp64 for raw logprobs, RawMass).
 template <class Z>
 struct Exp2SumOf {

@@ -198,7 +198,8 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
       raw_max = warp_max(raw_max);
       double z = 0.0;
       for (int k = int(lane); k < a.splits; k += 32)
-        if (rec[k].raw_max != -INFINITY) z += rec[k].raw_z * exp(double(rec[k].raw_max) - double(raw_max));
+        if (rec[k].raw_max != -INFINITY)
+          z += rec[k].raw_z * exp(double(rec[k].raw_max) - double(raw_max));
       z = warp_sum(z);
       const u32 token_key = nt_order_key(nt_scaled_score(widen<DT>(rowp[token]), c.p.temperature));
       ok = ok && a.raw_mass && unsummed == 0u && raw_max != -INFINITY &&

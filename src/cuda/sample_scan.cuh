@@ -615,7 +615,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
       scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
     } else {
       const bool drawn =
-        scan_filtered_chunk<DT, VEC, RAW>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+          scan_filtered_chunk<DT, VEC, RAW>(a, c, row, chunk, rowp, begin, end, scan_buffer);
       if (a.merge_in_scan) merge_row_in_scan(a, c, row, drawn);
     }
   }

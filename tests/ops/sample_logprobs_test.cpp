@@ -498,7 +498,8 @@ TEST_P(SampleLogprobs, TopPCutNearTheMassOfLargeScores) {
         }
         if (std::fabs(z_exact / z_rounded - 1.0) > 2e-4) break;
       }
-      for (int j = 0; j < 3; ++j) row[size_t(j * (vocab / 3) + rng.integer(0, vocab / 3 - 1))] = x[j];
+      for (int j = 0; j < 3; ++j)
+        row[size_t(j * (vocab / 3) + rng.integer(0, vocab / 3 - 1))] = x[j];
       const size_t first = size_t(1 + r % 2);
       double prefix = 0.0;
       for (size_t j = 0; j < first; ++j) prefix += rounded[j];
