@@ -114,7 +114,7 @@ struct RowsShared {
   uint32_t threshold[kRowsWarps][kRowsMaxTokenRows];
   int32_t count[kRowsWarps][kRowsMaxTokenRows];
   uint32_t hist[kRowsWarps][256];
-  topk::MergeShared select;
+  RadixScratch select;
   int32_t gathered;
 };
 
@@ -466,7 +466,7 @@ __global__ void __launch_bounds__(kRowsMaxThreads, 1)
     };
     const bool cut = total > p.cand.k;
     const uint64_t threshold =
-        cut ? block_rank_threshold(for_each, p.cand.k, s.select.radix) : 0ull;
+        cut ? block_rank_threshold(for_each, p.cand.k, s.select) : 0ull;
     if (threadIdx.x == 0) s.gathered = 0;
     __syncthreads();
     topk::Candidate* out = p.cand.cand + (size_t(blockIdx.x) * p.cand.mp_stride + m) * p.cand.cap;

@@ -248,7 +248,9 @@ void launch_flagged_rows(const Launch& l) {
 
 template <nt_dtype DT, bool VEC>
 void launch_all(const Launch& l) {
-  if (l.plan.fallback_needed)  // n_listed and n_flagged
+  // The flagged-row kernel's two counts: the scans merge rows of one chunk and
+  // append to them, so they are cleared before; else the scan clears them.
+  if (l.plan.fallback_needed && l.args.merge_in_scan)
     check_cuda(cudaMemsetAsync(l.args.large.n_listed, 0, 2 * sizeof(u32), l.stream), kOp);
   switch (l.plan.mode) {
     case kGreedyRow: launch_scan<DT, VEC, kGreedyRow>(l); break;

@@ -92,7 +92,7 @@ struct LargeKeepArgs {
   u64* cand;       // [B][kLargeCap]
   u32* n_listed;   // rows the merges handed to the large keep-set path
   u32* n_flagged;  // rows the merges flagged, the listed ones among them; the
-                   // word after n_listed (both zeroed by one memset before the scan)
+                   // word after n_listed (both cleared before the merges)
   u32* listed;     // [B] the listed rows, in the order they were listed
   u32* flagged;    // [B] the flagged rows, in the order they were flagged
   int splits;      // the most chunks a listed row is cut into

@@ -1,10 +1,10 @@
 // nt_sample_logprobs on CUDA: nt_sample's launches (cuda/sample_launch.cuh; in
 // raw mode its filtered scans also sum each chunk's raw mass), then the
-// logprobs kernels (cuda/sample_logprobs.cuh) on the same stream: the
-// candidates kernel first, then the scan and finish kernels for the rows it
-// left. The workspace is the sampler's layout followed by one
-// record per (row, chunk) and a done flag per row; the plan depends only on the
-// shapes and the device, so a captured graph replays the same work.
+// logprobs kernels (cuda/sample_logprobs.cuh) on the same stream: the row
+// kernel where the candidates may answer rows, else the scan and finish
+// kernels. The workspace is the sampler's layout followed by one record per
+// (row, chunk); the plan depends only on the shapes and the device, so a
+// captured graph replays the same work.
 #include <algorithm>
 #include <string>
 
@@ -25,7 +25,7 @@ constexpr int64_t kLogprobMaxSplits = 128;
 
 struct LogprobPlan {
   int splits = 1, chunk = 1;
-  size_t records_at = 0, done_at = 0, bytes = 0;
+  size_t records_at = 0, bytes = 0;
 };
 
 // Few rows: a row spreads over many CTAs (B = 1 over the chip); many rows:
@@ -41,8 +41,7 @@ LogprobPlan make_logprob_plan(const SampleCall& call, int device) {
   p.chunk = int(chunk);
   p.splits = int((vocab + chunk - 1) / chunk);
   p.records_at = align_up(sample_layout_bytes(call, device), 256);
-  p.done_at = align_up(p.records_at + size_t(rows) * size_t(p.splits) * sizeof(LogprobChunk), 256);
-  p.bytes = p.done_at + size_t(rows) * sizeof(u32) + kWorkspaceSlack;
+  p.bytes = p.records_at + size_t(rows) * size_t(p.splits) * sizeof(LogprobChunk) + kWorkspaceSlack;
   return p;
 }
 
@@ -84,19 +83,20 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   l.chunks = reinterpret_cast<LogprobChunk*>(ws + plan.records_at);
   // A filtered row possible (per-row parameters, or scalars that make every
   // row filtered) and rows of one chunk (batches that fill the chip; at most
-  // kMaxChunkCandidates candidates a row): the candidates kernel runs, in raw
-  // mode where the scans summed the raw mass. A row of several chunks is spread
-  // over many CTAs by the scan for less than one CTA would take over its
-  // candidates, and a launch whose every row refused would cost its own time.
+  // kMaxChunkCandidates candidates a row): the row kernel answers rows from
+  // the candidates, in raw mode where the scans summed the raw mass, and scans
+  // the others whole, one CTA a row (the batch fills the chip). A row of
+  // several chunks is spread over many CTAs by the scan for less than one CTA
+  // would take over its candidates.
   const bool from_candidates = (s.per_row || s.row_class == kFilteredRow) && args.splits == 1 &&
                                (processed || args.raw_mass);
-  l.done = from_candidates ? reinterpret_cast<u32*>(ws + plan.done_at) : nullptr;
   const u32 rows = u32(s.rows);
   with_logit_layout(s.args.logits.dtype, rows_16b_aligned(s.args.logits), [&](auto layout) {
     constexpr nt_dtype DT = decltype(layout)::kDtype;
-    if (l.done != nullptr) {
-      sample_logprobs_candidates_kernel<DT><<<rows, kLogprobThreads, 0, st>>>(args, l);
+    if (from_candidates) {
+      sample_logprobs_row_kernel<DT, decltype(layout)::kVec><<<rows, kLogprobThreads, 0, st>>>(args, l);
       check_launch(kOp);
+      return;
     }
     const dim3 grid =
         l.rows_last_first ? dim3(u32(plan.splits), rows, 1) : dim3(rows, u32(plan.splits), 1);

@@ -1,13 +1,15 @@
 // Device side of nt_sample_logprobs (docs/SEMANTICS.md, "Logprobs with sample"):
 // kernels after nt_sample's on the same stream.
 //
-//  candidates  grid B: a filtered row whose first n tokens, rank and
-//          normalizer the sampler's chunk candidates (still in the workspace)
-//          and records give (processed: the keep-set among the candidates; raw:
-//          the chunks' raw mass, summed by the sampler's scans) gets its
-//          outputs from them, reading its candidates' logits, and is marked
-//          done; scan and finish skip it.
-//  scan    grid (B, splits): one CTA reads one chunk of one row once, 16
+//  row     grid B, for batches whose rows the sampler scanned as one chunk
+//          each: a filtered row whose first n tokens, rank and normalizer the
+//          sampler's chunk candidates (still in the workspace) and records
+//          give (processed: the keep-set among the candidates; raw: the
+//          chunks' raw mass, summed by the sampler's scans) gets its outputs
+//          from them, reading its candidates' logits; any other row is scanned
+//          whole by the same CTA, as below, which writes its outputs.
+//  scan    grid (B, splits), the other batches: one CTA reads one chunk of one
+//          row once, 16
 //          tokens a thread an iteration: the largest finite value and the sum
 //          of exp(v - max) of its values (an online softmax: one exp a token
 //          in fp32, an iteration's 16 terms added pairwise in fp32, the sums in
@@ -65,7 +67,29 @@ struct LogprobArgs {
   int64_t values_stride;
   int32_t* ranks;
   LogprobChunk* chunks;  // [B][splits]
-  u32* done;             // [B]: the candidates kernel wrote the row; nullptr: it did not run
+};
+
+// The statistics of a row's tokens or one chunk's (LogprobChunk's first four).
+struct LogprobStats {
+  float m;
+  double z;
+  u32 n_pos_inf, rank;
+};
+
+// The logprobs kernels' shared memory: the candidates' answer and the scan use
+// it one after the other.
+struct LogprobShared {
+  union {
+    cub::BlockReduce<float, kLogprobThreads>::TempStorage f;
+    cub::BlockReduce<double, kLogprobThreads>::TempStorage d;
+    cub::BlockReduce<u32, kLogprobThreads>::TempStorage r32;
+    cub::BlockReduce<MaxSumD, kLogprobThreads>::TempStorage max_sum;
+  } tmp;
+  u64 stage[kLogprobThreads];
+  u64 cta_bound;
+  u32 taken;
+  float v_max;
+  double log_z, raw_z;
 };
 
 __device__ __forceinline__ long long sampled_token(const SampleArgs& a, u32 row) {
@@ -137,27 +161,16 @@ __device__ __forceinline__ float logprob_value(float v, u32 n_pos_inf, float v_m
 // (SampleArgs::raw_mass; none left out), which gives the normalizer, and the
 // rank is the candidates' when the token's score is above the floor (every
 // dropped logit is below the token's). Such a row's outputs are written here,
-// from the candidates and the logits of those tokens, and done[row] = 1; every
-// other row gets done[row] = 0 and the scan over its logits. Block-uniform
-// decisions.
+// from the candidates and the logits of those tokens, and the answer is true;
+// for every other row it is false. Block-uniform decisions.
 template <nt_dtype DT>
-__global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_kernel(SampleArgs a,
-                                                                                   LogprobArgs l) {
+__device__ __forceinline__ bool logprobs_from_candidates(const SampleArgs& a, const LogprobArgs& l,
+                                                         u32 row, LogprobShared& sh) {
   constexpr int kWarps = kLogprobThreads / 32;
   using ReduceF = cub::BlockReduce<float, kLogprobThreads>;
   using ReduceD = cub::BlockReduce<double, kLogprobThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kLogprobThreads>;
-  __shared__ union {
-    typename ReduceF::TempStorage f;
-    typename ReduceD::TempStorage d;
-    typename ReduceU32::TempStorage r32;
-  } tmp;
-  __shared__ u64 stage[kWarps * 32];
-  __shared__ u32 taken;
-  __shared__ float v_max_shared;
-  __shared__ double log_z_shared, raw_z_shared;
   using S = typename LogitTraits<DT>::Storage;
-  const u32 row = blockIdx.x;
   const u32 lane = lane_index();
   const int warp = int(threadIdx.x >> 5);
   const RowCfg c = load_row_cfg(a, row);
@@ -165,10 +178,7 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
   // Filtered rows with a token only (the others have no candidates or row
   // state), and a finite T (T = +inf scores a +inf logit as NaN: the logits'
   // order is then no longer the scores').
-  if (c.cls != kFilteredRow || token < 0 || !isfinite(c.p.temperature)) {
-    if (threadIdx.x == 0) l.done[row] = 0u;
-    return;
-  }
+  if (c.cls != kFilteredRow || token < 0 || !isfinite(c.p.temperature)) return false;
   const RowState st = a.row_states[row];
   const ChunkRecord* rec = a.chunks + size_t(row) * a.splits;
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
@@ -205,21 +215,18 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
       ok = ok && a.raw_mass && unsummed == 0u && raw_max != -INFINITY &&
            (floor == 0ull || token_key > composite_key(floor));
       if (lane == 0) {
-        v_max_shared = raw_max;
-        raw_z_shared = z;
+        sh.v_max = raw_max;
+        sh.raw_z = z;
       }
     }
     if (lane == 0) {
-      taken = ok;
-      stage[0] = floor;
+      sh.taken = ok;
+      sh.stage[0] = floor;
     }
   }
   __syncthreads();
-  const u64 floor = stage[0];
-  if (!taken) {
-    if (threadIdx.x == 0) l.done[row] = 0u;
-    return;
-  }
+  const u64 floor = sh.stage[0];
+  if (!sh.taken) return false;
   __syncthreads();  // stage is the merges' from here on
 
   const LogprobRow lr = logprob_row(a, c, row, token, processed);
@@ -243,15 +250,15 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
   // The largest value (processed: the keep-set's first member; raw: the
   // records' largest logit), then the normalizer (raw: the records'), the rank
   // and the first 32 of the logits' order.
-  float v_max = processed ? -INFINITY : v_max_shared;
+  float v_max = processed ? -INFINITY : sh.v_max;
   if (processed) {
     for_each_candidate([&](u64 v, u32 id, float x) {
       if (v) v_max = fmaxf(v_max, logprob_base(x, id, lr));
     });
-    v_max = ReduceF(tmp.f).Reduce(v_max, [](float x, float y) { return fmaxf(x, y); });
-    if (threadIdx.x == 0) v_max_shared = v_max;
+    v_max = ReduceF(sh.tmp.f).Reduce(v_max, [](float x, float y) { return fmaxf(x, y); });
+    if (threadIdx.x == 0) sh.v_max = v_max;
     __syncthreads();
-    v_max = v_max_shared;
+    v_max = sh.v_max;
   }
   double z = 0.0;
   u32 rank = 0u;
@@ -266,47 +273,51 @@ __global__ void __launch_bounds__(kLogprobThreads) sample_logprobs_candidates_ke
     warp_sort_desc<1>(b1);
     warp_merge_desc<1>(list, b1);
   });
-  z = processed ? ReduceD(tmp.d).Sum(z) : raw_z_shared;
+  z = processed ? ReduceD(sh.tmp.d).Sum(z) : sh.raw_z;
   __syncthreads();
-  rank = ReduceU32(tmp.r32).Sum(rank);
-  if (threadIdx.x == 0) log_z_shared = z > 0.0 ? log(z) : 0.0;
+  rank = ReduceU32(sh.tmp.r32).Sum(rank);
+  if (threadIdx.x == 0) sh.log_z = z > 0.0 ? log(z) : 0.0;
   __syncthreads();
-  block_merge_desc<1>(list, stage, 32, kWarps);
-  if (warp != 0) return;
-  // The n-th of the logits' order must score above the floor, or a dropped
-  // token could precede it (with no floor every finite score is a candidate,
-  // so it must only exist).
-  bool first_n_known = true;
-  if (n > 0) {
-    const u64 nth = __shfl_sync(kFullMask, list[0], n - 1);
-    const float s_nth = nth ? nt_scaled_score(widen<DT>(rowp[composite_index(nth)]), c.p.temperature)
-                            : -INFINITY;
-    first_n_known = nth != 0ull && s_nth != -INFINITY &&
-                    (floor == 0ull || s_nth > nt_key_to_float(composite_key(floor)));
+  block_merge_desc<1>(list, sh.stage, 32, kWarps);
+  if (warp == 0) {
+    // The n-th of the logits' order must score above the floor, or a dropped
+    // token could precede it (with no floor every finite score is a
+    // candidate, so it must only exist).
+    bool first_n_known = true;
+    if (n > 0) {
+      const u64 nth = __shfl_sync(kFullMask, list[0], n - 1);
+      const float s_nth =
+          nth ? nt_scaled_score(widen<DT>(rowp[composite_index(nth)]), c.p.temperature) : -INFINITY;
+      first_n_known = nth != 0ull && s_nth != -INFINITY &&
+                      (floor == 0ull || s_nth > nt_key_to_float(composite_key(floor)));
+    }
+    if (first_n_known) {
+      const double log_z = sh.log_z;
+      int32_t* ids = l.ids + int64_t(row) * l.ids_stride;
+      float* values = l.values + int64_t(row) * l.values_stride;
+      if (int(lane) < n) {
+        const u32 id = composite_index(list[0]);
+        ids[1 + lane] = int32_t(id);
+        values[1 + lane] = logprob_value(logprob_base(widen<DT>(rowp[id]), id, lr), 0u, v_max, log_z);
+      }
+      if (lane == 0) {
+        ids[0] = int32_t(token);
+        values[0] = logprob_value(token_base, 0u, v_max, log_z);
+        l.ranks[row] = int32_t(rank);
+      }
+    }
+    if (lane == 0) sh.taken = first_n_known;
   }
-  if (!first_n_known) {
-    if (lane == 0) l.done[row] = 0u;
-    return;
-  }
-  const double log_z = log_z_shared;
-  int32_t* ids = l.ids + int64_t(row) * l.ids_stride;
-  float* values = l.values + int64_t(row) * l.values_stride;
-  if (int(lane) < n) {
-    const u32 id = composite_index(list[0]);
-    ids[1 + lane] = int32_t(id);
-    values[1 + lane] = logprob_value(logprob_base(widen<DT>(rowp[id]), id, lr), 0u, v_max, log_z);
-  }
-  if (lane == 0) {
-    ids[0] = int32_t(token);
-    values[0] = logprob_value(token_base, 0u, v_max, log_z);
-    l.ranks[row] = int32_t(rank);
-    l.done[row] = 1u;
-  }
+  __syncthreads();
+  return sh.taken != 0u;
 }
 
+// The statistics of tokens [begin, end) of row `row` (in thread 0) and, when
+// n > 0, their first n composites (in warp 0, element i in lane i).
 template <nt_dtype DT, bool VEC>
-__global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
-    sample_logprobs_scan_kernel(SampleArgs a, LogprobArgs l) {
+__device__ __forceinline__ LogprobStats scan_logprobs(const SampleArgs& a, const LogprobArgs& l,
+                                                      u32 row, u32 begin, u32 end,
+                                                      LogprobShared& sh, u64 (&list)[1]) {
   using S = typename LogitTraits<DT>::Storage;
   using ReduceMax = cub::BlockReduce<MaxSumD, kLogprobThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kLogprobThreads>;
@@ -315,20 +326,7 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   constexpr int U = kLogprobTokens / G;  // load groups a thread has in flight
   constexpr int K = U * G;
   static_assert(K == kLogprobTokens, "whole load groups");
-  __shared__ union {
-    typename ReduceMax::TempStorage max_sum;
-    typename ReduceU32::TempStorage r32;
-  } tmp;
-  __shared__ u64 stage[kWarps * 32];
-  __shared__ u64 cta_bound;
-  // Rows from the last, a row's chunks side by side: the sampler's scan read
-  // the rows in order, so the last ones are the likeliest to be still in L2.
-  const u32 row = l.rows_last_first ? a.rows - 1u - blockIdx.y : blockIdx.x;
-  const int chunk = int(l.rows_last_first ? blockIdx.x : blockIdx.y);
-  if (l.done != nullptr && l.done[row]) return;
-  // Token positions in u32: a row has fewer than 2^31 tokens.
-  const u32 begin = u32(chunk) * u32(l.chunk);
-  const u32 end = u32(min(int64_t(begin) + l.chunk, int64_t(a.vocab)));
+  u64& cta_bound = sh.cta_bound;
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const RowCfg c = load_row_cfg(a, row);
   const long long token = sampled_token(a, row);
@@ -344,7 +342,7 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   double z = 0.0;       // sum of exp(v - m) over the finite values so far
   u32 n_inf = 0, rank = 0;
   const u32 lane = lane_index();
-  u64 list[1] = {0ull};  // this warp's first 32 composites, element i in lane i
+  list[0] = 0ull;  // this warp's first 32 composites, element i in lane i
   // Only composites above `bound` may enter: the largest element n - 1 of any
   // warp's list seen so far (n tokens of the chunk rank at or before it, so
   // no token below it is among the chunk's first n), shared through
@@ -516,22 +514,87 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   if (lr.processed) scan(std::true_type{});
   else scan(std::false_type{});
 
-  const MaxSumD total = ReduceMax(tmp.max_sum).Reduce(MaxSumD{m, z}, MaxSumDMerge());
+  const MaxSumD total = ReduceMax(sh.tmp.max_sum).Reduce(MaxSumD{m, z}, MaxSumDMerge());
   __syncthreads();
-  const u32 total_inf = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
+  const u32 total_inf = ReduceU32(sh.tmp.r32).Reduce(n_inf, SumU32());
   __syncthreads();
-  const u32 total_rank = ReduceU32(tmp.r32).Reduce(rank, SumU32());
+  const u32 total_rank = ReduceU32(sh.tmp.r32).Reduce(rank, SumU32());
+  if (n > 0) block_merge_desc<1>(list, sh.stage, 32, kWarps);
+  return LogprobStats{total.m, total.z, total_inf, total_rank};
+}
+
+// Warp 0 writes row `row`'s outputs from its statistics (the same in every
+// lane, z as log_z) and its first n composites (element i in lane i).
+template <nt_dtype DT>
+__device__ __forceinline__ void write_logprob_row(const SampleArgs& a, const LogprobArgs& l,
+                                                  u32 row, const LogprobStats& s, double log_z,
+                                                  u64 first) {
+  using S = typename LogitTraits<DT>::Storage;
+  const u32 lane = lane_index();
+  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+  const RowCfg c = load_row_cfg(a, row);
+  const long long token = sampled_token(a, row);
+  const LogprobRow lr = logprob_row(a, c, row, token, l.processed != 0);
+  int32_t* ids = l.ids + int64_t(row) * l.ids_stride;
+  float* values = l.values + int64_t(row) * l.values_stride;
+  if (int(lane) < l.n) {
+    const u32 id = composite_index(first);
+    ids[1 + lane] = first != 0ull ? int32_t(id) : -1;
+    values[1 + lane] =
+        first != 0ull && token >= 0
+            ? logprob_value(logprob_base(widen<DT>(rowp[id]), id, lr), s.n_pos_inf, s.m, log_z)
+            : -INFINITY;
+  }
+  if (lane == 0) {
+    ids[0] = token >= 0 ? int32_t(token) : -1;
+    values[0] = token >= 0 ? logprob_value(logprob_base(widen<DT>(rowp[token]), u32(token), lr),
+                                           s.n_pos_inf, s.m, log_z)
+                           : -INFINITY;
+    l.ranks[row] = token >= 0 ? int32_t(s.rank) : 0;
+  }
+}
+
+// grid B, batches whose rows the sampler scanned as one chunk each: a row's
+// outputs from its candidates where they give them, else from one scan of
+// the whole row by the same CTA.
+template <nt_dtype DT, bool VEC>
+__global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
+    sample_logprobs_row_kernel(SampleArgs a, LogprobArgs l) {
+  __shared__ LogprobShared sh;
+  const u32 row = blockIdx.x;
+  if (logprobs_from_candidates<DT>(a, l, row, sh)) return;
+  u64 list[1];
+  LogprobStats s = scan_logprobs<DT, VEC>(a, l, row, 0u, u32(a.vocab), sh, list);
+  if (threadIdx.x >= 32) return;
+  s.m = __shfl_sync(kFullMask, s.m, 0);
+  s.z = __shfl_sync(kFullMask, s.z, 0);
+  s.n_pos_inf = __shfl_sync(kFullMask, s.n_pos_inf, 0);
+  s.rank = __shfl_sync(kFullMask, s.rank, 0);
+  write_logprob_row<DT>(a, l, row, s, s.z > 0.0 ? log(s.z) : 0.0, list[0]);
+}
+
+// grid (B, splits): one chunk of one row a CTA, its record for the finish kernel.
+template <nt_dtype DT, bool VEC>
+__global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
+    sample_logprobs_scan_kernel(SampleArgs a, LogprobArgs l) {
+  __shared__ LogprobShared sh;
+  // Rows from the last, a row's chunks side by side: the sampler's scan read
+  // the rows in order, so the last ones are the likeliest to be still in L2.
+  const u32 row = l.rows_last_first ? a.rows - 1u - blockIdx.y : blockIdx.x;
+  const int chunk = int(l.rows_last_first ? blockIdx.x : blockIdx.y);
+  // Token positions in u32: a row has fewer than 2^31 tokens.
+  const u32 begin = u32(chunk) * u32(l.chunk);
+  const u32 end = u32(min(int64_t(begin) + l.chunk, int64_t(a.vocab)));
+  u64 list[1];
+  const LogprobStats s = scan_logprobs<DT, VEC>(a, l, row, begin, end, sh, list);
   LogprobChunk* rec = l.chunks + size_t(row) * l.splits + chunk;
   if (threadIdx.x == 0) {
-    rec->m = total.m;
-    rec->z = total.z;
-    rec->n_pos_inf = total_inf;
-    rec->rank = total_rank;
+    rec->m = s.m;
+    rec->z = s.z;
+    rec->n_pos_inf = s.n_pos_inf;
+    rec->rank = s.rank;
   }
-  if (n > 0) {
-    block_merge_desc<1>(list, stage, 32, kWarps);
-    if (threadIdx.x < u32(n)) rec->top[threadIdx.x] = list[0];
-  }
+  if (threadIdx.x < u32(l.n)) rec->top[threadIdx.x] = list[0];
 }
 
 // One CTA a row: warp 0 merges the records' statistics; the records' lists
@@ -541,34 +604,28 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
 template <nt_dtype DT>
 __global__ void __launch_bounds__(kLogprobFinishThreads) sample_logprobs_finish_kernel(SampleArgs a,
                                                                                       LogprobArgs l) {
-  using S = typename LogitTraits<DT>::Storage;
   constexpr int kWarps = kLogprobFinishThreads / 32;
   __shared__ u64 stage[kWarps * 32];
   const u32 row = blockIdx.x;
-  if (l.done != nullptr && l.done[row]) return;
   const u32 lane = lane_index();
   const int warp = int(threadIdx.x >> 5);
   const LogprobChunk* rec = l.chunks + size_t(row) * l.splits;
   const int n = l.n;
 
-  float m = -INFINITY;
-  u32 n_inf = 0, rank = 0;
-  double log_z = 0.0;
+  LogprobStats s{-INFINITY, 0.0, 0u, 0u};
   if (warp == 0) {
     for (int i = int(lane); i < l.splits; i += 32) {
-      m = fmaxf(m, rec[i].m);
-      n_inf += rec[i].n_pos_inf;
-      rank += rec[i].rank;
+      s.m = fmaxf(s.m, rec[i].m);
+      s.n_pos_inf += rec[i].n_pos_inf;
+      s.rank += rec[i].rank;
     }
-    m = warp_max(m);
-    n_inf = warp_sum(n_inf);
-    rank = warp_sum(rank);
-    double z = 0.0;
-    if (m != -INFINITY)
+    s.m = warp_max(s.m);
+    s.n_pos_inf = warp_sum(s.n_pos_inf);
+    s.rank = warp_sum(s.rank);
+    if (s.m != -INFINITY)
       for (int i = int(lane); i < l.splits; i += 32)
-        if (rec[i].m != -INFINITY) z += rec[i].z * exp(double(rec[i].m) - double(m));
-    z = warp_sum(z);
-    log_z = z > 0.0 ? log(z) : 0.0;
+        if (rec[i].m != -INFINITY) s.z += rec[i].z * exp(double(rec[i].m) - double(s.m));
+    s.z = warp_sum(s.z);
   }
 
   u64 list[1] = {0ull};
@@ -592,30 +649,7 @@ __global__ void __launch_bounds__(kLogprobFinishThreads) sample_logprobs_finish_
     }
     block_merge_desc<1>(list, stage, 32, min(kWarps, l.splits));
   }
-  if (warp != 0) return;
-
-  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
-  const RowCfg c = load_row_cfg(a, row);
-  const long long token = sampled_token(a, row);
-  const LogprobRow lr = logprob_row(a, c, row, token, l.processed != 0);
-  int32_t* ids = l.ids + int64_t(row) * l.ids_stride;
-  float* values = l.values + int64_t(row) * l.values_stride;
-  if (int(lane) < n) {
-    const u64 cv = list[0];
-    const u32 id = composite_index(cv);
-    ids[1 + lane] = cv != 0ull ? int32_t(id) : -1;
-    values[1 + lane] =
-        cv != 0ull && token >= 0
-            ? logprob_value(logprob_base(widen<DT>(rowp[id]), id, lr), n_inf, m, log_z)
-            : -INFINITY;
-  }
-  if (lane == 0) {
-    ids[0] = token >= 0 ? int32_t(token) : -1;
-    values[0] = token >= 0
-                    ? logprob_value(logprob_base(widen<DT>(rowp[token]), u32(token), lr), n_inf, m, log_z)
-                    : -INFINITY;
-    l.ranks[row] = token >= 0 ? int32_t(rank) : 0;
-  }
+  if (warp == 0) write_logprob_row<DT>(a, l, row, s, s.z > 0.0 ? log(s.z) : 0.0, list[0]);
 }
 
 }  // namespace nt::cuda
