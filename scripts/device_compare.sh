@@ -4,7 +4,7 @@
 # sm_90a, the Python package), ctest -L gpu, W3/W4 and W1/W2 of both builds
 # (bench-build-base.log, bench-build-device.log and the ratio table in
 # summary.md), then of this tree W5 with its checks (bench-w5.log,
-# fused_head.json), W7 and the W3c per-row rows (bench-w7.log) and the
+# fused_head.json), W7, the W3c per-row and W3r logprobs rows (bench-w7.log) and the
 # profiler split of bench/profile_kernels.py (end of bench-w5.log), then
 # compute-sanitizer memcheck and racecheck of the GPU tests
 # (scripts/gpu_sanitize.sh) in the time left (sanitizers.log; racecheck of
@@ -49,8 +49,8 @@ PYTHONPATH=build-device/python timeout 110 python3 bench/cuda_fused_head_bench.p
   --json "$OUT/fused_head.json" >"$OUT/bench-w5.log" 2>&1; at "w5 rc=$?"
 PYTHONPATH=build-device/python timeout 45 python3 bench/cuda_penalties_bench.py --check --runs 50 --budget 20 \
   >"$OUT/bench-w7.log" 2>&1; at "w7 rc=$?"
-w3c='^W3c (k50\+p0.9|k50\+p0.9 per-row|top-p 0.9|top-p 0.9 per-row|mixed quarters per-row) B=(1|256) V=128256 peaked'
-PYTHONPATH=build-device/python timeout 60 python3 bench/cuda_sampling_bench.py --match "$w3c" --budget 45 \
+w3c='^W3c (k50\+p0.9|k50\+p0.9 per-row|top-p 0.9|top-p 0.9 per-row|mixed quarters per-row) B=(1|256) V=128256 peaked|^W3r .* B=(1|256) V=128256 peaked'
+PYTHONPATH=build-device/python timeout 75 python3 bench/cuda_sampling_bench.py --match "$w3c" --budget 60 \
   >>"$OUT/bench-w7.log" 2>&1; at "w3c rc=$?"
 PYTHONPATH=build-device/python timeout 70 python3 bench/profile_kernels.py --match "^W[1256] |^W3c " \
   >>"$OUT/bench-w5.log" 2>&1; at "profile rc=$?"
