@@ -83,7 +83,8 @@ int max_cluster_chunks(int device, int cc_major) {
 // the scan (which merges one-chunk rows and, in clusters, the rows of small
 // batches), the merge kernel for the other rows of several chunks, and, where
 // a row may be flagged (fallback_needed), the cooperative flagged-row kernel
-// (large keep-set path, then exact fallback), after a memset of its two counts.
+// (large keep-set path, then exact fallback), its two counts cleared before
+// the merges (by the scan where the merge kernel merges, else by a memset).
 struct Plan {
   int mode = kAnyRow;  // RowClass of every row, or kAnyRow
   int splits = 1, chunk = 1, kchunk = 1;

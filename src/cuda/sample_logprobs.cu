@@ -82,12 +82,12 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   l.ranks = static_cast<int32_t*>(a.ranks.data);
   l.chunks = reinterpret_cast<LogprobChunk*>(ws + plan.records_at);
   // A filtered row possible (per-row parameters, or scalars that make every
-  // row filtered) and rows of one chunk (batches that fill the chip; at most
-  // kMaxChunkCandidates candidates a row): the row kernel answers rows from
-  // the candidates, in raw mode where the scans summed the raw mass, and scans
-  // the others whole, one CTA a row (the batch fills the chip). A row of
-  // several chunks is spread over many CTAs by the scan for less than one CTA
-  // would take over its candidates.
+  // row filtered) and rows of one chunk (batches that fill the chip, or rows
+  // of a few thousand tokens; at most kMaxChunkCandidates candidates a row):
+  // the row kernel answers rows from the candidates, in raw mode where the
+  // scans summed the raw mass, and scans the others whole, one CTA a row. A
+  // row of several chunks is spread over many CTAs by the scan for less than
+  // one CTA would take over its candidates.
   const bool from_candidates = (s.per_row || s.row_class == kFilteredRow) && args.splits == 1 &&
                                (processed || args.raw_mass);
   const u32 rows = u32(s.rows);

@@ -585,9 +585,9 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   // Token positions in u32: a row has fewer than 2^31 tokens.
   const u32 begin = u32(chunk) * u32(l.chunk);
   const u32 end = u32(min(int64_t(begin) + l.chunk, int64_t(a.vocab)));
+  LogprobChunk* rec = l.chunks + size_t(row) * l.splits + chunk;
   u64 list[1];
   const LogprobStats s = scan_logprobs<DT, VEC>(a, l, row, begin, end, sh, list);
-  LogprobChunk* rec = l.chunks + size_t(row) * l.splits + chunk;
   if (threadIdx.x == 0) {
     rec->m = s.m;
     rec->z = s.z;
