@@ -91,6 +91,7 @@ struct Plan {
   bool cluster = false;          // a row's chunks form one cluster that merges them
   bool filtered = true;          // some row may be filtered
   bool fallback_needed = true;   // some (filtered) row may keep more than its candidates
+  bool row_mass = true;          // some filtered row's top-p is measured on the whole row
   size_t chunks_at = 0, candidates_at = 0, rows_at = 0, bytes = 0;
   size_t large_rows_at = 0, large_cnt_at = 0, large_mass_at = 0, large_cand_at = 0;
   size_t lists_at = 0;  // n_listed, n_flagged, listed[B], flagged[B]
@@ -114,6 +115,8 @@ Plan make_plan(const SampleCall& call, int device) {
   // pick a leaner scan and skip kernels that would find nothing to do.
   if (!call.per_row) p.mode = call.row_class;
   p.filtered = p.mode == kFilteredRow || p.mode == kAnyRow;
+  // As filtered_needs_mass on the device, for scalar parameters.
+  p.row_mass = call.per_row || (r.top_p > 0.0f && r.top_p < 1.0f && (call.joint || r.top_k == 0));
   const int64_t target = int64_t(limits.sm_count) * kScanCtasPerSm;
   const int64_t cap =
       std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, (vocab + kTileTokens - 1) / kTileTokens));
@@ -209,9 +212,9 @@ SampleArgs kernel_args(const SampleCall& call, const Plan& plan, char* ws) {
   return g;
 }
 
-template <nt_dtype DT, bool VEC, int MODE, bool RAW = false>
+template <nt_dtype DT, bool VEC, int MODE, bool RAW = false, bool MASS = true>
 void launch_scan(const Launch& l) {
-  auto kernel = sample_scan_kernel<DT, VEC, MODE, RAW>;
+  auto kernel = sample_scan_kernel<DT, VEC, MODE, RAW, MASS>;
   const dim3 grid(l.args.rows, u32(l.plan.splits), 1);
   const size_t smem = l.plan.filtered ? size_t(kScanSmemBytes) : 0;
   if (smem > 0) allow_dynamic_smem(kernel, kScanSmemBytes, l.device, kOp);
@@ -257,8 +260,12 @@ void launch_all(const Launch& l) {
     case kGreedyRow: launch_scan<DT, VEC, kGreedyRow>(l); break;
     case kPlainRow: launch_scan<DT, VEC, kPlainRow>(l); break;
     case kFilteredRow:
-      l.args.raw_mass ? launch_scan<DT, VEC, kFilteredRow, true>(l)
-                      : launch_scan<DT, VEC, kFilteredRow>(l);
+      if (l.args.raw_mass)
+        launch_scan<DT, VEC, kFilteredRow, true>(l);
+      else if (l.plan.row_mass)
+        launch_scan<DT, VEC, kFilteredRow>(l);
+      else
+        launch_scan<DT, VEC, kFilteredRow, false, false>(l);
       break;
     default:
       l.args.raw_mass ? launch_scan<DT, VEC, kAnyRow, true>(l) : launch_scan<DT, VEC, kAnyRow>(l);

@@ -94,7 +94,8 @@ void CudaBackend::sample_logprobs(const SampleLogprobsCall& call, void* workspac
   with_logit_layout(s.args.logits.dtype, rows_16b_aligned(s.args.logits), [&](auto layout) {
     constexpr nt_dtype DT = decltype(layout)::kDtype;
     if (from_candidates) {
-      sample_logprobs_row_kernel<DT, decltype(layout)::kVec><<<rows, kLogprobThreads, 0, st>>>(args, l);
+      sample_logprobs_row_kernel<DT, decltype(layout)::kVec>
+          <<<rows, kLogprobThreads, 0, st>>>(args, l);
       check_launch(kOp);
       return;
     }

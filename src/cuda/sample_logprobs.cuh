@@ -298,7 +298,8 @@ __device__ __forceinline__ bool logprobs_from_candidates(const SampleArgs& a, co
       if (int(lane) < n) {
         const u32 id = composite_index(list[0]);
         ids[1 + lane] = int32_t(id);
-        values[1 + lane] = logprob_value(logprob_base(widen<DT>(rowp[id]), id, lr), 0u, v_max, log_z);
+        const float base = logprob_base(widen<DT>(rowp[id]), id, lr);
+        values[1 + lane] = logprob_value(base, 0u, v_max, log_z);
       }
       if (lane == 0) {
         ids[0] = int32_t(token);

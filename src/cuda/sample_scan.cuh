@@ -141,7 +141,7 @@ __device__ __forceinline__ void store_raw_mass(const SampleArgs& a, u32 row, int
   }
 }
 
-template <nt_dtype DT, bool VEC, bool RAW>
+template <nt_dtype DT, bool VEC, bool RAW, bool MASS>
 __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                               const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                               int64_t end, u64* buf) {
@@ -158,7 +158,7 @@ __device__ void scan_filtered(const SampleArgs& a, const RowCfg& c, u32 row, int
   } tmp;
 
   const u32 keep = filtered_keep(a, c);
-  const bool need_z = filtered_needs_mass(a, c);
+  const bool need_z = MASS && filtered_needs_mass(a, c);
   const bool tile_filter = filtered_tile_filter(a, c);
   const bool use_floor = tile_filter && keep <= u32(kScanThreads);
   const u32 trigger = min(u32(a.kchunk), max(2 * keep, keep + 64));
@@ -397,7 +397,7 @@ __device__ __forceinline__ ListsOut lists_out_sorted(const u64* list, u32 count,
 // bounds the chunk's keep-th best from below. At the end the lists are cut to
 // keep each and handed over sorted (lists_out_sorted). Returns whether it drew
 // the row's token (block-uniform).
-template <nt_dtype DT, bool VEC, bool RAW>
+template <nt_dtype DT, bool VEC, bool RAW, bool MASS>
 __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                                     int64_t end, u64* buf, u32 keep) {
@@ -418,7 +418,7 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   constexpr int G = group_tokens<DT, VEC>();
   const u32 tid = threadIdx.x, warp = tid / 32, lane = lane_index();
   const u32 rank = (keep + kWarps - 1) / kWarps;
-  const bool need_z = filtered_needs_mass(a, c);
+  const bool need_z = MASS && filtered_needs_mass(a, c);
   const bool exp2_mass = exp2_mass_applies(a, c);
   const float k = kLog2e / c.p.temperature;  // read only where exp2_mass
   MaxSum mz = {-INFINITY, 0.0f};             // the tiles of the exact form
@@ -548,14 +548,14 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
 
 // A filtered row's chunk: the list scan where it applies, else the general
 // one. Returns whether the row's token was drawn already (block-uniform).
-template <nt_dtype DT, bool VEC, bool RAW>
+template <nt_dtype DT, bool VEC, bool RAW, bool MASS>
 __device__ bool scan_filtered_chunk(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                                     int64_t end, u64* buf) {
   if (list_scan_applies(a, c))
-    return scan_filtered_lists<DT, VEC, RAW>(a, c, row, chunk, rowp, begin, end, buf,
-                                             filtered_keep(a, c));
-  scan_filtered<DT, VEC, RAW>(a, c, row, chunk, rowp, begin, end, buf);
+    return scan_filtered_lists<DT, VEC, RAW, MASS>(a, c, row, chunk, rowp, begin, end, buf,
+                                                   filtered_keep(a, c));
+  scan_filtered<DT, VEC, RAW, MASS>(a, c, row, chunk, rowp, begin, end, buf);
   return false;
 }
 
@@ -586,8 +586,10 @@ __device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const 
 
 // RAW (SampleArgs::raw_mass): the filtered scans also sum each chunk's raw
 // mass; instantiated for the modes with filtered rows, launched only by raw
-// logprobs, so that the sampler alone carries none of its state.
-template <nt_dtype DT, bool VEC, int MODE, bool RAW = false>
+// logprobs, so that the sampler alone carries none of its state. MASS = false:
+// no row needs its mass (scalar parameters whose top-p, if any, is measured
+// on a top-k: Plan::row_mass), so the filtered scans carry none of its state.
+template <nt_dtype DT, bool VEC, int MODE, bool RAW = false, bool MASS = true>
 __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
   using S = typename LogitTraits<DT>::Storage;
   extern __shared__ u64 scan_buffer[];
@@ -612,7 +614,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
     scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
   } else if constexpr (MODE == kFilteredRow) {
     const bool drawn =
-        scan_filtered_chunk<DT, VEC, RAW>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+        scan_filtered_chunk<DT, VEC, RAW, MASS>(a, c, row, chunk, rowp, begin, end, scan_buffer);
     if (a.merge_in_scan) merge_row_in_scan(a, c, row, drawn);
   } else {
     if (c.cls == kGreedyRow) {
@@ -621,7 +623,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
       scan_plain<DT, VEC, kDepth>(a, c, row, chunk, rowp, begin, end);
     } else {
       const bool drawn =
-          scan_filtered_chunk<DT, VEC, RAW>(a, c, row, chunk, rowp, begin, end, scan_buffer);
+          scan_filtered_chunk<DT, VEC, RAW, MASS>(a, c, row, chunk, rowp, begin, end, scan_buffer);
       if (a.merge_in_scan) merge_row_in_scan(a, c, row, drawn);
     }
   }
