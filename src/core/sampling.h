@@ -40,6 +40,12 @@ NT_FN int nt_row_class(nt_row_params p, int explicit_draw) {
                                                                                 : NT_ROW_FILTERED;
 }
 
+/* Whether a row's top-p is measured on the whole row's mass: top-p on, and no
+ * top-k or the joint mode (otherwise it is measured on the top-k's mass). */
+NT_FN int nt_top_p_on_row_mass(nt_row_params p, int joint) {
+  return p.top_p > 0.0f && p.top_p < 1.0f && (joint || p.top_k == 0);
+}
+
 /* s_i = logit_i / T with IEEE division (never a reciprocal multiply), NaN -> -inf. */
 NT_FN float nt_scaled_score(float logit, float temperature) {
   float s = logit / temperature;

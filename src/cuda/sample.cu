@@ -115,8 +115,8 @@ Plan make_plan(const SampleCall& call, int device) {
   // pick a leaner scan and skip kernels that would find nothing to do.
   if (!call.per_row) p.mode = call.row_class;
   p.filtered = p.mode == kFilteredRow || p.mode == kAnyRow;
-  // As filtered_needs_mass on the device, for scalar parameters.
-  p.row_mass = call.per_row || (r.top_p > 0.0f && r.top_p < 1.0f && (call.joint || r.top_k == 0));
+  // filtered_needs_mass of every row (the same rule on the same scalars).
+  p.row_mass = call.per_row || nt_top_p_on_row_mass(r, call.joint);
   const int64_t target = int64_t(limits.sm_count) * kScanCtasPerSm;
   const int64_t cap =
       std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, (vocab + kTileTokens - 1) / kTileTokens));

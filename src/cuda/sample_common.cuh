@@ -498,7 +498,7 @@ __device__ __forceinline__ u32 filtered_keep(const SampleArgs& a, const RowCfg& 
 
 // Top-p measured on the whole row needs every token's mass.
 __device__ __forceinline__ bool filtered_needs_mass(const SampleArgs& a, const RowCfg& c) {
-  return c.p.top_p > 0.0f && c.p.top_p < 1.0f && (a.joint || c.p.top_k == 0);
+  return nt_top_p_on_row_mass(c.p, a.joint);
 }
 
 // A thread's tile is skipped when the bound of its largest logit is below the

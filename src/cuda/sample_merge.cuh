@@ -267,7 +267,7 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
     typename ReduceU32::TempStorage r32;
   } tmp;
   const int tid = int(threadIdx.x);
-  const bool need_z = c.p.top_p > 0.0f && c.p.top_p < 1.0f && (a.joint || c.p.top_k == 0);
+  const bool need_z = filtered_needs_mass(a, c);
   const ChunkRecord* rec = a.chunks + size_t(row) * a.splits;
 
   if (tid < 32) {
