@@ -1,10 +1,11 @@
 // What the op runners (run_ops.cpp, ops_logprobs.cpp, ops_penalties.cpp,
 // ops_verify.cpp) share: a failing status as OpError, inputs with row gaps,
 // per-row parameter arrays on the device, poisoned token outputs, and a run
-// with a workspace of the queried size.
+// with a poisoned workspace of the queried size.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -135,17 +136,22 @@ struct SampleInputs {
   }
 };
 
+// A workspace poisoned with 0xA5 bytes: an op may not rely on what its
+// workspace holds before the call (counters it appends to, flags it reads).
 struct Workspace {
   std::unique_ptr<Buffer> buffer;
   void* ptr() const { return buffer ? buffer->handle() : nullptr; }
   size_t bytes = 0;
   Workspace(TestDevice& dev, size_t n) : bytes(n) {
-    if (n) buffer = std::make_unique<Buffer>(dev, n);
+    if (n == 0) return;
+    buffer = std::make_unique<Buffer>(dev, n);
+    const std::vector<uint8_t> poison(n, 0xA5);
+    buffer->upload(poison.data(), n);
   }
 };
 
-// Runs op `name` (nt_sample, ...) with a workspace of the size its query
-// reports, on the device's stream, and waits for it.
+// Runs op `name` (nt_sample, ...) with a poisoned workspace of the size its
+// query reports, on the device's stream, and waits for it.
 template <class Args>
 void run_with_workspace(TestDevice& dev, const Args& a, const char* name,
                         nt_status (*query)(const Args*, size_t*),
