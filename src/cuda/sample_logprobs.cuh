@@ -47,12 +47,17 @@ constexpr int kLogprobInsertLimit = 32;  // most candidates a warp inserts one a
 constexpr int kLogprobFinishThreads = 256;
 constexpr int kLogprobFinishBatch = 8;  // chunk records a finish warp loads at once
 
-// One chunk's result (scan -> finish).
-struct LogprobChunk {
-  double z;       // sum of exp(v - m) over its finite values
-  float m;        // largest finite value of the chunk, -inf if none
+// The statistics of a row's values, or of one chunk's.
+struct LogprobStats {
+  float m;        // largest finite value, -inf if none
+  double z;       // sum of exp(v - m) over the finite values
   u32 n_pos_inf;  // values that are +inf
   u32 rank;       // values at least the sampled token's (nt_logprob_at_least)
+};
+
+// One chunk's result (scan -> finish).
+struct LogprobChunk {
+  LogprobStats s;
   u64 top[NT_MAX_LOGPROBS];  // the chunk's first n composites (logit key, index), descending; 0: none
 };
 
@@ -67,13 +72,6 @@ struct LogprobArgs {
   int64_t values_stride;
   int32_t* ranks;
   LogprobChunk* chunks;  // [B][splits]
-};
-
-// The statistics of a row's tokens or one chunk's (LogprobChunk's first four).
-struct LogprobStats {
-  float m;
-  double z;
-  u32 n_pos_inf, rank;
 };
 
 // The logprobs kernels' shared memory: the candidates' answer and the scan use
@@ -589,12 +587,7 @@ __global__ void __launch_bounds__(kLogprobThreads, kLogprobCtasPerSm)
   LogprobChunk* rec = l.chunks + size_t(row) * l.splits + chunk;
   u64 list[1];
   const LogprobStats s = scan_logprobs<DT, VEC>(a, l, row, begin, end, sh, list);
-  if (threadIdx.x == 0) {
-    rec->m = s.m;
-    rec->z = s.z;
-    rec->n_pos_inf = s.n_pos_inf;
-    rec->rank = s.rank;
-  }
+  if (threadIdx.x == 0) rec->s = s;
   if (threadIdx.x < u32(l.n)) rec->top[threadIdx.x] = list[0];
 }
 
@@ -616,16 +609,16 @@ __global__ void __launch_bounds__(kLogprobFinishThreads) sample_logprobs_finish_
   LogprobStats s{-INFINITY, 0.0, 0u, 0u};
   if (warp == 0) {
     for (int i = int(lane); i < l.splits; i += 32) {
-      s.m = fmaxf(s.m, rec[i].m);
-      s.n_pos_inf += rec[i].n_pos_inf;
-      s.rank += rec[i].rank;
+      s.m = fmaxf(s.m, rec[i].s.m);
+      s.n_pos_inf += rec[i].s.n_pos_inf;
+      s.rank += rec[i].s.rank;
     }
     s.m = warp_max(s.m);
     s.n_pos_inf = warp_sum(s.n_pos_inf);
     s.rank = warp_sum(s.rank);
     if (s.m != -INFINITY)
       for (int i = int(lane); i < l.splits; i += 32)
-        if (rec[i].m != -INFINITY) s.z += rec[i].z * exp(double(rec[i].m) - double(s.m));
+        if (rec[i].s.m != -INFINITY) s.z += rec[i].s.z * exp(double(rec[i].s.m) - double(s.m));
     s.z = warp_sum(s.z);
   }
 
