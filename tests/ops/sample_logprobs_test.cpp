@@ -156,13 +156,13 @@ TEST_P(SampleLogprobs, RowMassOverSeveralTiles) {
 }
 
 // Batches whose rows the sampler scans as one chunk, where a GPU answers most
-// filtered rows from the sampler's candidates and scans the rest for their
-// logprobs: 300 and 600 rows (one chunk a row on GPUs of up to 132 and 264
-// SMs), 264 rows of 8,195 tokens (on 132 SMs, one sampler chunk and two
-// logprobs chunks a row), 8 rows of 4,096 tokens (one sampler chunk, two
-// logprobs chunks). Flat rows with top-p 0.95 alone (a keep-set of most of
-// the row, past every candidate list), flat rows with a top-k 50, peaked rows
-// with k50+p0.9 (within the candidates), greedy rows; both modes, n = 0 and 7.
+// filtered rows from the sampler's candidates and scans each other row whole
+// with the same CTA (the logprobs row kernel): 300 and 600 rows (one chunk a
+// row on GPUs of up to 132 and 264 SMs), 264 rows of 8,195 tokens (one chunk a
+// row on 132 SMs), 8 rows of 4,096 tokens (one chunk a row at V <= 4,096).
+// Flat rows with top-p 0.95 alone (a keep-set of most of the row, past every
+// candidate list), flat rows with a top-k 50, peaked rows with k50+p0.9
+// (within the candidates), greedy rows; both modes, n = 0 and 7.
 TEST_P(SampleLogprobs, RowsTheCandidatesLeaveInFullBatches) {
   uint64_t seed = 8300;
   for (auto [rows, vocab] : {std::pair<int64_t, int64_t>{300, 2053}, {600, 2053}, {264, 8195},
