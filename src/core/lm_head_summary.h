@@ -40,7 +40,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/ordering.h"
 #include "core/portable.h"
 #include "nexttok/nexttok.h"
 

@@ -36,7 +36,6 @@
 #include "core/logprobs.h"
 #include "core/portable_exp.h"
 #include "core/sampling.h"
-#include "cpu/ops.h"
 #include "cpu/row_io.h"
 #include "cpu/sample_row.h"
 #include "cpu/top_list.h"

@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/half.h"
 #include "core/portable.h"
 #include "cpu/lm_head_scores.h"
 #include "cpu/ops.h"
