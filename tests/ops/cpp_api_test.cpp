@@ -153,3 +153,45 @@ TEST(CppApi, LmHeadSampleDenseGreedyWithMask) {
 }
 
 }  // namespace
+
+namespace {
+
+// verify_tree through the C++ layer, greedy: root 0 with children 1 and 2, node 3
+// under node 2. The walk rejects node 1 (not the root row's argmax), accepts
+// node 2 and node 3, then emits node 3's argmax; a bad tensor throws naming it.
+TEST(CppApi, VerifyTreeGreedyWalk) {
+  constexpr int64_t kNodes = 4, kVocab = 37;
+  ntt::Rng rng(14100);
+  std::vector<float> logits(size_t(kNodes * kVocab));
+  for (auto& x : logits) x = float(rng.normal());
+  const int64_t argmax[kNodes] = {7, 30, 9, 36};  // node 1's row is never reached
+  for (int64_t d = 0; d < kNodes; ++d) logits[size_t(d * kVocab + argmax[d])] = 8.0f;
+  std::vector<int64_t> candidates = {3, 5, 7, 9};
+  std::vector<int64_t> next_token = {1, -1, 3, -1};
+  std::vector<int64_t> next_sibling = {-1, 2, -1, -1};
+  std::vector<int32_t> out_ids(5, -7), out_nodes(5, -7), num_emitted(1, -7);
+  nexttok::SampleParams p;
+  p.temperature.scalar = 0.0f;
+  nt_verify_tree_args a = nexttok::verify_tree_args(
+      nexttok::matrix(logits.data(), kNodes, kVocab), nexttok::matrix(candidates.data(), 1, kNodes),
+      nexttok::matrix(next_token.data(), 1, kNodes), nexttok::matrix(next_sibling.data(), 1, kNodes),
+      nexttok::matrix(out_ids.data(), 1, 5), nexttok::matrix(out_nodes.data(), 1, 5),
+      nexttok::vector(num_emitted.data(), 1), p);
+  EXPECT_GT(nexttok::verify_tree_workspace_size(a), 0u);
+  nexttok::verify_tree(a);
+  EXPECT_EQ(num_emitted[0], 3);
+  EXPECT_EQ(out_ids, (std::vector<int32_t>{7, 9, 36, -1, -1}));
+  EXPECT_EQ(out_nodes, (std::vector<int32_t>{2, 3, -1, -1, -1}));
+
+  std::vector<int32_t> narrow(kNodes);
+  a.candidates = nexttok::matrix(narrow.data(), 1, kNodes);
+  try {
+    nexttok::verify_tree(a);
+    FAIL() << "no exception";
+  } catch (const nexttok::Error& e) {
+    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("'candidates'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
