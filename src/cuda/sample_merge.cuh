@@ -205,10 +205,10 @@ __device__ __forceinline__ void merge_tail_warp(const SampleArgs& a, const RowCf
 
 // The row's best 32N candidates at or above the floor into top[0, got),
 // sorted descending, from chunk lists the list scan handed over sorted: warp
-// w merges chunks w, w + 16, ... in registers, loading DEPTH of them at once,
-// then a tree of warp merges (block_merge_desc). Block-uniform call; returns
-// got. `stage` holds min(splits, 16) * 32N entries.
-template <int N, int DEPTH>
+// w merges chunks w, w + 16, ... in registers, then a tree of warp merges
+// (block_merge_desc). Block-uniform call; returns got. `stage` holds
+// min(splits, 16) * 32N entries.
+template <int N>
 __device__ u32 merge_sorted_lists(const SampleArgs& a, u32 row, MergeInfo& info, u64 floor,
                                   u64* stage, u64* top) {
   constexpr int kWarps = kMergeThreads / 32;
@@ -217,23 +217,17 @@ __device__ u32 merge_sorted_lists(const SampleArgs& a, u32 row, MergeInfo& info,
   u64 v[N];
 #pragma unroll
   for (int j = 0; j < N; ++j) v[j] = 0ull;
-  for (int k0 = warp; k0 < a.splits; k0 += DEPTH * kWarps) {
-    u64 b[DEPTH][N];
+  for (int k = warp; k < a.splits; k += kWarps) {
+    const u32 nk = info.offset[k + 1] - info.offset[k];
+    const u64* src = a.candidates + (size_t(row) * a.splits + k) * size_t(a.kchunk);
+    u64 b[N];
 #pragma unroll
-    for (int q = 0; q < DEPTH; ++q) {
-      const int k = k0 + q * kWarps;
-      const u32 nk = k < a.splits ? info.offset[k + 1] - info.offset[k] : 0u;
-      const u64* src = a.candidates + (size_t(row) * a.splits + k) * size_t(a.kchunk);
-#pragma unroll
-      for (int j = 0; j < N; ++j) {
-        const u32 i = u32(N) * lane + u32(j);
-        const u64 x = i < nk ? src[i] : 0ull;
-        b[q][j] = x >= floor ? x : 0ull;  // under the floor: an exact prefix stays (merge_filtered)
-      }
+    for (int j = 0; j < N; ++j) {
+      const u32 i = u32(N) * lane + u32(j);
+      const u64 x = i < nk ? src[i] : 0ull;
+      b[j] = x >= floor ? x : 0ull;  // under the floor: an exact prefix stays (merge_filtered)
     }
-#pragma unroll
-    for (int q = 0; q < DEPTH; ++q)
-      if (k0 + q * kWarps < a.splits) warp_merge_desc<N>(v, b[q]);  // warp-uniform
+    warp_merge_desc<N>(v, b);
   }
   block_merge_desc<N>(v, stage, 32 * N, min(a.splits, kWarps));
   if (warp == 0) {
@@ -250,7 +244,6 @@ __device__ u32 merge_sorted_lists(const SampleArgs& a, u32 row, MergeInfo& info,
   return info.m_out;
 }
 
-template <int DEPTH>
 __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   using Scan = cub::BlockScan<double, kMergeThreads>;
   using ReduceU64 = cub::BlockReduce<u64, kMergeThreads>;
@@ -341,9 +334,8 @@ __device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   u32 m_count;
   if (sorted) {
     const u32 want = sorted_merge_count(c);
-    const u32 got = want <= kWarpTailMax
-                        ? merge_sorted_lists<2, DEPTH>(a, row, info, floor, cand, top)
-                        : merge_sorted_lists<4, DEPTH>(a, row, info, floor, cand, top);
+    const u32 got = want <= kWarpTailMax ? merge_sorted_lists<2>(a, row, info, floor, cand, top)
+                                         : merge_sorted_lists<4>(a, row, info, floor, cand, top);
     m_count = min(got, want);
   } else {
     // Each thread finds its candidates' chunks by binary search on the offsets
@@ -549,12 +541,12 @@ __device__ __forceinline__ void filtered_row_merged(const SampleArgs& a, const R
 // kMergeThreads threads: the merge kernel's CTA, or a scan CTA (its own row of
 // one chunk, or the first CTA of a row's cluster). FILTERED = false where no
 // row can be filtered (the greedy and plain scans), so the filtered merge is
-// not compiled there. DEPTH: the sorted chunk lists a warp loads at once.
-template <bool FILTERED = true, int DEPTH = 1>
+// not compiled there.
+template <bool FILTERED = true>
 __device__ __forceinline__ void merge_row(const SampleArgs& a, const RowCfg& c, u32 row) {
   if constexpr (FILTERED) {
     if (c.cls == kFilteredRow) {
-      merge_filtered<DEPTH>(a, c, row);
+      merge_filtered(a, c, row);
       filtered_row_merged(a, c, row);
       return;
     }
@@ -562,12 +554,9 @@ __device__ __forceinline__ void merge_row(const SampleArgs& a, const RowCfg& c, 
   if (a.splits > 1) merge_argmax(a, c, row);
 }
 
-// Rows of many chunks (B = 1: 64): a warp loads all of its chunks' lists at
-// once, so their latencies overlap (the scans' merges take one at a time,
-// within their registers).
 __global__ void __launch_bounds__(kMergeThreads) sample_merge_kernel(SampleArgs a) {
   const u32 row = blockIdx.x;
-  merge_row<true, kMaxSplits / (kMergeThreads / 32)>(a, load_row_cfg(a, row), row);
+  merge_row(a, load_row_cfg(a, row), row);
 }
 
 }  // namespace nt::cuda
