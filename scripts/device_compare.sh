@@ -8,9 +8,11 @@
 # profiler split of bench/profile_kernels.py (end of bench-w5.log), then
 # compute-sanitizer memcheck and racecheck of the GPU tests
 # (scripts/gpu_sanitize.sh) in the time left (sanitizers.log; racecheck of
-# every test takes longer than one call leaves, so tests out of time are listed,
-# and scripts/device_check.sh on the same warm machine finishes them). Eight
-# files in $OUT: the device tool returns no more.
+# every test takes longer than one call leaves, so tests out of time are listed;
+# a second call on the same warm machine finishes them: `. scripts/gpu_sanitize.sh;
+# unjudged racecheck build-device/gpu_tests_racecheck.txt >rest.txt; sanitize
+# racecheck rest.txt 500`, with PATH and SANITIZER set as below). Eight files in
+# $OUT: the device tool returns no more.
 #
 # The machine has no git history: the earlier tree travels as a git-excluded
 # folder named in the call's carry, with the two commits written beside it:

@@ -40,3 +40,14 @@ sanitize() {
   [ "$failed" -eq 0 ]
 }
 export -f sanitize
+
+# unjudged TOOL LIST: the lines of LIST that an earlier `sanitize TOOL LIST` did
+# not pass (out of its time, failed, or never started), for a later call on
+# the same machine: `unjudged racecheck L >rest.txt; sanitize racecheck rest.txt S`.
+unjudged() {
+  local dir="${2%.txt}-$1"
+  nl -w1 -s' ' "$2" | while read -r n rest; do
+    grep -qs '\[  PASSED  \]' "$dir/$n.log" || echo "$rest"
+  done
+}
+export -f unjudged
