@@ -12,6 +12,19 @@
 
 namespace {
 
+// Runs fn, which must throw nexttok::Error with NT_ERROR_INVALID_ARGUMENT and a
+// message naming `arg` (quoted, as the library names arguments).
+template <class Fn>
+void expect_invalid_argument(Fn&& fn, const std::string& arg) {
+  try {
+    fn();
+    ADD_FAILURE() << "no exception; expected one naming '" << arg << "'";
+  } catch (const nexttok::Error& e) {
+    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("'" + arg + "'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CppApi, SampleGreedyAndError) {
   ntt::Rng rng(14000);
   std::vector<float> logits(3 * 257);
@@ -25,13 +38,12 @@ TEST(CppApi, SampleGreedyAndError) {
   EXPECT_EQ(tokens, (std::vector<int64_t>{5, 256, 100}));
 
   p.top_p.scalar = 1.5f;
-  try {
-    nexttok::sample(nexttok::matrix(logits.data(), 3, 257), nexttok::vector(tokens.data(), 3), p);
-    FAIL() << "no exception";
-  } catch (const nexttok::Error& e) {
-    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("'top_p'"), std::string::npos) << e.what();
-  }
+  expect_invalid_argument(
+      [&] {
+        nexttok::sample(nexttok::matrix(logits.data(), 3, 257), nexttok::vector(tokens.data(), 3),
+                        p);
+      },
+      "top_p");
 }
 
 // sample_logprobs through the C++ layer: a greedy row with known values (two
@@ -59,13 +71,7 @@ TEST(CppApi, SampleLogprobsGreedyRow) {
   EXPECT_EQ(values, (std::vector<float>{0.0f, 0.0f, -std::numeric_limits<float>::infinity()}));
 
   a.num_logprobs = 21;
-  try {
-    nexttok::sample_logprobs(a);
-    FAIL() << "no exception";
-  } catch (const nexttok::Error& e) {
-    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("'num_logprobs'"), std::string::npos) << e.what();
-  }
+  expect_invalid_argument([&] { nexttok::sample_logprobs(a); }, "num_logprobs");
 }
 
 // The convenience overload allocates its workspace on the host: with device
@@ -74,14 +80,12 @@ TEST(CppApi, HostWorkspaceOverloadRefusesDeviceTensors) {
   float fake_device_data[4] = {1, 2, 3, 4};
   int64_t fake_tokens[1] = {-7};
   const nexttok::Device gpu = nexttok::Device::cuda(0);
-  try {
-    nexttok::sample(nexttok::matrix(fake_device_data, 1, 4, -1, gpu),
-                    nexttok::vector(fake_tokens, 1, gpu), nexttok::SampleParams{});
-    FAIL() << "no exception";
-  } catch (const nexttok::Error& e) {
-    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("'workspace'"), std::string::npos) << e.what();
-  }
+  expect_invalid_argument(
+      [&] {
+        nexttok::sample(nexttok::matrix(fake_device_data, 1, 4, -1, gpu),
+                        nexttok::vector(fake_tokens, 1, gpu), nexttok::SampleParams{});
+      },
+      "workspace");
   EXPECT_EQ(fake_tokens[0], -7);
 }
 
@@ -143,13 +147,7 @@ TEST(CppApi, LmHeadSampleDenseGreedyWithMask) {
   EXPECT_EQ(tokens, (std::vector<int64_t>{best, -1}));
 
   a.sampling.top_k.scalar = -5;
-  try {
-    nexttok::lm_head_sample_dense(a);
-    FAIL() << "no exception";
-  } catch (const nexttok::Error& e) {
-    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("'top_k'"), std::string::npos) << e.what();
-  }
+  expect_invalid_argument([&] { nexttok::lm_head_sample_dense(a); }, "top_k");
 }
 
 }  // namespace
@@ -174,7 +172,8 @@ TEST(CppApi, VerifyTreeGreedyWalk) {
   p.temperature.scalar = 0.0f;
   nt_verify_tree_args a = nexttok::verify_tree_args(
       nexttok::matrix(logits.data(), kNodes, kVocab), nexttok::matrix(candidates.data(), 1, kNodes),
-      nexttok::matrix(next_token.data(), 1, kNodes), nexttok::matrix(next_sibling.data(), 1, kNodes),
+      nexttok::matrix(next_token.data(), 1, kNodes),
+      nexttok::matrix(next_sibling.data(), 1, kNodes),
       nexttok::matrix(out_ids.data(), 1, 5), nexttok::matrix(out_nodes.data(), 1, 5),
       nexttok::vector(num_emitted.data(), 1), p);
   EXPECT_GT(nexttok::verify_tree_workspace_size(a), 0u);
@@ -185,13 +184,7 @@ TEST(CppApi, VerifyTreeGreedyWalk) {
 
   std::vector<int32_t> narrow(kNodes);
   a.candidates = nexttok::matrix(narrow.data(), 1, kNodes);
-  try {
-    nexttok::verify_tree(a);
-    FAIL() << "no exception";
-  } catch (const nexttok::Error& e) {
-    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("'candidates'"), std::string::npos) << e.what();
-  }
+  expect_invalid_argument([&] { nexttok::verify_tree(a); }, "candidates");
 }
 
 }  // namespace
