@@ -136,8 +136,8 @@ struct SampleInputs {
   }
 };
 
-// A workspace poisoned with 0xA5 bytes: an op may not rely on what its
-// workspace holds before the call (counters it appends to, flags it reads).
+// A poisoned workspace: an op may not rely on what its workspace holds
+// before the call (counters it appends to, flags it reads).
 struct Workspace {
   std::unique_ptr<Buffer> buffer;
   void* ptr() const { return buffer ? buffer->handle() : nullptr; }
@@ -145,8 +145,7 @@ struct Workspace {
   Workspace(TestDevice& dev, size_t n) : bytes(n) {
     if (n == 0) return;
     buffer = std::make_unique<Buffer>(dev, n);
-    const std::vector<uint8_t> poison(n, 0xA5);
-    buffer->upload(poison.data(), n);
+    poison(*buffer);
   }
 };
 

@@ -81,6 +81,14 @@ std::unique_ptr<Buffer> to_device(TestDevice& device, const std::vector<T>& host
   return b;
 }
 
+// Fills the buffer with 0xA5 bytes, a pattern no op writes (negative tokens and
+// indices other than -1, small negative floats, never -inf), so that memory an
+// op wrote, or read as if it held something, shows.
+inline void poison(Buffer& b) {
+  const std::vector<uint8_t> bytes(b.bytes(), 0xA5);
+  b.upload(bytes.data(), bytes.size());
+}
+
 template <class T>
 std::vector<T> from_device(const Buffer& b, size_t n) {
   std::vector<T> host(n);

@@ -44,14 +44,10 @@ std::vector<std::vector<uint8_t>> contents(const std::vector<Buffer*>& buffers) 
   return bytes;
 }
 
-// Fills each buffer with bytes no op writes there (0xA5: negative tokens and
-// indices other than -1, small negative floats, never -inf), so that a call
-// which ran shows even when it would write what a valid call wrote before it.
+// Poisons each buffer (harness poison), so that a call which ran shows even
+// when it would write what a valid call wrote before it.
 void poison(const std::vector<Buffer*>& buffers) {
-  for (Buffer* b : buffers) {
-    const std::vector<uint8_t> bytes(b->bytes(), 0xA5);
-    b->upload(bytes.data(), bytes.size());
-  }
+  for (Buffer* b : buffers) ntt::poison(*b);
 }
 
 // Each case: the call fails with its status and a message naming its argument,
