@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/test_device.h"
+#include "nexttok/nexttok.hpp"
 
 namespace ntt {
 
@@ -25,6 +26,20 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
 };
 
 std::string device_param_name(const ::testing::TestParamInfo<std::string>& info);
+
+// Runs fn, a call through the C++ layer, which must throw nexttok::Error with
+// NT_ERROR_INVALID_ARGUMENT and a message naming `arg` (quoted, as the library
+// names arguments).
+template <class Fn>
+void expect_invalid_argument(Fn&& fn, const std::string& arg) {
+  try {
+    fn();
+    ADD_FAILURE() << "no exception; expected one naming '" << arg << "'";
+  } catch (const nexttok::Error& e) {
+    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("'" + arg + "'"), std::string::npos) << e.what();
+  }
+}
 
 }  // namespace ntt
 

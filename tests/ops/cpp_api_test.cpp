@@ -8,22 +8,12 @@
 #include <vector>
 
 #include "harness/data.h"
+#include "harness/device.h"
 #include "nexttok/nexttok.hpp"
 
 namespace {
 
-// Runs fn, which must throw nexttok::Error with NT_ERROR_INVALID_ARGUMENT and a
-// message naming `arg` (quoted, as the library names arguments).
-template <class Fn>
-void expect_invalid_argument(Fn&& fn, const std::string& arg) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception; expected one naming '" << arg << "'";
-  } catch (const nexttok::Error& e) {
-    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("'" + arg + "'"), std::string::npos) << e.what();
-  }
-}
+using ntt::expect_invalid_argument;
 
 TEST(CppApi, SampleGreedyAndError) {
   ntt::Rng rng(14000);

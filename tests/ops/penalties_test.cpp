@@ -632,13 +632,9 @@ TEST(PenaltiesCpp, HelpersRunAndThrowNamingTheArgument) {
   EXPECT_EQ(logits[2], 4.5f / 2.0f - 0.5f * 2.0f);  // twice in row 0's output
   EXPECT_EQ(logits[1], -3.0f * 2.0f - 0.5f);
   p.repetition.scalar = 0.0f;
-  try {
-    nexttok::apply_penalties(nexttok::penalties_args(l, lists, nexttok::no_tokens(), p));
-    FAIL() << "repetition 0 was accepted";
-  } catch (const nexttok::Error& e) {
-    EXPECT_EQ(e.status(), NT_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("'repetition'"), std::string::npos) << e.what();
-  }
+  expect_invalid_argument(
+      [&] { nexttok::apply_penalties(nexttok::penalties_args(l, lists, nexttok::no_tokens(), p)); },
+      "repetition");
 }
 
 }  // namespace
