@@ -284,6 +284,13 @@ __device__ __forceinline__ void write_token(const SampleArgs& a, u32 row, long l
     static_cast<int64_t*>(a.tokens)[row] = int64_t(token);
 }
 
+// A probability's fixed-point mass, rne(p * 2^bits) (docs/SEMANTICS.md): p <= 1
+// and bits <= 40, so the fp32 product is exact and its conversion rounds the
+// same real number an fp64 product would.
+__device__ __forceinline__ u64 fixed_mass(float p, int bits) {
+  return __float2ull_rn(p * __int_as_float((127 + bits) << 23));
+}
+
 struct MaxU64 {
   __device__ __forceinline__ u64 operator()(u64 a, u64 b) const { return a > b ? a : b; }
 };

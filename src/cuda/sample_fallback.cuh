@@ -70,13 +70,12 @@ __device__ void fallback_row(const SampleArgs& a, u32 row, FallbackShared& sh) {
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const bool inf_rule = st.n_pos_inf > 0;
   const float s_max = st.s_max;
-  const double scale = ldexp(1.0, a.mass_bits);
   const u64 one = 1ull << a.mass_bits;
   const bool min_p_on = c.p.min_p > 0.0f;
 
   auto in_set = [&](float s) { return inf_rule ? s == INFINITY : s != -INFINITY; };
   auto mass_of = [&](float s) -> u64 {
-    return inf_rule ? one : u64(__double2ull_rn(double(expf(s - s_max)) * scale));
+    return inf_rule ? one : fixed_mass(expf(s - s_max), a.mass_bits);
   };
   auto clear = [&](MassScratch& h) {
     for (int i = tid; i < 256; i += NT) {
@@ -100,7 +99,7 @@ __device__ void fallback_row(const SampleArgs& a, u32 row, FallbackShared& sh) {
               m = one;
             } else {
               const float p = expf(s - s_max);
-              m = u64(__double2ull_rn(double(p) * scale));
+              m = fixed_mass(p, a.mass_bits);
               if (min_p_count && min_p_on && p >= c.p.min_p) ++*min_p_count;
             }
           }

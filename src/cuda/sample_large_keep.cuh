@@ -10,8 +10,11 @@
 //           global histogram; the min-p count beside it.
 //  collect  per chunk: finds the bin where the keep-set ends (the same
 //           decision for every chunk: the histogram is final), draws the
-//           Gumbel-max over the bins above it and appends the tokens of that
-//           bin (at most kLargeCap, checked before) to the row's list.
+//           Gumbel-max over the bins above it (each warp pruning with the
+//           best value any of its lanes reached) and appends the tokens of
+//           that bin (at most kLargeCap, checked before) to the row's list;
+//           only logits inside the bin's window of raw logits take the exact
+//           test.
 //  finish   per listed row, one CTA: sorts the list, cuts it where the count
 //           or mass target is reached, draws over the kept part, writes the
 //           token and clears the row's flag.
@@ -115,7 +118,6 @@ __device__ void large_keep_hist(const SampleArgs& a, LargeHistShared& sh) {
     }
     __syncthreads();
     const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
-    const double scale = ldexp(1.0, a.mass_bits);
     u32 n_min_p = 0;
     visit_tokens<DT, VEC, kLargeThreads>(rowp, item.begin, item.end, [&](u32, const float (&x)[4]) {
 #pragma unroll
@@ -124,7 +126,7 @@ __device__ void large_keep_hist(const SampleArgs& a, LargeHistShared& sh) {
         if (s == -INFINITY) continue;
         const float p = expf(s - s_max);
         const int b = large_bin(s, s_max);
-        const u64 m = u64(__double2ull_rn(double(p) * scale));
+        const u64 m = fixed_mass(p, a.mass_bits);
         atomicAdd(&cnt[b], 1u);
         const u32 lo = u32(m), old_lo = atomicAdd(&mass_lo[b], lo);
         const u32 hi = u32(m >> 32) + (old_lo + lo < old_lo ? 1u : 0u);
@@ -200,6 +202,28 @@ __device__ void large_find_cut(const SampleArgs& a, const RowCfg& c, const u32* 
   __syncthreads();
 }
 
+// Raw logits outside [lo, hi] hold no token of bin b (none when b is kNoCut):
+// the bin's score edges s_max - (b + 1) / 64 and s_max - b / 64 (the last bin
+// open downwards) times T, widened by 1e-5 (|s_max| + 34) T + 1e-37, far above
+// the rounding of x / T, of s_max - s (|s_max - s| < 32 in a bin that is not
+// the last) and of these products (2^-24 relative each). A bound that
+// overflows to NaN rules nothing out; bound_mode 2 (T subnormal or huge) is
+// not bounded.
+struct LogitWindow {
+  float lo, hi;
+  __device__ __forceinline__ bool may_hold(float x) const { return !(x < lo || x > hi); }
+};
+
+__device__ __forceinline__ LogitWindow large_bin_window(const RowCfg& c, float s_max, int b) {
+  if (b == int(kNoCut)) return {INFINITY, -INFINITY};
+  if (c.bound_mode == 2) return {-INFINITY, INFINITY};
+  const float t = c.p.temperature;
+  const float top = s_max - float(b) / kLargeBinsPerUnit;
+  const float bottom = b == kLargeBins - 1 ? -INFINITY : s_max - float(b + 1) / kLargeBinsPerUnit;
+  const float margin = fmaf(fabsf(s_max) + 34.0f, t * 1e-5f, 1e-37f);
+  return {bottom * t - margin, top * t + margin};
+}
+
 struct LargeCollectShared {
   u32 cnt[kLargeBins];
   u64 mass[kLargeBins];
@@ -242,10 +266,14 @@ __device__ void large_keep_collect(const SampleArgs& a, LargeCollectShared& sh) 
     }
     const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
     const int cut_bin = int(cut.cut_bin);
+    const LogitWindow window = large_bin_window(c, s_max, cut_bin);
     u64* list = L.cand + size_t(row) * kLargeCap;
     GumbelBest g;
     visit_tokens<DT, VEC, kLargeThreads>(rowp, item.begin, item.end, [&](u32 t0, const float (&x)[4]) {
-      if (cut_bin != int(kNoCut)) {
+      bool near_cut = false;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) near_cut |= window.may_hold(x[j]);
+      if (__any_sync(kFullMask, near_cut)) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const float s = nt_scaled_score(x[j], c.p.temperature);
@@ -255,6 +283,9 @@ __device__ void large_keep_collect(const SampleArgs& a, LargeCollectShared& sh) 
         }
       }
       gumbel_group(g, c, floors, t0, x, [&](float s, u32) { return large_bin(s, s_max) < cut_bin; });
+      // Every lane's bound is a value some token of the row reached, so the
+      // warp's largest prunes each lane's draws as well as its own would.
+      g.bound = nt_key_to_float(__reduce_max_sync(kFullMask, nt_order_key(g.bound)));
     });
     const u64 best = ReduceU64(sh.reduce).Reduce(g.best, MaxU64());
     if (threadIdx.x == 0 && best) atomicMax(&lk.best, best);
@@ -298,13 +329,12 @@ __device__ void large_keep_finish(const SampleArgs& a, u32 row, LargeFinishShare
     bitonic_sort_desc<kLargeThreads>(list, n_sort);
     // Element i = kLargeItems * tid + j; the keep-set takes the bin's first
     // `length` elements: one past the last that reaches neither target.
-    const double scale = ldexp(1.0, a.mass_bits);
     u64 m[kLargeItems];
 #pragma unroll
     for (int j = 0; j < kLargeItems; ++j) {
       const int i = kLargeItems * tid + j;
       const float s = i < n ? nt_key_to_float(composite_key(list[i])) : -INFINITY;
-      m[j] = i < n ? u64(__double2ull_rn(double(expf(s - st.s_max)) * scale)) : 0ull;
+      m[j] = i < n ? fixed_mass(expf(s - st.s_max), a.mass_bits) : 0ull;
     }
     ScanU64(tmp.scan).InclusiveSum(m, m);
     u32 short_of = 0;
