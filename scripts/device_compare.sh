@@ -35,7 +35,7 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON -DCMAKE_CUDA_ARCHI
 (cmake -S . -B build-device "${common[@]}" -DNEXTTOK_TESTS=ON && cmake --build build-device -j 16) >build-device.log 2>&1 &
 (cmake -S "$BASE_DIR" -B build-base "${common[@]}" -DNEXTTOK_TESTS=OFF && cmake --build build-base -j 16) >build-base.log 2>&1 &
 wait
-at built; grep -hE "error|FAILED:" build-device.log build-base.log | head -20 | tee -a "$OUT/summary.md"
+at built; grep -hE "error:|FAILED:" build-device.log build-base.log | head -20 | tee -a "$OUT/summary.md"
 NEXTTOK_TEST_REQUIRE=cuda timeout 150 ctest --test-dir build-device -L gpu -j 8 --timeout 120 --output-on-failure >"$OUT/tests.log" 2>&1
 at "ctest rc=$?"; grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Failed  |\*\*\*" "$OUT/tests.log" | head -30 | tee -a "$OUT/summary.md"
 w3='^W3 (greedy|plain T=0.7|top-p 0.9|k50\+p0.9\+min-p 0.05|mixed per-row) B=256 V=128256|^W3 (k50\+p0.9\+min-p 0.05|top-p 0.9|greedy) B=1 V=128256|^W3 k50\+p0.9\+min-p 0.05 B=256 V=248320|^W4 .* B=(1|256) '
