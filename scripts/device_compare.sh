@@ -10,8 +10,10 @@
 # (scripts/gpu_sanitize.sh) in the time left (sanitizers.log; racecheck of
 # every test takes longer than one call leaves, so tests out of time are listed;
 # a second call on the same warm machine finishes them: `. scripts/gpu_sanitize.sh;
-# unjudged racecheck build-device/gpu_tests_racecheck.txt >rest.txt; sanitize
-# racecheck rest.txt 500`, with PATH and SANITIZER set as below). Eight files in
+# unjudged racecheck build-device/gpu_tests_racecheck.txt >build-device/rest.txt;
+# sanitize racecheck build-device/rest.txt 500`, with PATH and SANITIZER set as
+# below; the list and its logs stay in the ignored build folder, since each call
+# copies the tree afresh and removes files git does not know). Eight files in
 # $OUT: the device tool returns no more.
 #
 # The machine has no git history: the earlier tree travels as a git-excluded

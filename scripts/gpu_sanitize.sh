@@ -18,7 +18,8 @@ for t in json.load(sys.stdin)["tests"]:
 
 # sanitize TOOL LIST SECONDS: each line of LIST (one CUDA test) under
 # compute-sanitizer TOOL, 8 processes at a time, each with its own log (in
-# LIST's name with -TOOL for .txt) and at most SECONDS. Fails if a test fails or
+# LIST's name with -TOOL for .txt) and at most SECONDS each (the call as a
+# whole takes longer: the tests run 8 at a time). Fails if a test fails or
 # the tool reports an error; a test that runs out of time is listed as not
 # judged without failing it.
 sanitize() {
@@ -43,7 +44,9 @@ export -f sanitize
 
 # unjudged TOOL LIST: the lines of LIST that an earlier `sanitize TOOL LIST` did
 # not pass (out of its time, failed, or never started), for a later call on
-# the same machine: `unjudged racecheck L >rest.txt; sanitize racecheck rest.txt S`.
+# the same machine: `unjudged racecheck L >build-device/rest.txt; sanitize
+# racecheck build-device/rest.txt S` (in the ignored build folder, which the
+# next call's copy of the tree keeps).
 unjudged() {
   local dir="${2%.txt}-$1"
   nl -w1 -s' ' "$2" | while read -r n rest; do
