@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "core/sampling.h"  // nt_token_gumbel: the test plants a draw's winner
@@ -376,6 +377,32 @@ TEST_P(Sample, ManyRowsPastTheirCandidates) {
   fill_logits(c, rng, false);
   redraw_degenerate_rows(c, rng, false);
   expect_tokens_match(dev(), c);
+}
+
+// Top-p alone over flat scores at temperatures whose logits lie near the ends
+// of the float range: T = 1e-30 and 1e30 (1/T normal: GPU scans bound scores
+// by x * (1/T), and the large keep-set path tests raw logits against its cut
+// bin's window) and 3e38 (1/T subnormal: every logit takes the exact test).
+// Logits T * u, u uniform in [-1, 1): scores in [-1, 1], a keep-set past every
+// candidate list.
+TEST_P(Sample, LargeKeepSetAtExtremeTemperatures) {
+  uint64_t seed = 2970;
+  for (double temperature : {1e-30, 1e30, 3e38}) {
+    Rng rng(++seed);
+    char trace[32];
+    std::snprintf(trace, sizeof trace, " T=%g", temperature);
+    SCOPED_TRACE(seed_trace(seed) + trace);
+    SampleCase c;
+    c.rows = 3;
+    c.vocab = 50021;
+    c.temperature = scalar(float(temperature));
+    c.top_p = scalar(0.9f);
+    set_seeds(c, rng, false);
+    fill_rows(c, [&](float* row) {
+      for (int64_t i = 0; i < c.vocab; ++i) row[i] = float(temperature * rng.uniform(-1.0, 1.0));
+    });
+    expect_tokens_match(dev(), c);
+  }
 }
 
 // Rows the large keep-set path resolves and rows it hands on to the exact
