@@ -18,8 +18,8 @@ for t in json.load(sys.stdin)["tests"]:
 
 # sanitize TOOL LIST SECONDS: each line of LIST (one CUDA test) under
 # compute-sanitizer TOOL, 8 processes at a time, each with its own log (in
-# LIST's name with -TOOL for .txt) and at most SECONDS each (the call as a
-# whole takes longer: the tests run 8 at a time). Fails if a test fails or
+# LIST's name with -TOOL for .txt) and at most SECONDS each (a list of many
+# tests takes many times SECONDS in all). Fails if a test fails or
 # the tool reports an error; a test that runs out of time is listed as not
 # judged without failing it.
 sanitize() {
