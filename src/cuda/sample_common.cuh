@@ -284,9 +284,10 @@ __device__ __forceinline__ void write_token(const SampleArgs& a, u32 row, long l
     static_cast<int64_t*>(a.tokens)[row] = int64_t(token);
 }
 
-// A probability's fixed-point mass, rne(p * 2^bits) (docs/SEMANTICS.md): p <= 1
-// and bits <= 40, so the fp32 product is exact and its conversion rounds the
-// same real number an fp64 product would.
+// The sampler's fixed-point mass of a probability, rne(p * 2^bits): p <= 1 and
+// bits <= 40, so the fp32 product is exact and its conversion rounds the same
+// real number an fp64 product would. Unlike core/fixed_mass.h's nt_fixed_mass
+// (verification's rule), a p of at most 2^-(bits+1) gets 0, not 1.
 __device__ __forceinline__ u64 fixed_mass(float p, int bits) {
   return __float2ull_rn(p * __int_as_float((127 + bits) << 23));
 }

@@ -202,13 +202,12 @@ __device__ void large_find_cut(const SampleArgs& a, const RowCfg& c, const u32* 
   __syncthreads();
 }
 
-// Raw logits outside [lo, hi] hold no token of bin b (none when b is kNoCut):
-// the bin's score edges s_max - (b + 1) / 64 and s_max - b / 64 (the last bin
-// open downwards) times T, widened by 1e-5 (|s_max| + 34) T + 1e-37, far above
-// the rounding of x / T, of s_max - s (|s_max - s| < 32 in a bin that is not
-// the last) and of these products (2^-24 relative each). A bound that
-// overflows to NaN rules nothing out; bound_mode 2 (T subnormal or huge) is
-// not bounded.
+// Raw logits outside [lo, hi] hold no token of bin b (none when b is kNoCut).
+// The bin's scores lie between its edges s_max - (b + 1) / 64 and s_max - b / 64
+// (the last bin open downwards) widened by 1e-5 (|s_max| + 34), far above the
+// rounding of s_max - s (|s_max - s| < 32 in a bin that is not the last) and of
+// the edges; logit_floor takes those scores to logits (and, by symmetry, -x's
+// floor bounds x from above). bound_mode 2 (T subnormal or huge) is not bounded.
 struct LogitWindow {
   float lo, hi;
   __device__ __forceinline__ bool may_hold(float x) const { return !(x < lo || x > hi); }
@@ -217,11 +216,10 @@ struct LogitWindow {
 __device__ __forceinline__ LogitWindow large_bin_window(const RowCfg& c, float s_max, int b) {
   if (b == int(kNoCut)) return {INFINITY, -INFINITY};
   if (c.bound_mode == 2) return {-INFINITY, INFINITY};
-  const float t = c.p.temperature;
   const float top = s_max - float(b) / kLargeBinsPerUnit;
   const float bottom = b == kLargeBins - 1 ? -INFINITY : s_max - float(b + 1) / kLargeBinsPerUnit;
-  const float margin = fmaf(fabsf(s_max) + 34.0f, t * 1e-5f, 1e-37f);
-  return {bottom * t - margin, top * t + margin};
+  const float eps = 1e-5f * (fabsf(s_max) + 34.0f);
+  return {logit_floor(bottom - eps, c), -logit_floor(-(top + eps), c)};
 }
 
 struct LargeCollectShared {
