@@ -109,10 +109,6 @@ TEST(CppApi, MaskThenTopK) {
   EXPECT_EQ(values, (std::vector<float>{3.5f, 3.5f, 2.5f}));
 }
 
-}  // namespace
-
-namespace {
-
 // Hidden -> token through the C++ layer: an identity head with a bitmask and
 // greedy sampling picks the largest allowed hidden value; a fully masked row
 // gets -1; a bad parameter throws naming it.
@@ -139,10 +135,6 @@ TEST(CppApi, LmHeadSampleDenseGreedyWithMask) {
   a.sampling.top_k.scalar = -5;
   expect_invalid_argument([&] { nexttok::lm_head_sample_dense(a); }, "top_k");
 }
-
-}  // namespace
-
-namespace {
 
 // verify_tree through the C++ layer, greedy: root 0 with children 1 and 2, node 3
 // under node 2. The walk rejects node 1 (not the root row's argmax), accepts
