@@ -599,12 +599,6 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   const int64_t end = min(begin + int64_t(a.chunk), int64_t(a.vocab));
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   const RowCfg c = load_row_cfg(a, row);
-  // Where the merge kernel merges (and appends to the flagged-row kernel's two
-  // counts), the scan clears them.
-  if (a.large.rows && !a.merge_in_scan && row == 0u && chunk == 0 && threadIdx.x == 0) {
-    *a.large.n_listed = 0u;
-    *a.large.n_flagged = 0u;
-  }
   // The mixed-row kernel carries the filtered path's registers: a third
   // buffer would spill there.
   constexpr int kDepth = MODE == kAnyRow ? 2 : 3;
@@ -628,6 +622,13 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
     }
   }
   if (a.cluster_merge) merge_row_in_cluster<MODE>(a, c, row, chunk);
+  // Where the merge kernel merges (and appends to the flagged-row kernel's two
+  // counts), the scan clears them. At the end: done at the start, it keeps
+  // values live across the filtered scan's tile loop, which then spills.
+  if (a.large.rows && !a.merge_in_scan && row == 0u && chunk == 0 && threadIdx.x == 0) {
+    *a.large.n_listed = 0u;
+    *a.large.n_flagged = 0u;
+  }
 }
 
 }  // namespace nt::cuda
