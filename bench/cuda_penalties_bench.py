@@ -16,6 +16,9 @@ Rows (BENCH.md W7): B = 256, V = 128,256, f32 and bf16 logits.
 - logit bias: 64 ids a row. Baseline: vLLM v1's LogitBiasLogitsProcessor,
   logits[rows, cols] += bias (index_put_ with accumulate, so repeats add as ours).
 - both in a row (bias then penalties), against both baselines in a row.
+- penalties against the floor of their memory traffic: torch reading and
+  writing back just the touched logits (the distinct ids of each row's prompt
+  and output, in ascending order: a gather and an index_copy_).
 
 Timing and output: bench/_common.py (CUDA events, a GPU sleep ahead of every
 timed call, median of --runs calls over inputs rotated through more than 4x the
@@ -65,6 +68,8 @@ class Inputs:
         self.output_tokens = self.output_ids.long()
         self.bias_rows = torch.arange(B, device=dev).repeat_interleave(BIAS)
         self.bias_cols = self.bias_ids.reshape(-1).long()
+        row_start = torch.arange(B, device=dev)[:, None] * V
+        self.touched = torch.unique(torch.cat([self.prompt_tokens, self.output_tokens], 1) + row_start)
 
     def bytes(self, what):
         esize = self.logits.element_size()
@@ -74,8 +79,10 @@ class Inputs:
         elif what == "bias":
             ids = 2 * BIAS  # ids and values
             touched = distinct(self.bias_ids)
-        else:
+        elif what == "both":
             return self.bytes("penalties") + self.bytes("bias")
+        else:
+            return self.bytes("penalties")
         return B * ids * 4 + 2 * esize * touched
 
 
@@ -133,12 +140,16 @@ def exact_dense_penalties(logits, x):
 def ours(what, x):
     if what in ("bias", "both"):
         nexttok.apply_logit_bias(x.logits, x.bias, x.bias_values)
-    if what in ("penalties", "both"):
+    if what in ("penalties", "both", "touched"):
         nexttok.apply_penalties(x.logits, x.prompt, x.output, repetition=x.repetition,
                                 presence=x.presence, frequency=x.frequency)
 
 
 def baseline(what, x):
+    if what == "touched":
+        flat = x.logits.view(-1)
+        flat.index_copy_(0, x.touched, flat[x.touched])
+        return
     if what in ("bias", "both"):
         vllm_logit_bias(x.logits, x.bias_rows, x.bias_cols, x.bias_values)
     if what in ("penalties", "both"):
@@ -187,15 +198,15 @@ def main():
     chk = Checks()
     rows = Rows(args)
     baselines = {"penalties": "vLLM apply_penalties (torch)", "bias": "index_put_ (accumulate)",
-                 "both": "both baselines"}
+                 "both": "both baselines", "touched": "touched logits read + written (torch)"}
     for name in args.dtypes.split(","):
         dtype = getattr(torch, name)
         n = rotation_copies(B * V * dtype.itemsize, info["l2"])
         copies = [Inputs(dtype, gen, torch.device("cuda")) for _ in range(n)]
         if args.check:
             chk.run(f"W7 {name}", lambda: run_checks(chk, copies[0]))
-        for what in ("penalties", "bias", "both"):
-            row = f"W7 {what} {name}"
+        for what in ("penalties", "bias", "both", "touched"):
+            row = f"W7 {what} {name}" if what != "touched" else f"W7 penalties {name} vs floor"
             if not rows.wanted(row):
                 continue
             rows.time(row, lambda i: ours(what, copies[i]), lambda i: baseline(what, copies[i]), n,
