@@ -12,7 +12,8 @@
 # a second call on the same warm machine finishes them: `. scripts/gpu_sanitize.sh;
 # unjudged racecheck build-device/gpu_tests_racecheck.txt >build-device/rest.txt;
 # sanitize racecheck build-device/rest.txt 500`, with PATH and SANITIZER set as
-# below; the list and its logs stay in the ignored build folder, since each call
+# below, and `judged racecheck <list>` for a list whose run a timeout cut short;
+# the lists and their logs stay in the ignored build folder, since each call
 # copies the tree afresh and removes files git does not know). Eight files in
 # $OUT: the device tool returns no more.
 #

@@ -54,3 +54,13 @@ unjudged() {
   done
 }
 export -f unjudged
+
+# judged TOOL LIST: what an earlier `sanitize TOOL LIST` judged, from its
+# per-test logs, for a run its timeout killed before its own summary line:
+# the tests that passed, and every tool summary that reports a problem.
+judged() {
+  local dir="${2%.txt}-$1"
+  echo "$1 of $2: $(grep -ls '\[  PASSED  \]' "$dir"/*.log 2>/dev/null | wc -l) of $(wc -l <"$2") tests passed"
+  grep -h "SUMMARY" "$dir"/*.log "$dir"/*.FAILED 2>/dev/null | grep -v "SUMMARY: 0 " | sort | uniq -c
+}
+export -f judged
