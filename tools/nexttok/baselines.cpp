@@ -206,4 +206,21 @@ void topk(const float* row, int64_t vocab, int32_t k, float* values, int64_t* in
   }
 }
 
+void dense_penalties(float* row, int64_t vocab, const int32_t* prompt, int64_t n_prompt,
+                     const int32_t* output, int64_t n_output, float r, float p, float f,
+                     PenaltyScratch& s) {
+  s.counts.assign(static_cast<size_t>(vocab), 0);
+  s.in_prompt.assign(static_cast<size_t>(vocab), 0);
+  for (int64_t j = 0; j < n_prompt; ++j)
+    if (prompt[j] >= 0 && prompt[j] < vocab) s.in_prompt[prompt[j]] = 1;
+  for (int64_t j = 0; j < n_output; ++j)
+    if (output[j] >= 0 && output[j] < vocab) ++s.counts[output[j]];
+  const float inv_r = 1.0f / r;
+  for (int64_t t = 0; t < vocab; ++t) {
+    const int32_t count = s.counts[t];
+    const float scale = (s.in_prompt[t] || count > 0) ? (row[t] > 0.0f ? inv_r : r) : 1.0f;
+    row[t] = row[t] * scale - f * static_cast<float>(count) - p * static_cast<float>(count > 0);
+  }
+}
+
 }  // namespace baseline

@@ -51,4 +51,17 @@ void dense_logits(const void* hidden, const void* weight, nt_dtype dtype, int64_
 void topk(const float* row, int64_t vocab, int32_t k, float* values, int64_t* indices,
           std::vector<int32_t>& scratch);
 
+// vLLM's dense penalties on one f32 row of `vocab` logits, in place: the
+// row's ids counted into bins over the whole vocabulary (output counts, a
+// prompt mask), then every token of the vocabulary: x *= (in the prompt or the
+// output ? (x > 0 ? 1 / r : r) : 1), x -= f * count, x -= p * (count > 0).
+// Ids outside [0, vocab) are skipped.
+struct PenaltyScratch {
+  std::vector<int32_t> counts;
+  std::vector<unsigned char> in_prompt;
+};
+void dense_penalties(float* row, int64_t vocab, const int32_t* prompt, int64_t n_prompt,
+                     const int32_t* output, int64_t n_output, float r, float p, float f,
+                     PenaltyScratch& scratch);
+
 }  // namespace baseline

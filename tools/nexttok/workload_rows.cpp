@@ -91,8 +91,9 @@ Row head_row(const BenchConfig& c, HeadSpec s, bool binary, bool issue = false) 
 Row fused_row(const BenchConfig& c, HeadSpec s, bool binary) {
   Row r;
   r.workload = "W5";
-  r.name = std::string("hidden -> token: ") + (binary ? "binary" : ntt::dtype_label(s.dtype)) +
-           " head + mask + k50+p0.9, " + head_shape(s);
+  r.name = std::string("lm_head_sample_") +
+           (binary ? std::string("binary") : std::string("dense ") + ntt::dtype_label(s.dtype)) +
+           ": hidden -> token, mask + k50+p0.9, " + head_shape(s);
   r.baseline = "bf16 full logits (" + std::to_string(c.threads) +
                " threads) + unpack/masked fill + sort chain";
   r.weight_bytes = head_weight_bytes(s, binary);
@@ -100,6 +101,19 @@ Row fused_row(const BenchConfig& c, HeadSpec s, bool binary) {
   r.bytes = r.weight_bytes + s.m * s.hidden * (binary ? 4.0 : ntt::dtype_bytes(s.dtype)) + mask;
   r.baseline_bytes = s.vocab * s.hidden * 2.0 + mask;
   r.make = [c, s, binary] { return std::make_unique<FusedWorkload>(c, s, binary); };
+  return r;
+}
+
+Row penalty_row(const BenchConfig& c, PenaltySpec s) {
+  Row r;
+  r.workload = "W7";
+  r.name = "apply_penalties f32, " + shape_bv(s.batch, s.vocab) + ", " + with_commas(s.prompt) +
+           " prompt + " + with_commas(s.output) + " output ids a row, per-row parameters";
+  r.baseline = "vLLM's dense formulation (bincount over V, masked arithmetic), 1 thread";
+  const double ids = static_cast<double>(s.batch) * (s.prompt + s.output);
+  r.bytes = ids * 4 + ids * 8;  // the ids; each id's logit read and written (repeats are few)
+  r.baseline_bytes = ids * 4 + 2.0 * s.batch * s.vocab * 4;  // the ids; every logit read and written
+  r.make = [c, s] { return std::make_unique<PenaltyWorkload>(c, s); };
   return r;
 }
 
@@ -130,5 +144,8 @@ std::vector<Row> benchmark_rows(const BenchConfig& c) {
   std::vector<int64_t> fused_m = c.full ? std::vector<int64_t>{1, 16, 64} : std::vector<int64_t>{1, 16};
   for (int64_t m : fused_m) rows.push_back(fused_row(c, {m, head_v, head_h, NT_F32, 128, 50}, true));
   rows.push_back(fused_row(c, {1, head_v, head_h, NT_BF16, 128, 50}, false));
+
+  for (int64_t b : {int64_t{1}, c.full ? int64_t{256} : int64_t{64}})
+    rows.push_back(penalty_row(c, {b, 128256, 2048, 512}));
   return rows;
 }

@@ -357,68 +357,55 @@ void FusedWorkload::prepare() {
         std::memcpy(dst, bits.data(), words * 4);
       },
       hidden_.copies);
-  candidates_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m * kCandidates) * 4);
   tokens_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(m) * 8);
   tokens_host_.resize(static_cast<size_t>(m));
   allowed_.resize(static_cast<size_t>(m * spec_.vocab));
-  nexttok::SampleParams p;
-  p.top_k.scalar = spec_.k;
-  p.top_p.scalar = 0.9f;
-  nt_sample_args a = nexttok::sample_args(
-      ntt::device_matrix(dev, candidates_->get(), 0, NT_F32, m, kCandidates),
-      ntt::device_vector(dev, tokens_->get(), 0, NT_I64, m), p);
-  sample_workspace_ = std::make_unique<DeviceScratch>(dev, nexttok::sample_workspace_size(a));
 }
 
 void FusedWorkload::run_ours(int i) {
   TestDevice& dev = *config_.device;
-  const int64_t m = spec_.m, words = (spec_.vocab + 31) / 32;
-  run_head(i, kCandidates);
-  const size_t n = static_cast<size_t>(m * kCandidates);
-  const float* values = static_cast<const float*>(values_->get());
-  const int64_t* indices = static_cast<const int64_t*>(indices_->get());
-  float* cand = static_cast<float*>(candidates_->get());
-  if (dev.type() != NT_DEVICE_CPU) {
-    values_host_.resize(n);
-    indices_host_.resize(n);
-    candidates_host_.resize(n);
-    dev.download(values_host_.data(), values_->get(), n * 4);
-    dev.download(indices_host_.data(), indices_->get(), n * 8);
-    values = values_host_.data();
-    indices = indices_host_.data();
-    cand = candidates_host_.data();
-  }
-  const uint32_t* mask = reinterpret_cast<const uint32_t*>(mask_.host_copy(i));
-  int64_t short_rows = 0;
-  for (int64_t r = 0; r < m; ++r) {
-    int allowed = 0;
-    for (int32_t j = 0; j < kCandidates; ++j) {
-      int64_t t = indices[r * kCandidates + j];
-      bool ok = (mask[r * words + (t >> 5)] >> (t & 31)) & 1u;
-      allowed += ok;
-      cand[r * kCandidates + j] = ok ? values[r * kCandidates + j] : kNegInf;
-    }
-    short_rows += allowed < spec_.k;
-  }
-  short_rows_ = std::max(short_rows_, short_rows);
-  if (dev.type() != NT_DEVICE_CPU) dev.upload(candidates_->get(), cand, n * 4);
+  const int64_t v = spec_.vocab, h = spec_.hidden, m = spec_.m, words = (v + 31) / 32;
   nexttok::SampleParams p;
   p.top_k.scalar = spec_.k;
   p.top_p.scalar = 0.9f;
   p.seed.scalar = 99;
-  p.offset.scalar = static_cast<uint64_t>(i);
-  nt_sample_args a = nexttok::sample_args(
-      ntt::device_matrix(dev, candidates_->get(), 0, NT_F32, m, kCandidates),
-      ntt::device_vector(dev, tokens_->get(), 0, NT_I64, m), p);
-  nexttok::sample(a, sample_workspace_->get(), sample_workspace_->bytes(), dev.stream());
-  const int64_t* picked = static_cast<const int64_t*>(tokens_->get());
-  if (dev.type() != NT_DEVICE_CPU) {
-    picked_host_.resize(static_cast<size_t>(m));
-    dev.download(picked_host_.data(), tokens_->get(), static_cast<size_t>(m) * 8);
-    picked = picked_host_.data();
+  p.offset.scalar = static_cast<uint64_t>(i);  // a new draw every step, as in decoding
+  const nt_tensor bitmask =
+      ntt::device_matrix(dev, mask_.device.get(), mask_.offset(i), NT_I32, m, words);
+  const nt_tensor tokens = ntt::device_vector(dev, tokens_->get(), 0, NT_I64, m);
+  auto run = [&](const auto& a, auto workspace_size, auto op) {
+    if (!fused_workspace_) {
+      size_t bytes = 0;
+      nexttok::check(workspace_size(&a, &bytes));
+      fused_workspace_ = std::make_unique<DeviceScratch>(dev, bytes);
+    }
+    nexttok::check(op(&a, fused_workspace_->get(), fused_workspace_->bytes(), dev.stream()));
+  };
+  if (binary_) {
+    nt_tensor act_q = ntt::device_matrix(dev, act_q_->get(), 0, NT_I8, m, h);
+    nt_tensor act_scale = ntt::device_vector(dev, act_scale_->get(), 0, NT_F32, m);
+    nexttok::quantize_activations(
+        ntt::device_matrix(dev, hidden_.device.get(), hidden_.offset(i), NT_F32, m, h), act_q, act_scale,
+        dev.stream());
+    nt_lm_head_sample_binary_args a{};
+    a.act_q = act_q;
+    a.act_scale = act_scale;
+    a.wq = ntt::device_matrix(dev, wq_.get(), 0, NT_I32, v, h / 32);
+    a.wscale = ntt::device_matrix(dev, wscale_.get(), 0, NT_F16, v, h / spec_.group);
+    a.group_size = spec_.group;
+    a.bitmask = bitmask;
+    a.sampling = nexttok::lm_head_sampling(p);
+    a.tokens = tokens;
+    run(a, nt_lm_head_sample_binary_workspace_size, nt_lm_head_sample_binary);
+  } else {
+    nt_lm_head_sample_dense_args a{};
+    a.hidden = ntt::device_matrix(dev, hidden_.device.get(), hidden_.offset(i), spec_.dtype, m, h);
+    a.weight = ntt::device_matrix(dev, weight_.get(), 0, spec_.dtype, v, h);
+    a.bitmask = bitmask;
+    a.sampling = nexttok::lm_head_sampling(p);
+    a.tokens = tokens;
+    run(a, nt_lm_head_sample_dense_workspace_size, nt_lm_head_sample_dense);
   }
-  for (int64_t r = 0; r < m; ++r)
-    tokens_host_[r] = picked[r] < 0 ? -1 : indices[r * kCandidates + picked[r]];
 }
 
 void FusedWorkload::run_baseline(int i) {
@@ -435,11 +422,62 @@ void FusedWorkload::run_baseline(int i) {
     tokens_host_[r] = baseline::sort_chain_sample(logits_.data() + r * v, v, p, rng_state_, chain_);
 }
 
-std::string FusedWorkload::note() const {
-  std::string n = "composed from the API: head top-" + std::to_string(kCandidates) +
-                  ", mask gathered on the host, sample";
-  if (short_rows_ > 0)
-    n += "; INEXACT: " + std::to_string(short_rows_) + " row(s) had < " + std::to_string(spec_.k) +
-         " allowed candidates";
-  return n;
+// ---- W7: penalties ------------------------------------------------------------------
+
+void PenaltyWorkload::prepare() {
+  TestDevice& dev = *config_.device;
+  const int64_t b = spec_.batch, v = spec_.vocab;
+  const size_t row_bytes = static_cast<size_t>(v) * 4;
+  logits_ = make_rotated(config_, row_bytes * b, row_bytes, [&](unsigned char* dst, Rng& rng) {
+    const std::vector<float> row = logits_row(rng, v, LogitKind::Peaked);
+    std::memcpy(dst, row.data(), row_bytes);
+  });
+  Rng rng(static_cast<uint64_t>(b * 131 + v));
+  auto lists = [&](int64_t per_row, std::vector<int32_t>& offsets, std::vector<int32_t>& ids,
+                   bool repeats) {
+    offsets.resize(static_cast<size_t>(b + 1));
+    ids.resize(static_cast<size_t>(b * per_row));
+    for (int64_t r = 0; r <= b; ++r) offsets[r] = static_cast<int32_t>(r * per_row);
+    for (int64_t j = 0; j < b * per_row; ++j)
+      ids[j] = repeats && j % per_row % 7 == 1 ? ids[j - 1]
+                                                : static_cast<int32_t>(rng.integer(0, v - 1));
+  };
+  lists(spec_.prompt, prompt_offsets_, prompt_ids_, false);
+  lists(spec_.output, output_offsets_, output_ids_, true);  // decoding repeats some tokens
+  for (int64_t r = 0; r < b; ++r) {
+    repetition_.push_back(static_cast<float>(rng.uniform(1.0, 2.0)));
+    presence_.push_back(static_cast<float>(rng.uniform(0.0, 0.5)));
+    frequency_.push_back(static_cast<float>(rng.uniform(0.0, 0.5)));
+  }
+  for (auto* v32 : {&prompt_offsets_, &prompt_ids_, &output_offsets_, &output_ids_})
+    buffers_.push_back(upload_vector(dev, *v32));
+  for (auto* f : {&repetition_, &presence_, &frequency_}) buffers_.push_back(upload_vector(dev, *f));
+  auto vec = [&](int k, nt_dtype t, int64_t n) {
+    return ntt::device_vector(dev, buffers_[k].get(), 0, t, n);
+  };
+  nexttok::PenaltyParams p;
+  p.repetition.per_row = buffers_[4].get();
+  p.presence.per_row = buffers_[5].get();
+  p.frequency.per_row = buffers_[6].get();
+  args_ = nexttok::penalties_args(
+      ntt::device_matrix(dev, logits_.device.get(), 0, NT_F32, b, v),
+      nexttok::token_lists(vec(0, NT_I32, b + 1), vec(1, NT_I32, b * spec_.prompt)),
+      nexttok::token_lists(vec(2, NT_I32, b + 1), vec(3, NT_I32, b * spec_.output)), p);
+  workspace_ = std::make_unique<DeviceScratch>(dev, nexttok::apply_penalties_workspace_size(args_));
+}
+
+void PenaltyWorkload::run_ours(int i) {
+  nt_apply_penalties_args a = args_;
+  a.logits = ntt::device_matrix(*config_.device, logits_.device.get(), logits_.offset(i), NT_F32,
+                                spec_.batch, spec_.vocab);
+  nexttok::apply_penalties(a, workspace_->get(), workspace_->bytes(), config_.device->stream());
+}
+
+void PenaltyWorkload::run_baseline(int i) {
+  float* logits = reinterpret_cast<float*>(logits_.host_copy(i));
+  for (int64_t r = 0; r < spec_.batch; ++r)
+    baseline::dense_penalties(logits + r * spec_.vocab, spec_.vocab,
+                              prompt_ids_.data() + r * spec_.prompt, spec_.prompt,
+                              output_ids_.data() + r * spec_.output, spec_.output, repetition_[r],
+                              presence_[r], frequency_[r], scratch_);
 }

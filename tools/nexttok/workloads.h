@@ -1,4 +1,4 @@
-// The benchmark rows of BENCH.md (W1-W5) on the CPU and OpenCL backends (the
+// The benchmark rows of BENCH.md (W1-W5, W7) on the CPU and OpenCL backends (the
 // CUDA rows, with torch baselines on the GPU, are bench/cuda_*_bench.py).
 //
 // A Row is a label, the bytes the op must move, and a factory for a Workload:
@@ -57,12 +57,10 @@ class Workload {
   virtual void prepare() = 0;
   virtual void run_ours(int i) = 0;
   virtual void run_baseline(int i) = 0;
-  // Anything the row should tell the reader (e.g. an inexact composition).
-  virtual std::string note() const { return ""; }
 };
 
 struct Row {
-  std::string workload;        // "W1".."W5"
+  std::string workload;        // "W1".."W5", "W7"
   std::string name;            // the table label
   std::string baseline;        // what the baseline runs
   double bytes = 0;            // the bytes the op must move: GB/s is against these
@@ -175,29 +173,47 @@ class HeadWorkload : public Workload {
   std::vector<int32_t> topk_scratch_;
 };
 
-// W5 from the hidden state: head top-K' -> grammar bitmask on the candidates
-// -> k50 + p0.9 over them. Exact whenever K' candidates hold 50 allowed tokens
-// (counted, and reported in note()). The gather of mask bits runs on the host
-// (off a non-host device, through copies) until the library has a fused op.
+// W5 from the hidden state: lm_head_sample_{binary,dense} with the grammar
+// bitmask and k50 + p0.9, one op.
 class FusedWorkload : public HeadWorkload {
  public:
   FusedWorkload(const BenchConfig& c, HeadSpec s, bool binary) : HeadWorkload(c, s, binary) {}
   void prepare() override;
   void run_ours(int i) override;
   void run_baseline(int i) override;  // full logits + unpack/masked fill + sort chain
-  std::string note() const override;
-
-  static constexpr int32_t kCandidates = 256;
 
  private:
   Rotated mask_;
-  std::unique_ptr<DeviceScratch> candidates_, tokens_, sample_workspace_;
-  std::vector<int64_t> tokens_host_, indices_host_, picked_host_;
-  std::vector<float> values_host_, candidates_host_;
+  std::unique_ptr<DeviceScratch> tokens_, fused_workspace_;
+  std::vector<int64_t> tokens_host_;
   std::vector<unsigned char> allowed_;
   baseline::ChainScratch chain_;
-  int64_t short_rows_ = 0;  // rows whose candidates held fewer than 50 allowed tokens
   uint64_t rng_state_ = 7;
+};
+
+// W7: apply_penalties with per-row parameters; each row has `prompt` prompt
+// ids and `output` output ids (random, a few repeats in the output).
+struct PenaltySpec {
+  int64_t batch = 1, vocab = 0, prompt = 0, output = 0;
+};
+
+class PenaltyWorkload : public Workload {
+ public:
+  PenaltyWorkload(const BenchConfig& c, PenaltySpec s) : config_(c), spec_(s) {}
+  void prepare() override;
+  void run_ours(int i) override;
+  void run_baseline(int i) override;  // vLLM's dense formulation, 1 thread
+
+ protected:
+  BenchConfig config_;
+  PenaltySpec spec_;
+  Rotated logits_;  // f32
+  std::vector<int32_t> prompt_offsets_, prompt_ids_, output_offsets_, output_ids_;
+  std::vector<float> repetition_, presence_, frequency_;
+  std::vector<DeviceBuffer> buffers_;  // the lists and the parameters on the device
+  nt_apply_penalties_args args_{};
+  std::unique_ptr<DeviceScratch> workspace_;
+  baseline::PenaltyScratch scratch_;
 };
 
 // "128,256"
