@@ -273,6 +273,20 @@ void HeadWorkload::prepare() {
   top_indices_.resize(static_cast<size_t>(m * spec_.k));
 }
 
+template <class Args>
+void HeadWorkload::binary_operands(int i, Args& a) {
+  TestDevice& dev = *config_.device;
+  const int64_t v = spec_.vocab, h = spec_.hidden, m = spec_.m;
+  a.act_q = ntt::device_matrix(dev, act_q_->get(), 0, NT_I8, m, h);
+  a.act_scale = ntt::device_vector(dev, act_scale_->get(), 0, NT_F32, m);
+  nexttok::quantize_activations(
+      ntt::device_matrix(dev, hidden_.device.get(), hidden_.offset(i), NT_F32, m, h), a.act_q,
+      a.act_scale, dev.stream());
+  a.wq = ntt::device_matrix(dev, wq_.get(), 0, NT_I32, v, h / 32);
+  a.wscale = ntt::device_matrix(dev, wscale_.get(), 0, NT_F16, v, h / spec_.group);
+  a.group_size = spec_.group;
+}
+
 void HeadWorkload::run_head(int i, int32_t k) {
   TestDevice& dev = *config_.device;
   const int64_t v = spec_.vocab, h = spec_.hidden, m = spec_.m;
@@ -283,17 +297,8 @@ void HeadWorkload::run_head(int i, int32_t k) {
   nt_tensor values = ntt::device_matrix(dev, values_->get(), 0, NT_F32, m, k);
   nt_tensor indices = ntt::device_matrix(dev, indices_->get(), 0, NT_I64, m, k);
   if (binary_) {
-    nt_tensor act_q = ntt::device_matrix(dev, act_q_->get(), 0, NT_I8, m, h);
-    nt_tensor act_scale = ntt::device_vector(dev, act_scale_->get(), 0, NT_F32, m);
-    nexttok::quantize_activations(
-        ntt::device_matrix(dev, hidden_.device.get(), hidden_.offset(i), NT_F32, m, h), act_q, act_scale,
-        dev.stream());
     nt_lm_head_binary_args a{};
-    a.act_q = act_q;
-    a.act_scale = act_scale;
-    a.wq = ntt::device_matrix(dev, wq_.get(), 0, NT_I32, v, h / 32);
-    a.wscale = ntt::device_matrix(dev, wscale_.get(), 0, NT_F16, v, h / spec_.group);
-    a.group_size = spec_.group;
+    binary_operands(i, a);
     a.k = k;
     a.values = values;
     a.indices = indices;
@@ -382,17 +387,8 @@ void FusedWorkload::run_ours(int i) {
     nexttok::check(op(&a, fused_workspace_->get(), fused_workspace_->bytes(), dev.stream()));
   };
   if (binary_) {
-    nt_tensor act_q = ntt::device_matrix(dev, act_q_->get(), 0, NT_I8, m, h);
-    nt_tensor act_scale = ntt::device_vector(dev, act_scale_->get(), 0, NT_F32, m);
-    nexttok::quantize_activations(
-        ntt::device_matrix(dev, hidden_.device.get(), hidden_.offset(i), NT_F32, m, h), act_q, act_scale,
-        dev.stream());
     nt_lm_head_sample_binary_args a{};
-    a.act_q = act_q;
-    a.act_scale = act_scale;
-    a.wq = ntt::device_matrix(dev, wq_.get(), 0, NT_I32, v, h / 32);
-    a.wscale = ntt::device_matrix(dev, wscale_.get(), 0, NT_F16, v, h / spec_.group);
-    a.group_size = spec_.group;
+    binary_operands(i, a);
     a.bitmask = bitmask;
     a.sampling = nexttok::lm_head_sampling(p);
     a.tokens = tokens;

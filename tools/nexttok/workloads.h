@@ -154,6 +154,10 @@ class HeadWorkload : public Workload {
 
  protected:
   void run_head(int i, int32_t k);    // top-k into values_/indices_
+  // The binary head's operands of copy i (its activations quantized on the
+  // device) into a (nt_lm_head_binary_args or nt_lm_head_sample_binary_args).
+  template <class Args>
+  void binary_operands(int i, Args& a);
   void baseline_logits(int i);        // full logits into logits_
 
   BenchConfig config_;
