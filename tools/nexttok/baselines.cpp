@@ -206,6 +206,21 @@ void topk(const float* row, int64_t vocab, int32_t k, float* values, int64_t* in
   }
 }
 
+void logprobs_of_row(const float* row, int64_t vocab, int32_t n, int64_t sampled, float* logprob,
+                     float* values, int64_t* ids, int32_t* rank, std::vector<int32_t>& scratch) {
+  float top = kNegInf;
+  for (int64_t i = 0; i < vocab; ++i) top = row[i] > top ? row[i] : top;
+  double z = 0;
+  for (int64_t i = 0; i < vocab; ++i) z += row[i] == row[i] ? std::exp(double(row[i]) - top) : 0.0;
+  const float log_z = static_cast<float>(top + std::log(z));
+  for (int64_t i = 0; i < vocab; ++i) logprob[i] = row[i] == row[i] ? row[i] - log_z : kNegInf;
+  topk(logprob, vocab, n, values, ids, scratch);
+  const float own = sampled >= 0 ? logprob[sampled] : kNegInf;
+  int32_t at_least = 0;
+  for (int64_t i = 0; i < vocab; ++i) at_least += logprob[i] >= own;
+  *rank = at_least;
+}
+
 void dense_penalties(float* row, int64_t vocab, const int32_t* prompt, int64_t n_prompt,
                      const int32_t* output, int64_t n_output, float r, float p, float f,
                      PenaltyScratch& s) {

@@ -51,6 +51,13 @@ void dense_logits(const void* hidden, const void* weight, nt_dtype dtype, int64_
 void topk(const float* row, int64_t vocab, int32_t k, float* values, int64_t* indices,
           std::vector<int32_t>& scratch);
 
+// The logprobs a user adds to the draw (torch's log_softmax, topk and a count):
+// log_softmax of the row's logits (NaN as -inf), the n largest (value desc,
+// index asc) into ids/logprobs, and the rank of `sampled` (the number of tokens
+// whose logprob is at least its); `scratch` as topk's.
+void logprobs_of_row(const float* row, int64_t vocab, int32_t n, int64_t sampled, float* logprob,
+                     float* values, int64_t* ids, int32_t* rank, std::vector<int32_t>& scratch);
+
 // vLLM's dense penalties on one f32 row of `vocab` logits, in place: the
 // row's ids counted into bins over the whole vocabulary (output counts, a
 // prompt mask), then every token of the vocabulary: x *= (in the prompt or the

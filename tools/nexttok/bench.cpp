@@ -105,14 +105,14 @@ void print_json(const Context& c, const std::vector<Result>& results) {
 const cli::Command& bench_command() {
   static const cli::Command c{
       "bench",
-      "Run BENCH.md's workloads (W1-W5, W7) on one backend. Each row times nexttok and, in the same\n"
+      "Run BENCH.md's workloads (W1-W5, W3r, W7) on one backend. Each row times nexttok and, in the same\n"
       "process on the same inputs, the baseline a user runs today; it reports median time, GB/s\n"
       "against the bytes the op must move, and baseline/ours. On the CPU sizes are scaled down\n"
       "unless --full. The two issue rows (sample k50+p0.9 B=1 V=128,256; dense f32 head\n"
       "V=32,000 H=4,096 M=1) always run. Progress goes to stderr, the table to stdout.",
       "[--backend cpu|opencl] [--workload W1,...] [--full] [--reps N] [--json] [--svg FILE]",
       {{"backend", "B", "cpu | opencl (default cpu); the CUDA rows are bench/cuda_*_bench.py"},
-       {"workload", "LIST", "comma-separated subset of W1,W2,W3,W4,W5,W7 (default: all); 'issue' alone runs just the two issue rows"},
+       {"workload", "LIST", "comma-separated subset of W1,W2,W3,W3r,W4,W5,W7 (default: all); 'issue' alone runs just the two issue rows"},
        {"full", "", "BENCH.md's sizes on the CPU too (needs ~10 GB of memory and minutes)"},
        {"reps", "N", "timed runs per step (default: about 0.75 s worth, at least 5)"},
        {"seconds", "S", "target seconds per timed step when --reps is not given (default 0.75)"},
@@ -129,8 +129,9 @@ int run_bench(const cli::Args& args) {
   const nt_device_type type = cli::parse_backend(backend);
   std::vector<std::string> workloads = args.list("workload");
   for (const std::string& w : workloads)
-    if (w != "issue" && (w.size() != 2 || w[0] != 'W' || w[1] < '1' || w[1] > '7' || w[1] == '6'))
-      throw cli::UsageError("--workload takes W1..W5, W7 or issue, got '" + w + "'");
+    if (w != "issue" && w != "W3r" &&
+        (w.size() != 2 || w[0] != 'W' || w[1] < '1' || w[1] > '7' || w[1] == '6'))
+      throw cli::UsageError("--workload takes W1..W5, W3r, W7 or issue, got '" + w + "'");
   TimingPolicy policy;
   policy.reps = static_cast<int>(args.integer("reps", 0, 1, 1000000));
   policy.target_seconds = args.number("seconds", 0.75);

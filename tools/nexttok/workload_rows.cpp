@@ -19,12 +19,13 @@ double head_weight_bytes(const HeadSpec& s, bool binary) {
 
 Row sample_row(const BenchConfig& c, const std::string& mode, SampleSpec spec, bool issue = false) {
   Row r;
-  r.workload = "W3";
+  r.workload = spec.logprobs >= 0 ? "W3r" : "W3";
   r.name = "sample " + mode + ", " + shape_bv(spec.batch, spec.vocab) + " (" + ntt::dtype_label(spec.dtype) +
            ", " + logit_kind_name(spec.kind) + " logits)";
   bool greedy = spec.params.size() == 1 && !(spec.params[0].temperature > 0);
   r.baseline = greedy ? "argmax loop, 1 thread"
                       : "sort chain (stable_sort, softmax, cumsum, masks, exp race), 1 thread";
+  if (spec.logprobs >= 0) r.baseline = "sort chain, then log_softmax, topk and rank of the row, 1 thread";
   r.bytes = static_cast<double>(spec.batch) * spec.vocab * ntt::dtype_bytes(spec.dtype) + spec.batch * 8.0;
   r.baseline_bytes = r.bytes;
   r.issue = issue;
@@ -134,6 +135,17 @@ std::vector<Row> benchmark_rows(const BenchConfig& c) {
       c.full ? std::vector<std::pair<int64_t, int64_t>>{{1, 128256}, {64, 128256}, {256, 128256}, {256, 248320}, {1024, 32000}}
              : std::vector<std::pair<int64_t, int64_t>>{{1, 128256}, {64, 128256}, {256, 32000}};
   for (auto [b, v] : shapes) add_sample_rows(rows, c, b, v);
+
+  // W3r: logprobs n = 20 (raw) beside the same draw without them.
+  for (int64_t b : {int64_t{1}, int64_t{64}}) {
+    SampleSpec spec{b, 128256, NT_F32, LogitKind::Peaked, {{1.0f, 50, 0.9f, 0.0f, false}}};
+    if (b > 1) {
+      rows.push_back(sample_row(c, "k50+p0.9", spec));
+      rows.back().workload = "W3r";
+    }
+    spec.logprobs = 20;
+    rows.push_back(sample_row(c, "k50+p0.9 + logprobs n=20 raw", spec));
+  }
 
   std::vector<int64_t> mask_b = c.full ? std::vector<int64_t>{1, 64, 256} : std::vector<int64_t>{1, 64};
   for (nt_dtype t : {NT_F32, NT_BF16})

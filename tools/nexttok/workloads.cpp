@@ -153,7 +153,29 @@ void SampleWorkload::prepare() {
   args_ = nexttok::sample_args(
       ntt::device_matrix(dev, logits_.device.get(), 0, spec_.dtype, spec_.batch, spec_.vocab),
       ntt::device_vector(dev, tokens_.get(), 0, NT_I64, spec_.batch), p);
-  workspace_ = std::make_unique<DeviceScratch>(dev, nexttok::sample_workspace_size(args_));
+  if (spec_.logprobs < 0) {
+    workspace_ = std::make_unique<DeviceScratch>(dev, nexttok::sample_workspace_size(args_));
+    return;
+  }
+  const int64_t b = spec_.batch, cols = spec_.logprobs + 1;
+  logprob_ids_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(b * cols) * 4);
+  logprobs_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(b * cols) * 4);
+  ranks_ = std::make_unique<DeviceScratch>(dev, static_cast<size_t>(b) * 4);
+  workspace_ = std::make_unique<DeviceScratch>(
+      dev, nexttok::sample_logprobs_workspace_size(logprobs_args(args_)));
+  lp_row_.resize(static_cast<size_t>(spec_.vocab));
+  lp_values_.resize(static_cast<size_t>(spec_.logprobs));
+  lp_ids_.resize(static_cast<size_t>(spec_.logprobs));
+}
+
+nt_sample_logprobs_args SampleWorkload::logprobs_args(const nt_sample_args& a) const {
+  TestDevice& dev = *config_.device;
+  const int64_t b = spec_.batch, cols = spec_.logprobs + 1;
+  return nexttok::sample_logprobs_args(
+      a, spec_.logprobs, spec_.logprobs_mode,
+      ntt::device_matrix(dev, logprob_ids_->get(), 0, NT_I32, b, cols),
+      ntt::device_matrix(dev, logprobs_->get(), 0, NT_F32, b, cols),
+      ntt::device_vector(dev, ranks_->get(), 0, NT_I32, b));
 }
 
 void SampleWorkload::run_ours(int i) {
@@ -161,7 +183,11 @@ void SampleWorkload::run_ours(int i) {
   a.logits = ntt::device_matrix(*config_.device, logits_.device.get(), logits_.offset(i), spec_.dtype,
                          spec_.batch, spec_.vocab);
   a.offset.scalar = static_cast<uint64_t>(i);  // a new draw every step, as in decoding
-  nexttok::sample(a, workspace_->get(), workspace_->bytes(), config_.device->stream());
+  if (spec_.logprobs >= 0)
+    nexttok::sample_logprobs(logprobs_args(a), workspace_->get(), workspace_->bytes(),
+                             config_.device->stream());
+  else
+    nexttok::sample(a, workspace_->get(), workspace_->bytes(), config_.device->stream());
 }
 
 void SampleWorkload::run_baseline(int i) {
@@ -176,6 +202,11 @@ void SampleWorkload::run_baseline(int i) {
     }
     const baseline::ChainParams& p = spec_.params.size() > 1 ? spec_.params[r] : spec_.params[0];
     tokens_host_[r] = baseline::sort_chain_sample(row, spec_.vocab, p, rng_state_, chain_);
+    if (spec_.logprobs >= 0) {
+      int32_t rank = 0;
+      baseline::logprobs_of_row(row, spec_.vocab, spec_.logprobs, tokens_host_[r], lp_row_.data(),
+                                lp_values_.data(), lp_ids_.data(), &rank, lp_scratch_);
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-// The benchmark rows of BENCH.md (W1-W5, W7) on the CPU and OpenCL backends (the
+// The benchmark rows of BENCH.md (W1-W5, W3r, W7) on the CPU and OpenCL backends (the
 // CUDA rows, with torch baselines on the GPU, are bench/cuda_*_bench.py).
 //
 // A Row is a label, the bytes the op must move, and a factory for a Workload:
@@ -60,7 +60,7 @@ class Workload {
 };
 
 struct Row {
-  std::string workload;        // "W1".."W5", "W7"
+  std::string workload;        // "W1".."W5", "W3r", "W7"
   std::string name;            // the table label
   std::string baseline;        // what the baseline runs
   double bytes = 0;            // the bytes the op must move: GB/s is against these
@@ -80,6 +80,10 @@ struct SampleSpec {
   LogitKind kind = LogitKind::Peaked;
   // One entry: scalars for every row. `batch` entries: per-row device arrays.
   std::vector<baseline::ChainParams> params;
+  // Logprobs beside the draw (sample_logprobs; the baseline adds log_softmax,
+  // topk and the rank of the raw row): -1 none, else n in mode logprobs_mode.
+  int32_t logprobs = -1;
+  uint32_t logprobs_mode = NT_LOGPROBS_RAW;
 };
 
 // Rotated copies of one input on the host and, for devices that are not host
@@ -101,6 +105,8 @@ class SampleWorkload : public Workload {
   void run_baseline(int i) override;  // host sort chain; argmax loop when greedy
 
  protected:
+  nt_sample_logprobs_args logprobs_args(const nt_sample_args& a) const;  // spec_.logprobs >= 0
+
   BenchConfig config_;
   SampleSpec spec_;
   Rotated logits_;
@@ -113,6 +119,11 @@ class SampleWorkload : public Workload {
   baseline::ChainScratch chain_;
   std::vector<float> widened_;
   uint64_t rng_state_ = 42;
+  // The logprobs outputs (spec_.logprobs >= 0) and the baseline's row buffers.
+  std::unique_ptr<DeviceScratch> logprob_ids_, logprobs_, ranks_;
+  std::vector<float> lp_row_, lp_values_;
+  std::vector<int64_t> lp_ids_;
+  std::vector<int32_t> lp_scratch_;
 };
 
 struct MaskSpec {
