@@ -68,6 +68,7 @@ class Inputs:
         self.output_tokens = self.output_ids.long()
         self.bias_rows = torch.arange(B, device=dev).repeat_interleave(BIAS)
         self.bias_cols = self.bias_ids.reshape(-1).long()
+        # the distinct (row, id) pairs the penalties touch, as flat ascending positions
         row_start = torch.arange(B, device=dev)[:, None] * V
         self.touched = torch.unique(torch.cat([self.prompt_tokens, self.output_tokens], 1) + row_start)
 
@@ -75,14 +76,12 @@ class Inputs:
         esize = self.logits.element_size()
         if what == "penalties":
             ids = PROMPT + OUTPUT
-            touched = distinct(torch.cat([self.prompt_ids, self.output_ids], 1))
+            touched = self.touched.numel()
         elif what == "bias":
             ids = 2 * BIAS  # ids and values
             touched = distinct(self.bias_ids)
-        elif what == "both":
-            return self.bytes("penalties") + self.bytes("bias")
         else:
-            return self.bytes("penalties")
+            return self.bytes("penalties") + self.bytes("bias")
         return B * ids * 4 + 2 * esize * touched
 
 
@@ -140,16 +139,19 @@ def exact_dense_penalties(logits, x):
 def ours(what, x):
     if what in ("bias", "both"):
         nexttok.apply_logit_bias(x.logits, x.bias, x.bias_values)
-    if what in ("penalties", "both", "touched"):
+    if what in ("penalties", "both"):
         nexttok.apply_penalties(x.logits, x.prompt, x.output, repetition=x.repetition,
                                 presence=x.presence, frequency=x.frequency)
 
 
+def touched_floor(x):
+    """The penalties' memory traffic alone: torch reading the touched logits
+    and writing them back, in ascending order."""
+    flat = x.logits.view(-1)
+    flat.index_copy_(0, x.touched, flat[x.touched])
+
+
 def baseline(what, x):
-    if what == "touched":
-        flat = x.logits.view(-1)
-        flat.index_copy_(0, x.touched, flat[x.touched])
-        return
     if what in ("bias", "both"):
         vllm_logit_bias(x.logits, x.bias_rows, x.bias_cols, x.bias_values)
     if what in ("penalties", "both"):
@@ -198,19 +200,23 @@ def main():
     chk = Checks()
     rows = Rows(args)
     baselines = {"penalties": "vLLM apply_penalties (torch)", "bias": "index_put_ (accumulate)",
-                 "both": "both baselines", "touched": "touched logits read + written (torch)"}
+                 "both": "both baselines"}
     for name in args.dtypes.split(","):
         dtype = getattr(torch, name)
         n = rotation_copies(B * V * dtype.itemsize, info["l2"])
         copies = [Inputs(dtype, gen, torch.device("cuda")) for _ in range(n)]
         if args.check:
             chk.run(f"W7 {name}", lambda: run_checks(chk, copies[0]))
-        for what in ("penalties", "bias", "both", "touched"):
-            row = f"W7 {what} {name}" if what != "touched" else f"W7 penalties {name} vs floor"
+        # (row, what ours runs, its baseline, the baseline's name)
+        timed = [(f"W7 {what} {name}", what, lambda i, w=what: baseline(w, copies[i]),
+                  baselines[what]) for what in ("penalties", "bias", "both")]
+        timed.append((f"W7 penalties {name} vs floor", "penalties",
+                      lambda i: touched_floor(copies[i]), "touched logits read + written (torch)"))
+        for row, what, base, base_name in timed:
             if not rows.wanted(row):
                 continue
-            rows.time(row, lambda i: ours(what, copies[i]), lambda i: baseline(what, copies[i]), n,
-                      copies[0].bytes(what), baselines[what], dtype=name, B=B, V=V)
+            rows.time(row, lambda i: ours(what, copies[i]), base, n, copies[0].bytes(what),
+                      base_name, dtype=name, B=B, V=V)
         copies = None
         torch.cuda.empty_cache()
     if args.json:

@@ -128,9 +128,9 @@ int run_bench(const cli::Args& args) {
                           "bench/cuda_sampling_bench.py and bench/cuda_lm_head_bench.py)");
   const nt_device_type type = cli::parse_backend(backend);
   std::vector<std::string> workloads = args.list("workload");
+  const std::vector<std::string> known = {"W1", "W2", "W3", "W3r", "W4", "W5", "W7", "issue"};
   for (const std::string& w : workloads)
-    if (w != "issue" && w != "W3r" &&
-        (w.size() != 2 || w[0] != 'W' || w[1] < '1' || w[1] > '7' || w[1] == '6'))
+    if (std::find(known.begin(), known.end(), w) == known.end())
       throw cli::UsageError("--workload takes W1..W5, W3r, W7 or issue, got '" + w + "'");
   TimingPolicy policy;
   policy.reps = static_cast<int>(args.integer("reps", 0, 1, 1000000));

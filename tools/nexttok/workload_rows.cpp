@@ -2,6 +2,8 @@
 // the sizes (scaled down on the CPU unless --full).
 #include "workloads.h"
 
+#include <utility>
+
 namespace {
 
 std::string shape_bv(int64_t b, int64_t v) {
@@ -19,7 +21,7 @@ double head_weight_bytes(const HeadSpec& s, bool binary) {
 
 Row sample_row(const BenchConfig& c, const std::string& mode, SampleSpec spec, bool issue = false) {
   Row r;
-  r.workload = spec.logprobs >= 0 ? "W3r" : "W3";
+  r.workload = "W3";
   r.name = "sample " + mode + ", " + shape_bv(spec.batch, spec.vocab) + " (" + ntt::dtype_label(spec.dtype) +
            ", " + logit_kind_name(spec.kind) + " logits)";
   bool greedy = spec.params.size() == 1 && !(spec.params[0].temperature > 0);
@@ -136,15 +138,17 @@ std::vector<Row> benchmark_rows(const BenchConfig& c) {
              : std::vector<std::pair<int64_t, int64_t>>{{1, 128256}, {64, 128256}, {256, 32000}};
   for (auto [b, v] : shapes) add_sample_rows(rows, c, b, v);
 
-  // W3r: logprobs n = 20 (raw) beside the same draw without them.
+  // W3r: logprobs n = 20 (raw) beside the same draw without them (at B = 1,
+  // the issue row).
+  auto w3r = [&](Row r) {
+    r.workload = "W3r";
+    rows.push_back(std::move(r));
+  };
   for (int64_t b : {int64_t{1}, int64_t{64}}) {
     SampleSpec spec{b, 128256, NT_F32, LogitKind::Peaked, {{1.0f, 50, 0.9f, 0.0f, false}}};
-    if (b > 1) {
-      rows.push_back(sample_row(c, "k50+p0.9", spec));
-      rows.back().workload = "W3r";
-    }
+    if (b > 1) w3r(sample_row(c, "k50+p0.9", spec));
     spec.logprobs = 20;
-    rows.push_back(sample_row(c, "k50+p0.9 + logprobs n=20 raw", spec));
+    w3r(sample_row(c, "k50+p0.9 + logprobs n=20 raw", spec));
   }
 
   std::vector<int64_t> mask_b = c.full ? std::vector<int64_t>{1, 64, 256} : std::vector<int64_t>{1, 64};

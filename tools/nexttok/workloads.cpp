@@ -172,7 +172,7 @@ nt_sample_logprobs_args SampleWorkload::logprobs_args(const nt_sample_args& a) c
   TestDevice& dev = *config_.device;
   const int64_t b = spec_.batch, cols = spec_.logprobs + 1;
   return nexttok::sample_logprobs_args(
-      a, spec_.logprobs, spec_.logprobs_mode,
+      a, spec_.logprobs, NT_LOGPROBS_RAW,
       ntt::device_matrix(dev, logprob_ids_->get(), 0, NT_I32, b, cols),
       ntt::device_matrix(dev, logprobs_->get(), 0, NT_F32, b, cols),
       ntt::device_vector(dev, ranks_->get(), 0, NT_I32, b));

@@ -80,10 +80,9 @@ struct SampleSpec {
   LogitKind kind = LogitKind::Peaked;
   // One entry: scalars for every row. `batch` entries: per-row device arrays.
   std::vector<baseline::ChainParams> params;
-  // Logprobs beside the draw (sample_logprobs; the baseline adds log_softmax,
-  // topk and the rank of the raw row): -1 none, else n in mode logprobs_mode.
+  // Raw logprobs beside the draw (sample_logprobs; the baseline adds
+  // log_softmax, topk and the rank of the row): -1 none, else n.
   int32_t logprobs = -1;
-  uint32_t logprobs_mode = NT_LOGPROBS_RAW;
 };
 
 // Rotated copies of one input on the host and, for devices that are not host
