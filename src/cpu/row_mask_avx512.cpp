@@ -3,17 +3,14 @@
 // f16/bf16), so allowed logits are neither read nor written and a word with
 // every token allowed is never stored to. Needs AVX-512F and BW.
 //
-// Stores alone do not start the hardware prefetchers the way loads do (a row
-// out of cache, not prefetched, takes 1.6x the time of a load-blend-store
-// pass), so the lines kPrefetchTokens ahead are prefetched: only those that
-// will be written (their tokens not all allowed), since prefetching every line
-// reads whole rows that an all-allowed mask leaves untouched (3-4x the time at
-// B = 64) and the allowed runs of blocky masks (1.25x at B = 256). The choice
-// is branch-free (a line that needs no prefetch gets the mask word just read
-// instead): a branch on the word ahead costs up to 1.65x on masks with ~1%
-// disallowed, where it is unpredictable. The store keeps its branch: storing
-// every word, empty masks included, takes 3x the time on an all-allowed mask
-// (AMD Zen 5).
+// Stores alone do not start the hardware prefetchers the way loads do, so the
+// lines kPrefetchTokens ahead are prefetched: only those that will be written
+// (their tokens not all allowed), since prefetching every line would read whole
+// rows that an all-allowed mask leaves untouched, and the allowed runs of
+// blocky masks. The choice is branch-free (a line that needs no prefetch gets
+// the mask word just read instead), since a branch on the word ahead is
+// unpredictable on masks with ~1% disallowed. The store keeps its branch: it
+// skips the all-allowed words, most of the work on permissive masks.
 #include "cpu/row_mask.h"
 
 #include <cstdint>
@@ -26,8 +23,7 @@
 namespace nt::cpu {
 namespace {
 
-// 4 KB of f32, 2 KB of f16/bf16 ahead (the best of 256 to 2048 tokens,
-// measured out of cache on one core).
+// 4 KB of f32, 2 KB of f16/bf16 ahead (chosen out of cache on one core).
 constexpr int64_t kPrefetchTokens = 1024;
 
 // Prefetches the lines of tokens [t, t + 32) that write mask `off` writes;

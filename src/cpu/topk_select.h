@@ -67,9 +67,6 @@ class TopkSelector {
     cursor_ = 0;
   }
 
-  int64_t count() const { return count_; }
-  const TopkEntry* entries() const { return buf_; }
-
  private:
   void compact() {
     std::nth_element(buf_, buf_ + (k_ - 1), buf_ + count_, topk_before);
