@@ -321,9 +321,7 @@ void lm_head_sample_combine(const nt_lm_head_sample_combine_args& a) {
   for (int64_t m = 0; m < rows; ++m) {
     for (int r = 0; r < shards; ++r)
       row_words[size_t(r)] = reinterpret_cast<const int64_t*>(cpu::row_address(a.summaries, r * rows + m));
-    const nt_row_params p = nt_resolve_row_params(row_param(s.temperature, m), row_param(s.top_k, m),
-                                                  row_param(s.top_p, m), row_param(s.min_p, m),
-                                                  int32_t(a.vocab_size));
+    const nt_row_params p = cpu::row_params(s, m, a.vocab_size);
     const Outcome o = combine_row(row_words.data(), shards, p, joint, row_param(s.seed, m),
                                   row_param(s.offset, m),
                                   nt_row_tag(seeds_per_row, uint32_t(a.first_row + m)), merged);

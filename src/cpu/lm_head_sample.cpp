@@ -260,9 +260,7 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
   parallel_for(f.rows, 1, [&](int64_t begin, int64_t end, int part) {
     uint64_t* list = reinterpret_cast<uint64_t*>(shared + size_t(part) * align64(size_t(f.vocab) * 8));
     for (int64_t m = begin; m < end; ++m) {
-      const nt_row_params p = nt_resolve_row_params(row_param(s.temperature, m), row_param(s.top_k, m),
-                                                    row_param(s.top_p, m), row_param(s.min_p, m),
-                                                    int32_t(sh.vocab_size));
+      const nt_row_params p = row_params(s, m, sh.vocab_size);
       const uint32_t* mask = present(f.bitmask)
           ? reinterpret_cast<const uint32_t*>(row_address(f.bitmask, m)) : nullptr;
       float* x = scores + m * stride;

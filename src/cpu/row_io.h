@@ -47,6 +47,14 @@ inline uint64_t row_param(const nt_param_u64& q, int64_t r) {
   return q.per_row ? static_cast<const uint64_t*>(q.per_row)[r] : q.scalar;
 }
 
+// Row r's resolved filters (core/sampling.h) from the temperature, top_k, top_p
+// and min_p fields of `s` (nt_sample_args, nt_lm_head_sampling, ...).
+template <class Params>
+nt_row_params row_params(const Params& s, int64_t r, int64_t vocab) {
+  return nt_resolve_row_params(row_param(s.temperature, r), row_param(s.top_k, r),
+                               row_param(s.top_p, r), row_param(s.min_p, r), int32_t(vocab));
+}
+
 // Workspaces are carved into 64-byte aligned pieces from the caller's pointer
 // rounded up to 64 bytes; their sizes include kWorkspaceSlack for that.
 constexpr size_t kWorkspaceSlack = 64;

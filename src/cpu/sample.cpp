@@ -64,10 +64,7 @@ void init_job(RowJob& j, const SampleCall& call, int64_t r) {
   j.x = Row{row_address(a.logits, r), a.logits.dtype};
   j.vocab = call.vocab;
   j.n_chunks = (j.vocab + kChunk - 1) / kChunk;
-  j.p = call.per_row ? nt_resolve_row_params(row_param(a.temperature, r), row_param(a.top_k, r),
-                                             row_param(a.top_p, r), row_param(a.min_p, r),
-                                             int32_t(j.vocab))
-                     : call.scalar;
+  j.p = call.per_row ? row_params(a, r, j.vocab) : call.scalar;
   j.joint = call.joint;
   j.seed = row_param(a.seed, r);
   j.offset = row_param(a.offset, r);

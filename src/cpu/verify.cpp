@@ -251,8 +251,7 @@ T element(const nt_tensor& t, int64_t i) {
 
 RequestParams request_params(const VerifyCall& c, int64_t b) {
   RequestParams rp;
-  rp.p = nt_resolve_row_params(row_param(c.temperature, b), row_param(c.top_k, b),
-                               row_param(c.top_p, b), row_param(c.min_p, b), int32_t(c.vocab));
+  rp.p = row_params(c, b, c.vocab);
   rp.seed = row_param(c.seed, b);
   rp.offset = row_param(c.offset, b);
   return rp;
