@@ -278,44 +278,47 @@ void fused_run(CpuBackend& cpu, const Fused& f, void* workspace, size_t workspac
   });
 }
 
+// The fused call of each head, named by the entry point it serves.
+Fused dense_call(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard) {
+  return Fused{shard ? "lm_head_shard_dense" : "lm_head_sample_dense", a.hidden.shape[0],
+               a.weight.shape[0], dense_scores_bytes(a.hidden, a.weight), a.bitmask, a.sampling,
+               a.tokens, shard, fused_logprobs(a), a.scores};
+}
+
+Fused binary_call(const nt_lm_head_sample_binary_args& a, const BinaryHead& head,
+                  const nt_lm_head_shard* shard) {
+  return Fused{shard ? "lm_head_shard_binary" : "lm_head_sample_binary", a.act_q.shape[0],
+               a.wq.shape[0], binary_scores_bytes(head), a.bitmask, a.sampling, a.tokens, shard,
+               fused_logprobs(a), a.scores};
+}
+
 }  // namespace
 
 size_t CpuBackend::lm_head_sample_dense_workspace_size(const nt_lm_head_sample_dense_args& a,
                                                        const nt_lm_head_shard* shard) {
-  const Fused f{"lm_head_sample_dense", a.hidden.shape[0], a.weight.shape[0],
-                dense_scores_bytes(a.hidden, a.weight), a.bitmask, a.sampling, a.tokens, shard,
-                fused_logprobs(a), a.scores};
-  return fused_size(*this, f);
+  return fused_size(*this, dense_call(a, shard));
 }
 
 void CpuBackend::lm_head_sample_dense(const nt_lm_head_sample_dense_args& a, const nt_lm_head_shard* shard,
                                       void* workspace, size_t workspace_bytes, void*) {
-  const Fused f{shard ? "lm_head_shard_dense" : "lm_head_sample_dense", a.hidden.shape[0],
-                a.weight.shape[0], dense_scores_bytes(a.hidden, a.weight), a.bitmask, a.sampling,
-                a.tokens, shard, fused_logprobs(a), a.scores};
-  fused_run(*this, f, workspace, workspace_bytes, [&](float* scores, int64_t stride, char* piece) {
-    dense_scores(a.hidden, a.weight, a.bias, scores, stride, piece);
-  });
+  fused_run(*this, dense_call(a, shard), workspace, workspace_bytes,
+            [&](float* scores, int64_t stride, char* piece) {
+              dense_scores(a.hidden, a.weight, a.bias, scores, stride, piece);
+            });
 }
 
 size_t CpuBackend::lm_head_sample_binary_workspace_size(const nt_lm_head_sample_binary_args& a,
                                                         const nt_lm_head_shard* shard) {
   const BinaryHead head{a.act_q, a.act_scale, a.wq, a.wscale, a.bias, a.group_size};
-  const Fused f{"lm_head_sample_binary", a.act_q.shape[0], a.wq.shape[0], binary_scores_bytes(head),
-                a.bitmask, a.sampling, a.tokens, shard, fused_logprobs(a), a.scores};
-  return fused_size(*this, f);
+  return fused_size(*this, binary_call(a, head, shard));
 }
 
 void CpuBackend::lm_head_sample_binary(const nt_lm_head_sample_binary_args& a,
                                        const nt_lm_head_shard* shard, void* workspace,
                                        size_t workspace_bytes, void*) {
   const BinaryHead head{a.act_q, a.act_scale, a.wq, a.wscale, a.bias, a.group_size};
-  const Fused f{shard ? "lm_head_shard_binary" : "lm_head_sample_binary", a.act_q.shape[0],
-                a.wq.shape[0], binary_scores_bytes(head), a.bitmask, a.sampling, a.tokens, shard, fused_logprobs(a),
-                a.scores};
-  fused_run(*this, f, workspace, workspace_bytes, [&](float* scores, int64_t stride, char* piece) {
-    binary_scores(head, scores, stride, piece);
-  });
+  fused_run(*this, binary_call(a, head, shard), workspace, workspace_bytes,
+            [&](float* scores, int64_t stride, char* piece) { binary_scores(head, scores, stride, piece); });
 }
 
 // Per row, the scores whose order keys the row's rank key holds.
