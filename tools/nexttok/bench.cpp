@@ -130,8 +130,11 @@ int run_bench(const cli::Args& args) {
   std::vector<std::string> workloads = args.list("workload");
   const std::vector<std::string> known = {"W1", "W2", "W3", "W3r", "W4", "W5", "W7", "issue"};
   for (const std::string& w : workloads)
-    if (std::find(known.begin(), known.end(), w) == known.end())
-      throw cli::UsageError("--workload takes W1..W5, W3r, W7 or issue, got '" + w + "'");
+    if (std::find(known.begin(), known.end(), w) == known.end()) {
+      std::string names;
+      for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+      throw cli::UsageError("--workload takes one of " + names + "; got '" + w + "'");
+    }
   TimingPolicy policy;
   policy.reps = static_cast<int>(args.integer("reps", 0, 1, 1000000));
   policy.target_seconds = args.number("seconds", 0.75);
