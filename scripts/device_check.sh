@@ -67,7 +67,7 @@ stage() {
 # ---- 1. build ----------------------------------------------------------------------
 stage configure 90 "$OUT/build.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DNEXTTOK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$archs" -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF \
-  -DNEXTTOK_TESTS=ON -DNEXTTOK_PYTHON=ON &&
+  -DNEXTTOK_TESTS=ON -DNEXTTOK_PYTHON=ON -DCMAKE_CUDA_FLAGS=-lineinfo &&
   stage build 300 "$OUT/build.log" cmake --build "$build" -j "$(nproc)"
 built=$?
 grep -E "error:|FAILED:" "$OUT/build.log" | head -20

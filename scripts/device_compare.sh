@@ -15,7 +15,9 @@
 # below, and `judged racecheck <list>` for a list whose run a timeout cut short;
 # the lists and their logs stay in the ignored build folder, since each call
 # copies the tree afresh and removes files git does not know). Eight files in
-# $OUT: the device tool returns no more.
+# $OUT: the device tool returns no more. Both builds carry line tables
+# (-lineinfo, the same code), so scripts/device_profile.sh can follow on the
+# warm machine.
 #
 # The machine has no git history: the earlier tree travels as a git-excluded
 # folder named in the call's carry, with the two commits written beside it:
@@ -33,7 +35,7 @@ at() { echo "$1 at $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.md"; }
 { date -u +%Y-%m-%dT%H:%M:%SZ; echo "commit $new_rev beside $base_rev"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
   nvcc --version | tail -1; python3 -c 'import torch; print("torch", torch.__version__)'; } >"$OUT/summary.md" 2>&1
-common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
+common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_CUDA_FLAGS=-lineinfo
   -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF -DNEXTTOK_PYTHON=ON)
 (cmake -S . -B build-device "${common[@]}" -DNEXTTOK_TESTS=ON && cmake --build build-device -j 16) >build-device.log 2>&1 &
 (cmake -S "$BASE_DIR" -B build-base "${common[@]}" -DNEXTTOK_TESTS=OFF && cmake --build build-base -j 16) >build-base.log 2>&1 &

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Nsight Compute on the kernels whose rows are furthest from their targets, each
+# split by source line (bench/profile_source.py), into $OUT/profile.md: one
+# launch of each, from bench/profile_kernels.py --once. Runs on a warm machine
+# after scripts/device_compare.sh or device_check.sh (a build with -lineinfo
+# and the Python package; BUILD, default build-device); about two minutes.
+#   scripts/device_profile.sh            # run: the same call may follow a compare
+set -u
+cd "$(dirname "$0")/.." || exit 2
+export PATH=/usr/local/cuda/bin:$PATH PYTHONPATH=${BUILD:-build-device}/python
+OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
+module=$(ls "$PYTHONPATH"/nexttok/_nexttok*.so) || exit 2
+scratch=$(mktemp -d)
+# name | kernel regex | calls of bench/profile_kernels.py
+while IFS='|' read -r name kernel calls; do
+  [ -n "$name" ] || continue
+  echo "## $name" >>"$OUT/profile.md"
+  if timeout 120 ncu -k "regex:$kernel" --launch-count 1 --warp-sampling-interval 0 \
+      --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+      --section SourceCounters -f -o "$scratch/r" python3 bench/profile_kernels.py --once --match "$calls" \
+      >"$scratch/ncu.log" 2>&1; then
+    ncu -i "$scratch/r.ncu-rep" --page details | grep -E "Duration|Grid Size|Block Size|Registers Per|Achieved Occ|Compute \(SM\) Th|Memory Throughput|Issued Warp Per" \
+      | sed 's/^ */    /' >>"$OUT/profile.md"
+    python3 bench/profile_source.py "$scratch/r.ncu-rep" "$module" --top 25 >>"$OUT/profile.md" 2>&1
+  else
+    tail -5 "$scratch/ncu.log" >>"$OUT/profile.md"
+  fi
+  echo >>"$OUT/profile.md"
+done <<'ROWS'
+W3 k50+p0.9+min-p B=1, the scan (a cluster of 16 CTAs)|sample_scan_kernel|^W3 k50.* B=1 
+W3c k50+p0.9 per-row B=1, the scan|sample_scan_kernel|^W3c k50\+p0.9 per-row B=1 
+W3c k50+p0.9 per-row B=1, the merge|sample_merge_kernel|^W3c k50\+p0.9 per-row B=1 
+W1 binary M=1, the merge of the scoring CTAs' winners|merge_few_winners|^W1 binary M=1$
+W5 binary M=1 mask+k50+p0.9, the scoring pass|binary_rows_kernel|^W5 binary M=1 mask
+W5 binary M=1 mask+k50+p0.9, the sampler's scan (V = 248,320)|sample_scan_kernel|^W5 binary M=1 mask
+ROWS
+rm -rf "$scratch"
+grep -cE "^\| [0-9]" "$OUT/profile.md" | sed 's/^/source lines in profile.md: /'
