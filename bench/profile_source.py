@@ -78,8 +78,8 @@ def disassemble(cubin, index):
 
 def inline_chains(binary, name, rows, scratch):
     """{instruction offset: [(file, line), ...]} of the profiled kernel: the
-    function of the binary's cubins named like it, as long as the profile and
-    whose opcodes are the profile's."""
+    function of the binary's cubins whose name holds the kernel's, whose size
+    is the profile's and whose opcodes are the profile's, one for one."""
     cuobjdump = tool("cuobjdump")
     if binary.endswith(".cubin"):
         cubins = [binary]
