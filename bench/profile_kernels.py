@@ -7,9 +7,10 @@ profiler adds its own overhead to the wall time, not to kernel durations.
   PYTHONPATH=build/python python3 bench/profile_kernels.py [--match REGEX]
   ncu -k regex:. python3 bench/profile_kernels.py --once   # each call once, for Nsight Compute
 
-Calls: W3 greedy, plain T=0.7 and k50+p0.9+min-p 0.05 at B = 1, 64, 256 and
-V = 128,256; W3c k50+p0.9 with per-row tensors at B = 1 and 256; W6 B = 64 x 4,
-V = 128,256, k50+p0.9 with and without draft probs; W4 50% random f32 and bf16
+Calls: W3 greedy, plain T=0.7, k50+p0.9+min-p 0.05 and top-p 0.9 alone at
+B = 1, 64, 256 and V = 128,256 (peaked logits); W3c k50+p0.9 with per-row
+tensors at B = 1 and 256; W6 B = 64 x 4, V = 128,256, k50+p0.9 with and without
+draft probs; W4 50% random f32 and bf16
 at B = 256; W1 and W2 at M = 1 and 64; W5 (the fused heads on the W1/W2 heads:
 mask+k50+p0.9, plain and greedy) at M = 1 and 64; W3 top-p 0.9 alone at B = 256
 on flat logits (last, so the calls before it keep their inputs).
@@ -34,7 +35,8 @@ def calls(gen):
         x = make_logits(rows, 128256, "peaked", torch.float32, gen)
         seed = torch.arange(rows, device="cuda")
         for name, t, k, p, m in (("greedy", 0.0, 0, 1.0, 0.0), ("plain T=0.7", 0.7, 0, 1.0, 0.0),
-                                 ("k50+p0.9+min-p 0.05", 0.7, 50, 0.9, 0.05)):
+                                 ("k50+p0.9+min-p 0.05", 0.7, 50, 0.9, 0.05),
+                                 ("top-p 0.9", 0.7, 0, 0.9, 0.0)):
             yield (f"W3 {name} B={rows} V=128256",
                    lambda x=x, t=t, k=k, p=p, m=m, seed=seed: nexttok.sample(x, t, k, p, m, seed=seed,
                                                                              offset=7))
