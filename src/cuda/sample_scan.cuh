@@ -401,20 +401,17 @@ template <nt_dtype DT, bool VEC, bool RAW, bool MASS>
 __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 row, int chunk,
                                     const typename LogitTraits<DT>::Storage* rowp, int64_t begin,
                                     int64_t end, u64* buf, u32 keep) {
-  using ReduceU64 = cub::BlockReduce<u64, kScanThreads>;
-  using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
-  using ReduceMZ = cub::BlockReduce<MaxSum, kScanThreads>;
   constexpr int kWarps = kScanThreads / 32;
   __shared__ u64 shared_thr;
   __shared__ u64 warp_floor[kWarps];  // warp w has seen `rank` tokens at or above warp_floor[w]
   __shared__ u32 warp_count[kWarps];
   __shared__ u64 warp_offer[kWarps];
-  __shared__ union {
-    typename ReduceU64::TempStorage r64;
-    typename ReduceU32::TempStorage r32;
-    typename ReduceMZ::TempStorage rmz;
-  } tmp;
-  __shared__ MaxSum chunk_mass;
+  // Each warp's best +inf draw, +inf count and mass, written before the
+  // barrier of lists_out_sorted and combined after it by every thread, in
+  // warp order: the chunk's totals without block reductions of their own.
+  __shared__ u64 warp_best_inf[kWarps];
+  __shared__ u32 warp_n_inf[kWarps];
+  __shared__ MaxSum warp_mass[kWarps];
   constexpr int G = group_tokens<DT, VEC>();
   const u32 tid = threadIdx.x, warp = tid / 32, lane = lane_index();
   const u32 rank = (keep + kWarps - 1) / kWarps;
@@ -508,6 +505,18 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     w.count = keep;
     if (lane == 0) atomicMax(&shared_thr, kth);  // tokens were dropped
   }
+  {
+    const u64 warp_bi = warp_max(best_inf);
+    const u32 warp_ni = warp_sum(n_inf);
+    const MaxSum warp_mz =
+        need_z ? warp_max_sum(MaxSumMerge()(mz, exp2_sum_at_max(e, c.p.temperature, k)))
+               : MaxSum{-INFINITY, 0.0f};
+    if (lane == 0) {
+      warp_best_inf[warp] = warp_bi;
+      warp_n_inf[warp] = warp_ni;
+      warp_mass[warp] = warp_mz;
+    }
+  }
   u64* out = a.candidates + (size_t(row) * a.splits + chunk) * size_t(a.kchunk);
   u64 top[2];  // keep <= kWarpTailMax: warp 0 holds the chunk's best, sorted, as the tail takes them
   ListsOut lists;
@@ -518,18 +527,16 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     lists = lists_out_sorted<4>(list, w.count, buf, warp_count, shared_thr, keep, out, top4);
   }
   const u32 n = lists.n, n_out = min(n, keep);
-  const u64 bi = ReduceU64(tmp.r64).Reduce(best_inf, MaxU64());
-  __syncthreads();
-  const u32 ni = ReduceU32(tmp.r32).Reduce(n_inf, SumU32());
-  const bool any_inf = __syncthreads_or(n_inf != 0) != 0;
+  u64 bi = 0;
+  u32 ni = 0;
   MaxSum total = {-INFINITY, 0.0f};
-  if (need_z) {
-    const MaxSum mine = MaxSumMerge()(mz, exp2_sum_at_max(e, c.p.temperature, k));
-    total = ReduceMZ(tmp.rmz).Reduce(mine, MaxSumMerge());
-    if (tid == 0) chunk_mass = total;
-    __syncthreads();
-    total = chunk_mass;
+#pragma unroll
+  for (int i = 0; i < kWarps; ++i) {
+    bi = warp_best_inf[i] > bi ? warp_best_inf[i] : bi;
+    ni += warp_n_inf[i];
+    if (need_z) total = MaxSumMerge()(total, warp_mass[i]);
   }
+  const bool any_inf = ni != 0;
   if constexpr (RAW) store_raw_mass(a, row, chunk, raw);
   if (tid == 0) {
     // Written in every case: the merge reads it unless the draw below takes the row.
