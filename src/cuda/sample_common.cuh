@@ -316,8 +316,8 @@ struct MaxSumMerge {
   }
 };
 
-// MaxSumMerge over the warp's lanes, a butterfly (the merge is symmetric, so
-// every lane ends with the same pair).
+// MaxSumMerge over the warp's lanes, a butterfly; lane 0's pair is the one
+// callers keep.
 __device__ __forceinline__ MaxSum warp_max_sum(MaxSum s) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {

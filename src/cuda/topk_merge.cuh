@@ -5,7 +5,9 @@
 // under the largest of the CTAs' final thresholds are dropped on load, and
 // when the rest fit they sit in shared memory for the radix passes. Merges of
 // k <= 64 whose lists fit shared memory take merge_few_winners_kernel (below)
-// instead: warp sorts and a tree of warp merges, no radix select.
+// instead: a bound from the lists' maxima, then the few candidates above it
+// placed by counting (or, when many pass, warp sorts and a tree of warp
+// merges), no radix select.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -242,24 +244,29 @@ __global__ void __launch_bounds__(kThreads) merge_topk_kernel(MergeArgs a) {
 }
 
 // ---- the merge of a few winners (k <= 64) -------------------------------------
-// 32 warps over the lists of every scoring CTA (each at most k entries,
+// One CTA over the lists of every scoring CTA (each at most k entries,
 // unsorted), copied first into shared memory with their counts by cp.async.
-// Bound: every warp takes the r-th largest of its lists' maximum keys (warp
-// w: lists w, w + 32, ...; r = ceil(k / 32)); the smallest of those is reached
-// by at least k lists, so no candidate under it is among the k best. The
-// warps sort the candidates that pass, 64 a warp, and a tree of warp merges
-// (block_select.cuh) takes their best k. Should more than kSurvivorCap pass,
-// every warp merges its lists' passing entries into a running best instead.
-// Ranks carry their values (RankedValue), so NaN and -0 come out as computed.
+// Bound: the k-th largest of the lists' maximum keys is reached by k lists, so
+// no candidate under it is among the k best. When at most kRankedMax pass
+// (about k do on continuous scores), each finds its place by counting those
+// above it (composites are distinct), with no sort; up to kSurvivorCap, warps
+// sort them, 64 a warp, and a tree of warp merges (block_select.cuh) takes
+// their best k; past that, every warp merges its lists' passing entries into a
+// running best instead. Ranks carry their values (RankedValue), so NaN and -0
+// come out as computed. A template so that every file including this header
+// shares one kernel.
 constexpr int kFewWinnersMaxK = 64;
 constexpr int kFewWinnersThreads = 1024;
 constexpr int kFewWinnersWarps = kFewWinnersThreads / 32;
+constexpr int kRankedMax = 256;  // survivors placed by counting: each reads them all
 constexpr int kSurvivorCap = kFewWinnersWarps * 64;  // one sorting warp per 64
-constexpr int kBoundRank = (kFewWinnersMaxK + kFewWinnersWarps - 1) / kFewWinnersWarps;
 
 struct FewWinnersShared {
-  RankedValue survivor[kSurvivorCap];  // also each sorting warp's tree stage
-  uint32_t warp_bound[kFewWinnersWarps];
+  union {
+    uint32_t list_max[kMergeMaxGrid];    // each list's largest key (0: empty), until the bound
+    RankedValue survivor[kSurvivorCap];  // from then on; also each sorting warp's tree stage
+  };
+  uint32_t bound_key;
   uint32_t survivors;
 };
 
@@ -280,7 +287,10 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   const int m = blockIdx.x, lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5), k = a.k;
   const size_t seg_stride = size_t(a.mp_stride) * a.cap;
   const Candidate* cand = a.cand + size_t(m) * a.cap;
-  if (threadIdx.x == 0) s.survivors = 0;
+  if (threadIdx.x == 0) {
+    s.survivors = 0;
+    s.bound_key = 0u;
+  }
   // A list's slots up to min(k, cap) are copied whatever its count (a count
   // never exceeds either); those past the count are never read.
   const int slots = min(k, a.cap);
@@ -291,7 +301,7 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
-  // Entry i of list c as a rank, 0 past its count (warp-uniform n).
+  // Entry i of list c as a rank, 0 past its count.
   auto entry = [&](int c, int i, int n) {
     RankedValue e{0ull, 0.0f};
     if (i < n) {
@@ -302,50 +312,65 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   };
   auto list_length = [&](int c) { return min(counts[c], k); };
 
-  const int r = (k + kWarps - 1) / kWarps;  // <= kBoundRank
-  uint32_t tops[kBoundRank];  // the warp's r largest list-maximum keys, descending (warp-uniform)
-#pragma unroll
-  for (int q = 0; q < kBoundRank; ++q) tops[q] = 0u;
   for (int c = warp; c < a.grid; c += kWarps) {
     const int n = list_length(c);
     uint32_t key = 0u;  // real keys are at least NT_KEY_NEG_INF, above 0
     for (int i = lane; i < n; i += 32) key = max(key, nt_order_key(lists[c * k + i].value));
     key = __reduce_max_sync(0xffffffffu, key);
-#pragma unroll
-    for (int q = 0; q < kBoundRank; ++q) {  // insertion into the sorted tops
-      const uint32_t t = tops[q];
-      tops[q] = max(key, t);
-      key = min(key, t);
-    }
+    if (lane == 0) s.list_max[c] = key;
   }
-  uint32_t mine = 0u;
-#pragma unroll
-  for (int q = 0; q < kBoundRank; ++q)
-    if (q == r - 1) mine = tops[q];
-  if (lane == 0) s.warp_bound[warp] = mine;
   __syncthreads();
-  // Every warp has r lists whose maxima reach its bound: 32 r >= k lists reach
-  // the smallest (0, letting everything pass, when some warp has fewer).
-  uint32_t bound_key = 0xFFFFFFFFu;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) bound_key = min(bound_key, s.warp_bound[w]);
-  const uint64_t bound = uint64_t(bound_key) << 32;  // a rank at or above it: a key at or above bound_key
-  const unsigned below = (1u << lane) - 1u;
-  for (int c = warp; c < a.grid; c += kWarps) {
-    const int n = list_length(c);
-    for (int i0 = 0; i0 < n; i0 += 32) {
-      const RankedValue e = entry(c, i0 + lane, n);
-      const bool pass = e.rank != 0 && e.rank >= bound;
-      const unsigned ball = __ballot_sync(0xffffffffu, pass);
-      if (ball == 0u) continue;
-      uint32_t at = 0;
-      if (lane == 0) at = atomicAdd(&s.survivors, uint32_t(__popc(ball)));
-      at = __shfl_sync(0xffffffffu, at, 0) + uint32_t(__popc(ball & below));
-      if (pass && at < uint32_t(kSurvivorCap)) s.survivor[at] = e;
+  // The k-th largest list maximum (equal ones taken in list order, so exactly
+  // one list is the k-th); 0, letting everything pass, with fewer than k lists.
+  for (int c = int(threadIdx.x); c < a.grid; c += kThreads) {
+    const uint32_t mine = s.list_max[c];
+    int above = 0;
+    for (int d = 0; d < a.grid; ++d) {
+      const uint32_t other = s.list_max[d];
+      above += (other > mine || (other == mine && d < c)) ? 1 : 0;
     }
+    if (above == k - 1) s.bound_key = mine;
+  }
+  __syncthreads();
+  const uint64_t bound = uint64_t(s.bound_key) << 32;  // a rank at or above it: a key at or above bound_key
+  const unsigned below = (1u << lane) - 1u;
+  const int entries = a.grid * slots;
+  for (int base = warp * 32; base < entries; base += kThreads) {  // warp-uniform trips
+    const int e = base + lane;
+    RankedValue v{0ull, 0.0f};
+    if (e < entries) {
+      const int c = e / slots;
+      v = entry(c, e - c * slots, list_length(c));
+    }
+    const bool pass = v.rank != 0 && v.rank >= bound;
+    const unsigned ball = __ballot_sync(0xffffffffu, pass);
+    if (ball == 0u) continue;
+    uint32_t at = 0;
+    if (lane == 0) at = atomicAdd(&s.survivors, uint32_t(__popc(ball)));
+    at = __shfl_sync(0xffffffffu, at, 0) + uint32_t(__popc(ball & below));
+    if (pass && at < uint32_t(kSurvivorCap)) s.survivor[at] = v;
   }
   __syncthreads();
   const int passed = int(s.survivors);
+  float* values = a.values + size_t(m) * a.values_stride;
+  int64_t* indices = a.indices + size_t(m) * a.indices_stride;
+  if (passed <= kRankedMax) {
+    for (int i = int(threadIdx.x); i < passed; i += kThreads) {
+      const RankedValue e = s.survivor[i];
+      int place = 0;
+#pragma unroll 4
+      for (int j = 0; j < passed; ++j) place += s.survivor[j].rank > e.rank ? 1 : 0;
+      if (place < k) {
+        values[place] = e.value;
+        indices[place] = int64_t(index_of(e.rank));
+      }
+    }
+    for (int i = passed + int(threadIdx.x); i < k; i += kThreads) {  // fewer candidates than k
+      values[i] = 0.0f;
+      indices[i] = int64_t(index_of(0ull));
+    }
+    return;
+  }
   RankedValue best[2] = {{0ull, 0.0f}, {0ull, 0.0f}};
   if (passed <= kSurvivorCap) {
     const int active = (passed + 63) / 64;
@@ -383,8 +408,8 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
     for (int j = 0; j < 2; ++j) {
       const int i = 2 * lane + j;
       if (i < k) {
-        a.values[size_t(m) * a.values_stride + i] = best[j].value;
-        a.indices[size_t(m) * a.indices_stride + i] = int64_t(index_of(best[j].rank));
+        values[i] = best[j].value;
+        indices[i] = int64_t(index_of(best[j].rank));
       }
     }
   }
