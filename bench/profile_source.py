@@ -88,18 +88,28 @@ def inline_chains(binary, name, rows, scratch):
         cubins = sorted(glob.glob(os.path.join(scratch, "*.cubin")))
     base = re.sub(r"<.*", "", name.split("(")[0]).split("::")[-1].split()[-1]
     opcodes = [mnemonic(r["Source"]) for r in rows]
+    misses = []  # why each function of that name is not the profiled one
     for cubin in cubins:
         elf = run(cuobjdump, "-elf", cubin)
         for m in re.finditer(r"^\s*(0x[0-9a-f]+|\d+)\s+\S+\s+(0x[0-9a-f]+|\d+)\s+FUNC\b.*\s(\S+)$",
                              elf[elf.find(".section .symtab"):], re.M):
-            if base not in m.group(3) or int(m.group(2), 0) != 16 * len(rows):
+            if base not in m.group(3):
+                continue
+            if int(m.group(2), 0) != 16 * len(rows):
+                misses.append(f"{m.group(3)}: {int(m.group(2), 0) // 16} instructions")
                 continue
             code = disassemble(cubin, int(m.group(1), 0))
-            if [op for _, op, _ in code] == opcodes:
+            ops = [op for _, op, _ in code]
+            if ops == opcodes:
                 if not any(chain for _, _, chain in code):
                     raise SystemExit("profile_source.py: the kernel has no line table (build with -lineinfo)")
                 return {offset: chain for offset, _, chain in code}
-    raise SystemExit(f"profile_source.py: no function of {binary} is the profiled {name}")
+            at = next((i for i, (a, b) in enumerate(zip(ops, opcodes)) if a != b), min(len(ops), len(opcodes)))
+            misses.append(f"{m.group(3)}: instruction {at} is {ops[at:at + 1]}, the profile's "
+                          f"{opcodes[at:at + 1]}")
+    detail = "".join(f"\n  {line}" for line in misses[:20]) or f"\n  no function named {base}"
+    raise SystemExit(f"profile_source.py: no function of {binary} is the profiled {name} "
+                     f"({len(rows)} instructions):{detail}")
 
 
 def number(s):

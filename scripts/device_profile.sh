@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Nsight Compute on the kernels whose rows are furthest from their targets, each
 # split by source line (bench/profile_source.py), into $OUT/profile.md: one
-# launch of each, from bench/profile_kernels.py --once. Runs on a warm machine
-# after scripts/device_compare.sh or device_check.sh (a build with -lineinfo
-# and the Python package; BUILD, default build-device); about two minutes.
+# launch of each, from bench/profile_kernels.py --once; each kernel's source
+# page (SASS with its counters, as CSV) goes to $OUT/profile-sources.tar.gz, so
+# profile_source.py can split it again elsewhere against a build of the same
+# tree with the same flags. Runs on a warm machine after
+# scripts/device_compare.sh or device_check.sh (a build with -lineinfo and the
+# Python package; BUILD, default build-device); about four minutes.
 #   scripts/device_profile.sh            # run: the same call may follow a compare
 set -u
 cd "$(dirname "$0")/.." || exit 2
 export PATH=/usr/local/cuda/bin:$PATH PYTHONPATH=${BUILD:-build-device}/python
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
 module=$(ls "$PYTHONPATH"/nexttok/_nexttok*.so) || exit 2
-scratch=$(mktemp -d)
+scratch=$(mktemp -d); n=0
 # name | kernel regex | calls of bench/profile_kernels.py
 while IFS='|' read -r name kernel calls; do
   [ -n "$name" ] || continue
@@ -21,7 +24,10 @@ while IFS='|' read -r name kernel calls; do
       >"$scratch/ncu.log" 2>&1; then
     ncu -i "$scratch/r.ncu-rep" --page details | grep -E "Duration|Grid Size|Block Size|Registers Per|Achieved Occ|Compute \(SM\) Th|Memory Throughput|Issued Warp Per" \
       | sed 's/^ */    /' >>"$OUT/profile.md"
-    python3 bench/profile_source.py "$scratch/r.ncu-rep" "$module" --top 25 >>"$OUT/profile.md" 2>&1
+    n=$((n + 1)); mkdir -p "$scratch/sources"
+    ncu -i "$scratch/r.ncu-rep" --page source --csv --print-source sass >"$scratch/sources/$n.csv" 2>&1
+    echo "    (source page: profile-sources.tar.gz, $n.csv)" >>"$OUT/profile.md"
+    python3 bench/profile_source.py "$scratch/sources/$n.csv" "$module" --top 25 >>"$OUT/profile.md" 2>&1
   else
     tail -5 "$scratch/ncu.log" >>"$OUT/profile.md"
   fi
@@ -36,5 +42,6 @@ W5 binary M=1 mask+k50+p0.9, the sampler's scan (V = 248,320)|sample_scan_kernel
 W3 k50+p0.9+min-p B=256, the scan (one CTA a row)|sample_scan_kernel|^W3 k50.* B=256 V=128256$
 W3 top-p 0.9 alone B=256 peaked, the scan (one CTA a row, with the row's mass)|sample_scan_kernel|^W3 top-p 0.9 B=256 V=128256$
 ROWS
+[ -d "$scratch/sources" ] && tar -czf "$OUT/profile-sources.tar.gz" -C "$scratch/sources" .
 rm -rf "$scratch"
 grep -cE "^\| [0-9]" "$OUT/profile.md" | sed 's/^/source lines in profile.md: /'
