@@ -10,10 +10,10 @@ profiler adds its own overhead to the wall time, not to kernel durations.
 Calls: W3 greedy, plain T=0.7, k50+p0.9+min-p 0.05 and top-p 0.9 alone at
 B = 1, 64, 256 and V = 128,256 (peaked logits); W3c k50+p0.9 with per-row
 tensors at B = 1 and 256; W6 B = 64 x 4, V = 128,256, k50+p0.9 with and without
-draft probs; W4 50% random f32 and bf16
-at B = 256; W1 and W2 at M = 1 and 64; W5 (the fused heads on the W1/W2 heads:
-mask+k50+p0.9, plain and greedy) at M = 1 and 64; W3 top-p 0.9 alone at B = 256
-on flat logits (last, so the calls before it keep their inputs).
+draft probs; W4 50% random f32 and bf16 at B = 256; W1 and W2 at M = 1 and 64;
+W5 (the fused heads on the W1/W2 heads: mask+k50+p0.9, plain and greedy) at
+M = 1 and 64; W3 top-p 0.9 alone at B = 256 on flat logits (last, so the calls
+before it keep their inputs).
 """
 import argparse
 import collections

@@ -104,7 +104,8 @@ def inline_chains(binary, name, rows, scratch):
                 if not any(chain for _, _, chain in code):
                     raise SystemExit("profile_source.py: the kernel has no line table (build with -lineinfo)")
                 return {offset: chain for offset, _, chain in code}
-            at = next((i for i, (a, b) in enumerate(zip(ops, opcodes)) if a != b), min(len(ops), len(opcodes)))
+            at = next((i for i, (a, b) in enumerate(zip(ops, opcodes)) if a != b),
+                      min(len(ops), len(opcodes)))
             misses.append(f"{m.group(3)}: instruction {at} is {ops[at:at + 1]}, the profile's "
                           f"{opcodes[at:at + 1]}")
     detail = "".join(f"\n  {line}" for line in misses[:20]) or f"\n  no function named {base}"
