@@ -316,17 +316,6 @@ struct MaxSumMerge {
   }
 };
 
-// MaxSumMerge over the warp's lanes, a butterfly; lane 0's pair is the one
-// callers keep.
-__device__ __forceinline__ MaxSum warp_max_sum(MaxSum s) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const MaxSum other = {__shfl_xor_sync(kFullMask, s.m, o), __shfl_xor_sync(kFullMask, s.z, o)};
-    s = MaxSumMerge()(s, other);
-  }
-  return s;
-}
-
 constexpr float kLog2e = 1.44269504f;  // log2(e) rounded to fp32
 
 // 2^x in fp32 by the SFU, subnormal results flushed to zero (a term below

@@ -3,6 +3,7 @@
 
 #include <cooperative_groups.h>
 #include <cub/block/block_reduce.cuh>
+#include <cub/warp/warp_reduce.cuh>
 
 #include "cuda/sample_common.cuh"
 #include "cuda/sample_merge.cuh"
@@ -412,6 +413,8 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   __shared__ u64 warp_best_inf[kWarps];
   __shared__ u32 warp_n_inf[kWarps];
   __shared__ MaxSum warp_mass[kWarps];
+  using WarpMass = cub::WarpReduce<MaxSum>;
+  __shared__ typename WarpMass::TempStorage warp_mass_tmp[kWarps];
   constexpr int G = group_tokens<DT, VEC>();
   const u32 tid = threadIdx.x, warp = tid / 32, lane = lane_index();
   const u32 rank = (keep + kWarps - 1) / kWarps;
@@ -508,9 +511,10 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   {
     const u64 warp_bi = warp_max(best_inf);
     const u32 warp_ni = warp_sum(n_inf);
-    const MaxSum warp_mz =
-        need_z ? warp_max_sum(MaxSumMerge()(mz, exp2_sum_at_max(e, c.p.temperature, k)))
-               : MaxSum{-INFINITY, 0.0f};
+    MaxSum warp_mz = {-INFINITY, 0.0f};
+    if (need_z)  // block-uniform; lane 0 holds the warp's pair
+      warp_mz = WarpMass(warp_mass_tmp[warp])
+                    .Reduce(MaxSumMerge()(mz, exp2_sum_at_max(e, c.p.temperature, k)), MaxSumMerge());
     if (lane == 0) {
       warp_best_inf[warp] = warp_bi;
       warp_n_inf[warp] = warp_ni;

@@ -352,23 +352,21 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
   }
   __syncthreads();
   const int passed = int(s.survivors);
-  float* values = a.values + size_t(m) * a.values_stride;
-  int64_t* indices = a.indices + size_t(m) * a.indices_stride;
+  // Output place i; a rank of 0 (fewer candidates than k) comes out as value 0
+  // and index_of(0).
+  auto put = [&](int i, RankedValue e) {
+    a.values[size_t(m) * a.values_stride + i] = e.value;
+    a.indices[size_t(m) * a.indices_stride + i] = int64_t(index_of(e.rank));
+  };
   if (passed <= kRankedMax) {
     for (int i = int(threadIdx.x); i < passed; i += kThreads) {
       const RankedValue e = s.survivor[i];
       int place = 0;
 #pragma unroll 4
       for (int j = 0; j < passed; ++j) place += s.survivor[j].rank > e.rank ? 1 : 0;
-      if (place < k) {
-        values[place] = e.value;
-        indices[place] = int64_t(index_of(e.rank));
-      }
+      if (place < k) put(place, e);
     }
-    for (int i = passed + int(threadIdx.x); i < k; i += kThreads) {  // fewer candidates than k
-      values[i] = 0.0f;
-      indices[i] = int64_t(index_of(0ull));
-    }
+    for (int i = passed + int(threadIdx.x); i < k; i += kThreads) put(i, RankedValue{0ull, 0.0f});
     return;
   }
   RankedValue best[2] = {{0ull, 0.0f}, {0ull, 0.0f}};
@@ -407,10 +405,7 @@ __global__ void __launch_bounds__(kThreads) merge_few_winners_kernel(MergeArgs a
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int i = 2 * lane + j;
-      if (i < k) {
-        values[i] = best[j].value;
-        indices[i] = int64_t(index_of(best[j].rank));
-      }
+      if (i < k) put(i, best[j]);
     }
   }
 }
