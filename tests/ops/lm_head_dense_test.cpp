@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "harness/ops.h"
 
@@ -183,6 +184,27 @@ TEST_P(LmHeadDense, EqualLogitsResolveToTheLowerIndex) {
       }
     expect_topk(dev(), c, 1e-5);
   }
+}
+
+// Every weight row the same: every logit ties, so the top k are tokens 0..k-1.
+// Every list of a GPU's scoring CTAs then reaches the bound of its merge, so
+// the merge takes the most candidates it can be handed (at V = 100,003, more
+// than its sorting warps hold).
+TEST_P(LmHeadDense, EveryLogitTiedGivesTheLowestIndices) {
+  uint64_t seed = 11250;
+  for (nt_dtype dtype : kFloatTypes)
+    for (int64_t vocab : {3001, 100003})
+      for (int32_t k : {1, 50, 64}) {
+        Rng rng(++seed);
+        SCOPED_TRACE(seed_trace(seed) + " V=" + std::to_string(vocab) + " k=" + std::to_string(k));
+        DenseCase c = grid_case(rng, dtype, 2, vocab, 32, k, false, NT_F32);
+        for (int64_t v = 1; v < vocab; ++v)
+          std::copy(c.weight.begin(), c.weight.begin() + c.hidden, c.weight.begin() + v * c.hidden);
+        const TopK got = run_dense(dev(), c);
+        for (int64_t m = 0; m < c.rows; ++m)
+          for (int64_t j = 0; j < k; ++j) EXPECT_EQ(got.indices[size_t(m * k + j)], j) << "row " << m;
+        expect_topk(dev(), c, 0.0);
+      }
 }
 
 // All winners inside one contiguous range of vocabulary rows (one chunk of any
