@@ -89,10 +89,14 @@ def inline_chains(binary, name, rows, scratch):
     base = re.sub(r"<.*", "", name.split("(")[0]).split("::")[-1].split()[-1]
     opcodes = [mnemonic(r["Source"]) for r in rows]
     misses = []  # why each function of that name is not the profiled one
+    functions, symtab = 0, ""
     for cubin in cubins:
         elf = run(cuobjdump, "-elf", cubin)
+        table = elf[elf.find(".section .symtab"):] if ".section .symtab" in elf else ""
+        symtab = symtab or table
         for m in re.finditer(r"^\s*(0x[0-9a-f]+|\d+)\s+\S+\s+(0x[0-9a-f]+|\d+)\s+FUNC\b.*\s(\S+)$",
-                             elf[elf.find(".section .symtab"):], re.M):
+                             table, re.M):
+            functions += 1
             if base not in m.group(3):
                 continue
             if int(m.group(2), 0) != 16 * len(rows):
@@ -108,7 +112,10 @@ def inline_chains(binary, name, rows, scratch):
                       min(len(ops), len(opcodes)))
             misses.append(f"{m.group(3)}: instruction {at} is {ops[at:at + 1]}, the profile's "
                           f"{opcodes[at:at + 1]}")
-    detail = "".join(f"\n  {line}" for line in misses[:20]) or f"\n  no function named {base}"
+    # With no function found at all, the symbol table's first lines show why.
+    detail = "".join(f"\n  {line}" for line in misses[:20]) or (
+        f"\n  no function named {base} among {functions} functions of {len(cubins)} cubins"
+        + "".join(f"\n    {line}" for line in symtab.splitlines()[:4] if functions == 0))
     raise SystemExit(f"profile_source.py: no function of {binary} is the profiled {name} "
                      f"({len(rows)} instructions):{detail}")
 

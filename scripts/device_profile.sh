@@ -6,19 +6,23 @@
 # profile_source.py can split it again elsewhere against a build of the same
 # tree with the same flags. Runs on a warm machine after
 # scripts/device_compare.sh or device_check.sh (a build with -lineinfo and the
-# Python package; BUILD, default build-device); about four minutes.
+# Python package; BUILD, default build-device); about five minutes. Kernels are
+# skipped once fewer than 60 s are left of DEADLINE (default 540 s), and the
+# source pages are packed after each kernel, so a call cut short keeps them.
 #   scripts/device_profile.sh            # run: the same call may follow a compare
 set -u
 cd "$(dirname "$0")/.." || exit 2
 export PATH=/usr/local/cuda/bin:$PATH PYTHONPATH=${BUILD:-build-device}/python
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
 module=$(ls "$PYTHONPATH"/nexttok/_nexttok*.so) || exit 2
-scratch=$(mktemp -d); n=0
+scratch=$(mktemp -d); n=0; END=$(($(date +%s) + ${DEADLINE:-540}))
 # name | kernel regex | calls of bench/profile_kernels.py
 while IFS='|' read -r name kernel calls; do
   [ -n "$name" ] || continue
   echo "## $name" >>"$OUT/profile.md"
-  if timeout 120 ncu -k "regex:$kernel" --launch-count 1 --warp-sampling-interval 0 \
+  left=$((END - $(date +%s)))
+  if [ $left -lt 60 ]; then echo "    (skipped: $left s left)" >>"$OUT/profile.md"; continue; fi
+  if timeout $((left < 120 ? left : 120)) ncu -k "regex:$kernel" --launch-count 1 --warp-sampling-interval 0 \
       --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
       --section SourceCounters -f -o "$scratch/r" python3 bench/profile_kernels.py --once --match "$calls" \
       >"$scratch/ncu.log" 2>&1; then
@@ -27,6 +31,7 @@ while IFS='|' read -r name kernel calls; do
     n=$((n + 1)); mkdir -p "$scratch/sources"
     ncu -i "$scratch/r.ncu-rep" --page source --csv --print-source sass >"$scratch/sources/$n.csv" 2>&1
     echo "    (source page: profile-sources.tar.gz, $n.csv)" >>"$OUT/profile.md"
+    tar -czf "$OUT/profile-sources.tar.gz" -C "$scratch/sources" .
     python3 bench/profile_source.py "$scratch/sources/$n.csv" "$module" --top 25 >>"$OUT/profile.md" 2>&1
   else
     tail -5 "$scratch/ncu.log" >>"$OUT/profile.md"
@@ -42,6 +47,5 @@ W5 binary M=1 mask+k50+p0.9, the sampler's scan (V = 248,320)|sample_scan_kernel
 W3 k50+p0.9+min-p B=256, the scan (one CTA a row)|sample_scan_kernel|^W3 k50.* B=256 V=128256$
 W3 top-p 0.9 alone B=256 peaked, the scan (one CTA a row, with the row's mass)|sample_scan_kernel|^W3 top-p 0.9 B=256 V=128256$
 ROWS
-[ -d "$scratch/sources" ] && tar -czf "$OUT/profile-sources.tar.gz" -C "$scratch/sources" .
 rm -rf "$scratch"
 grep -cE "^\| [0-9]" "$OUT/profile.md" | sed 's/^/source lines in profile.md: /'
