@@ -154,8 +154,8 @@ struct LargeCut {
   u64 above_mass, mass_target;
 };
 
-__device__ void large_find_cut(const SampleArgs& a, const RowCfg& c, const u32* cnt,
-                               const u64* mass, u32 n_min_p, LargeCut& out) {
+__device__ inline void large_find_cut(const SampleArgs& a, const RowCfg& c, const u32* cnt,
+                                      const u64* mass, u32 n_min_p, LargeCut& out) {
   constexpr int kPerLane = kLargeBins / 32;
   if (threadIdx.x < 32) {
     const u32 lane = lane_index();
@@ -303,7 +303,7 @@ struct LargeFinishShared {
 // Phase 3 (the whole CTA, the lists final): the token of one listed row,
 // unless collect found no cut for it (the row stays flagged). Block-uniform
 // returns.
-__device__ void large_keep_finish(const SampleArgs& a, u32 row, LargeFinishShared& sh) {
+__device__ inline void large_keep_finish(const SampleArgs& a, u32 row, LargeFinishShared& sh) {
   const LargeKeepArgs& L = a.large;
   using ScanU64 = cub::BlockScan<u64, kLargeThreads>;
   using ReduceU64 = cub::BlockReduce<u64, kLargeThreads>;

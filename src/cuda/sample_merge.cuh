@@ -11,7 +11,7 @@ namespace nt::cuda {
 
 // ---- kernel 2: merge the chunks of a row ------------------------------------------
 
-__device__ void merge_argmax(const SampleArgs& a, const RowCfg& c, u32 row) {
+__device__ inline void merge_argmax(const SampleArgs& a, const RowCfg& c, u32 row) {
   if (threadIdx.x >= 32) return;
   u64 best = 0, best_inf = 0;
   u32 n_inf = 0;
@@ -127,8 +127,9 @@ __device__ __forceinline__ bool warp_tail_draws(const RowCfg& c, u32 m, u32 n_in
 // past m), no +inf score (those rows are drawn before) and a Gumbel draw; the
 // same decisions as the block version. A lane's running mass is its
 // predecessors' total plus its own pair.
-__device__ void merge_tail_sorted(const SampleArgs& a, const RowCfg& c, u32 row, const u64 (&v)[2],
-                                  u32 m, bool known_all, double z_full, RowState state) {
+__device__ inline void merge_tail_sorted(const SampleArgs& a, const RowCfg& c, u32 row,
+                                         const u64 (&v)[2], u32 m, bool known_all, double z_full,
+                                         RowState state) {
   const u32 lane = lane_index();
   const float s_max = nt_key_to_float(composite_key(__shfl_sync(kFullMask, v[0], 0)));
   float pv[2];
@@ -244,7 +245,7 @@ __device__ u32 merge_sorted_lists(const SampleArgs& a, u32 row, MergeInfo& info,
   return info.m_out;
 }
 
-__device__ void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
+__device__ inline void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 row) {
   using Scan = cub::BlockScan<double, kMergeThreads>;
   using ReduceU64 = cub::BlockReduce<u64, kMergeThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kMergeThreads>;
@@ -552,11 +553,6 @@ __device__ __forceinline__ void merge_row(const SampleArgs& a, const RowCfg& c, 
     }
   }
   if (a.splits > 1) merge_argmax(a, c, row);
-}
-
-__global__ void __launch_bounds__(kMergeThreads) sample_merge_kernel(SampleArgs a) {
-  const u32 row = blockIdx.x;
-  merge_row(a, load_row_cfg(a, row), row);
 }
 
 }  // namespace nt::cuda

@@ -309,8 +309,9 @@ struct WarpList {
 // overflow during the next tile), raises the bound to the smallest value every
 // warp has published, and drops the entries under the bound. Out of line, so
 // the scan loop's code stays small.
-__device__ __noinline__ WarpList rank_warp_list(u64* list, WarpList w, u32 keep, u32 rank,
-                                                u32* hist, u64* warp_floor, u64* shared_thr) {
+__device__ __noinline__ inline WarpList rank_warp_list(u64* list, WarpList w, u32 keep,
+                                                       u32 rank, u32* hist, u64* warp_floor,
+                                                       u64* shared_thr) {
   constexpr int kWarps = kScanThreads / 32;
   constexpr int kRankMax = (kListKeepMax + kWarps - 1) / kWarps;
   const u32 lane = lane_index();
