@@ -6,13 +6,24 @@
 # ("executable --gtest_filter=..."), and BUILD/gpu_tests_racecheck.txt, the
 # same without the distribution tests: they draw 20,000+ tokens by launching
 # the same kernels thousands of times, so racecheck would spend minutes on them
-# alone, and the other tests launch every kernel they do.
+# alone, and the other tests launch every kernel they do. Where ctest has run
+# the tests before (its CTestCostData.txt), the longest come first, so that
+# the sanitizers' slowest runs start while the short ones fill the other slots.
 gpu_test_lists() {
   ctest --test-dir "$1" -L gpu --show-only=json-v1 | python3 -c '
 import json, sys
-for t in json.load(sys.stdin)["tests"]:
+cost = {}
+try:
+    for line in open(sys.argv[1] + "/Testing/Temporary/CTestCostData.txt"):
+        f = line.rstrip("\n").rsplit(" ", 2)  # names may hold spaces
+        if len(f) == 3:
+            cost[f[0]] = float(f[2])
+except (OSError, ValueError):
+    pass
+tests = json.load(sys.stdin)["tests"]
+for t in sorted(tests, key=lambda t: -cost.get(t["name"], 0.0)):
     print(t["command"][0], next(a for a in t["command"] if a.startswith("--gtest_filter=")))
-' >"$1/gpu_tests.txt"
+' "$1" >"$1/gpu_tests.txt"
   grep -v 'Distribution\.' "$1/gpu_tests.txt" >"$1/gpu_tests_racecheck.txt"
 }
 
