@@ -41,6 +41,9 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON -DCMAKE_CUDA_ARCHI
 (cmake -S "$BASE_DIR" -B build-base "${common[@]}" -DNEXTTOK_TESTS=OFF && cmake --build build-base -j 16) >build-base.log 2>&1 &
 wait
 at built; grep -hE "error:|FAILED:" build-device.log build-base.log | head -20 | tee -a "$OUT/summary.md"
+# The slowest compiles of this tree's build (what bounds the build's time).
+awk -F'\t' 'NR > 1 {d[$4] = ($2 - $1) / 1000} END {for (t in d) printf "%6.1f s %s\n", d[t], t}' \
+  build-device/.ninja_log | sort -rn | head -5 | tee -a "$OUT/summary.md"
 NEXTTOK_TEST_REQUIRE=cuda timeout 150 ctest --test-dir build-device -L gpu -j 8 --timeout 120 --output-on-failure >"$OUT/tests.log" 2>&1
 at "ctest rc=$?"; grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Failed  |\*\*\*" "$OUT/tests.log" | head -30 | tee -a "$OUT/summary.md"
 w3='^W3 (greedy|plain T=0.7|top-p 0.9|k50\+p0.9\+min-p 0.05|mixed per-row) B=256 V=128256|^W3 (k50\+p0.9\+min-p 0.05|top-p 0.9|greedy) B=1 V=128256|^W3 k50\+p0.9\+min-p 0.05 B=256 V=248320|^W4 .* B=(1|256) '
@@ -52,15 +55,7 @@ for b in build-base build-device; do
   PYTHONPATH=$b/python timeout 90 python3 bench/cuda_lm_head_bench.py --bench --budget 60 \
     --json "json-out/lm_head-$b.json" >>"$OUT/bench-$b.log" 2>&1; at "$b lm_head rc=$?"
 done
-PYTHONPATH=build-device/python timeout 110 python3 bench/cuda_fused_head_bench.py --check --runs 50 --budget 45 \
-  --json "$OUT/fused_head.json" >"$OUT/bench-w5.log" 2>&1; at "w5 rc=$?"
-PYTHONPATH=build-device/python timeout 45 python3 bench/cuda_penalties_bench.py --check --runs 50 --budget 20 \
-  >"$OUT/bench-w7.log" 2>&1; at "w7 rc=$?"
-w3c='^W3c (k50\+p0.9|k50\+p0.9 per-row|top-p 0.9|top-p 0.9 per-row|mixed quarters per-row) B=(1|256) V=128256 peaked|^W3r .* B=(1|256) V=128256 peaked'
-PYTHONPATH=build-device/python timeout 75 python3 bench/cuda_sampling_bench.py --match "$w3c" --budget 60 \
-  >>"$OUT/bench-w7.log" 2>&1; at "w3c rc=$?"
-PYTHONPATH=build-device/python timeout 70 python3 bench/profile_kernels.py --match "^W[1256] |^W3c |^W3 top-p" \
-  >>"$OUT/bench-w5.log" 2>&1; at "profile rc=$?"
+# The ratio table before the rows of this tree alone, so that a call cut short keeps it.
 BASE_REV=$base_rev python3 - <<'PY' | tee -a "$OUT/summary.md"
 import json, os
 def rows(b):
@@ -79,6 +74,15 @@ for name, n in new.items():
         print(f"| {name} | {b and b.get('ours_us')} | | {n.get('ours_us')} | | |"); continue
     print(f"| {name} | {b['ours_us']:.1f} | {b['graph_us']:.1f} | {n['ours_us']:.1f} | {n['graph_us']:.1f} | {n['ours_us'] / b['ours_us']:.3f} |")
 PY
+PYTHONPATH=build-device/python timeout 110 python3 bench/cuda_fused_head_bench.py --check --runs 50 --budget 45 \
+  --json "$OUT/fused_head.json" >"$OUT/bench-w5.log" 2>&1; at "w5 rc=$?"
+PYTHONPATH=build-device/python timeout 45 python3 bench/cuda_penalties_bench.py --check --runs 50 --budget 20 \
+  >"$OUT/bench-w7.log" 2>&1; at "w7 rc=$?"
+w3c='^W3c (k50\+p0.9|k50\+p0.9 per-row|top-p 0.9|top-p 0.9 per-row|mixed quarters per-row) B=(1|256) V=128256 peaked|^W3r .* B=(1|256) V=128256 peaked'
+PYTHONPATH=build-device/python timeout 75 python3 bench/cuda_sampling_bench.py --match "$w3c" --budget 60 \
+  >>"$OUT/bench-w7.log" 2>&1; at "w3c rc=$?"
+PYTHONPATH=build-device/python timeout 70 python3 bench/profile_kernels.py --match "^W[1256] |^W3c |^W3 top-p" \
+  >>"$OUT/bench-w5.log" 2>&1; at "profile rc=$?"
 grep -E "^checks|FAIL|Error|^\|" "$OUT/bench-w5.log" "$OUT/bench-w7.log" | head -60
 export SANITIZER=compute-sanitizer
 # shellcheck source=scripts/gpu_sanitize.sh
