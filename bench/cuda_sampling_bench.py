@@ -55,6 +55,31 @@ EXPLICIT_SHAPES = [(1, 128256), (256, 128256)]
 # W3r's logprobs rows: k50+p0.9 with every parameter a per-row tensor.
 LOGPROB_CONFIG = ("k50+p0.9", 0.7, 50, 0.9, 0.0)
 LOGPROB_SHAPES = [(256, 128256), (1, 128256)]
+# Top-p without top-k: a row whose nucleus passes the LIST_KEEP candidates a
+# chunk keeps (the CUDA scan's list) takes the flagged-row kernel, and one such
+# row makes its whole batch pay for that kernel; the W3 and W3c rows of that
+# class print how many rows of each input do (and keep it in the JSON).
+LIST_KEEP = 128
+
+
+def rows_past_list(copies, cfg):
+    """For each input, the rows whose top-p nucleus (cfg's T and top_p, no
+    top-k) holds more than LIST_KEEP tokens; None for other configs."""
+    _, temperature, top_k, top_p, _ = cfg
+    if temperature is None or temperature == 0.0 or top_k or top_p >= 1.0:
+        return None
+    counts = []
+    for x in copies:
+        p = torch.softmax(x.float() / temperature, dim=-1)
+        counts.append(int((torch.topk(p, LIST_KEEP, dim=-1).values.sum(-1) < top_p).sum()))
+    return counts
+
+
+def note_rows_past_list(rows_out, copies, cfg):
+    counts = rows_past_list(copies, cfg)
+    if counts is not None and rows_out.rows and "error" not in rows_out.rows[-1]:
+        rows_out.rows[-1]["rows_past_list"] = counts
+        print(f"{'':<55} rows past {LIST_KEEP} candidates in each input: {counts}", flush=True)
 
 
 class RowParams:
@@ -303,6 +328,7 @@ def bench_w3(rows_out, gen, l2):
                 baseline, baseline_name = (lambda i: torch_sample(copies[i], prm)), "sort chain"
             rows_out.time(name, lambda i: prm.sample(copies[i]), baseline, len(copies),
                           rows * vocab * 4 + rows * 8, baseline_name)
+            note_rows_past_list(rows_out, copies, cfg)
     for_each_input(rows_out, gen, l2, SHAPES,
                    lambda rows, vocab, kind: [f"W3 {cfg[0]} B={rows} V={vocab} {kind}" for cfg in CONFIGS],
                    body)
@@ -320,20 +346,22 @@ def bench_w3_classes(rows_out, gen, l2):
         reference = lambda i: k50p.sample(copies[i])
         timed = {}
 
-        def row(label, prm):
+        def row(label, prm, cfg=None):
             name = f"W3c {label} {tag}"
             if rows_out.wanted(name):
                 rows_out.time(name, lambda i: prm.sample(copies[i]), reference, len(copies), moved,
                               "k50+p0.9 scalars")
                 if "error" not in rows_out.rows[-1]:
                     timed[label] = rows_out.rows[-1]["ours_us"]
+                    if cfg is not None:
+                        note_rows_past_list(rows_out, copies, cfg)
 
         for cfg in CLASS_CONFIGS:
-            row(cfg[0], RowParams(cfg, rows, "cuda"))
+            row(cfg[0], RowParams(cfg, rows, "cuda"), cfg)
             if cfg[0] in ("k50+p0.9", "top-p 0.9"):
                 per_row = RowParams(cfg, rows, "cuda")
                 per_row.per_row = True
-                row(cfg[0] + " per-row", per_row)
+                row(cfg[0] + " per-row", per_row, cfg)
         if rows >= 4:
             row("mixed quarters per-row", RowParams(("mixed", None), rows, "cuda", QUARTER_ROWS))
 
