@@ -24,6 +24,10 @@
 #   git archive REV | tar -x -C baseline-src   # (mkdir first; baseline-src/ in .git/info/exclude)
 #   echo REV >baseline-src/BASE_COMMIT; git rev-parse --short HEAD >baseline-src/NEW_COMMIT
 #   scripts/device_compare.sh                  # run: carry ["baseline-src"]
+# A call whose builds take most of its time (an old baseline) can stop there:
+# the next call on the same warm machine runs SKIP_BUILD=1 scripts/device_compare.sh,
+# which times the builds the first left (the copy of the tree each call makes
+# would otherwise have ninja build everything again).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 BASE_DIR=${BASE_DIR:-baseline-src}
@@ -37,13 +41,17 @@ at() { echo "$1 at $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.md"; }
   nvcc --version | tail -1; python3 -c 'import torch; print("torch", torch.__version__)'; } >"$OUT/summary.md" 2>&1
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_CUDA_FLAGS=-lineinfo
   -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF -DNEXTTOK_PYTHON=ON)
-(cmake -S . -B build-device "${common[@]}" -DNEXTTOK_TESTS=ON && cmake --build build-device -j 16) >build-device.log 2>&1 &
-(cmake -S "$BASE_DIR" -B build-base "${common[@]}" -DNEXTTOK_TESTS=OFF && cmake --build build-base -j 16) >build-base.log 2>&1 &
-wait
-at built; grep -hE "error:|FAILED:" build-device.log build-base.log | head -20 | tee -a "$OUT/summary.md"
-# The slowest compiles of this tree's build (what bounds the build's time).
-awk -F'\t' 'NR > 1 {d[$4] = ($2 - $1) / 1000} END {for (t in d) printf "%6.1f s %s\n", d[t], t}' \
-  build-device/.ninja_log | sort -rn | head -5 | tee -a "$OUT/summary.md"
+if [ "${SKIP_BUILD:-0}" = 1 ]; then
+  at "builds of an earlier call on this machine"
+else
+  (cmake -S . -B build-device "${common[@]}" -DNEXTTOK_TESTS=ON && cmake --build build-device -j 16) >build-device.log 2>&1 &
+  (cmake -S "$BASE_DIR" -B build-base "${common[@]}" -DNEXTTOK_TESTS=OFF && cmake --build build-base -j 16) >build-base.log 2>&1 &
+  wait
+  at built; grep -hE "error:|FAILED:" build-device.log build-base.log | head -20 | tee -a "$OUT/summary.md"
+  # The slowest compiles of this tree's build (what bounds the build's time).
+  awk -F'\t' 'NR > 1 {d[$4] = ($2 - $1) / 1000} END {for (t in d) printf "%6.1f s %s\n", d[t], t}' \
+    build-device/.ninja_log | sort -rn | head -5 | tee -a "$OUT/summary.md"
+fi
 NEXTTOK_TEST_REQUIRE=cuda timeout 150 ctest --test-dir build-device -L gpu -j 8 --timeout 120 --output-on-failure >"$OUT/tests.log" 2>&1
 at "ctest rc=$?"; grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Failed  |\*\*\*" "$OUT/tests.log" | head -30 | tee -a "$OUT/summary.md"
 w3='^W3 (greedy|plain T=0.7|top-p 0.9|k50\+p0.9\+min-p 0.05|mixed per-row) B=256 V=128256|^W3 (k50\+p0.9\+min-p 0.05|top-p 0.9|greedy) B=1 V=128256|^W3 k50\+p0.9\+min-p 0.05 B=256 V=248320|^W4 .* B=(1|256) '
