@@ -122,7 +122,8 @@ def main():
             torch.cuda.synchronize()
             continue
         per, span, busy = kernel_table(fn, args.calls)
-        parts = ", ".join("%s %.1f" % (k.split("<")[0].split("(")[0], sum(v) / len(v))
+        parts = ", ".join("%s %.1f" % (k.replace("(anonymous namespace)::", "").split("<")[0].split("(")[0],
+                                       sum(v) / len(v))
                           for k, v in sorted(per.items()))
         print(f"{name:<36} per call: span {span:.1f} us, kernels {busy:.1f} us | {parts}", flush=True)
 

@@ -86,7 +86,8 @@ def inline_chains(binary, name, rows, scratch):
     else:
         run(cuobjdump, "-xelf", "all", os.path.abspath(binary), cwd=scratch)
         cubins = sorted(glob.glob(os.path.join(scratch, "*.cubin")))
-    base = re.sub(r"<.*", "", name.split("(")[0]).split("::")[-1].split()[-1]
+    plain = name.replace("(anonymous namespace)::", "")
+    base = re.sub(r"<.*", "", plain.split("(")[0]).split("::")[-1].split()[-1]
     opcodes = [mnemonic(r["Source"]) for r in rows]
     misses = []  # why each function of that name is not the profiled one
     functions, symtab = 0, ""

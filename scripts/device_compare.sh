@@ -43,6 +43,9 @@ common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTTOK_CUDA=ON -DCMAKE_CUDA_ARCHI
   -DNEXTTOK_OPENCL=OFF -DNEXTTOK_TOOLS=OFF -DNEXTTOK_PYTHON=ON)
 if [ "${SKIP_BUILD:-0}" = 1 ]; then
   at "builds of an earlier call on this machine"
+  for b in build-device build-base; do
+    ls $b/python/nexttok/_nexttok*.so >/dev/null 2>&1 || at "$b has no Python module: its build did not finish"
+  done
 else
   (cmake -S . -B build-device "${common[@]}" -DNEXTTOK_TESTS=ON && cmake --build build-device -j 16) >build-device.log 2>&1 &
   (cmake -S "$BASE_DIR" -B build-base "${common[@]}" -DNEXTTOK_TESTS=OFF && cmake --build build-base -j 16) >build-base.log 2>&1 &

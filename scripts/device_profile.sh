@@ -7,8 +7,9 @@
 # tree with the same flags. Runs on a warm machine after
 # scripts/device_compare.sh or device_check.sh (a build with -lineinfo and the
 # Python package; BUILD, default build-device); about five minutes. Kernels are
-# skipped once fewer than 60 s are left of DEADLINE (default 540 s), and the
-# source pages are packed after each kernel, so a call cut short keeps them.
+# skipped once fewer than 90 s are left of DEADLINE (default 540 s), ncu gets
+# what is left less 30 s (at most 120), and the source pages are packed after
+# each kernel, so a call cut short keeps them.
 #   scripts/device_profile.sh            # run: the same call may follow a compare
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -21,11 +22,11 @@ while IFS='|' read -r name kernel calls; do
   [ -n "$name" ] || continue
   echo "## $name" >>"$OUT/profile.md"
   left=$((END - $(date +%s)))
-  if [ $left -lt 60 ]; then echo "    (skipped: $left s left)" >>"$OUT/profile.md"; continue; fi
-  if timeout $((left < 120 ? left : 120)) ncu -k "regex:$kernel" --launch-count 1 --warp-sampling-interval 0 \
+  if [ $left -lt 90 ]; then echo "    (skipped: $left s left)" >>"$OUT/profile.md"; continue; fi
+  if timeout $((left - 30 < 120 ? left - 30 : 120)) ncu -k "regex:$kernel" --launch-count 1 --warp-sampling-interval 0 \
       --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
       --section SourceCounters -f -o "$scratch/r" python3 bench/profile_kernels.py --once --match "$calls" \
-      >"$scratch/ncu.log" 2>&1; then
+      >"$scratch/ncu.log" 2>&1 </dev/null; then
     ncu -i "$scratch/r.ncu-rep" --page details | grep -E "Duration|Grid Size|Block Size|Registers Per|Achieved Occ|Compute \(SM\) Th|Memory Throughput|Issued Warp Per" \
       | sed 's/^ */    /' >>"$OUT/profile.md"
     n=$((n + 1)); mkdir -p "$scratch/sources"

@@ -1,6 +1,8 @@
-// nt_sample on CUDA: the call's plan and its launches (the kernels are in
-// cuda/sample_scan.cuh, sample_merge.cuh and sample_fallback.cuh, the last
-// with the phases of sample_large_keep.cuh). Everything the plan depends on
+// nt_sample on CUDA: the call's plan, the merge kernel and the launch order;
+// each logit layout's scan and flagged-row launches are in
+// cuda/sample_kernels.cuh (the kernels in cuda/sample_scan.cuh and
+// sample_fallback.cuh, the merge's code in sample_merge.cuh, the flagged-row
+// kernel's phases in sample_large_keep.cuh). Everything the plan depends on
 // is known on the host from shapes, dtypes, pointers and scalar parameters,
 // so a captured graph replays the same work; per-row values are only ever
 // read on the device.
@@ -14,6 +16,14 @@
 #include "cuda/sample_merge.cuh"
 
 namespace nt::cuda {
+
+// One merge CTA a row, for rows of several chunks that do not merge in their
+// clusters.
+__global__ void __launch_bounds__(kMergeThreads) sample_merge_kernel(SampleArgs a) {
+  const u32 row = blockIdx.x;
+  merge_row(a, load_row_cfg(a, row), row);
+}
+
 namespace {
 
 constexpr const char* kOp = kSampleOp;
@@ -133,13 +143,6 @@ SampleArgs kernel_args(const SampleCall& call, const SamplePlan& plan, char* ws)
     g.large.splits = plan.large_splits;
   }
   return g;
-}
-
-// One merge CTA a row, for rows of several chunks that do not merge in their
-// clusters.
-__global__ void __launch_bounds__(kMergeThreads) sample_merge_kernel(SampleArgs a) {
-  const u32 row = blockIdx.x;
-  merge_row(a, load_row_cfg(a, row), row);
 }
 
 // The call's kernels in order: the scan, the merge kernel where rows of

@@ -1,4 +1,5 @@
-// Kernel 2 of nt_sample: one CTA merges the chunks of one row (see sample_common.cuh).
+// The merge of one row's chunks (see sample_common.cuh), on one CTA: the merge
+// kernel's (cuda/sample.cu) or a scan CTA's (cuda/sample_scan.cuh).
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -9,7 +10,7 @@
 
 namespace nt::cuda {
 
-// ---- kernel 2: merge the chunks of a row ------------------------------------------
+// ---- the merge of a row's chunks ---------------------------------------------------
 
 __device__ inline void merge_argmax(const SampleArgs& a, const RowCfg& c, u32 row) {
   if (threadIdx.x >= 32) return;

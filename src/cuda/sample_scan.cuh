@@ -600,7 +600,7 @@ __device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const 
 // mass; instantiated for the modes with filtered rows, launched only by raw
 // logprobs, so that the sampler alone carries none of its state. MASS = false:
 // no row needs its mass (scalar parameters whose top-p, if any, is measured
-// on a top-k: Plan::row_mass), so the filtered scans carry none of its state.
+// on a top-k: SamplePlan::row_mass), so the filtered scans carry none of its state.
 template <nt_dtype DT, bool VEC, int MODE, bool RAW = false, bool MASS = true>
 __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
   using S = typename LogitTraits<DT>::Storage;

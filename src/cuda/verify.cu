@@ -13,6 +13,8 @@ using verify_kernels::RowInfo;
 using verify_kernels::VerifyArgs;
 using verify_kernels::VerifyKernels;
 
+// Workspace: a RowInfo and a list of kListCap ids per (request, position)
+// slot (chain: width positions; tree: nodes), then the tried children of tree walks.
 struct Layout {
   int64_t rows;
   size_t info_bytes, list_bytes, tried_bytes;

@@ -796,8 +796,6 @@ __global__ void __launch_bounds__(kWalkThreads) verify_walk_kernel(VerifyArgs a)
   if (tid == 0) a.num_emitted[b] = int32_t(count);
 }
 
-// Workspace: a RowInfo and a list of kListCap ids per (request, position)
-// slot (chain: width positions; tree: nodes), then the tried children of tree walks.
 template <nt_dtype DT>
 void VerifyKernels<DT>::launch(const VerifyArgs& a, dim3 rows_grid, cudaStream_t stream,
                                const char* op) {
