@@ -25,6 +25,7 @@ from torch.profiler import ProfilerActivity, profile
 import cuda_verify_bench as verify_bench
 from cuda_fused_head_bench import MODES, random_bitmask
 from cuda_lm_head_bench import w1_w2_heads
+from cuda_sampling_bench import LIST_KEEP, rows_past_list
 import nexttok
 from _common import make_logits
 
@@ -34,6 +35,9 @@ def calls(gen):
     for rows in (1, 64, 256):
         x = make_logits(rows, 128256, "peaked", torch.float32, gen)
         seed = torch.arange(rows, device="cuda")
+        # Whether top-p alone launches the flagged-row kernel's phases here.
+        print(f"W3 B={rows} peaked: rows whose top-p 0.9 nucleus passes {LIST_KEEP} candidates: "
+              f"{rows_past_list([x], ('top-p 0.9', 0.7, 0, 0.9, 0.0))[0]}", flush=True)
         for name, t, k, p, m in (("greedy", 0.0, 0, 1.0, 0.0), ("plain T=0.7", 0.7, 0, 1.0, 0.0),
                                  ("k50+p0.9+min-p 0.05", 0.7, 50, 0.9, 0.05),
                                  ("top-p 0.9", 0.7, 0, 0.9, 0.0)):

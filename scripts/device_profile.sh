@@ -47,6 +47,7 @@ W5 binary M=1 mask+k50+p0.9, the scoring pass|binary_rows_kernel|^W5 binary M=1 
 W5 binary M=1 mask+k50+p0.9, the sampler's scan (V = 248,320)|sample_scan_kernel|^W5 binary M=1 mask
 W3 k50+p0.9+min-p B=256, the scan (one CTA a row)|sample_scan_kernel|^W3 k50.* B=256 V=128256$
 W3 top-p 0.9 alone B=256 peaked, the scan (one CTA a row, with the row's mass)|sample_scan_kernel|^W3 top-p 0.9 B=256 V=128256$
+W3 top-p 0.9 alone B=256 peaked, the flagged-row kernel (a few rows listed)|sample_flagged_rows_kernel|^W3 top-p 0.9 B=256 V=128256$
 ROWS
 rm -rf "$scratch"
 grep -cE "^\| [0-9]" "$OUT/profile.md" | sed 's/^/source lines in profile.md: /'
