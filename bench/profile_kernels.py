@@ -35,12 +35,13 @@ def calls(gen):
     for rows in (1, 64, 256):
         x = make_logits(rows, 128256, "peaked", torch.float32, gen)
         seed = torch.arange(rows, device="cuda")
-        # Whether top-p alone launches the flagged-row kernel's phases here.
-        print(f"W3 B={rows} peaked: rows whose top-p 0.9 nucleus passes {LIST_KEEP} candidates: "
-              f"{rows_past_list([x], ('top-p 0.9', 0.7, 0, 0.9, 0.0))[0]}", flush=True)
         for name, t, k, p, m in (("greedy", 0.0, 0, 1.0, 0.0), ("plain T=0.7", 0.7, 0, 1.0, 0.0),
                                  ("k50+p0.9+min-p 0.05", 0.7, 50, 0.9, 0.05),
                                  ("top-p 0.9", 0.7, 0, 0.9, 0.0)):
+            # Whether top-p alone launches the flagged-row kernel's phases here.
+            past = rows_past_list([x], (name, t, k, p, m))
+            if past is not None:
+                print(f"W3 {name} B={rows} peaked: rows past {LIST_KEEP} candidates: {past[0]}", flush=True)
             yield (f"W3 {name} B={rows} V=128256",
                    lambda x=x, t=t, k=k, p=p, m=m, seed=seed: nexttok.sample(x, t, k, p, m, seed=seed,
                                                                              offset=7))

@@ -63,8 +63,9 @@ struct SampleLaunch {
 // cuda/sample_kernels.cuh), so that the scan's many instances build in parallel.
 template <nt_dtype DT, bool VEC>
 struct SampleKernels {
-  // The largest cluster of scan CTAs (kMaxClusterChunks, else 8) the device
-  // can hold one of; 0 before sm_90. `device` must be current.
+  // The largest cluster of this layout's filtered scan CTAs (kMaxClusterChunks,
+  // else 8) the device can hold one of; 0 before sm_90. make_plan asks the f32
+  // layout's, which holds for all. `device` must be current.
   static int max_cluster_chunks(int device, int cc_major);
   // The scan the plan's mode takes, in clusters where the plan says so.
   static void scan(const SampleLaunch& l);
