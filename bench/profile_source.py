@@ -76,6 +76,15 @@ def disassemble(cubin, index):
     return out
 
 
+def is_function(kind):
+    """Whether a symbol table row's type column is a function's: cuobjdump
+    prints it as a word (FUNC) or, in CUDA 13.0's tables, as the ELF info
+    byte (type in its low four bits, STT_FUNC = 2)."""
+    if re.fullmatch(r"0x[0-9a-f]+|\d+", kind):
+        return int(kind, 0) & 0xF == 2
+    return kind == "FUNC"
+
+
 def inline_chains(binary, name, rows, scratch):
     """{instruction offset: [(file, line), ...]} of the profiled kernel: the
     function of the binary's cubins whose name holds the kernel's, whose size
@@ -95,13 +104,15 @@ def inline_chains(binary, name, rows, scratch):
         elf = run(cuobjdump, "-elf", cubin)
         table = elf[elf.find(".section .symtab"):] if ".section .symtab" in elf else ""
         symtab = symtab or table
-        for m in re.finditer(r"^\s*(0x[0-9a-f]+|\d+)\s+\S+\s+(0x[0-9a-f]+|\d+)\s+FUNC\b.*\s(\S+)$",
+        for m in re.finditer(r"^\s*(0x[0-9a-f]+|\d+)\s+\S+\s+(0x[0-9a-f]+|\d+)\s+(\S+)\s.*\s(\S+)$",
                              table, re.M):
+            if not is_function(m.group(3)):
+                continue
             functions += 1
-            if base not in m.group(3):
+            if base not in m.group(4):
                 continue
             if int(m.group(2), 0) != 16 * len(rows):
-                misses.append(f"{m.group(3)}: {int(m.group(2), 0) // 16} instructions")
+                misses.append(f"{m.group(4)}: {int(m.group(2), 0) // 16} instructions")
                 continue
             code = disassemble(cubin, int(m.group(1), 0))
             ops = [op for _, op, _ in code]
@@ -111,7 +122,7 @@ def inline_chains(binary, name, rows, scratch):
                 return {offset: chain for offset, _, chain in code}
             at = next((i for i, (a, b) in enumerate(zip(ops, opcodes)) if a != b),
                       min(len(ops), len(opcodes)))
-            misses.append(f"{m.group(3)}: instruction {at} is {ops[at:at + 1]}, the profile's "
+            misses.append(f"{m.group(4)}: instruction {at} is {ops[at:at + 1]}, the profile's "
                           f"{opcodes[at:at + 1]}")
     # With no function found at all, the symbol table's first lines show why.
     detail = "".join(f"\n  {line}" for line in misses[:20]) or (
