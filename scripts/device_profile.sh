@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Nsight Compute on the kernels whose rows are furthest from their targets, each
+# Nsight Compute on the kernels whose rows are furthest from their targets (the
+# sampler's top-p kernels first: the ones least often profiled), each
 # split by source line (bench/profile_source.py), into $OUT/profile.md: one
 # launch of each, from bench/profile_kernels.py --once; each kernel's source
 # page (SASS with its counters, as CSV) goes to $OUT/profile-sources.tar.gz, so
@@ -39,15 +40,15 @@ while IFS='|' read -r name kernel calls; do
   fi
   echo >>"$OUT/profile.md"
 done <<'ROWS'
-W3 k50+p0.9+min-p B=1, the scan (a cluster of 16 CTAs)|sample_scan_kernel|^W3 k50.* B=1 
+W3 top-p 0.9 alone B=256 peaked, the flagged-row kernel (a few rows listed)|sample_flagged_rows_kernel|^W3 top-p 0.9 B=256 V=128256$
+W3 top-p 0.9 alone B=256 flat, the flagged-row kernel (every row listed)|sample_flagged_rows_kernel|^W3 top-p 0.9 B=256 V=128256 flat$
+W3 top-p 0.9 alone B=256 peaked, the scan (one CTA a row, with the row's mass)|sample_scan_kernel|^W3 top-p 0.9 B=256 V=128256$
 W3c k50+p0.9 per-row B=1, the scan|sample_scan_kernel|^W3c k50\+p0.9 per-row B=1 
 W3c k50+p0.9 per-row B=1, the merge|sample_merge_kernel|^W3c k50\+p0.9 per-row B=1 
-W1 binary M=1, the merge of the scoring CTAs' winners|merge_few_winners|^W1 binary M=1$
-W5 binary M=1 mask+k50+p0.9, the scoring pass|binary_rows_kernel|^W5 binary M=1 mask
-W5 binary M=1 mask+k50+p0.9, the sampler's scan (V = 248,320)|sample_scan_kernel|^W5 binary M=1 mask
 W3 k50+p0.9+min-p B=256, the scan (one CTA a row)|sample_scan_kernel|^W3 k50.* B=256 V=128256$
-W3 top-p 0.9 alone B=256 peaked, the scan (one CTA a row, with the row's mass)|sample_scan_kernel|^W3 top-p 0.9 B=256 V=128256$
-W3 top-p 0.9 alone B=256 peaked, the flagged-row kernel (a few rows listed)|sample_flagged_rows_kernel|^W3 top-p 0.9 B=256 V=128256$
+W3 k50+p0.9+min-p B=1, the scan (a cluster of 16 CTAs)|sample_scan_kernel|^W3 k50.* B=1 
+W5 binary M=1 mask+k50+p0.9, the scoring pass|binary_rows_kernel|^W5 binary M=1 mask
+W1 binary M=1, the merge of the scoring CTAs' winners|merge_few_winners|^W1 binary M=1$
 ROWS
 rm -rf "$scratch"
 grep -cE "^\| [0-9]" "$OUT/profile.md" | sed 's/^/source lines in profile.md: /'
