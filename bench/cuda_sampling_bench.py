@@ -59,7 +59,7 @@ LOGPROB_SHAPES = [(256, 128256), (1, 128256)]
 # chunk keeps (the CUDA scan's list) takes the flagged-row kernel, and one such
 # row makes its whole batch pay for that kernel; the W3 and W3c rows of that
 # class print how many rows of each input do (and keep it in the JSON).
-LIST_KEEP = 128
+LIST_KEEP = 64
 
 
 def rows_past_list(copies, cfg):

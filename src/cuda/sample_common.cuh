@@ -31,6 +31,10 @@ constexpr int kCompactItems = (kMaxChunkCandidates + kTileTokens) / kScanThreads
 // again when they double since the last ranking (at least kListRefresh), cut
 // back to keep when a tile (256 entries per warp) could overflow them.
 constexpr int kListKeepMax = 128;
+// The candidates a chunk keeps for a row without top-k (top-p or min-p alone):
+// a peaked row's nucleus is a few tokens, and a row whose keep-set passes them
+// goes to the large keep-set path, so two a lane (the warp tails' size) do.
+constexpr int kNucleusCandidates = 64;
 constexpr int kListCap = 512;
 constexpr int kListTrigger = kListCap - 32 * kTokensPerThread;
 constexpr int kListRefresh = 16;
@@ -494,14 +498,14 @@ __device__ __forceinline__ void gumbel_group(GumbelBest& g, const RowCfg& c, con
     if ((pass >> j) & 1u) gumbel_token(g, c, x[j], word[j], t0 + u32(j), keep);
 }
 
-// Without a top-k a chunk keeps at most kListKeepMax candidates (half its
-// list when that is less); rows whose keep-set reaches past them go to the
+// Without a top-k a chunk keeps at most kNucleusCandidates candidates (half
+// its list when that is less); rows whose keep-set reaches past them go to the
 // large keep-set path. Rows of an explicit draw, which that path does not
 // take, keep half the list (the general scan), before the exact fallback.
 __device__ __forceinline__ u32 filtered_keep(const SampleArgs& a, const RowCfg& c) {
   if (c.p.top_k) return min(u32(c.p.top_k), u32(a.kchunk));
   const u32 half = max(1u, u32(a.kchunk) / 2);
-  return c.has_u ? half : min(u32(kListKeepMax), half);
+  return c.has_u ? half : min(u32(kNucleusCandidates), half);
 }
 
 // Top-p measured on the whole row needs every token's mass.
@@ -536,9 +540,10 @@ __device__ __forceinline__ bool exp2_mass_applies(const SampleArgs& a, const Row
 // Rows with sorted chunk lists and a top-k of at most 128 (or none): the
 // merge takes their best sorted_merge_count by a tree of warp merges.
 constexpr u32 kSortedMergeMax = 128;
-static_assert(kListKeepMax <= int(kSortedMergeMax), "a row without top-k merges its chunks' lists");
+static_assert(kNucleusCandidates <= kListKeepMax && kListKeepMax <= int(kSortedMergeMax),
+              "a row without top-k merges its chunks' lists");
 __device__ __forceinline__ u32 sorted_merge_count(const RowCfg& c) {
-  return c.p.top_k ? u32(c.p.top_k) : u32(kListKeepMax);
+  return c.p.top_k ? u32(c.p.top_k) : u32(kNucleusCandidates);
 }
 __device__ __forceinline__ bool merge_of_sorted_lists(const SampleArgs& a, const RowCfg& c) {
   return list_scan_applies(a, c) && sorted_merge_count(c) <= kSortedMergeMax;

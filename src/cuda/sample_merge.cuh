@@ -331,7 +331,7 @@ __device__ inline void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 
   const bool any_truncated = info.any_truncated != 0;
   const u64 floor = any_truncated ? info.valid_floor : 0ull;
   // Chunks of the list scan come sorted: a tree of merges takes the top-k
-  // (the best kListKeepMax without a top-k).
+  // (the best kNucleusCandidates without a top-k).
   const bool sorted = n_inf == 0 && merge_of_sorted_lists(a, c);
   u32 m_count;
   if (sorted) {
@@ -374,10 +374,10 @@ __device__ inline void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 
       m_count = n_inf;
     } else {
       // Without a top-k the keep-set is looked for among the best
-      // kListKeepMax (a peaked row's nucleus), or kSortCap for an explicit
-      // draw (filtered_keep); a longer one is flagged.
+      // kNucleusCandidates (a peaked row's nucleus), or kSortCap for an
+      // explicit draw (filtered_keep); a longer one is flagged.
       m_count = min(valid, c.p.top_k ? min(u32(kSortCap), u32(c.p.top_k))
-                                     : c.has_u ? u32(kSortCap) : u32(kListKeepMax));
+                                     : c.has_u ? u32(kSortCap) : u32(kNucleusCandidates));
     }
     // The top m_count candidates into `top`.
     __syncthreads();

@@ -535,7 +535,10 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   u64 bi = 0;
   u32 ni = 0;
   MaxSum total = {-INFINITY, 0.0f};
-#pragma unroll
+  // A loop, not unrolled: it runs once a chunk, and sixteen copies of the
+  // mass merge would be instructions each CTA fetches cold (at B = 1, the
+  // scan's leading stall is the instruction fetch).
+#pragma unroll 1
   for (int i = 0; i < kWarps; ++i) {
     bi = warp_best_inf[i] > bi ? warp_best_inf[i] : bi;
     ni += warp_n_inf[i];

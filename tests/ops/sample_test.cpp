@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "core/sampling.h"  // nt_token_gumbel: the test plants a draw's winner
 #include "ops/sample_support.h"
@@ -271,12 +273,14 @@ TEST_P(Sample, KeepSetEndsAtAPlantedRecord) {
 }
 
 // Top-p alone (min-p alone) rows whose keep-set ends near the length of the
-// GPU scans' candidate lists (128 a chunk; 64 when a lone row of over 262,144
-// tokens spreads over 64 chunks): 700 tokens of equal logit
+// GPU scans' candidate lists (64 a chunk for a row without top-k; 128, the
+// longest list a top-k takes): 700 tokens of equal logit
 // spread over the row above a low background, so the order among them is by
 // index, and a seed whose Gumbel record among them falls at the wanted
 // length. The row cut at the record draws the record; cut one shorter, it
-// cannot: a keep-set taken one too long or too short changes the token.
+// cannot: a keep-set taken one too long or too short changes the token. The
+// rows go as one batch, each alone, and (V = 50,021) repeated into a batch
+// large enough that a GPU scans each row in one chunk and draws in the scan.
 TEST_P(Sample, NucleusAtTheCandidateListsLength) {
   uint64_t seed = 2900;
   constexpr int64_t kPlanted = 700;
@@ -347,6 +351,23 @@ TEST_P(Sample, NucleusAtTheCandidateListsLength) {
         one.top_p = scalar(top_p[size_t(r)]);
         one.min_p = scalar(min_p[size_t(r)]);
         expect_tokens_match(dev(), one);
+      }
+      if (vocab == 50021) {
+        constexpr int kCopies = 40;  // 360 rows: more than two scan CTAs for each SM of a GPU
+        SampleCase many = c;
+        many.rows = c.rows * kCopies;
+        many.logits.clear();
+        for (int64_t r = 0; r < many.rows; ++r) many.logits.insert(many.logits.end(), row.begin(), row.end());
+        auto repeat = [&](const auto& v) {
+          std::remove_cv_t<std::remove_reference_t<decltype(v)>> out;
+          for (int k = 0; k < kCopies; ++k) out.insert(out.end(), v.begin(), v.end());
+          return out;
+        };
+        many.seed = {true, repeat(seeds)};
+        many.offset = {true, std::vector<uint64_t>(size_t(many.rows), 0)};
+        many.top_p = {true, repeat(top_p)};
+        many.min_p = {true, repeat(min_p)};
+        expect_tokens_match(dev(), many);
       }
     }
 }
