@@ -273,8 +273,8 @@ TEST_P(Sample, KeepSetEndsAtAPlantedRecord) {
 }
 
 // Top-p alone (min-p alone) rows whose keep-set ends near the length of the
-// GPU scans' candidate lists (64 a chunk for a row without top-k; 128, the
-// longest list a top-k takes): 700 tokens of equal logit
+// GPU scans' candidate lists (64 a chunk for a row without top-k): 700 tokens
+// of equal logit
 // spread over the row above a low background, so the order among them is by
 // index, and a seed whose Gumbel record among them falls at the wanted
 // length. The row cut at the record draws the record; cut one shorter, it
@@ -297,8 +297,10 @@ TEST_P(Sample, NucleusAtTheCandidateListsLength) {
       std::vector<uint64_t> seeds;
       std::vector<float> top_p, min_p;
       std::vector<int64_t> records;
-      // Windows around 64 and 128 (the chunk list lengths), and past both.
-      const int64_t windows[][2] = {{58, 70}, {120, 136}, {200, 400}};
+      // Records that end the keep-set within the 64 candidates a chunk keeps
+      // without top-k (drawn where the candidates are merged), just past them
+      // and further past (the large keep-set path).
+      const int64_t windows[][2] = {{56, 64}, {64, 72}, {120, 136}, {200, 400}};
       for (const auto& w : windows) {
         int64_t record = -1;
         while (record < 0) {
