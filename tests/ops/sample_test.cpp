@@ -355,7 +355,7 @@ TEST_P(Sample, NucleusAtTheCandidateListsLength) {
         expect_tokens_match(dev(), one);
       }
       if (vocab == 50021) {
-        constexpr int kCopies = 40;  // 360 rows: more than two scan CTAs for each SM of a GPU
+        constexpr int kCopies = 40;  // 480 rows: more than two scan CTAs for each SM of a GPU
         SampleCase many = c;
         many.rows = c.rows * kCopies;
         many.logits.clear();
