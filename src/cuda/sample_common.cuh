@@ -32,8 +32,9 @@ constexpr int kCompactItems = (kMaxChunkCandidates + kTileTokens) / kScanThreads
 // back to keep when a tile (256 entries per warp) could overflow them.
 constexpr int kListKeepMax = 128;
 // The candidates a chunk keeps for a row without top-k (top-p or min-p alone):
-// a peaked row's nucleus is a few tokens, and a row whose keep-set passes them
-// goes to the large keep-set path, so two a lane (the warp tails' size) do.
+// two a lane, so that these rows take the warp-tail draws (kWarpTailMax). A
+// peaked row's nucleus is a few tokens; a row whose keep-set passes them goes
+// to the large keep-set path.
 constexpr int kNucleusCandidates = 64;
 constexpr int kListCap = 512;
 constexpr int kListTrigger = kListCap - 32 * kTokensPerThread;

@@ -359,7 +359,8 @@ TEST_P(Sample, NucleusAtTheCandidateListsLength) {
         SampleCase many = c;
         many.rows = c.rows * kCopies;
         many.logits.clear();
-        for (int64_t r = 0; r < many.rows; ++r) many.logits.insert(many.logits.end(), row.begin(), row.end());
+        for (int64_t r = 0; r < many.rows; ++r)
+          many.logits.insert(many.logits.end(), row.begin(), row.end());
         auto repeat = [&](const auto& v) {
           std::remove_cv_t<std::remove_reference_t<decltype(v)>> out;
           for (int k = 0; k < kCopies; ++k) out.insert(out.end(), v.begin(), v.end());
