@@ -9,7 +9,8 @@ profiler adds its own overhead to the wall time, not to kernel durations.
 
 Calls: W3 greedy, plain T=0.7, k50+p0.9+min-p 0.05 and top-p 0.9 alone at
 B = 1, 64, 256 and V = 128,256 (peaked logits); W3c k50+p0.9 with per-row
-tensors at B = 1 and 256; W6 B = 64 x 4, V = 128,256, k50+p0.9 with and without
+tensors at B = 1 and 256, and W3r's the same with 20 logprobs, raw and
+processed; W6 B = 64 x 4, V = 128,256, k50+p0.9 with and without
 draft probs; W4 50% random f32 and bf16 at B = 256; W1 and W2 at M = 1 and 64;
 W5 (the fused heads on the W1/W2 heads: mask+k50+p0.9, plain and greedy) at
 M = 1 and 64; W3 top-p 0.9 alone at B = 256 on flat logits (last, so the calls
@@ -53,6 +54,10 @@ def calls(gen):
                        top_p=torch.full((rows,), 0.9, device="cuda"), min_p=torch.zeros(rows, device="cuda"))
         yield (f"W3c k50+p0.9 per-row B={rows} V=128256",
                lambda x=x, seed=seed, kw=per_row: nexttok.sample(x, seed=seed, offset=7, **kw))
+        for mode in ("raw", "processed"):
+            yield (f"W3r logprobs n=20 {mode} B={rows} V=128256",
+                   lambda x=x, seed=seed, kw=per_row, mode=mode: nexttok.sample(
+                       x, seed=seed, offset=7, logprobs=20, logprobs_mode=mode, **kw))
     for with_probs in (False, True):
         w6 = verify_bench.Inputs(64, 4, 128256, with_probs, gen)
         yield (f"W6 B=64x4 V=128256 {'probs' if with_probs else 'ngram'} k50+p0.9",

@@ -43,6 +43,8 @@ done <<'ROWS'
 W3 top-p 0.9 alone B=256 peaked, the flagged-row kernel (a few rows listed)|sample_flagged_rows_kernel|^W3 top-p 0.9 B=256 V=128256$
 W3 top-p 0.9 alone B=256 flat, the flagged-row kernel (every row listed)|sample_flagged_rows_kernel|^W3 top-p 0.9 B=256 V=128256 flat$
 W3 top-p 0.9 alone B=256 peaked, the scan (one CTA a row, with the row's mass)|sample_scan_kernel|^W3 top-p 0.9 B=256 V=128256$
+W3r logprobs n=20 raw B=256, the scan (with each chunk's raw mass)|sample_scan_kernel|^W3r logprobs n=20 raw B=256 
+W3r logprobs n=20 raw B=256, the logprobs kernel (one CTA a row)|sample_logprobs_row_kernel|^W3r logprobs n=20 raw B=256 
 W3c k50+p0.9 per-row B=1, the scan|sample_scan_kernel|^W3c k50\+p0.9 per-row B=1 
 W3c k50+p0.9 per-row B=1, the merge|sample_merge_kernel|^W3c k50\+p0.9 per-row B=1 
 W3 k50+p0.9+min-p B=256, the scan (one CTA a row)|sample_scan_kernel|^W3 k50.* B=256 V=128256$
