@@ -56,9 +56,11 @@ EXPLICIT_SHAPES = [(1, 128256), (256, 128256)]
 LOGPROB_CONFIG = ("k50+p0.9", 0.7, 50, 0.9, 0.0)
 LOGPROB_SHAPES = [(256, 128256), (1, 128256)]
 # Top-p without top-k: a row whose nucleus passes the LIST_KEEP candidates a
-# chunk keeps (the CUDA scan's list) takes the flagged-row kernel, and one such
-# row makes its whole batch pay for that kernel; the W3 and W3c rows of that
-# class print how many rows of each input do (and keep it in the JSON).
+# chunk keeps (the CUDA scan's list; kNucleusCandidates in
+# src/cuda/sample_common.cuh, which this must follow) takes the flagged-row
+# kernel, and one such row makes its whole batch pay for that kernel; the W3
+# and W3c rows of that class print how many rows of each input do (and keep it
+# in the JSON).
 LIST_KEEP = 64
 
 
