@@ -38,10 +38,10 @@ constexpr int64_t kLargeChunkTokens = 8192;
 // Many splits when few rows (B = 1 spreads a row over the chip), one split when
 // the rows alone fill it. Chunks are multiples of 8 tokens so that 16-byte
 // vectors and Philox blocks never straddle two chunks. Batches of at most
-// kClusterRowsMax rows whose rows resolve in the merge (no flagged-row
-// kernel after it) take at most max_cluster chunks a row, launched as one
-// cluster that merges them; the others take the merge kernel. `device` must
-// be current.
+// kClusterRowsMax rows take at most max_cluster chunks a row, launched as one
+// cluster that merges them and resolves them if flagged (the scan is the
+// call's only kernel); the others take the merge kernel and, where a row may
+// be flagged, the flagged-row kernel. `device` must be current.
 SamplePlan make_plan(const SampleCall& call, int device) {
   const DeviceLimits limits = device_limits(device, kOp);
   const int max_cluster = once_per(device, [&] {
@@ -76,7 +76,7 @@ SamplePlan make_plan(const SampleCall& call, int device) {
   split(wanted);
   if (wanted > 1 && rows <= kClusterRowsMax && max_cluster > 1) {
     split(std::min<int64_t>(wanted, max_cluster));
-    p.cluster = p.splits > 1 && !p.fallback_needed;
+    p.cluster = p.splits > 1;
     if (!p.cluster) split(wanted);
   }
 
@@ -145,17 +145,19 @@ SampleArgs kernel_args(const SampleCall& call, const SamplePlan& plan, char* ws)
   return g;
 }
 
-// The call's kernels in order: the scan, the merge kernel where rows of
-// several chunks do not merge in their clusters, the flagged-row kernel where
-// a row may be flagged (its two counts cleared before: the scans merge rows of
-// one chunk and append to them; else the scan clears them).
+// The call's kernels in order: the scan, then, unless its clusters merge and
+// resolve the rows, the merge kernel where rows take several chunks and the
+// flagged-row kernel where a row may be flagged (its two counts cleared
+// before: the scans merge rows of one chunk and append to them; else the scan
+// clears them).
 template <nt_dtype DT, bool VEC>
 void launch_all(const SampleLaunch& l) {
   const SamplePlan& p = l.plan;
   if (p.fallback_needed && l.args.merge_in_scan)
     check_cuda(cudaMemsetAsync(l.args.large.n_listed, 0, 2 * sizeof(u32), l.stream), kOp);
   SampleKernels<DT, VEC>::scan(l);
-  if (p.splits > 1 && !p.cluster) {
+  if (p.cluster) return;
+  if (p.splits > 1) {
     const size_t smem = p.filtered ? (size_t(p.splits) * p.kchunk + kSortCap) * sizeof(u64) : 0;
     if (smem > 0) allow_dynamic_smem(sample_merge_kernel, kMergeSmemBytes, l.device, kOp);
     sample_merge_kernel<<<l.args.rows, kMergeThreads, smem, l.stream>>>(l.args);
@@ -186,7 +188,8 @@ void check_sample_limits(const char* op, const SampleCall& call) {
     check_cuda(cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, device), op);
     return supported != 0;
   });
-  if (!cooperative && make_plan(call, device).fallback_needed)
+  const SamplePlan plan = make_plan(call, device);
+  if (!cooperative && plan.fallback_needed && !plan.cluster)
     fail(NT_ERROR_UNSUPPORTED, std::string(op) +
                                    ": the CUDA device cannot launch cooperative kernels (the kernel "
                                    "for rows whose keep-set may reach past the merged candidates)");

@@ -249,6 +249,44 @@ union FlaggedRowsShared {
   FallbackShared fallback;
 };
 
+// A flagged row of a cluster launch (SampleArgs::cluster_merge, no
+// flagged-row kernel after it), resolved by the row's own CTAs once its
+// merge, chunk 0's, is out: each CTA takes its scan chunk (blockIdx.y) as
+// the large keep-set path's work item, with cluster barriers where the
+// kernel has grid syncs; chunk 0 finishes the row and runs the exact
+// fallback where the path does not take the row or leaves it flagged. Called
+// by every CTA of the cluster for a filtered row (blockIdx.x), after the
+// scan: it takes its row and chunk from the grid again rather than keep them
+// live through the scan's tile loop. Cluster-uniform returns.
+template <nt_dtype DT, bool VEC>
+__device__ void resolve_row_in_cluster(const SampleArgs& a, FlaggedRowsShared& sh) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(kLargeThreads == kScanThreads, "the row's scan CTAs run its large keep-set path");
+  const u32 row = blockIdx.x, chunk = blockIdx.y;
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  cluster.sync();  // the merge's row state and readied histogram are out
+  const RowCfg c = load_row_cfg(a, row);
+  if (c.cls != kFilteredRow) return;
+  const RowState st = a.row_states[row];
+  if (!st.fallback) return;
+  if (large_keep_takes(c, st)) {
+    const int64_t begin = int64_t(chunk) * a.chunk;
+    const LargeItem item{row, begin, min(begin + int64_t(a.chunk), int64_t(a.vocab))};
+    large_keep_hist_item<DT, VEC>(a, item, sh.hist);
+    cluster.sync();  // the row's histogram is final
+    build_word_floors<kLargeThreads>(sh.collect.floors);
+    large_keep_collect_item<DT, VEC>(a, item, sh.collect);
+    cluster.sync();  // the cut, the draw above it and the cut bin's list are final
+    if (chunk != 0) return;
+    large_keep_finish(a, row, sh.finish);
+    __syncthreads();  // the flag as the finish left it
+  } else if (chunk != 0) {
+    return;
+  }
+  fallback_row<DT, VEC>(a, row, sh.fallback);
+#endif
+}
+
 // Launched cooperatively (every CTA resident at once) on at most as many CTAs
 // as the chip holds. Every CTA reads the same two counts, so all of them
 // return at once or all of them reach every grid sync.

@@ -49,9 +49,9 @@ int SampleKernels<DT, VEC>::max_cluster_chunks(int device, int cc_major) {
   return 0;
 }
 
-template <nt_dtype DT, bool VEC, int MODE, bool RAW = false, bool MASS = true>
+template <nt_dtype DT, bool VEC, int MODE, bool RAW = false, bool MASS = true, bool RESOLVE = false>
 void launch_scan_kernel(const SampleLaunch& l) {
-  auto kernel = sample_scan_kernel<DT, VEC, MODE, RAW, MASS>;
+  auto kernel = sample_scan_kernel<DT, VEC, MODE, RAW, MASS, RESOLVE>;
   const dim3 grid(l.args.rows, u32(l.plan.splits), 1);
   const size_t smem = l.plan.filtered ? size_t(kScanSmemBytes) : 0;
   if (smem > 0) allow_dynamic_smem(kernel, kScanSmemBytes, l.device, kSampleOp);
@@ -89,6 +89,11 @@ void SampleKernels<DT, VEC>::flagged_rows(const SampleLaunch& l) {
 
 template <nt_dtype DT, bool VEC>
 void SampleKernels<DT, VEC>::scan(const SampleLaunch& l) {
+  // Clusters whose rows may be flagged resolve them: the call's only kernel.
+  if (l.plan.cluster && l.plan.fallback_needed) {
+    launch_scan_kernel<DT, VEC, kAnyRow, false, true, true>(l);
+    return;
+  }
   switch (l.plan.mode) {
     case kGreedyRow: launch_scan_kernel<DT, VEC, kGreedyRow>(l); break;
     case kPlainRow: launch_scan_kernel<DT, VEC, kPlainRow>(l); break;

@@ -51,8 +51,10 @@ __device__ __forceinline__ bool large_keep_takes(const RowCfg& c, const RowState
   return c.cls == kFilteredRow && st.fallback && st.n_pos_inf == 0 && !c.has_u;
 }
 
-// Called by the whole merge CTA after it flagged `row` for this path.
-__device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
+// Called by the whole merge CTA after it flagged `row` for this path; `list`:
+// the row is listed for the flagged-row kernel (a cluster launch resolves its
+// rows itself: resolve_row_in_cluster).
+__device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row, bool list) {
   const LargeKeepArgs& L = a.large;
   uint4* cnt = reinterpret_cast<uint4*>(L.cnt + size_t(row) * kLargeBins);
   uint4* mass = reinterpret_cast<uint4*>(L.mass + size_t(row) * kLargeBins);
@@ -61,7 +63,7 @@ __device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
   for (int i = int(threadIdx.x); i < kLargeBins / 2; i += int(blockDim.x)) mass[i] = zero;
   if (threadIdx.x == 0) {
     L.rows[row] = LargeKeepRow{};
-    L.listed[atomicAdd(L.n_listed, 1u)] = row;
+    if (list) L.listed[atomicAdd(L.n_listed, 1u)] = row;
   }
 }
 
@@ -98,16 +100,16 @@ struct LargeHistShared {
   typename cub::BlockReduce<u32, kLargeThreads>::TempStorage reduce;
 };
 
-// Phase 1 (the whole CTA): the listed rows' histograms.
+// Phase 1 (the whole CTA): one item's part of its row's histogram.
 template <nt_dtype DT, bool VEC>
-__device__ void large_keep_hist(const SampleArgs& a, LargeHistShared& sh) {
+__device__ void large_keep_hist_item(const SampleArgs& a, const LargeItem& item, LargeHistShared& sh) {
   const LargeKeepArgs& L = a.large;
   using S = typename LogitTraits<DT>::Storage;
   using ReduceU32 = cub::BlockReduce<u32, kLargeThreads>;
   u32* cnt = sh.cnt;
   u32* mass_lo = sh.mass_lo;
   u32* mass_hi = sh.mass_hi;
-  for_each_large_item(a, [&](const LargeItem& item) {
+  {
     const u32 row = item.row;
     const RowCfg c = load_row_cfg(a, row);
     const float s_max = a.row_states[row].s_max;
@@ -144,7 +146,13 @@ __device__ void large_keep_hist(const SampleArgs& a, LargeHistShared& sh) {
         atomicAdd(&gcnt[i], cnt[i]);
         atomicAdd(&gmass[i], (u64(mass_hi[i]) << 32) + mass_lo[i]);
       }
-  });
+  }
+}
+
+// Phase 1 over the kernel's grid: the listed rows' histograms.
+template <nt_dtype DT, bool VEC>
+__device__ void large_keep_hist(const SampleArgs& a, LargeHistShared& sh) {
+  for_each_large_item(a, [&](const LargeItem& item) { large_keep_hist_item<DT, VEC>(a, item, sh); });
 }
 
 // Where the keep-set ends in the row's histogram, or why this path cannot
@@ -230,19 +238,19 @@ struct LargeCollectShared {
   typename cub::BlockReduce<u64, kLargeThreads>::TempStorage reduce;
 };
 
-// Phase 2 (the whole CTA, the histograms final): the listed rows' cuts, the
-// draws above them and the lists of their cut bins.
+// Phase 2 (the whole CTA, the histograms final, sh.floors built): one
+// item's part of its row's cut, of the draw above it and of the cut bin's list.
 template <nt_dtype DT, bool VEC>
-__device__ void large_keep_collect(const SampleArgs& a, LargeCollectShared& sh) {
+__device__ void large_keep_collect_item(const SampleArgs& a, const LargeItem& item,
+                                        LargeCollectShared& sh) {
   const LargeKeepArgs& L = a.large;
   using S = typename LogitTraits<DT>::Storage;
   using ReduceU64 = cub::BlockReduce<u64, kLargeThreads>;
   u32* cnt = sh.cnt;
   u64* mass = sh.mass;
-  u32* floors = sh.floors;
+  const u32* floors = sh.floors;
   LargeCut& cut = sh.cut;
-  build_word_floors<kLargeThreads>(floors);
-  for_each_large_item(a, [&](const LargeItem& item) {
+  {
     const u32 row = item.row;
     const RowCfg c = load_row_cfg(a, row);
     const float s_max = a.row_states[row].s_max;
@@ -287,7 +295,15 @@ __device__ void large_keep_collect(const SampleArgs& a, LargeCollectShared& sh) 
     });
     const u64 best = ReduceU64(sh.reduce).Reduce(g.best, MaxU64());
     if (threadIdx.x == 0 && best) atomicMax(&lk.best, best);
-  });
+  }
+}
+
+// Phase 2 over the kernel's grid: the listed rows' cuts, the draws above them
+// and the lists of their cut bins.
+template <nt_dtype DT, bool VEC>
+__device__ void large_keep_collect(const SampleArgs& a, LargeCollectShared& sh) {
+  build_word_floors<kLargeThreads>(sh.floors);
+  for_each_large_item(a, [&](const LargeItem& item) { large_keep_collect_item<DT, VEC>(a, item, sh); });
 }
 
 struct LargeFinishShared {

@@ -32,15 +32,16 @@ constexpr int kMaxClusterChunks = 16;
 
 // The plan of one call, made once: how rows split into chunks and merge,
 // which kernels run, and where their state lies in the workspace. The kernels:
-// the scan (which merges one-chunk rows and, in clusters, the rows of small
-// batches), the merge kernel for the other rows of several chunks, and, where
-// a row may be flagged (fallback_needed), the cooperative flagged-row kernel
-// (large keep-set path, then exact fallback), its two counts cleared before
-// the merges (by the scan where the merge kernel merges, else by a memset).
+// the scan (which merges one-chunk rows and, in clusters, merges and resolves
+// the rows of small batches), the merge kernel for the other rows of several
+// chunks, and, where a row may be flagged (fallback_needed) outside clusters,
+// the cooperative flagged-row kernel (large keep-set path, then exact
+// fallback), its two counts cleared before the merges (by the scan where the
+// merge kernel merges, else by a memset).
 struct SamplePlan {
   int mode = kAnyRow;  // RowClass of every row, or kAnyRow
   int splits = 1, chunk = 1, kchunk = 1;
-  bool cluster = false;          // a row's chunks form one cluster that merges them
+  bool cluster = false;          // a row's chunks form one cluster that merges and resolves them
   bool filtered = true;          // some row may be filtered
   bool fallback_needed = true;   // some (filtered) row may keep more than its candidates
   bool row_mass = true;          // some filtered row's top-p is measured on the whole row

@@ -525,17 +525,19 @@ __device__ inline void merge_filtered(const SampleArgs& a, const RowCfg& c, u32 
 }
 
 // After a filtered row's merge (or its draw in the scan): a row it flagged is
-// listed for the flagged-row kernel's fallback, and, where the large keep-set
-// path takes it, readied and listed for that path too. Every merge that may
-// flag a row (the merge kernel, the scan's merge of a one-chunk row or its
-// draw, the cluster's) ends here. Block-uniform call.
+// readied for the large keep-set path where that path takes it, and listed
+// for the flagged-row kernel (for its fallback, and for the large path where
+// readied), unless the row's cluster resolves it (resolve_row_in_cluster).
+// Every merge that may flag a row (the merge kernel, the scan's merge of a
+// one-chunk row or its draw, the cluster's) ends here. Block-uniform call.
 __device__ __forceinline__ void filtered_row_merged(const SampleArgs& a, const RowCfg& c, u32 row) {
   if (a.large.rows) {
     __syncthreads();
     const RowState st = a.row_states[row];
     if (!st.fallback) return;
-    if (threadIdx.x == 0) a.large.flagged[atomicAdd(a.large.n_flagged, 1u)] = row;
-    if (large_keep_takes(c, st)) large_keep_reset(a, row);
+    const bool list = !a.cluster_merge;
+    if (threadIdx.x == 0 && list) a.large.flagged[atomicAdd(a.large.n_flagged, 1u)] = row;
+    if (large_keep_takes(c, st)) large_keep_reset(a, row, list);
   }
 }
 

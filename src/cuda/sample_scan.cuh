@@ -6,6 +6,8 @@
 #include <cub/warp/warp_reduce.cuh>
 
 #include "cuda/sample_common.cuh"
+#include "cuda/sample_fallback.cuh"
+#include "cuda/sample_launch.cuh"
 #include "cuda/sample_merge.cuh"
 #include "cuda/sample_scan_plain.cuh"
 #include "cuda/sample_tiles.cuh"
@@ -604,8 +606,16 @@ __device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const 
 // logprobs, so that the sampler alone carries none of its state. MASS = false:
 // no row needs its mass (scalar parameters whose top-p, if any, is measured
 // on a top-k: SamplePlan::row_mass), so the filtered scans carry none of its state.
-template <nt_dtype DT, bool VEC, int MODE, bool RAW = false, bool MASS = true>
+// RESOLVE: a cluster launch (SampleArgs::cluster_merge) whose rows may be
+// flagged resolves them in the kernel (resolve_row_in_cluster); compiled for
+// the mixed-row kernel only (any call whose rows may be flagged can take it),
+// since the code it adds costs the tile loop registers.
+template <nt_dtype DT, bool VEC, int MODE, bool RAW = false, bool MASS = true, bool RESOLVE = false>
 __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
+  static_assert(!RESOLVE || (MODE == kAnyRow && MASS && !RAW), "one kernel resolves in clusters");
+  static_assert(sizeof(FlaggedRowsShared) <= size_t(kScanSmemBytes) &&
+                    alignof(FlaggedRowsShared) <= 16,
+                "a cluster's flagged row is resolved in its scan's shared memory");
   using S = typename LogitTraits<DT>::Storage;
   extern __shared__ u64 scan_buffer[];
   const u32 row = blockIdx.x;
@@ -637,10 +647,14 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
     }
   }
   if (a.cluster_merge) merge_row_in_cluster<MODE>(a, c, row, chunk);
+  if constexpr (RESOLVE)
+    resolve_row_in_cluster<DT, VEC>(a, *reinterpret_cast<FlaggedRowsShared*>(scan_buffer));
   // Where the merge kernel merges (and appends to the flagged-row kernel's two
-  // counts), the scan clears them. At the end: done at the start, it keeps
-  // values live across the filtered scan's tile loop, which then spills.
-  if (a.large.rows && !a.merge_in_scan && row == 0u && chunk == 0 && threadIdx.x == 0) {
+  // counts), the scan clears them; clusters list no row. At the end: done at
+  // the start, it keeps values live across the filtered scan's tile loop,
+  // which then spills.
+  if (a.large.rows && !a.merge_in_scan && !a.cluster_merge && row == 0u && chunk == 0 &&
+      threadIdx.x == 0) {
     *a.large.n_listed = 0u;
     *a.large.n_flagged = 0u;
   }

@@ -436,7 +436,8 @@ TEST_P(Sample, LargeKeepSetAtExtremeTemperatures) {
 // both); a top-p renormalized on such a top-k, and top-p alone over logits of
 // two values, whose cut falls among thousands of tied scores (both listed
 // for the large path, which leaves them to the fallback); greedy; k50+p0.9.
-// Then the same rows with explicit draws.
+// Then the same rows with explicit draws. B = 6 also runs on sm_90 as one
+// cluster a row that resolves its flagged row in the scan kernel.
 TEST_P(Sample, LargeKeepSetAndFallbackRowsInOneCall) {
   uint64_t seed = 2960;
   for (const std::array<int64_t, 2> shape : {std::array<int64_t, 2>{420, 8192 + 5}, {6, 128256}}) {
