@@ -300,6 +300,9 @@ __device__ __forceinline__ u64 fixed_mass(float p, int bits) {
 struct MaxU64 {
   __device__ __forceinline__ u64 operator()(u64 a, u64 b) const { return a > b ? a : b; }
 };
+struct MaxF32 {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
 struct SumU32 {
   __device__ __forceinline__ u32 operator()(u32 a, u32 b) const { return a + b; }
 };
@@ -426,11 +429,12 @@ __device__ __forceinline__ void tile_raw_mass_add(RawMass& r, const float (&x)[U
   if (!tile_mass_add_exp2(r.e, x, m, kLog2e)) ++r.unsummed;
 }
 
-// r as a (max logit, mass) pair, the sum rescaled to its largest logit.
-__device__ __forceinline__ MaxSumD raw_mass_at_max(const RawMass& r) {
+// r's sum rescaled to the logit m, at least every logit r summed (-inf: r
+// summed none, and the sum is 0).
+__device__ __forceinline__ double raw_mass_at(const RawMass& r, float m) {
   const Exp2SumOf<double>& e = r.e;
-  if (e.x_max == -INFINITY) return {-INFINITY, 0.0};
-  return {e.x_max, e.z * exp2(double(e.b) - double(e.x_max) * double(kLog2e))};
+  if (e.x_max == -INFINITY) return 0.0;
+  return e.z * exp2(double(e.b) - double(m) * double(kLog2e));
 }
 
 // ---- Gumbel-max over groups of 4 tokens, with pruning ------------------------

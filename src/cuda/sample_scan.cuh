@@ -124,22 +124,30 @@ __device__ __forceinline__ void store_filtered_record(const SampleArgs& a, u32 r
 }
 
 // A filtered chunk's raw mass (SampleArgs::raw_mass) into its record: the
-// block's (max, fp64 sum) and its tiles left out. Block-uniform call.
+// block's largest logit, its fp64 sum rescaled to it (each thread's sum
+// rescaled once, then added: no exp in the reduction's steps) and its tiles
+// left out. Block-uniform call.
 __device__ __forceinline__ void store_raw_mass(const SampleArgs& a, u32 row, int chunk,
                                                const RawMass& raw) {
-  using ReduceD = cub::BlockReduce<MaxSumD, kScanThreads>;
+  using ReduceF = cub::BlockReduce<float, kScanThreads>;
+  using ReduceD = cub::BlockReduce<double, kScanThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
   __shared__ union {
+    typename ReduceF::TempStorage f;
     typename ReduceD::TempStorage d;
     typename ReduceU32::TempStorage r32;
   } tmp;
-  const MaxSumD total = ReduceD(tmp.d).Reduce(raw_mass_at_max(raw), MaxSumDMerge());
+  __shared__ float block_max;
+  const float m = ReduceF(tmp.f).Reduce(raw.e.x_max, MaxF32());
+  if (threadIdx.x == 0) block_max = m;
+  __syncthreads();
+  const double z = ReduceD(tmp.d).Sum(raw_mass_at(raw, block_max));
   __syncthreads();
   const u32 unsummed = ReduceU32(tmp.r32).Reduce(raw.unsummed, SumU32());
   if (threadIdx.x == 0) {
     ChunkRecord& r = a.chunks[size_t(row) * a.splits + chunk];
-    r.raw_z = total.z;
-    r.raw_max = total.m;
+    r.raw_z = z;
+    r.raw_max = block_max;
     r.raw_unsummed = unsummed;
   }
 }
