@@ -397,23 +397,6 @@ __device__ __forceinline__ MaxSum exp2_sum_at_max(const Exp2Sum& e, float temper
   return {nt_scaled_score(e.x_max, temperature), e.z * exp2_ftz(-fmaf(e.x_max, k, -e.b))};
 }
 
-// Running (max, sum of exp(v - max)) with the sum in fp64: the terms in fp32,
-// a group of them added pairwise in fp32, those sums added in fp64, so that
-// hundreds of terms a thread add no rounding worth the logprobs' tolerance.
-struct MaxSumD {
-  float m;
-  double z;
-};
-struct MaxSumDMerge {
-  __device__ __forceinline__ MaxSumD operator()(MaxSumD a, MaxSumD b) const {
-    if (a.m == -INFINITY) return b;
-    if (b.m == -INFINITY) return a;
-    const float m = fmaxf(a.m, b.m);
-    return {m, a.z * exp2(double(a.m - m) * 1.4426950408889634) +
-                   b.z * exp2(double(b.m - m) * 1.4426950408889634)};
-  }
-};
-
 // A thread's running raw mass, sum of exp(x - x_max) over its finite logits,
 // for raw logprobs: the exp2 form at T = 1 (k = log2(e), no score rounding),
 // each tile's terms added pairwise in fp32 and those sums in fp64. A tile
