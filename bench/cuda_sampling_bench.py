@@ -41,11 +41,12 @@ SHAPES = [(1, 128256), (64, 128256), (256, 128256), (256, 248320), (1024, 32000)
 # scalars, the same values as per-row tensors, and the mixed batch of a quarter
 # greedy, a quarter top-p only, a quarter top-k only and the rest k50+p0.9
 # (cycled over the rows), each timed against the scalar k50+p0.9 row on the
-# same inputs; the closing table sets each against its target.
+# same inputs; the closing table sets each against its target. B = 8 is the
+# largest batch the CUDA sampler runs as one cluster launch a row.
 CLASS_CONFIGS = [("k50+p0.9", 0.7, 50, 0.9, 0.0), ("greedy", 0.0, 0, 1.0, 0.0),
                  ("top-k 50", 0.7, 50, 1.0, 0.0), ("top-p 0.9", 0.7, 0, 0.9, 0.0)]
 QUARTER_ROWS = [c[1:] for c in CLASS_CONFIGS[1:]] + [CLASS_CONFIGS[0][1:]]
-CLASS_SHAPES = [(1, 128256), (64, 128256), (256, 128256), (64, 248320), (256, 248320)]
+CLASS_SHAPES = [(1, 128256), (8, 128256), (64, 128256), (256, 128256), (64, 248320), (256, 248320)]
 # W3u: explicit draws (uniform=, one u per row), each against the same row's
 # Gumbel draw. Without a top-k an explicit draw takes the general filtered scan
 # (1,024 candidates a chunk), and the exact fallback where its keep-set passes

@@ -89,7 +89,7 @@ PYTHONPATH=build-device/python timeout 110 python3 bench/cuda_fused_head_bench.p
   --json "$OUT/fused_head.json" >"$OUT/bench-w5.log" 2>&1; at "w5 rc=$?"
 PYTHONPATH=build-device/python timeout 45 python3 bench/cuda_penalties_bench.py --check --runs 50 --budget 20 \
   >"$OUT/bench-w7.log" 2>&1; at "w7 rc=$?"
-w3c='^W3c (k50\+p0.9|k50\+p0.9 per-row|top-p 0.9|top-p 0.9 per-row|mixed quarters per-row) B=(1|256) V=128256 peaked|^W3r .* B=(1|256) V=128256 peaked'
+w3c='^W3c (k50\+p0.9|k50\+p0.9 per-row|top-p 0.9|top-p 0.9 per-row|mixed quarters per-row) B=(1|8|256) V=128256 peaked|^W3r .* B=(1|256) V=128256 peaked'
 PYTHONPATH=build-device/python timeout 75 python3 bench/cuda_sampling_bench.py --match "$w3c" --budget 60 \
   >>"$OUT/bench-w7.log" 2>&1; at "w3c rc=$?"
 PYTHONPATH=build-device/python timeout 70 python3 bench/profile_kernels.py --match "^W[1256] |^W3c |^W3 top-p" \
