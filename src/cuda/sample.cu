@@ -45,8 +45,6 @@ constexpr int64_t kLargeChunkTokens = 8192;
 SamplePlan make_plan(const SampleCall& call, int device) {
   const DeviceLimits limits = device_limits(device, kOp);
   const int max_cluster = once_per(device, [&] {
-    // Asked of the filtered f32 scan, which has the most shared memory and
-    // registers of the scan kernels, so the answer holds for all.
     return SampleKernels<NT_F32, true>::max_cluster_chunks(device, limits.cc_major);
   });
   const int64_t rows = call.rows, vocab = call.vocab;

@@ -97,7 +97,8 @@ struct LargeKeepArgs {
   u64* cand;       // [B][kLargeCap]
   u32* n_listed;   // rows the merges handed to the large keep-set path
   u32* n_flagged;  // rows the merges flagged, the listed ones among them; the
-                   // word after n_listed (both cleared before the merges)
+                   // word after n_listed (both cleared before the merges;
+                   // unused by cluster launches, which list no row)
   u32* listed;     // [B] the listed rows, in the order they were listed
   u32* flagged;    // [B] the flagged rows, in the order they were flagged
   int splits;      // the most chunks a listed row is cut into
@@ -126,7 +127,7 @@ struct SampleArgs {
   ChunkRecord* chunks;
   u64* candidates;
   RowState* row_states;
-  LargeKeepArgs large;  // rows == nullptr: the flagged-row kernel does not run
+  LargeKeepArgs large;  // rows == nullptr: no row can be flagged
 };
 
 struct RowCfg {

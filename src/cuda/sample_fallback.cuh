@@ -5,9 +5,11 @@
 //       merges listed for it: hist, collect, finish;
 //  4    the exact fallback below for the rows still flagged: those the large
 //       path does not take and those it left flagged.
-// The merges list every row they flag, so a launch with nothing flagged
-// reads one count and returns, and a launch with nothing listed for the
-// large path goes straight to the fallback (the flags are final).
+// Outside clusters the merges list every row they flag, so a launch with
+// nothing flagged reads one count and returns, and a launch with nothing
+// listed for the large path goes straight to the fallback (the flags are
+// final). A cluster launch lists nothing: its rows' CTAs run the same phases
+// for their own row (resolve_row_in_cluster, below) and this kernel does not run.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -255,9 +257,10 @@ union FlaggedRowsShared {
 // the large keep-set path's work item, with cluster barriers where the
 // kernel has grid syncs; chunk 0 finishes the row and runs the exact
 // fallback where the path does not take the row or leaves it flagged. Called
-// by every CTA of the cluster for a filtered row (blockIdx.x), after the
-// scan: it takes its row and chunk from the grid again rather than keep them
-// live through the scan's tile loop. Cluster-uniform returns.
+// by every CTA of the cluster after the scan and the merge; returns unless its
+// row (blockIdx.x) is filtered and flagged. It takes its row and chunk from
+// the grid again rather than keep them live through the scan's tile loop.
+// Cluster-uniform returns.
 template <nt_dtype DT, bool VEC>
 __device__ void resolve_row_in_cluster(const SampleArgs& a, FlaggedRowsShared& sh) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

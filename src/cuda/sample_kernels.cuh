@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <iterator>
 
 #include "cuda/ops.cuh"
 #include "cuda/sample_fallback.cuh"
@@ -34,18 +35,27 @@ inline cudaLaunchConfig_t scan_cluster_config(dim3 grid, size_t smem, cudaStream
 template <nt_dtype DT, bool VEC>
 int SampleKernels<DT, VEC>::max_cluster_chunks(int device, int cc_major) {
   if (cc_major < 9) return 0;
-  auto kernel = sample_scan_kernel<DT, VEC, kFilteredRow>;
-  allow_dynamic_smem(kernel, kScanSmemBytes, device, kSampleOp);
-  allow_nonportable_clusters(kernel, device, kSampleOp);
-  for (int size : {kMaxClusterChunks, 8}) {
+  using Kernel = void (*)(SampleArgs);
+  const Kernel kernels[] = {sample_scan_kernel<DT, VEC, kFilteredRow>,
+                            sample_scan_kernel<DT, VEC, kAnyRow, false, true, true>};
+  for (Kernel kernel : kernels) {
+    allow_dynamic_smem(kernel, kScanSmemBytes, device, kSampleOp);
+    allow_nonportable_clusters(kernel, device, kSampleOp);
+  }
+  // Whether the device can hold one cluster of `size` CTAs of `kernel`.
+  auto holds = [&](Kernel kernel, int size) {
     cudaLaunchAttribute attribute;
     const cudaLaunchConfig_t config =
         scan_cluster_config(dim3(1, unsigned(size), 1), kScanSmemBytes, nullptr, &attribute);
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0)
-      return size;
+      return true;
     cudaGetLastError();  // an unsupported size is an answer, not an error
-  }
+    return false;
+  };
+  for (int size : {kMaxClusterChunks, 8})
+    if (std::all_of(std::begin(kernels), std::end(kernels), [&](Kernel k) { return holds(k, size); }))
+      return size;
   return 0;
 }
 

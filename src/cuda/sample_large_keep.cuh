@@ -2,7 +2,9 @@
 // whose keep-set reaches past the merged candidates (top-p over a flat row),
 // resolved in two passes over the row. The merges list these rows; hist and
 // collect share out the listed rows' chunks over the kernel's grid, sized for
-// the chip (for_each_large_item); a grid sync separates the phases.
+// the chip (for_each_large_item); a grid sync separates the phases. A cluster
+// launch runs the same phases per item on its own row's chunks, with cluster
+// barriers (resolve_row_in_cluster).
 //
 //  hist     per chunk: a count and a fixed-point mass histogram of the row
 //           over kLargeBins bins of s_max - s (1/kLargeBinsPerUnit wide; the

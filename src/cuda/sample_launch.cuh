@@ -64,9 +64,11 @@ struct SampleLaunch {
 // cuda/sample_kernels.cuh), so that the scan's many instances build in parallel.
 template <nt_dtype DT, bool VEC>
 struct SampleKernels {
-  // The largest cluster of this layout's filtered scan CTAs (kMaxClusterChunks,
-  // else 8) the device can hold one of; 0 before sm_90. make_plan asks the f32
-  // layout's, which holds for all. `device` must be current.
+  // The largest cluster (kMaxClusterChunks, else 8) the device can hold one
+  // of, both of this layout's filtered scan and of its scan that resolves in
+  // clusters (the scans with the most shared memory and registers); 0 before
+  // sm_90. make_plan asks the f32 layout's, which holds for all. `device` must
+  // be current.
   static int max_cluster_chunks(int device, int cc_major);
   // The scan the plan's mode takes, in clusters where the plan says so.
   static void scan(const SampleLaunch& l);

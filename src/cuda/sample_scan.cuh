@@ -625,7 +625,7 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
                     alignof(FlaggedRowsShared) <= 16,
                 "a cluster's flagged row is resolved in its scan's shared memory");
   using S = typename LogitTraits<DT>::Storage;
-  extern __shared__ u64 scan_buffer[];
+  extern __shared__ __align__(16) u64 scan_buffer[];  // 16: FlaggedRowsShared's alignment
   const u32 row = blockIdx.x;
   const int chunk = int(blockIdx.y);
   const int64_t begin = int64_t(chunk) * a.chunk;
