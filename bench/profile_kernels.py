@@ -13,8 +13,8 @@ tensors at B = 1 and 256, and W3r's the same with 20 logprobs, raw and
 processed; W6 B = 64 x 4, V = 128,256, k50+p0.9 with and without
 draft probs; W4 50% random f32 and bf16 at B = 256; W1 and W2 at M = 1 and 64;
 W5 (the fused heads on the W1/W2 heads: mask+k50+p0.9, plain and greedy) at
-M = 1 and 64; W3 top-p 0.9 alone at B = 256 on flat logits (last, so the calls
-before it keep their inputs).
+M = 1 and 64; W3 top-p 0.9 alone at B = 1 and 256 on flat logits (last, so the
+calls before it keep their inputs).
 """
 import argparse
 import collections
@@ -88,10 +88,11 @@ def calls(gen):
         yield (f"W5 dense M={m} mask+k50+p0.9",
                lambda hb=hb, mask=mask: nexttok.lm_head_sample_dense(hb, weight, bitmask=mask, top_k=50,
                                                                      top_p=0.9, seed=1))
-    x = make_logits(256, 128256, "flat", torch.float32, gen)
-    seed = torch.arange(256, device="cuda")
-    yield ("W3 top-p 0.9 B=256 V=128256 flat",
-           lambda x=x, seed=seed: nexttok.sample(x, 0.7, 0, 0.9, 0.0, seed=seed, offset=7))
+    for rows in (1, 256):
+        x = make_logits(rows, 128256, "flat", torch.float32, gen)
+        seed = torch.arange(rows, device="cuda")
+        yield (f"W3 top-p 0.9 B={rows} V=128256 flat",
+               lambda x=x, seed=seed: nexttok.sample(x, 0.7, 0, 0.9, 0.0, seed=seed, offset=7))
 
 
 def kernel_table(fn, n):

@@ -45,10 +45,10 @@ W3 top-p 0.9 alone B=256 flat, the flagged-row kernel (every row listed)|sample_
 W3 top-p 0.9 alone B=256 peaked, the scan (one CTA a row, with the row's mass)|sample_scan_kernel|^W3 top-p 0.9 B=256 V=128256$
 W3r logprobs n=20 raw B=256, the scan (with each chunk's raw mass)|sample_scan_kernel|^W3r logprobs n=20 raw B=256 
 W3r logprobs n=20 raw B=256, the logprobs kernel (one CTA a row)|sample_logprobs_row_kernel|^W3r logprobs n=20 raw B=256 
-W3c k50+p0.9 per-row B=1, the scan|sample_scan_kernel|^W3c k50\+p0.9 per-row B=1 
-W3c k50+p0.9 per-row B=1, the merge|sample_merge_kernel|^W3c k50\+p0.9 per-row B=1 
-W3 k50+p0.9+min-p B=256, the scan (one CTA a row)|sample_scan_kernel|^W3 k50.* B=256 V=128256$
+W3c k50+p0.9 per-row B=1, the scan (a cluster of 16 CTAs that merges and resolves)|sample_scan_kernel|^W3c k50\+p0.9 per-row B=1 
 W3 k50+p0.9+min-p B=1, the scan (a cluster of 16 CTAs)|sample_scan_kernel|^W3 k50.* B=1 
+W3 top-p 0.9 alone B=1 flat, the scan (a cluster of 16 CTAs that merges and resolves)|sample_scan_kernel|^W3 top-p 0.9 B=1 V=128256 flat$
+W3 k50+p0.9+min-p B=256, the scan (one CTA a row)|sample_scan_kernel|^W3 k50.* B=256 V=128256$
 W5 binary M=1 mask+k50+p0.9, the scoring pass|binary_rows_kernel|^W5 binary M=1 mask
 W1 binary M=1, the merge of the scoring CTAs' winners|merge_few_winners|^W1 binary M=1$
 ROWS
