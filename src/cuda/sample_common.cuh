@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include <cub/block/block_reduce.cuh>
+
 #include "core/ordering.h"
 #include "core/sampling.h"
 #include "core/word_floor.h"
@@ -413,12 +415,38 @@ __device__ __forceinline__ void tile_raw_mass_add(RawMass& r, const float (&x)[U
   if (!tile_mass_add_exp2(r.e, x, m, kLog2e)) ++r.unsummed;
 }
 
-// r's sum rescaled to the logit m, at least every logit r summed (-inf: r
-// summed none, and the sum is 0).
+// r's sum rescaled to the logit m, at least every logit r summed (r summed
+// some: r.e.x_max > -inf).
 __device__ __forceinline__ double raw_mass_at(const RawMass& r, float m) {
   const Exp2SumOf<double>& e = r.e;
-  if (e.x_max == -INFINITY) return 0.0;
   return e.z * exp2(double(e.b) - double(m) * double(kLog2e));
+}
+
+// A block's (largest value, sum of exp(v - largest)) from its threads' own:
+// each thread's largest value m (-inf: it summed nothing) and its sum
+// rescaled to the block's largest by rescaled(top), called once a thread that
+// summed something; the sum in fp64, with no exp in the reduction's steps.
+// Block-uniform call; the max is every thread's, the sum thread 0's; the
+// storage is free again after a __syncthreads.
+struct MaxSumD {
+  float m;
+  double z;
+};
+template <int NT>
+struct BlockMaxSumStorage {
+  union {
+    typename cub::BlockReduce<float, NT>::TempStorage f;
+    typename cub::BlockReduce<double, NT>::TempStorage d;
+  } tmp;
+  float top;
+};
+template <int NT, class Rescaled>
+__device__ __forceinline__ MaxSumD block_max_sum(float m, Rescaled rescaled, BlockMaxSumStorage<NT>& s) {
+  const float top = cub::BlockReduce<float, NT>(s.tmp.f).Reduce(m, MaxF32());
+  if (threadIdx.x == 0) s.top = top;
+  __syncthreads();
+  const float t = s.top;
+  return {t, cub::BlockReduce<double, NT>(s.tmp.d).Sum(m == -INFINITY ? 0.0 : rescaled(t))};
 }
 
 // ---- Gumbel-max over groups of 4 tokens, with pruning ------------------------

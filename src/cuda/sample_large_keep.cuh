@@ -53,10 +53,10 @@ __device__ __forceinline__ bool large_keep_takes(const RowCfg& c, const RowState
   return c.cls == kFilteredRow && st.fallback && st.n_pos_inf == 0 && !c.has_u;
 }
 
-// Called by the whole merge CTA after it flagged `row` for this path; `list`:
-// the row is listed for the flagged-row kernel (a cluster launch resolves its
-// rows itself: resolve_row_in_cluster).
-__device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row, bool list) {
+// Called by the whole merge CTA after it flagged `row` for this path; lists
+// the row for the flagged-row kernel unless a cluster launch resolves its rows
+// itself (resolve_row_in_cluster).
+__device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row) {
   const LargeKeepArgs& L = a.large;
   uint4* cnt = reinterpret_cast<uint4*>(L.cnt + size_t(row) * kLargeBins);
   uint4* mass = reinterpret_cast<uint4*>(L.mass + size_t(row) * kLargeBins);
@@ -65,7 +65,7 @@ __device__ __forceinline__ void large_keep_reset(const SampleArgs& a, u32 row, b
   for (int i = int(threadIdx.x); i < kLargeBins / 2; i += int(blockDim.x)) mass[i] = zero;
   if (threadIdx.x == 0) {
     L.rows[row] = LargeKeepRow{};
-    if (list) L.listed[atomicAdd(L.n_listed, 1u)] = row;
+    if (!a.cluster_merge) L.listed[atomicAdd(L.n_listed, 1u)] = row;
   }
 }
 
@@ -111,44 +111,42 @@ __device__ void large_keep_hist_item(const SampleArgs& a, const LargeItem& item,
   u32* cnt = sh.cnt;
   u32* mass_lo = sh.mass_lo;
   u32* mass_hi = sh.mass_hi;
-  {
-    const u32 row = item.row;
-    const RowCfg c = load_row_cfg(a, row);
-    const float s_max = a.row_states[row].s_max;
-    for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
-      cnt[i] = 0;
-      mass_lo[i] = 0;
-      mass_hi[i] = 0;
-    }
-    __syncthreads();
-    const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
-    u32 n_min_p = 0;
-    visit_tokens<DT, VEC, kLargeThreads>(rowp, item.begin, item.end, [&](u32, const float (&x)[4]) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float s = nt_scaled_score(x[j], c.p.temperature);
-        if (s == -INFINITY) continue;
-        const float p = expf(s - s_max);
-        const int b = large_bin(s, s_max);
-        const u64 m = fixed_mass(p, a.mass_bits);
-        atomicAdd(&cnt[b], 1u);
-        const u32 lo = u32(m), old_lo = atomicAdd(&mass_lo[b], lo);
-        const u32 hi = u32(m >> 32) + (old_lo + lo < old_lo ? 1u : 0u);
-        if (hi) atomicAdd(&mass_hi[b], hi);
-        n_min_p += (c.p.min_p > 0.0f && p >= c.p.min_p) ? 1u : 0u;
-      }
-    });
-    n_min_p = ReduceU32(sh.reduce).Reduce(n_min_p, SumU32());
-    if (threadIdx.x == 0 && n_min_p) atomicAdd(&L.rows[row].n_min_p, n_min_p);
-    __syncthreads();
-    u32* gcnt = L.cnt + size_t(row) * kLargeBins;
-    u64* gmass = L.mass + size_t(row) * kLargeBins;
-    for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads)
-      if (cnt[i]) {
-        atomicAdd(&gcnt[i], cnt[i]);
-        atomicAdd(&gmass[i], (u64(mass_hi[i]) << 32) + mass_lo[i]);
-      }
+  const u32 row = item.row;
+  const RowCfg c = load_row_cfg(a, row);
+  const float s_max = a.row_states[row].s_max;
+  for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
+    cnt[i] = 0;
+    mass_lo[i] = 0;
+    mass_hi[i] = 0;
   }
+  __syncthreads();
+  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+  u32 n_min_p = 0;
+  visit_tokens<DT, VEC, kLargeThreads>(rowp, item.begin, item.end, [&](u32, const float (&x)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float s = nt_scaled_score(x[j], c.p.temperature);
+      if (s == -INFINITY) continue;
+      const float p = expf(s - s_max);
+      const int b = large_bin(s, s_max);
+      const u64 m = fixed_mass(p, a.mass_bits);
+      atomicAdd(&cnt[b], 1u);
+      const u32 lo = u32(m), old_lo = atomicAdd(&mass_lo[b], lo);
+      const u32 hi = u32(m >> 32) + (old_lo + lo < old_lo ? 1u : 0u);
+      if (hi) atomicAdd(&mass_hi[b], hi);
+      n_min_p += (c.p.min_p > 0.0f && p >= c.p.min_p) ? 1u : 0u;
+    }
+  });
+  n_min_p = ReduceU32(sh.reduce).Reduce(n_min_p, SumU32());
+  if (threadIdx.x == 0 && n_min_p) atomicAdd(&L.rows[row].n_min_p, n_min_p);
+  __syncthreads();
+  u32* gcnt = L.cnt + size_t(row) * kLargeBins;
+  u64* gmass = L.mass + size_t(row) * kLargeBins;
+  for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads)
+    if (cnt[i]) {
+      atomicAdd(&gcnt[i], cnt[i]);
+      atomicAdd(&gmass[i], (u64(mass_hi[i]) << 32) + mass_lo[i]);
+    }
 }
 
 // Phase 1 over the kernel's grid: the listed rows' histograms.
@@ -252,52 +250,50 @@ __device__ void large_keep_collect_item(const SampleArgs& a, const LargeItem& it
   u64* mass = sh.mass;
   const u32* floors = sh.floors;
   LargeCut& cut = sh.cut;
-  {
-    const u32 row = item.row;
-    const RowCfg c = load_row_cfg(a, row);
-    const float s_max = a.row_states[row].s_max;
-    for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
-      cnt[i] = L.cnt[size_t(row) * kLargeBins + i];
-      mass[i] = L.mass[size_t(row) * kLargeBins + i];
-    }
-    __syncthreads();
-    large_find_cut(a, c, cnt, mass, L.rows[row].n_min_p, cut);
-    if (!cut.ok) return;
-    LargeKeepRow& lk = L.rows[row];
-    if (item.begin == 0 && threadIdx.x == 0) {
-      lk.cut_bin = cut.cut_bin;
-      lk.above_count = cut.above_count;
-      lk.above_mass = cut.above_mass;
-      lk.count_target = cut.count_target;
-      lk.mass_target = cut.mass_target;
-      lk.active = 1;
-    }
-    const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
-    const int cut_bin = int(cut.cut_bin);
-    const LogitWindow window = large_bin_window(c, s_max, cut_bin);
-    u64* list = L.cand + size_t(row) * kLargeCap;
-    GumbelBest g;
-    visit_tokens<DT, VEC, kLargeThreads>(rowp, item.begin, item.end, [&](u32 t0, const float (&x)[4]) {
-      bool near_cut = false;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) near_cut |= window.may_hold(x[j]);
-      if (__any_sync(kFullMask, near_cut)) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const float s = nt_scaled_score(x[j], c.p.temperature);
-          const bool in_cut = s != -INFINITY && large_bin(s, s_max) == cut_bin;
-          const u32 slot = warp_append(in_cut, &lk.n_cand);
-          if (in_cut) list[slot] = composite(nt_order_key(s), t0 + u32(j));
-        }
-      }
-      gumbel_group(g, c, floors, t0, x, [&](float s, u32) { return large_bin(s, s_max) < cut_bin; });
-      // Every lane's bound is a value some token of the row reached, so the
-      // warp's largest prunes each lane's draws as well as its own would.
-      g.bound = nt_key_to_float(__reduce_max_sync(kFullMask, nt_order_key(g.bound)));
-    });
-    const u64 best = ReduceU64(sh.reduce).Reduce(g.best, MaxU64());
-    if (threadIdx.x == 0 && best) atomicMax(&lk.best, best);
+  const u32 row = item.row;
+  const RowCfg c = load_row_cfg(a, row);
+  const float s_max = a.row_states[row].s_max;
+  for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
+    cnt[i] = L.cnt[size_t(row) * kLargeBins + i];
+    mass[i] = L.mass[size_t(row) * kLargeBins + i];
   }
+  __syncthreads();
+  large_find_cut(a, c, cnt, mass, L.rows[row].n_min_p, cut);
+  if (!cut.ok) return;
+  LargeKeepRow& lk = L.rows[row];
+  if (item.begin == 0 && threadIdx.x == 0) {
+    lk.cut_bin = cut.cut_bin;
+    lk.above_count = cut.above_count;
+    lk.above_mass = cut.above_mass;
+    lk.count_target = cut.count_target;
+    lk.mass_target = cut.mass_target;
+    lk.active = 1;
+  }
+  const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
+  const int cut_bin = int(cut.cut_bin);
+  const LogitWindow window = large_bin_window(c, s_max, cut_bin);
+  u64* list = L.cand + size_t(row) * kLargeCap;
+  GumbelBest g;
+  visit_tokens<DT, VEC, kLargeThreads>(rowp, item.begin, item.end, [&](u32 t0, const float (&x)[4]) {
+    bool near_cut = false;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) near_cut |= window.may_hold(x[j]);
+    if (__any_sync(kFullMask, near_cut)) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float s = nt_scaled_score(x[j], c.p.temperature);
+        const bool in_cut = s != -INFINITY && large_bin(s, s_max) == cut_bin;
+        const u32 slot = warp_append(in_cut, &lk.n_cand);
+        if (in_cut) list[slot] = composite(nt_order_key(s), t0 + u32(j));
+      }
+    }
+    gumbel_group(g, c, floors, t0, x, [&](float s, u32) { return large_bin(s, s_max) < cut_bin; });
+    // Every lane's bound is a value some token of the row reached, so the
+    // warp's largest prunes each lane's draws as well as its own would.
+    g.bound = nt_key_to_float(__reduce_max_sync(kFullMask, nt_order_key(g.bound)));
+  });
+  const u64 best = ReduceU64(sh.reduce).Reduce(g.best, MaxU64());
+  if (threadIdx.x == 0 && best) atomicMax(&lk.best, best);
 }
 
 // Phase 2 over the kernel's grid: the listed rows' cuts, the draws above them

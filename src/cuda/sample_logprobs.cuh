@@ -81,11 +81,12 @@ struct LogprobShared {
     cub::BlockReduce<float, kLogprobThreads>::TempStorage f;
     cub::BlockReduce<double, kLogprobThreads>::TempStorage d;
     cub::BlockReduce<u32, kLogprobThreads>::TempStorage r32;
+    BlockMaxSumStorage<kLogprobThreads> max_sum;
   } tmp;
   u64 stage[kLogprobThreads];
   u64 cta_bound;
   u32 taken;
-  float v_max, scan_max;
+  float v_max;
   double log_z, raw_z;
 };
 
@@ -317,8 +318,6 @@ __device__ __forceinline__ LogprobStats scan_logprobs(const SampleArgs& a, const
                                                       u32 row, u32 begin, u32 end,
                                                       LogprobShared& sh, u64 (&list)[1]) {
   using S = typename LogitTraits<DT>::Storage;
-  using ReduceF = cub::BlockReduce<float, kLogprobThreads>;
-  using ReduceD = cub::BlockReduce<double, kLogprobThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kLogprobThreads>;
   constexpr int kWarps = kLogprobThreads / 32;
   constexpr int G = group_tokens<DT, VEC>();
@@ -513,19 +512,14 @@ __device__ __forceinline__ LogprobStats scan_logprobs(const SampleArgs& a, const
   if (lr.processed) scan(std::true_type{});
   else scan(std::false_type{});
 
-  // The block's largest value, then every thread's sum rescaled to it once.
-  const float block_max = ReduceF(sh.tmp.f).Reduce(m, MaxF32());
-  if (threadIdx.x == 0) sh.scan_max = block_max;
-  __syncthreads();
-  const float top = sh.scan_max;
-  const double total_z =
-      ReduceD(sh.tmp.d).Sum(m == -INFINITY ? 0.0 : z * exp2(double(m - top) * 1.4426950408889634));
+  const MaxSumD total = block_max_sum(
+      m, [&](float top) { return z * exp2(double(m - top) * 1.4426950408889634); }, sh.tmp.max_sum);
   __syncthreads();
   const u32 total_inf = ReduceU32(sh.tmp.r32).Reduce(n_inf, SumU32());
   __syncthreads();
   const u32 total_rank = ReduceU32(sh.tmp.r32).Reduce(rank, SumU32());
   if (n > 0) block_merge_desc<1>(list, sh.stage, 32, kWarps);
-  return LogprobStats{top, total_z, total_inf, total_rank};
+  return LogprobStats{total.m, total.z, total_inf, total_rank};
 }
 
 // Warp 0 writes row `row`'s outputs from its statistics (the same in every

@@ -535,9 +535,8 @@ __device__ __forceinline__ void filtered_row_merged(const SampleArgs& a, const R
     __syncthreads();
     const RowState st = a.row_states[row];
     if (!st.fallback) return;
-    const bool list = !a.cluster_merge;
-    if (threadIdx.x == 0 && list) a.large.flagged[atomicAdd(a.large.n_flagged, 1u)] = row;
-    if (large_keep_takes(c, st)) large_keep_reset(a, row, list);
+    if (threadIdx.x == 0 && !a.cluster_merge) a.large.flagged[atomicAdd(a.large.n_flagged, 1u)] = row;
+    if (large_keep_takes(c, st)) large_keep_reset(a, row);
   }
 }
 

@@ -124,30 +124,23 @@ __device__ __forceinline__ void store_filtered_record(const SampleArgs& a, u32 r
 }
 
 // A filtered chunk's raw mass (SampleArgs::raw_mass) into its record: the
-// block's largest logit, its fp64 sum rescaled to it (each thread's sum
-// rescaled once, then added: no exp in the reduction's steps) and its tiles
-// left out. Block-uniform call.
+// block's largest logit, its fp64 sum rescaled to it and its tiles left out.
+// Block-uniform call.
 __device__ __forceinline__ void store_raw_mass(const SampleArgs& a, u32 row, int chunk,
                                                const RawMass& raw) {
-  using ReduceF = cub::BlockReduce<float, kScanThreads>;
-  using ReduceD = cub::BlockReduce<double, kScanThreads>;
   using ReduceU32 = cub::BlockReduce<u32, kScanThreads>;
   __shared__ union {
-    typename ReduceF::TempStorage f;
-    typename ReduceD::TempStorage d;
+    BlockMaxSumStorage<kScanThreads> max_sum;
     typename ReduceU32::TempStorage r32;
   } tmp;
-  __shared__ float block_max;
-  const float m = ReduceF(tmp.f).Reduce(raw.e.x_max, MaxF32());
-  if (threadIdx.x == 0) block_max = m;
-  __syncthreads();
-  const double z = ReduceD(tmp.d).Sum(raw_mass_at(raw, block_max));
+  const MaxSumD total =
+      block_max_sum(raw.e.x_max, [&](float top) { return raw_mass_at(raw, top); }, tmp.max_sum);
   __syncthreads();
   const u32 unsummed = ReduceU32(tmp.r32).Reduce(raw.unsummed, SumU32());
   if (threadIdx.x == 0) {
     ChunkRecord& r = a.chunks[size_t(row) * a.splits + chunk];
-    r.raw_z = z;
-    r.raw_max = block_max;
+    r.raw_z = total.z;
+    r.raw_max = total.m;
     r.raw_unsummed = unsummed;
   }
 }
