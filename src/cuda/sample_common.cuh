@@ -326,6 +326,13 @@ struct MaxSumMerge {
     return {m, a.z * expf(a.m - m) + b.z * expf(b.m - m)};
   }
 };
+// The warp's (largest score, sum rescaled to it) from its lanes' pairs: the
+// largest first, then each lane's sum rescaled to it once and the sums added
+// (a butterfly: every lane gets the same pair, addition being commutative).
+__device__ __forceinline__ MaxSum warp_max_sum(MaxSum v) {
+  const float m = warp_max(v.m);
+  return {m, warp_sum(v.m == -INFINITY ? 0.0f : v.z * expf(v.m - m))};
+}
 
 constexpr float kLog2e = 1.44269504f;  // log2(e) rounded to fp32
 

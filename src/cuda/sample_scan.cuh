@@ -412,13 +412,11 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   __shared__ u32 warp_count[kWarps];
   __shared__ u64 warp_offer[kWarps];
   // Each warp's best +inf draw, +inf count and mass, written before the
-  // barrier of lists_out_sorted and combined after it by every thread, in
-  // warp order: the chunk's totals without block reductions of their own.
+  // barrier of lists_out_sorted and combined after it (the mass by warp 0,
+  // which alone uses it): the chunk's totals without block reductions of their own.
   __shared__ u64 warp_best_inf[kWarps];
   __shared__ u32 warp_n_inf[kWarps];
   __shared__ MaxSum warp_mass[kWarps];
-  using WarpMass = cub::WarpReduce<MaxSum>;
-  __shared__ typename WarpMass::TempStorage warp_mass_tmp[kWarps];
   constexpr int G = group_tokens<DT, VEC>();
   const u32 tid = threadIdx.x, warp = tid / 32, lane = lane_index();
   const u32 rank = (keep + kWarps - 1) / kWarps;
@@ -516,9 +514,8 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
     const u64 warp_bi = warp_max(best_inf);
     const u32 warp_ni = warp_sum(n_inf);
     MaxSum warp_mz = {-INFINITY, 0.0f};
-    if (need_z)  // block-uniform; lane 0 holds the warp's pair
-      warp_mz = WarpMass(warp_mass_tmp[warp])
-                    .Reduce(MaxSumMerge()(mz, exp2_sum_at_max(e, c.p.temperature, k)), MaxSumMerge());
+    if (need_z)  // block-uniform
+      warp_mz = warp_max_sum(MaxSumMerge()(mz, exp2_sum_at_max(e, c.p.temperature, k)));
     if (lane == 0) {
       warp_best_inf[warp] = warp_bi;
       warp_n_inf[warp] = warp_ni;
@@ -537,16 +534,15 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   const u32 n = lists.n, n_out = min(n, keep);
   u64 bi = 0;
   u32 ni = 0;
-  MaxSum total = {-INFINITY, 0.0f};
-  // A loop, not unrolled: it runs once a chunk, and sixteen copies of the
-  // mass merge would be instructions each CTA fetches cold (at B = 1, the
-  // scan's leading stall is the instruction fetch).
 #pragma unroll 1
   for (int i = 0; i < kWarps; ++i) {
     bi = warp_best_inf[i] > bi ? warp_best_inf[i] : bi;
     ni += warp_n_inf[i];
-    if (need_z) total = MaxSumMerge()(total, warp_mass[i]);
   }
+  // The chunk's mass: read by thread 0's record and warp 0's draw only.
+  MaxSum total = {-INFINITY, 0.0f};
+  if (need_z && warp == 0)
+    total = warp_max_sum(lane < u32(kWarps) ? warp_mass[lane] : MaxSum{-INFINITY, 0.0f});
   const bool any_inf = ni != 0;
   if constexpr (RAW) store_raw_mass(a, row, chunk, raw);
   if (tid == 0) {
