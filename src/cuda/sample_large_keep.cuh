@@ -156,55 +156,84 @@ __device__ void large_keep_hist(const SampleArgs& a, LargeHistShared& sh) {
 }
 
 // Where the keep-set ends in the row's histogram, or why this path cannot
-// tell (ok = 0). Called by every thread; warp 0 scans, 64 bins per lane.
+// tell (ok = 0). Called by every thread; thread i takes bins 4i..4i+3 from
+// the row's global histogram, the block scans their counts and masses, and
+// the thread whose bins hold the first running total that reaches a target
+// writes the cut (thread 0 writes the answer when no bin ends it).
 struct LargeCut {
   u32 ok, cut_bin, above_count, count_target;
   u64 above_mass, mass_target;
 };
+struct LargeCutShared {
+  u32 warp_count[kLargeThreads / 32];
+  u64 warp_mass[kLargeThreads / 32];
+  LargeCut cut;
+};
 
-__device__ inline void large_find_cut(const SampleArgs& a, const RowCfg& c, const u32* cnt,
-                                      const u64* mass, u32 n_min_p, LargeCut& out) {
-  constexpr int kPerLane = kLargeBins / 32;
-  if (threadIdx.x < 32) {
-    const u32 lane = lane_index();
-    u32 csum = 0;
-    u64 msum = 0;
-    for (int j = 0; j < kPerLane; ++j) {
-      csum += cnt[lane * kPerLane + j];
-      msum += mass[lane * kPerLane + j];
+__device__ inline void large_find_cut(const SampleArgs& a, const RowCfg& c, u32 row,
+                                      LargeCutShared& sh) {
+  constexpr int kPer = kLargeBins / kLargeThreads;
+  static_assert(kPer == 4, "a thread's bins are one 16-byte load of counts, two of masses");
+  const LargeKeepArgs& L = a.large;
+  const u32 tid = threadIdx.x, warp = tid / 32, lane = lane_index();
+  const uint4 c4 = reinterpret_cast<const uint4*>(L.cnt + size_t(row) * kLargeBins)[tid];
+  const ulonglong2* mass2 = reinterpret_cast<const ulonglong2*>(L.mass + size_t(row) * kLargeBins);
+  const ulonglong2 m01 = mass2[2 * tid], m23 = mass2[2 * tid + 1];
+  const u32 cnt[kPer] = {c4.x, c4.y, c4.z, c4.w};
+  const u64 mass[kPer] = {m01.x, m01.y, m23.x, m23.y};
+  const u32 n_min_p = L.rows[row].n_min_p;
+  u32 csum = 0;
+  u64 msum = 0;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    csum += cnt[j];
+    msum += mass[j];
+  }
+  u32 cincl = csum;
+  u64 mincl = msum;
+  warp_inclusive_sum_pair(cincl, mincl);
+  if (lane == 31) {
+    sh.warp_count[warp] = cincl;
+    sh.warp_mass[warp] = mincl;
+  }
+  __syncthreads();
+  u32 set_count = 0, crun = cincl - csum;
+  u64 set_mass = 0, mrun = mincl - msum;
+#pragma unroll
+  for (u32 w = 0; w < u32(kLargeThreads / 32); ++w) {
+    const u32 wc = sh.warp_count[w];
+    const u64 wm = sh.warp_mass[w];
+    set_count += wc;
+    set_mass += wm;
+    if (w < warp) {
+      crun += wc;
+      mrun += wm;
     }
-    u32 cincl = csum;
-    u64 mincl = msum;
-    warp_inclusive_sum_pair(cincl, mincl);
-    const u32 set_count = __shfl_sync(kFullMask, cincl, 31);
-    const u64 set_mass = __shfl_sync(kFullMask, mincl, 31);
-    LargeCut r{};
-    r.ok = !top_p_needs_top_k_mass(c, a.joint != 0, set_count);
-    const CutTargets t = cut_targets(c, n_min_p, set_mass);
-    r.count_target = t.count;
-    r.mass_target = t.mass;
-    r.cut_bin = kNoCut;
-    auto reached = [&](u32 cc, u64 mm) { return cc >= t.count || mm >= t.mass; };
-    if (lane == 0) out = r;
-    __syncwarp();
-    if (r.ok && (t.count < set_count || t.mass <= set_mass)) {
-      u32 crun = cincl - csum;
-      u64 mrun = mincl - msum;
-      if (reached(cincl, mincl) && !reached(crun, mrun)) {
-        for (int j = 0; j < kPerLane; ++j) {
-          const int b = int(lane) * kPerLane + j;
-          if (reached(crun + cnt[b], mrun + mass[b])) {
-            r.cut_bin = u32(b);
-            r.above_count = crun;
-            r.above_mass = mrun;
-            r.ok = cnt[b] <= u32(kLargeCap);
-            out = r;
-            break;
-          }
-          crun += cnt[b];
-          mrun += mass[b];
-        }
+  }
+  LargeCut r{};
+  r.ok = !top_p_needs_top_k_mass(c, a.joint != 0, set_count);
+  const CutTargets t = cut_targets(c, n_min_p, set_mass);
+  r.count_target = t.count;
+  r.mass_target = t.mass;
+  r.cut_bin = kNoCut;
+  auto reached = [&](u32 cc, u64 mm) { return cc >= t.count || mm >= t.mass; };
+  // The totals reach a target, and the empty prefix does not: exactly one
+  // bin's running total is the first to reach one.
+  const bool cut_in_bins = r.ok && (t.count < set_count || t.mass <= set_mass) && !reached(0u, 0ull);
+  if (!cut_in_bins && tid == 0) sh.cut = r;
+  if (cut_in_bins && reached(crun + csum, mrun + msum) && !reached(crun, mrun)) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      if (reached(crun + cnt[j], mrun + mass[j])) {
+        r.cut_bin = u32(kPer) * tid + u32(j);
+        r.above_count = crun;
+        r.above_mass = mrun;
+        r.ok = cnt[j] <= u32(kLargeCap);
+        sh.cut = r;
+        break;
       }
+      crun += cnt[j];
+      mrun += mass[j];
     }
   }
   __syncthreads();
@@ -231,10 +260,8 @@ __device__ __forceinline__ LogitWindow large_bin_window(const RowCfg& c, float s
 }
 
 struct LargeCollectShared {
-  u32 cnt[kLargeBins];
-  u64 mass[kLargeBins];
   u32 floors[kWordFloorSlots];
-  LargeCut cut;
+  LargeCutShared cut;
   typename cub::BlockReduce<u64, kLargeThreads>::TempStorage reduce;
 };
 
@@ -246,19 +273,12 @@ __device__ void large_keep_collect_item(const SampleArgs& a, const LargeItem& it
   const LargeKeepArgs& L = a.large;
   using S = typename LogitTraits<DT>::Storage;
   using ReduceU64 = cub::BlockReduce<u64, kLargeThreads>;
-  u32* cnt = sh.cnt;
-  u64* mass = sh.mass;
   const u32* floors = sh.floors;
-  LargeCut& cut = sh.cut;
   const u32 row = item.row;
   const RowCfg c = load_row_cfg(a, row);
   const float s_max = a.row_states[row].s_max;
-  for (int i = int(threadIdx.x); i < kLargeBins; i += kLargeThreads) {
-    cnt[i] = L.cnt[size_t(row) * kLargeBins + i];
-    mass[i] = L.mass[size_t(row) * kLargeBins + i];
-  }
-  __syncthreads();
-  large_find_cut(a, c, cnt, mass, L.rows[row].n_min_p, cut);
+  large_find_cut(a, c, row, sh.cut);
+  const LargeCut cut = sh.cut.cut;
   if (!cut.ok) return;
   LargeKeepRow& lk = L.rows[row];
   if (item.begin == 0 && threadIdx.x == 0) {
