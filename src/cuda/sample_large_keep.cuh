@@ -261,7 +261,7 @@ __device__ __forceinline__ LogitWindow large_bin_window(const RowCfg& c, float s
 
 struct LargeCollectShared {
   u32 floors[kWordFloorSlots];
-  LargeCutShared cut;
+  LargeCutShared find;
   typename cub::BlockReduce<u64, kLargeThreads>::TempStorage reduce;
 };
 
@@ -277,8 +277,8 @@ __device__ void large_keep_collect_item(const SampleArgs& a, const LargeItem& it
   const u32 row = item.row;
   const RowCfg c = load_row_cfg(a, row);
   const float s_max = a.row_states[row].s_max;
-  large_find_cut(a, c, row, sh.cut);
-  const LargeCut cut = sh.cut.cut;
+  large_find_cut(a, c, row, sh.find);
+  const LargeCut cut = sh.find.cut;
   if (!cut.ok) return;
   LargeKeepRow& lk = L.rows[row];
   if (item.begin == 0 && threadIdx.x == 0) {

@@ -534,6 +534,7 @@ __device__ bool scan_filtered_lists(const SampleArgs& a, const RowCfg& c, u32 ro
   const u32 n = lists.n, n_out = min(n, keep);
   u64 bi = 0;
   u32 ni = 0;
+  // Rolled: it runs once a chunk, instructions each CTA fetches cold at B = 1.
 #pragma unroll 1
   for (int i = 0; i < kWarps; ++i) {
     bi = warp_best_inf[i] > bi ? warp_best_inf[i] : bi;
