@@ -186,8 +186,9 @@ void check_sample_limits(const char* op, const SampleCall& call) {
     check_cuda(cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, device), op);
     return supported != 0;
   });
+  if (cooperative) return;
   const SamplePlan plan = make_plan(call, device);
-  if (!cooperative && plan.fallback_needed && !plan.cluster)
+  if (plan.fallback_needed && !plan.cluster)
     fail(NT_ERROR_UNSUPPORTED, std::string(op) +
                                    ": the CUDA device cannot launch cooperative kernels (the kernel "
                                    "for rows whose keep-set may reach past the merged candidates)");
