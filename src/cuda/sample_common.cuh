@@ -194,22 +194,17 @@ __device__ __forceinline__ bool top_p_needs_top_k_mass(const RowCfg& c, bool joi
 // on_group(t0, x[4]) over tokens [begin, end) of a row, G at a time from each of
 // NT threads, every thread the same number of times (tokens past `end` read as
 // -inf), so warp collectives may run inside. begin is a multiple of 8: groups
-// never straddle a Philox block. Each thread's next group is loaded before its
-// current one is visited, so a load is in flight while the body runs.
+// never straddle a Philox block.
 template <nt_dtype DT, bool VEC, int NT, class OnGroup>
 __device__ __forceinline__ void visit_tokens(const typename LogitTraits<DT>::Storage* row,
                                              int64_t begin, int64_t end, OnGroup&& on_group) {
   constexpr int G = group_tokens<DT, VEC>();
   constexpr int64_t kStep = int64_t(NT) * G;
   const int64_t iters = (end - begin + kStep - 1) / kStep;
-  int64_t t = begin + int64_t(threadIdx.x) * G;
-  float next[G];
-  if (iters > 0) load_group<DT, VEC, false>(row, t, end, next);
-  for (int64_t it = 0; it < iters; ++it, t += kStep) {
+  for (int64_t it = 0; it < iters; ++it) {
+    const int64_t t = begin + it * kStep + int64_t(threadIdx.x) * G;
     float x[G];
-#pragma unroll
-    for (int j = 0; j < G; ++j) x[j] = next[j];
-    if (it + 1 < iters) load_group<DT, VEC, false>(row, t + kStep, end, next);
+    load_group<DT, VEC, false>(row, t, end, x);
 #pragma unroll
     for (int q = 0; q < G / 4; ++q) {
       const float x4[4] = {x[4 * q], x[4 * q + 1], x[4 * q + 2], x[4 * q + 3]};
