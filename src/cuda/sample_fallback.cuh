@@ -259,12 +259,10 @@ union FlaggedRowsShared {
 // fallback where the path does not take the row or leaves it flagged. Called
 // by every CTA of the cluster after the scan and the merge; returns unless its
 // row (blockIdx.x) is filtered and flagged. It takes its row and chunk from
-// the grid again rather than keep them live through the scan's tile loop, and
-// is not inlined: inlined, its registers shape the scan kernel's allocation,
-// whose tile loop then spills several times as much as the kernels without it
-// (bench/sass_spills.py). Cluster-uniform returns.
+// the grid again rather than keep them live through the scan's tile loop.
+// Cluster-uniform returns.
 template <nt_dtype DT, bool VEC>
-__device__ __noinline__ void resolve_row_in_cluster(const SampleArgs& a, FlaggedRowsShared& sh) {
+__device__ void resolve_row_in_cluster(const SampleArgs& a, FlaggedRowsShared& sh) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(kLargeThreads == kScanThreads, "the row's scan CTAs run its large keep-set path");
   const u32 row = blockIdx.x, chunk = blockIdx.y;

@@ -606,12 +606,10 @@ __device__ __forceinline__ void merge_row_in_cluster(const SampleArgs& a, const 
 // on a top-k: SamplePlan::row_mass), so the filtered scans carry none of its state.
 // RESOLVE: a cluster launch (SampleArgs::cluster_merge) whose rows may be
 // flagged resolves them in the kernel (resolve_row_in_cluster); compiled for
-// the mixed-row kernel only (any call whose rows may be flagged can take it).
-// The arguments are __grid_constant__: resolve_row_in_cluster, a call, takes
-// their address without a copy to local memory.
+// the mixed-row kernel only (any call whose rows may be flagged can take it),
+// since the code it adds costs the tile loop registers.
 template <nt_dtype DT, bool VEC, int MODE, bool RAW = false, bool MASS = true, bool RESOLVE = false>
-__global__ void __launch_bounds__(kScanThreads, 2)
-    sample_scan_kernel(const __grid_constant__ SampleArgs a) {
+__global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs a) {
   static_assert(!RESOLVE || (MODE == kAnyRow && MASS && !RAW), "one kernel resolves in clusters");
   static_assert(sizeof(FlaggedRowsShared) <= size_t(kScanSmemBytes) &&
                     alignof(FlaggedRowsShared) <= 16,
