@@ -16,16 +16,6 @@ __device__ __forceinline__ auto param_at(const Param& q, uint32_t row) {
   return q.per_row ? static_cast<const decltype(q.scalar)*>(q.per_row)[row] : q.scalar;
 }
 
-// Asks L2 for the first `max_bytes` of tokens [begin, end) of a row, one
-// 128-byte line a thread (a hint: nothing waits for it).
-template <class S>
-__device__ __forceinline__ void prefetch_l2(const S* row, int64_t begin, int64_t end, int64_t max_bytes) {
-  const int64_t bytes = (end - begin) * int64_t(sizeof(S));
-  const int64_t at = int64_t(threadIdx.x) * 128;
-  if (at < bytes && at < max_bytes)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(row + begin) + at));
-}
-
 template <nt_dtype DT>
 struct LogitTraits;
 template <>

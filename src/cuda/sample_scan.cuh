@@ -621,10 +621,6 @@ __global__ void __launch_bounds__(kScanThreads, 2) sample_scan_kernel(SampleArgs
   const int64_t begin = int64_t(chunk) * a.chunk;
   const int64_t end = min(begin + int64_t(a.chunk), int64_t(a.vocab));
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
-  // Each path's first loads wait for the row's parameters (its class, its
-  // filters), which per-row tensors bring from memory: in a cluster launch (a
-  // few rows, bound by latency) the chunk's first two tiles come into L2 meanwhile.
-  if (a.cluster_merge) prefetch_l2(rowp, begin, end, int64_t(2 * kTileTokens) * int64_t(sizeof(S)));
   const RowCfg c = load_row_cfg(a, row);
   // The mixed-row kernel carries the filtered path's registers: a third
   // buffer would spill there.
