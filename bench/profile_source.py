@@ -85,36 +85,46 @@ def is_function(kind):
     return kind == "FUNC"
 
 
+SYMBOL = re.compile(r"^\s*(0x[0-9a-f]+|\d+)\s+\S+\s+(0x[0-9a-f]+|\d+)\s+(\S+)\s.*\s(\S+)$", re.M)
+
+
+def cubins(binary, scratch):
+    """The cubins of a cubin, object, library or module (extracted into scratch)."""
+    if binary.endswith(".cubin"):
+        return [binary]
+    run(tool("cuobjdump"), "-xelf", "all", os.path.abspath(binary), cwd=scratch)
+    return sorted(glob.glob(os.path.join(scratch, "*.cubin")))
+
+
+def functions(cubin):
+    """A cubin's symbol table (its text) and its functions as (index, bytes, name)."""
+    elf = run(tool("cuobjdump"), "-elf", cubin)
+    table = elf[elf.find(".section .symtab"):] if ".section .symtab" in elf else ""
+    return table, [(int(m.group(1), 0), int(m.group(2), 0), m.group(4))
+                   for m in SYMBOL.finditer(table) if is_function(m.group(3))]
+
+
 def inline_chains(binary, name, rows, scratch):
     """{instruction offset: [(file, line), ...]} of the profiled kernel: the
     function of the binary's cubins whose name holds the kernel's, whose size
     is the profile's and whose opcodes are the profile's, one for one."""
-    cuobjdump = tool("cuobjdump")
-    if binary.endswith(".cubin"):
-        cubins = [binary]
-    else:
-        run(cuobjdump, "-xelf", "all", os.path.abspath(binary), cwd=scratch)
-        cubins = sorted(glob.glob(os.path.join(scratch, "*.cubin")))
+    found = cubins(binary, scratch)
     plain = name.replace("(anonymous namespace)::", "")
     base = re.sub(r"<.*", "", plain.split("(")[0]).split("::")[-1].split()[-1]
     opcodes = [mnemonic(r["Source"]) for r in rows]
     misses = []  # why each function of that name is not the profiled one
-    functions, symtab = 0, ""
-    for cubin in cubins:
-        elf = run(cuobjdump, "-elf", cubin)
-        table = elf[elf.find(".section .symtab"):] if ".section .symtab" in elf else ""
+    n_functions, symtab = 0, ""
+    for cubin in found:
+        table, listed = functions(cubin)
         symtab = symtab or table
-        for m in re.finditer(r"^\s*(0x[0-9a-f]+|\d+)\s+\S+\s+(0x[0-9a-f]+|\d+)\s+(\S+)\s.*\s(\S+)$",
-                             table, re.M):
-            if not is_function(m.group(3)):
+        n_functions += len(listed)
+        for index, size, fname in listed:
+            if base not in fname:
                 continue
-            functions += 1
-            if base not in m.group(4):
+            if size != 16 * len(rows):
+                misses.append(f"{fname}: {size // 16} instructions")
                 continue
-            if int(m.group(2), 0) != 16 * len(rows):
-                misses.append(f"{m.group(4)}: {int(m.group(2), 0) // 16} instructions")
-                continue
-            code = disassemble(cubin, int(m.group(1), 0))
+            code = disassemble(cubin, index)
             ops = [op for _, op, _ in code]
             if ops == opcodes:
                 if not any(chain for _, _, chain in code):
@@ -122,12 +132,12 @@ def inline_chains(binary, name, rows, scratch):
                 return {offset: chain for offset, _, chain in code}
             at = next((i for i, (a, b) in enumerate(zip(ops, opcodes)) if a != b),
                       min(len(ops), len(opcodes)))
-            misses.append(f"{m.group(4)}: instruction {at} is {ops[at:at + 1]}, the profile's "
+            misses.append(f"{fname}: instruction {at} is {ops[at:at + 1]}, the profile's "
                           f"{opcodes[at:at + 1]}")
     # With no function found at all, the symbol table's first lines show why.
     detail = "".join(f"\n  {line}" for line in misses[:20]) or (
-        f"\n  no function named {base} among {functions} functions of {len(cubins)} cubins"
-        + "".join(f"\n    {line}" for line in symtab.splitlines()[:4] if functions == 0))
+        f"\n  no function named {base} among {n_functions} functions of {len(found)} cubins"
+        + "".join(f"\n    {line}" for line in symtab.splitlines()[:4] if n_functions == 0))
     raise SystemExit(f"profile_source.py: no function of {binary} is the profiled {name} "
                      f"({len(rows)} instructions):{detail}")
 

@@ -18,33 +18,25 @@ toolkit (on a machine without one: `pip install nvidia-cuda-cuobjdump
 nvidia-cuda-nvdisasm` and put their `nvidia/cu13/bin` on PATH).
 """
 import argparse
-import glob
 import os
 import re
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_source import disassemble, is_function, run, tool  # noqa: E402
+from profile_source import cubins, disassemble, functions  # noqa: E402
 
 SPILLS = ("LDL", "STL")
 
 
 def kernels(binary, match, scratch):
     """{function name: [(opcode, inline chain), ...]} of the object's cubins."""
-    run(tool("cuobjdump"), "-xelf", "all", os.path.abspath(binary), cwd=scratch)
     found = {}
-    for cubin in sorted(glob.glob(os.path.join(scratch, "*.cubin"))):
-        elf = run(tool("cuobjdump"), "-elf", cubin)
-        table = elf[elf.find(".section .symtab"):] if ".section .symtab" in elf else ""
-        for m in re.finditer(r"^\s*(0x[0-9a-f]+|\d+)\s+\S+\s+(0x[0-9a-f]+|\d+)\s+(\S+)\s.*\s(\S+)$",
-                             table, re.M):
-            # Names starting with $ are labels inside a kernel (its calls' targets).
-            name = m.group(4)
-            if is_function(m.group(3)) and not name.startswith("$") and re.search(match, name):
-                code = disassemble(cubin, int(m.group(1), 0))
-                found[name] = [(op, chain) for _, op, chain in code]
-        os.remove(cubin)
+    for cubin in cubins(binary, scratch):
+        # Names starting with $ are labels inside a kernel (its calls' targets).
+        for index, _, name in functions(cubin)[1]:
+            if not name.startswith("$") and re.search(match, name):
+                found[name] = [(op, chain) for _, op, chain in disassemble(cubin, index)]
     return found
 
 

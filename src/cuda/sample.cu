@@ -32,9 +32,9 @@ constexpr int kScanCtasPerSm = 2;
 // The largest batch whose rows merge in their clusters (make_plan).
 constexpr int64_t kClusterRowsMax = 8;
 // The large keep-set phases' work items: chunks of at least about this many
-// tokens of each listed row (one 16-byte load a thread), shared out over as
-// many CTAs as the chip holds at once; a few listed rows take many CTAs each,
-// since each phase over an item is a chain of load latencies.
+// tokens of each listed row (four a thread), shared out over as many CTAs as
+// the chip holds at once: a few listed rows take many CTAs each, since each
+// phase over an item is a chain of load latencies.
 constexpr int64_t kLargeChunkTokens = 2048;
 
 // Many splits when few rows (B = 1 spreads a row over the chip), one split when
