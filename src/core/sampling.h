@@ -52,6 +52,26 @@ NT_FN float nt_scaled_score(float logit, float temperature) {
   return (s != s) ? -INFINITY : s;
 }
 
+#ifndef NT_OPENCL
+/* nt_scaled_score for many logits of one row, by a multiply in fp64:
+ * y = fl64(x * r) with r = nt_score_reciprocal(T) = fl64(1 / T), then
+ * nt_score_from_product(y) = fl32(y) is x / T correctly rounded wherever
+ * nt_score_product_exact(y); elsewhere (|y| in (0, 2^-125), quotients at the
+ * subnormal floats) divide. Why: y = (x / T)(1 + e), |e| < 2^-51.9 (two
+ * roundings in fp64, no fp64 underflow or overflow for float x and T), while a
+ * quotient of floats is never a rounding boundary of fp32 in the normal range
+ * (a midpoint has a 25-bit odd significand, which x = midpoint * T cannot
+ * give) and lies at least 2^-48 of its binade from one (|x - b T| is a
+ * multiple of min(ulp(x), ulp(b) ulp(T))): fl32 rounds y and x / T alike.
+ * Checked against the division in tests/core/scaled_score_test.cpp. */
+NT_FN double nt_score_reciprocal(float temperature) { return 1.0 / (double)temperature; }
+NT_FN float nt_score_from_product(double y) {
+  float s = (float)y;
+  return (s != s) ? -INFINITY : s;
+}
+NT_FN int nt_score_product_exact(double y) { return !(fabs(y) < 0x1p-125) || y == 0.0; }
+#endif
+
 /* Philox row tag: the row index for one scalar seed, 0 for per-row seeds, so a
  * request's draws do not depend on its batch position. */
 NT_FN nt_u32 nt_row_tag(int seeds_per_row, nt_u32 row) { return seeds_per_row ? 0u : row; }

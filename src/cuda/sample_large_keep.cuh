@@ -45,8 +45,8 @@ constexpr int kLargeItems = kLargeCap / kLargeThreads;
 constexpr u32 kNoCut = kLargeBins;
 
 __device__ __forceinline__ int large_bin(float s, float s_max) {
-  const float q = (s_max - s) * kLargeBinsPerUnit;
-  return q < float(kLargeBins - 1) ? int(q) : kLargeBins - 1;
+  // fminf also takes NaN (s or s_max infinite) to the last bin, without a branch.
+  return int(fminf((s_max - s) * kLargeBinsPerUnit, float(kLargeBins - 1)));
 }
 
 __device__ __forceinline__ bool large_keep_takes(const RowCfg& c, const RowState& st) {
@@ -98,7 +98,9 @@ struct LargeHistShared {
   // A bin's mass as two 32-bit words: shared memory has no 64-bit atomic add
   // (the compiler loops on a 64-bit CAS); the carry out of the low word is
   // seen in the value the 32-bit add returns.
-  u32 cnt[kLargeBins], mass_lo[kLargeBins], mass_hi[kLargeBins];
+  // Past the bins, one slot a lane takes the adds of its -inf scores, which
+  // then need no branch (and never meet in one address).
+  u32 cnt[kLargeBins + 32], mass_lo[kLargeBins + 32], mass_hi[kLargeBins + 32];
   typename cub::BlockReduce<u32, kLargeThreads>::TempStorage reduce;
 };
 
@@ -122,19 +124,34 @@ __device__ void large_keep_hist_item(const SampleArgs& a, const LargeItem& item,
   __syncthreads();
   const S* rowp = static_cast<const S*>(a.logits) + int64_t(row) * a.row_stride;
   u32 n_min_p = 0;
+  const float min_p = c.p.min_p > 0.0f ? c.p.min_p : INFINITY;  // INFINITY: no p reaches it
+  const u32 lane = lane_index();
+  const double reciprocal = nt_score_reciprocal(c.p.temperature);
   visit_tokens<DT, VEC, kLargeThreads>(rowp, item.begin, item.end, [&](u32, const float (&x)[4]) {
+    // The group's four scores first, then their bins, masses and adds without
+    // a branch (a -inf score adds to its lane's slot), so that the four
+    // tokens' arithmetic and shared-memory round trips overlap.
+    float s[4];
+    int exact = 1;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float s = nt_scaled_score(x[j], c.p.temperature);
-      if (s == -INFINITY) continue;
-      const float p = expf(s - s_max);
-      const int b = large_bin(s, s_max);
+      const double y = double(x[j]) * reciprocal;
+      s[j] = nt_score_from_product(y);
+      exact &= nt_score_product_exact(y);
+    }
+    if (!exact) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s[j] = nt_scaled_score(x[j], c.p.temperature);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float p = expf(s[j] - s_max);
+      const int b = s[j] != -INFINITY ? large_bin(s[j], s_max) : kLargeBins + int(lane);
       const u64 m = fixed_mass(p, a.mass_bits);
+      n_min_p += p >= min_p ? 1u : 0u;
       atomicAdd(&cnt[b], 1u);
       const u32 lo = u32(m), old_lo = atomicAdd(&mass_lo[b], lo);
-      const u32 hi = u32(m >> 32) + (old_lo + lo < old_lo ? 1u : 0u);
-      if (hi) atomicAdd(&mass_hi[b], hi);
-      n_min_p += (c.p.min_p > 0.0f && p >= c.p.min_p) ? 1u : 0u;
+      atomicAdd(&mass_hi[b], u32(m >> 32) + (old_lo + lo < old_lo ? 1u : 0u));
     }
   });
   n_min_p = ReduceU32(sh.reduce).Reduce(n_min_p, SumU32());
@@ -295,13 +312,14 @@ __device__ void large_keep_collect_item(const SampleArgs& a, const LargeItem& it
   u64* list = L.cand + size_t(row) * kLargeCap;
   GumbelBest g;
   visit_tokens<DT, VEC, kLargeThreads>(rowp, item.begin, item.end, [&](u32 t0, const float (&x)[4]) {
-    bool near_cut = false;
+    // Token by token, and only in the lanes whose logit may lie in the cut
+    // bin: the window holds a small part of the row, so most warps skip each
+    // token on one vote.
 #pragma unroll
-    for (int j = 0; j < 4; ++j) near_cut |= window.may_hold(x[j]);
-    if (__any_sync(kFullMask, near_cut)) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float s = nt_scaled_score(x[j], c.p.temperature);
+    for (int j = 0; j < 4; ++j) {
+      const bool near_cut = window.may_hold(x[j]);
+      if (__any_sync(kFullMask, near_cut)) {
+        const float s = near_cut ? nt_scaled_score(x[j], c.p.temperature) : -INFINITY;
         const bool in_cut = s != -INFINITY && large_bin(s, s_max) == cut_bin;
         const u32 slot = warp_append(in_cut, &lk.n_cand);
         if (in_cut) list[slot] = composite(nt_order_key(s), t0 + u32(j));
