@@ -634,36 +634,39 @@ TEST_P(Sample, PerRowSeedsMakeTokensBatchInvariant) {
 
 // Top-p alone sums the row's mass over every token: masked (-inf) and NaN
 // logits add nothing, at temperatures from 0.3 (scores up to about 50) to 1.5,
-// on rows whose length leaves part of the last tile past the row; in f32, row 2
+// on rows whose length leaves part of the last tile past the row, peaked and
+// flat (a nucleus past every candidate list: the GPUs' large keep-set passes
+// meet the masked and NaN logits in their histograms); in f32, row 2
 // holds three equal logits whose score x / T rounds to FLT_MAX, where x times
 // a rounded 1/T overflows (the nucleus: the three; their score plus any Gumbel
 // value rounds to FLT_MAX, so the draw takes the first, and the keep-set is
 // checked by SampleLogprobs.TopPNucleusAtTheLargestScore).
 TEST_P(Sample, TopPMassOverMaskedAndNaNLogits) {
   uint64_t seed = 6100;
-  for (nt_dtype dtype : {NT_F32, NT_BF16}) {
-    Rng rng(++seed);
-    SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype));
-    SampleCase c;
-    c.rows = 8;
-    c.vocab = 32007;
-    c.dtype = dtype;
-    c.temperature = per_row<float>({0.7f, 0.8f, 0x1.8fe48ap-2f, 1.2f, 1.5f, 0.3f, 1.0f, 0.5f});
-    c.top_p = scalar(0.9f);
-    std::vector<uint64_t> seeds;
-    for (int64_t r = 0; r < c.rows; ++r) seeds.push_back(rng.bits());
-    c.seed = per_row(seeds);
-    auto make_row = [&](float* row) {
-      fill_row(rng, true, dtype, row, c.vocab);
-      for (int64_t i = 0; i < c.vocab / 5; ++i) row[rng.integer(0, c.vocab - 1)] = -kInf;
-      for (int64_t i = 0; i < c.vocab / 100; ++i) row[rng.integer(0, c.vocab - 1)] = kNaN;
-    };
-    fill_rows(c, make_row);
-    if (dtype == NT_F32)
-      for (int64_t i : {int64_t(5), int64_t(16000), c.vocab - 1})
-        c.logits[size_t(2 * c.vocab + i)] = 0x1.8fe488p+126f;
-    expect_tokens_match(dev(), c);
-  }
+  for (bool peaked : {true, false})
+    for (nt_dtype dtype : {NT_F32, NT_BF16}) {
+      Rng rng(++seed);
+      SCOPED_TRACE(seed_trace(seed) + " " + dtype_label(dtype) + (peaked ? " peaked" : " flat"));
+      SampleCase c;
+      c.rows = 8;
+      c.vocab = 32007;
+      c.dtype = dtype;
+      c.temperature = per_row<float>({0.7f, 0.8f, 0x1.8fe48ap-2f, 1.2f, 1.5f, 0.3f, 1.0f, 0.5f});
+      c.top_p = scalar(0.9f);
+      std::vector<uint64_t> seeds;
+      for (int64_t r = 0; r < c.rows; ++r) seeds.push_back(rng.bits());
+      c.seed = per_row(seeds);
+      auto make_row = [&](float* row) {
+        fill_row(rng, peaked, dtype, row, c.vocab);
+        for (int64_t i = 0; i < c.vocab / 5; ++i) row[rng.integer(0, c.vocab - 1)] = -kInf;
+        for (int64_t i = 0; i < c.vocab / 100; ++i) row[rng.integer(0, c.vocab - 1)] = kNaN;
+      };
+      fill_rows(c, make_row);
+      if (dtype == NT_F32)
+        for (int64_t i : {int64_t(5), int64_t(16000), c.vocab - 1})
+          c.logits[size_t(2 * c.vocab + i)] = 0x1.8fe488p+126f;
+      expect_tokens_match(dev(), c);
+    }
 }
 
 TEST_P(Sample, NonFiniteLogits) {
