@@ -99,7 +99,7 @@ struct LargeHistShared {
   // (the compiler loops on a 64-bit CAS); the carry out of the low word is
   // seen in the value the 32-bit add returns.
   // Past the bins, one slot a lane takes the adds of its -inf scores, which
-  // then need no branch (and never meet in one address).
+  // then need no branch (and the lanes of a warp never meet in one address).
   u32 cnt[kLargeBins + 32], mass_lo[kLargeBins + 32], mass_hi[kLargeBins + 32];
   typename cub::BlockReduce<u32, kLargeThreads>::TempStorage reduce;
 };
