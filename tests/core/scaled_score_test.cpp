@@ -7,24 +7,12 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <vector>
 
 #include "core/sampling.h"
 
 namespace {
-
-float from_bits(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-uint32_t bits_of(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
 
 // Checks one (x, T); returns whether the product path applied.
 bool check(float x, float t) {
@@ -34,7 +22,7 @@ bool check(float x, float t) {
     EXPECT_LT(std::fabs(double(x) / double(t)), 0x1p-124) << "x=" << x << " T=" << t;
     return false;
   }
-  EXPECT_EQ(bits_of(nt_score_from_product(y)), bits_of(want))
+  EXPECT_EQ(nt_as_u32(nt_score_from_product(y)), nt_as_u32(want))
       << std::hexfloat << "x=" << x << " T=" << t << " x/T=" << want;
   return true;
 }
@@ -43,7 +31,7 @@ bool check(float x, float t) {
 std::vector<float> temperatures(std::mt19937_64& rng, int n_random) {
   std::vector<float> t = {1.0f, 0.7f, 0.5f, 0.3f, 1.3f, 2.0f, 1e-3f, 1e-6f, 123.456f, 3.0f,
                           0x1p-149f, 0x1p-126f, 0x1.fffffep127f, 0.1f};
-  for (int i = 0; i < n_random; ++i) t.push_back(from_bits(1u + uint32_t(rng() % 0x7f7fffffu)));
+  for (int i = 0; i < n_random; ++i) t.push_back(nt_as_f32(1u + uint32_t(rng() % 0x7f7fffffu)));
   return t;
 }
 
@@ -54,7 +42,7 @@ TEST(ScaledScore, RandomFloatsOfEveryKind) {
   for (float t : temperatures(rng, 50)) {
     for (int i = 0; i < 100000; ++i) {
       // Every bit pattern: subnormals, +-0, +-inf and NaN among them.
-      product += check(from_bits(uint32_t(rng())), t);
+      product += check(nt_as_f32(uint32_t(rng())), t);
       ++total;
     }
     for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-149f, -0x1p-149f,
@@ -73,7 +61,8 @@ TEST(ScaledScore, QuotientsNearRoundingBoundaries) {
     for (int i = 0; i < 200; ++i) {
       // b = (2^24 + 2m + 1) * 2^(e - 24): a 25-bit odd significand in binade e.
       const int e = -120 + int(rng() % 247);
-      const double b = std::ldexp(double((1u << 24) + 2u * uint32_t(rng() % (1u << 23)) + 1u), e - 24);
+      const uint32_t odd = (1u << 24) + 2u * uint32_t(rng() % (1u << 23)) + 1u;
+      const double b = std::ldexp(double(odd), e - 24);
       const float x0 = float(b * double(t));
       if (!std::isfinite(x0) || x0 == 0.0f) continue;
       float x = x0;
